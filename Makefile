@@ -1,0 +1,34 @@
+# berth — the two commands a newcomer needs are `make demo` and `make test`.
+GO       ?= go
+BIN      := bin
+PKGS     := ./...
+# CI has 2 cores; the race detector and the end-to-end tests share them.
+TESTFLAGS ?= -race -count=1 -timeout 14m
+
+.PHONY: all build test bench demo lint fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test $(TESTFLAGS) $(PKGS)
+
+# Go micro-benchmarks (placement round at 100..100,000 workers).
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+demo: build
+	$(BIN)/placebench --trace seed
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet $(PKGS)
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzRound -fuzztime 60s ./placement
+
+clean:
+	rm -rf $(BIN) out

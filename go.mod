@@ -1,0 +1,3 @@
+module github.com/berth-cluster/berth
+
+go 1.26

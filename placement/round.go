@@ -1,0 +1,146 @@
+package placement
+
+// unitReporter is implemented by policies that step by more than one core;
+// StartExecutorsOnWorkers needs the unit to know which workers are usable.
+type unitReporter interface {
+	MinCoreUnit() int
+}
+
+// minCoreUnit returns p's minimum core unit, 1 when p does not report one.
+func minCoreUnit(p Policy) int {
+	if u, ok := p.(unitReporter); ok {
+		return max(u.MinCoreUnit(), 1)
+	}
+	return 1
+}
+
+// firstStep is the smallest executor the app may start on a worker: its fixed
+// size, or otherwise the unit (less when the app needs fewer cores).
+func firstStep(app App, unit int) int {
+	if app.CoresPerExecutor > 0 {
+		return app.CoresPerExecutor
+	}
+	return min(unit, app.CoresLeft)
+}
+
+// StartExecutorsOnWorkers runs one FIFO scheduling round: each app in the order
+// given, in turn, is offered what the apps before it left. An app with no
+// cores left or at its executor limit is skipped. The usable workers for an
+// app have memory for one executor and cores for its first step; the policy
+// orders them and assigns cores, which become launches: executors of
+// CoresPerExecutor cores when the app fixed the size, otherwise one executor
+// per worker holding all the cores assigned there.
+//
+// Whatever the policy returns, a round never over-commits a worker's cores or
+// memory and never grants an app more than CoresLeft or more executors than
+// its limit allows. Workers are identified by ID; a repeated ID is ignored.
+// The caller's slices are not modified.
+func StartExecutorsOnWorkers(apps []App, workers []Worker, p Policy) []Launch {
+	if p == nil || len(workers) == 0 || len(apps) == 0 {
+		return nil
+	}
+	pool := uniqueWorkers(workers)
+	p.Order(pool)
+	unit := minCoreUnit(p)
+
+	var launches []Launch
+	usable := make([]Worker, 0, len(pool))
+	from := make([]int, 0, len(pool)) // from[j]: index in pool of usable[j]
+	for _, app := range apps {
+		if app.CoresLeft <= 0 || executorRoom(app) == 0 {
+			continue
+		}
+		first, memory := firstStep(app, unit), max(app.MemoryPerExecutorMB, 0)
+		usable, from = usable[:0], from[:0]
+		for i, w := range pool {
+			if w.CoresFree >= first && w.MemoryFreeMB >= memory {
+				usable = append(usable, w)
+				from = append(from, i)
+			}
+		}
+		if len(usable) == 0 {
+			continue
+		}
+		// pool is kept in the policy's order, so usable normally is already
+		// sorted and Order only confirms it; if the policy reorders anyway,
+		// find each worker again by ID.
+		p.Order(usable)
+		if !alignedByID(usable, from, pool) {
+			from = reindexByID(usable, pool, from)
+		}
+		cores := p.Assign(app, usable)
+		before := len(launches)
+		launches = grant(launches, app, usable, from, pool, cores)
+		if len(launches) > before {
+			p.Order(pool) // re-sort the workers this app changed
+		}
+	}
+	return launches
+}
+
+// grant turns the cores a policy assigned into launches and subtracts them
+// from pool, clamping anything the policy got wrong.
+func grant(launches []Launch, app App, usable []Worker, from []int, pool []Worker, cores []int) []Launch {
+	memory := max(app.MemoryPerExecutorMB, 0)
+	coresLeft, room := app.CoresLeft, executorRoom(app)
+	for j := 0; j < len(cores) && j < len(usable); j++ {
+		w := &pool[from[j]]
+		c := min(cores[j], w.CoresFree, coresLeft)
+		if c <= 0 || room == 0 {
+			continue
+		}
+		size, count := c, 1
+		if app.CoresPerExecutor > 0 {
+			size, count = app.CoresPerExecutor, c/app.CoresPerExecutor
+		}
+		count = min(count, room)
+		if memory > 0 {
+			count = min(count, w.MemoryFreeMB/memory)
+		}
+		if count <= 0 {
+			continue
+		}
+		for range count {
+			launches = append(launches, Launch{AppID: app.ID, WorkerID: w.ID, Cores: size, MemoryMB: memory})
+		}
+		w.CoresFree -= size * count
+		w.MemoryFreeMB -= memory * count
+		coresLeft -= size * count
+		room -= count
+	}
+	return launches
+}
+
+// uniqueWorkers copies workers, keeping the first of any repeated ID.
+func uniqueWorkers(workers []Worker) []Worker {
+	seen := make(map[string]struct{}, len(workers))
+	out := make([]Worker, 0, len(workers))
+	for _, w := range workers {
+		if _, dup := seen[w.ID]; dup {
+			continue
+		}
+		seen[w.ID] = struct{}{}
+		out = append(out, w)
+	}
+	return out
+}
+
+func alignedByID(usable []Worker, from []int, pool []Worker) bool {
+	for j, w := range usable {
+		if pool[from[j]].ID != w.ID {
+			return false
+		}
+	}
+	return true
+}
+
+func reindexByID(usable []Worker, pool []Worker, from []int) []int {
+	index := make(map[string]int, len(pool))
+	for i, w := range pool {
+		index[w.ID] = i
+	}
+	for j, w := range usable {
+		from[j] = index[w.ID]
+	}
+	return from
+}
