@@ -1,0 +1,102 @@
+package httpx
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+// Client calls a berth API with the cluster secret. It never follows
+// redirects by itself: a redirect from a follower comes back as a 307
+// StatusError carrying the leader, and the caller decides (Go's own client
+// would drop the Authorization header on the way to another host).
+type Client struct {
+	HTTP   *http.Client
+	Secret string
+}
+
+// NewClient returns a Client whose requests time out after timeout (0: none,
+// for streams; use a context instead).
+func NewClient(secret string, timeout time.Duration) *Client {
+	return &Client{
+		Secret: secret,
+		HTTP: &http.Client{
+			Timeout: timeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		},
+	}
+}
+
+// Do sends in (if not nil) as JSON to url and decodes a 2xx answer into out
+// (if not nil). Any other answer is a *StatusError with the server's reason.
+func (c *Client) Do(ctx context.Context, method, url string, in, out any) error {
+	resp, err := c.Open(ctx, method, url, in)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: decoding answer: %w", method, url, err)
+	}
+	return nil
+}
+
+// Open sends the request and returns the response when it is 2xx, for callers
+// that read the body themselves (streams, logs). The caller closes the body.
+func (c *Client) Open(ctx context.Context, method, url string, in any) (*http.Response, error) {
+	var body io.Reader
+	if in != nil {
+		data, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: encoding request: %w", method, url, err)
+		}
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, url, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Secret != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Secret)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, url, err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	return nil, readStatusError(resp)
+}
+
+// readStatusError turns a non-2xx response into a StatusError.
+func readStatusError(resp *http.Response) error {
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	se := &StatusError{Status: resp.StatusCode}
+	var body wire.Error
+	if json.Unmarshal(data, &body) == nil && body.Error != "" {
+		se.Message, se.Leader = body.Error, body.Leader
+	} else {
+		se.Message = string(bytes.TrimSpace(data))
+	}
+	if se.Leader == "" {
+		se.Leader = resp.Header.Get("Location")
+	}
+	return se
+}

@@ -1,0 +1,123 @@
+// Package httpx is the HTTP plumbing shared by the master, the workers and
+// the client: shared-secret auth, strict JSON bodies, uniform errors.
+package httpx
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+// HealthPath is the one endpoint that needs no secret.
+const HealthPath = "/healthz"
+
+// RequireSecret wraps h so that every request but GET /healthz must carry
+// "Authorization: Bearer <secret>". The comparison is constant-time (on
+// digests, so the secret's length does not leak either). An empty secret
+// disables the check.
+func RequireSecret(secret string, h http.Handler) http.Handler {
+	if secret == "" {
+		return h
+	}
+	want := sha256.Sum256([]byte(secret))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == HealthPath {
+			h.ServeHTTP(w, r)
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		sum := sha256.Sum256([]byte(got))
+		if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+			WriteError(w, http.StatusUnauthorized, "missing or wrong secret")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// StatusError is an error with the HTTP status it maps to. Servers return it
+// from decoding and validation; the client returns it for non-2xx answers.
+type StatusError struct {
+	Status  int
+	Message string
+	Leader  string // the leader's API address, on a redirect from a follower
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
+}
+
+// Errorf builds a StatusError.
+func Errorf(status int, format string, args ...any) *StatusError {
+	return &StatusError{Status: status, Message: fmt.Sprintf(format, args...)}
+}
+
+// StatusOf returns the HTTP status of err: its own if it is a StatusError,
+// else 500.
+func StatusOf(err error) int {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Status
+	}
+	return http.StatusInternalServerError
+}
+
+// DecodeJSON reads r's body into v. The body must be one JSON value of at most
+// wire.MaxBodyBytes with no unknown fields; otherwise a 400 or 413
+// StatusError explains what is wrong.
+func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	body := http.MaxBytesReader(w, r.Body, wire.MaxBodyBytes)
+	data, err := io.ReadAll(body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return Errorf(http.StatusRequestEntityTooLarge, "request body larger than %d bytes", wire.MaxBodyBytes)
+		}
+		return Errorf(http.StatusBadRequest, "reading request body: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return Errorf(http.StatusBadRequest, "empty request body, want JSON")
+		}
+		return Errorf(http.StatusBadRequest, "malformed JSON: %v", err)
+	}
+	if dec.More() {
+		return Errorf(http.StatusBadRequest, "malformed JSON: data after the object")
+	}
+	return nil
+}
+
+// WriteJSON writes v as the JSON body with status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// WriteError writes a wire.Error body.
+func WriteError(w http.ResponseWriter, status int, format string, args ...any) {
+	WriteJSON(w, status, wire.Error{Error: fmt.Sprintf(format, args...)})
+}
+
+// WriteErr writes err with its status (500 unless it is a StatusError).
+func WriteErr(w http.ResponseWriter, err error) {
+	var se *StatusError
+	if errors.As(err, &se) {
+		if se.Leader != "" && se.Status == http.StatusTemporaryRedirect {
+			w.Header().Set("Location", se.Leader)
+		}
+		WriteJSON(w, se.Status, wire.Error{Error: se.Message, Leader: se.Leader})
+		return
+	}
+	WriteError(w, http.StatusInternalServerError, "%v", err)
+}

@@ -1,0 +1,206 @@
+package wire
+
+import "time"
+
+// Messages between clients (the CLI, drivers, app clients) and the master.
+//
+//	GET    /healthz                          200 while the process serves (no auth)
+//	GET    /readyz                           200 only on the ALIVE leader
+//	GET    /v1/cluster                       ClusterStatus
+//	POST   /v1/apps                          AppDescription → Submitted
+//	GET    /v1/apps/{id}                     AppStatus
+//	DELETE /v1/apps/{id}                     kill the app (KILLED)
+//	POST   /v1/apps/{id}/unregister          its client is done (FINISHED)
+//	POST   /v1/apps/{id}/heartbeat           keep the app's lease without an event stream
+//	GET    /v1/apps/{id}/events              AppEvent stream, one JSON object per line
+//	PUT    /v1/apps/{id}/executor-limit      ExecutorLimit
+//	POST   /v1/apps/{id}/kill-executors      KillExecutors
+//	GET    /v1/apps/{id}/executors/{executorId}/logs/{stream}
+//	POST   /v1/drivers                       DriverDescription → Submitted
+//	GET    /v1/drivers/{id}                  DriverStatus
+//	DELETE /v1/drivers/{id}                  kill the driver (KILLED)
+//	GET    /v1/drivers/{id}/logs/{stream}    stream: stdout|stderr
+//
+// Every endpoint but /healthz needs "Authorization: Bearer <secret>" when the
+// cluster has a secret. Errors are an Error body with a 4xx or 5xx status; a
+// write sent to a master that is not the leader gets 307 with the leader's
+// address in Location and in Error.Leader (or 503 when there is no leader).
+
+// AppDescription is what a client registers.
+type AppDescription struct {
+	Name    string            `json:"name"`
+	Command []string          `json:"command"` // argv of each executor
+	Env     map[string]string `json:"env,omitempty"`
+	// MaxCores caps the cores the app holds; 0 takes the master's
+	// --default-cores (unlimited unless set).
+	MaxCores int `json:"maxCores,omitempty"`
+	// CoresPerExecutor fixes the executor size; 0 leaves it to placement
+	// (one executor per worker holding all the cores it gets there).
+	CoresPerExecutor int `json:"coresPerExecutor,omitempty"`
+	// MemoryPerExecutorMB defaults to 1024.
+	MemoryPerExecutorMB int `json:"memoryPerExecutorMB,omitempty"`
+	// InitialExecutorLimit bounds the executors the app starts with
+	// (dynamic allocation); absent means no bound.
+	InitialExecutorLimit *int `json:"initialExecutorLimit,omitempty"`
+}
+
+// DriverDescription is what `berth submit` sends: a driver run in the cluster.
+type DriverDescription struct {
+	Command   []string          `json:"command"`
+	Env       map[string]string `json:"env,omitempty"`
+	Cores     int               `json:"cores"`
+	MemoryMB  int               `json:"memoryMB"`
+	Supervise bool              `json:"supervise"`
+}
+
+// Submitted answers a registration or submission with the new id.
+type Submitted struct {
+	ID string `json:"id"`
+}
+
+// ExecutorLimit sets the executors an app may hold in total.
+type ExecutorLimit struct {
+	Limit int `json:"limit"`
+}
+
+// KillExecutors names executors of an app to kill.
+type KillExecutors struct {
+	ExecutorIDs []int `json:"executorIds"`
+}
+
+// ExecutorStatus is one executor of an app.
+type ExecutorStatus struct {
+	ID       int           `json:"id"`
+	WorkerID string        `json:"workerId"`
+	Cores    int           `json:"cores"`
+	MemoryMB int           `json:"memoryMB"`
+	State    ExecutorState `json:"state"`
+	ExitCode *int          `json:"exitCode,omitempty"`
+	Message  string        `json:"message,omitempty"`
+}
+
+// AppStatus is an application as the master sees it.
+type AppStatus struct {
+	ID                  string           `json:"id"`
+	Name                string           `json:"name"`
+	State               AppState         `json:"state"`
+	SubmittedAt         time.Time        `json:"submittedAt"`
+	EndedAt             *time.Time       `json:"endedAt,omitempty"`
+	MaxCores            int              `json:"maxCores"` // 0: unlimited
+	CoresGranted        int              `json:"coresGranted"`
+	CoresPerExecutor    int              `json:"coresPerExecutor,omitempty"`
+	MemoryPerExecutorMB int              `json:"memoryPerExecutorMB"`
+	ExecutorLimit       *int             `json:"executorLimit,omitempty"` // absent: no bound
+	RetryCount          int              `json:"retryCount"`
+	Message             string           `json:"message,omitempty"`
+	Executors           []ExecutorStatus `json:"executors"`
+}
+
+// DriverStatus is a driver as the master sees it.
+type DriverStatus struct {
+	ID           string      `json:"id"`
+	State        DriverState `json:"state"`
+	SubmittedAt  time.Time   `json:"submittedAt"`
+	Cores        int         `json:"cores"`
+	MemoryMB     int         `json:"memoryMB"`
+	Supervise    bool        `json:"supervise"`
+	Command      []string    `json:"command"`
+	WorkerID     string      `json:"workerId,omitempty"`
+	ExitCode     *int        `json:"exitCode,omitempty"`
+	Message      string      `json:"message,omitempty"`
+	RelaunchOf   string      `json:"relaunchOf,omitempty"`   // the driver this one replaces
+	RelaunchedAs string      `json:"relaunchedAs,omitempty"` // the driver that replaced this one
+}
+
+// WorkerStatus is a worker as the master sees it.
+type WorkerStatus struct {
+	ID            string      `json:"id"`
+	Host          string      `json:"host"`
+	Port          int         `json:"port"`
+	Address       string      `json:"address"`
+	Cores         int         `json:"cores"`
+	CoresUsed     int         `json:"coresUsed"`
+	MemoryMB      int         `json:"memoryMB"`
+	MemoryUsedMB  int         `json:"memoryUsedMB"`
+	State         WorkerState `json:"state"`
+	LastHeartbeat time.Time   `json:"lastHeartbeat"`
+}
+
+// MasterNode is one master of the cluster, as Raft sees it.
+type MasterNode struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raftAddr"`
+	APIAddr  string `json:"apiAddr,omitempty"`
+	Leader   bool   `json:"leader"`
+	Voter    bool   `json:"voter"`
+}
+
+// ClusterStatus is GET /v1/cluster.
+type ClusterStatus struct {
+	MasterID string       `json:"masterId"`
+	Status   MasterStatus `json:"status"`
+	// View is "leader" when this master leads, "follower" when the answer is
+	// a follower's replica (durable state only: no executors, no heartbeats).
+	View     string `json:"view"`
+	Leader   string `json:"leader,omitempty"` // API address of the leader, if known
+	LeaderID string `json:"leaderId,omitempty"`
+	Epoch    uint64 `json:"epoch"`
+
+	Workers          []WorkerStatus `json:"workers"`
+	ActiveApps       []AppStatus    `json:"activeApps"`
+	CompletedApps    []AppStatus    `json:"completedApps"`
+	ActiveDrivers    []DriverStatus `json:"activeDrivers"`
+	CompletedDrivers []DriverStatus `json:"completedDrivers"`
+	Masters          []MasterNode   `json:"masters,omitempty"`
+}
+
+// Views of ClusterStatus.
+const (
+	ViewLeader   = "leader"
+	ViewFollower = "follower"
+)
+
+// EventType names an AppEvent.
+type EventType string
+
+const (
+	// EventSnapshot: the app and all its executors. First on every stream,
+	// and again when a new leader completes recovery, so a client can drop
+	// executors it no longer sees.
+	EventSnapshot        EventType = "snapshot"
+	EventExecutorAdded   EventType = "executorAdded"
+	EventExecutorUpdated EventType = "executorUpdated"
+	EventExecutorLost    EventType = "executorLost" // its worker was lost
+	EventAppRemoved      EventType = "appRemoved"   // final; the stream ends
+	EventMasterChanged   EventType = "masterChanged"
+	EventHeartbeat       EventType = "heartbeat" // keeps idle connections alive
+)
+
+// AppEvent is one line of GET /v1/apps/{id}/events.
+type AppEvent struct {
+	Type     EventType       `json:"type"`
+	AppID    string          `json:"appId"`
+	Executor *ExecutorStatus `json:"executor,omitempty"`
+	App      *AppStatus      `json:"app,omitempty"`     // snapshot, appRemoved
+	Epoch    uint64          `json:"epoch,omitempty"`   // masterChanged
+	Leader   string          `json:"leader,omitempty"`  // masterChanged
+	Message  string          `json:"message,omitempty"` // appRemoved, executorLost
+}
+
+// Error is the body of every error response.
+type Error struct {
+	Error  string `json:"error"`
+	Leader string `json:"leader,omitempty"` // set on a redirect to the leader
+}
+
+// JoinRequest adds a master to the Raft cluster (POST /v1/raft/join).
+type JoinRequest struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raftAddr"`
+	APIAddr  string `json:"apiAddr"`
+}
+
+// LeaveRequest removes a master from the Raft cluster (POST /v1/raft/leave).
+type LeaveRequest struct {
+	ID string `json:"id"`
+}

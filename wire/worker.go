@@ -1,0 +1,181 @@
+package wire
+
+// Messages between a worker and the master.
+//
+// Worker → master (master API):
+//
+//	POST /v1/workers                       RegisterWorker → RegisteredWorker
+//	POST /v1/workers/{id}/heartbeat        Heartbeat → HeartbeatReply
+//	POST /v1/workers/{id}/executor-state   ExecutorStateChanged
+//	POST /v1/workers/{id}/driver-state     DriverStateChanged
+//	POST /v1/workers/{id}/state            WorkerLatestState → LatestStateReply
+//
+// Master → worker (worker API); every command carries the master's epoch and
+// a worker refuses (409) a command whose epoch is older than the newest it
+// has seen:
+//
+//	POST /v1/executors          LaunchExecutor
+//	POST /v1/executors/kill     KillExecutor
+//	POST /v1/drivers            LaunchDriver
+//	POST /v1/drivers/kill       KillDriver
+//	POST /v1/apps/finished      ApplicationFinished
+//	POST /v1/reconnect          Reconnect
+//
+// Worker API for people and the master's log proxy:
+//
+//	GET /v1/state                                   WorkerLatestState
+//	GET /v1/executors/{appId}/{executorId}/logs/{stream}  (stream: stdout|stderr)
+//	GET /v1/drivers/{driverId}/logs/{stream}
+
+// RegisterWorker announces a worker to the master.
+type RegisterWorker struct {
+	ID       string `json:"id"`
+	Host     string `json:"host"`
+	Port     int    `json:"port"`
+	Cores    int    `json:"cores"`
+	MemoryMB int    `json:"memoryMB"`
+	// Address is the base URL of the worker's API as the master should call
+	// it, e.g. http://127.0.0.1:41234 (it may carry a path prefix).
+	Address string `json:"address"`
+}
+
+// RegisteredWorker accepts a registration.
+type RegisteredWorker struct {
+	MasterID string `json:"masterId"`
+	Epoch    uint64 `json:"epoch"`
+	// Duplicate: the master already knew this worker id (a retry, or a
+	// worker coming back during recovery).
+	Duplicate bool `json:"duplicate"`
+	// HeartbeatIntervalMs is how often the master wants heartbeats.
+	HeartbeatIntervalMs int64 `json:"heartbeatIntervalMs"`
+}
+
+// Heartbeat is sent by a registered worker every HeartbeatIntervalMs.
+type Heartbeat struct {
+	CoresUsed    int `json:"coresUsed"`
+	MemoryUsedMB int `json:"memoryUsedMB"`
+}
+
+// HeartbeatReply answers a heartbeat.
+type HeartbeatReply struct {
+	Epoch uint64 `json:"epoch"`
+	// Reconnect: the master does not know this worker (it expired it, or it
+	// restarted); the worker must register again.
+	Reconnect bool `json:"reconnect"`
+}
+
+// ExecutorStateChanged reports an executor's new state.
+type ExecutorStateChanged struct {
+	AppID      string        `json:"appId"`
+	ExecutorID int           `json:"executorId"`
+	State      ExecutorState `json:"state"`
+	Message    string        `json:"message,omitempty"`
+	ExitCode   *int          `json:"exitCode,omitempty"`
+}
+
+// DriverStateChanged reports a driver's new state.
+type DriverStateChanged struct {
+	DriverID string      `json:"driverId"`
+	State    DriverState `json:"state"`
+	Message  string      `json:"message,omitempty"`
+	ExitCode *int        `json:"exitCode,omitempty"`
+}
+
+// ExecutorReport is one executor a worker runs.
+type ExecutorReport struct {
+	AppID      string        `json:"appId"`
+	ExecutorID int           `json:"executorId"`
+	Cores      int           `json:"cores"`
+	MemoryMB   int           `json:"memoryMB"`
+	State      ExecutorState `json:"state"`
+}
+
+// DriverReport is one driver a worker runs.
+type DriverReport struct {
+	DriverID string      `json:"driverId"`
+	Cores    int         `json:"cores"`
+	MemoryMB int         `json:"memoryMB"`
+	State    DriverState `json:"state"`
+}
+
+// WorkerLatestState is everything a worker runs. A worker sends it after
+// every registration; the master adopts what it knows (during recovery) and
+// has the worker kill what it does not know (Spark's SPARK-13604).
+type WorkerLatestState struct {
+	WorkerID  string           `json:"workerId"`
+	Executors []ExecutorReport `json:"executors"`
+	Drivers   []DriverReport   `json:"drivers"`
+	// Epoch and Master are filled in on GET /v1/state only: the newest epoch
+	// the worker has seen and the master it is registered with.
+	Epoch  uint64 `json:"epoch,omitempty"`
+	Master string `json:"master,omitempty"`
+}
+
+// LatestStateReply tells the worker what the master did with its report.
+type LatestStateReply struct {
+	KilledExecutors []ExecutorRef `json:"killedExecutors,omitempty"`
+	KilledDrivers   []string      `json:"killedDrivers,omitempty"`
+}
+
+// ExecutorRef names one executor.
+type ExecutorRef struct {
+	AppID      string `json:"appId"`
+	ExecutorID int    `json:"executorId"`
+}
+
+// LaunchExecutor asks a worker to start an executor.
+type LaunchExecutor struct {
+	Epoch      uint64            `json:"epoch"`
+	MasterURL  string            `json:"masterUrl"`
+	AppID      string            `json:"appId"`
+	ExecutorID int               `json:"executorId"`
+	Cores      int               `json:"cores"`
+	MemoryMB   int               `json:"memoryMB"`
+	Command    []string          `json:"command"`
+	Env        map[string]string `json:"env,omitempty"`
+}
+
+// KillExecutor asks a worker to kill an executor.
+type KillExecutor struct {
+	Epoch      uint64 `json:"epoch"`
+	AppID      string `json:"appId"`
+	ExecutorID int    `json:"executorId"`
+}
+
+// LaunchDriver asks a worker to start a driver.
+type LaunchDriver struct {
+	Epoch     uint64            `json:"epoch"`
+	MasterURL string            `json:"masterUrl"`
+	DriverID  string            `json:"driverId"`
+	Command   []string          `json:"command"`
+	Env       map[string]string `json:"env,omitempty"`
+	Cores     int               `json:"cores"`
+	MemoryMB  int               `json:"memoryMB"`
+	Supervise bool              `json:"supervise"`
+}
+
+// KillDriver asks a worker to kill a driver.
+type KillDriver struct {
+	Epoch    uint64 `json:"epoch"`
+	DriverID string `json:"driverId"`
+}
+
+// ApplicationFinished tells a worker an app is over: kill its executors and
+// clean up after it.
+type ApplicationFinished struct {
+	Epoch uint64 `json:"epoch"`
+	AppID string `json:"appId"`
+}
+
+// Reconnect tells a worker to register with the master at Master: the master
+// changed (a new leader), or the master forgot the worker.
+type Reconnect struct {
+	Epoch  uint64 `json:"epoch"`
+	Master string `json:"master"`
+}
+
+// StaleEpoch is the body of a worker's 409 refusal of a stale command.
+type StaleEpoch struct {
+	Error string `json:"error"`
+	Epoch uint64 `json:"epoch"` // the newest epoch the worker has seen
+}
