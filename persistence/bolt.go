@@ -1,0 +1,222 @@
+package persistence
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Bolt keeps the state in a local bbolt file (--recovery-mode bolt): one
+// master, Spark's FILESYSTEM recovery mode. Each record is one key in the
+// bucket of its kind, so a write costs what it touches, not the whole state;
+// the state also lives in memory for Load.
+type Bolt struct {
+	mu    sync.Mutex
+	db    *bolt.DB
+	state *State
+}
+
+var metaBucket = []byte("meta")
+
+var recordBuckets = []Bucket{BucketApps, BucketDrivers, BucketWorkers, BucketMasters}
+
+// OpenBolt opens (or creates) the state file at path. It fails after a
+// second if another process holds the file.
+func OpenBolt(path string) (*Bolt, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("opening %s: another master is using it", path)
+		}
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	b := &Bolt{db: db}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range append([][]byte{metaBucket}, bucketNames()...) {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		b.state, err = b.read()
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	return b, nil
+}
+
+func bucketNames() [][]byte {
+	names := make([][]byte, len(recordBuckets))
+	for i, b := range recordBuckets {
+		names[i] = []byte(b)
+	}
+	return names
+}
+
+// Write applies cmds in memory and writes what they touched in one
+// transaction, synced to disk before it returns.
+func (b *Bolt) Write(ctx context.Context, cmds []Command) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state == nil {
+		return ErrClosed
+	}
+	touched := map[Key]struct{}{}
+	applyErr := applyAll(b.state, cmds, func(k Key) { touched[k] = struct{}{} })
+	err := b.db.Update(func(tx *bolt.Tx) error {
+		for k := range touched {
+			if err := b.writeKey(tx, k); err != nil {
+				return err
+			}
+		}
+		return writeMeta(tx, b.state)
+	})
+	if err != nil {
+		// Memory is ahead of the file now; read the file back so the two
+		// agree again.
+		if s, rerr := b.read(); rerr == nil {
+			b.state = s
+		}
+		return fmt.Errorf("writing state: %w", err)
+	}
+	return applyErr
+}
+
+func (b *Bolt) writeKey(tx *bolt.Tx, k Key) error {
+	bucket := tx.Bucket([]byte(k.Bucket))
+	rec, ok := b.state.record(k)
+	if !ok {
+		return bucket.Delete([]byte(k.ID))
+	}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return bucket.Put([]byte(k.ID), data)
+}
+
+func (b *Bolt) Barrier(context.Context) error { return nil }
+
+func (b *Bolt) Load(context.Context) (*State, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state == nil {
+		return nil, ErrClosed
+	}
+	return b.state.Clone(), nil
+}
+
+func (b *Bolt) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.state = nil
+	return b.db.Close()
+}
+
+// read loads the whole state from the file.
+func (b *Bolt) read() (*State, error) {
+	s := NewState()
+	err := b.db.View(func(tx *bolt.Tx) error {
+		if err := readMeta(tx, s); err != nil {
+			return err
+		}
+		for _, name := range recordBuckets {
+			err := tx.Bucket([]byte(name)).ForEach(func(k, v []byte) error {
+				if err := s.decodeRecord(name, v); err != nil {
+					return fmt.Errorf("%s/%s: %w", name, k, err)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return s, err
+}
+
+type meta struct {
+	Epoch            uint64 `json:"epoch"`
+	NextAppNumber    int    `json:"nextAppNumber"`
+	NextDriverNumber int    `json:"nextDriverNumber"`
+}
+
+var metaKey = []byte("state")
+
+func writeMeta(tx *bolt.Tx, s *State) error {
+	data, err := json.Marshal(meta{s.Epoch, s.NextAppNumber, s.NextDriverNumber})
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(metaBucket).Put(metaKey, data)
+}
+
+func readMeta(tx *bolt.Tx, s *State) error {
+	data := tx.Bucket(metaBucket).Get(metaKey)
+	if data == nil {
+		return nil
+	}
+	var m meta
+	if err := json.Unmarshal(data, &m); err != nil {
+		return fmt.Errorf("meta: %w", err)
+	}
+	s.Epoch, s.NextAppNumber, s.NextDriverNumber = m.Epoch, m.NextAppNumber, m.NextDriverNumber
+	return nil
+}
+
+// record returns the record k names, if the state has it.
+func (s *State) record(k Key) (any, bool) {
+	var rec any
+	var ok bool
+	switch k.Bucket {
+	case BucketApps:
+		rec, ok = s.Apps[k.ID]
+	case BucketDrivers:
+		rec, ok = s.Drivers[k.ID]
+	case BucketWorkers:
+		rec, ok = s.Workers[k.ID]
+	case BucketMasters:
+		rec, ok = s.Masters[k.ID]
+	}
+	return rec, ok
+}
+
+// decodeRecord adds one stored record of bucket b to the state.
+func (s *State) decodeRecord(b Bucket, data []byte) error {
+	switch b {
+	case BucketApps:
+		return decodeInto(data, s.Apps, func(r *AppRecord) string { return r.ID })
+	case BucketDrivers:
+		return decodeInto(data, s.Drivers, func(r *DriverRecord) string { return r.ID })
+	case BucketWorkers:
+		return decodeInto(data, s.Workers, func(r *WorkerRecord) string { return r.ID })
+	case BucketMasters:
+		return decodeInto(data, s.Masters, func(r *MasterRecord) string { return r.ID })
+	}
+	return fmt.Errorf("unknown bucket %q", b)
+}
+
+func decodeInto[R any](data []byte, m map[string]*R, id func(*R) string) error {
+	r := new(R)
+	if err := json.Unmarshal(data, r); err != nil {
+		return err
+	}
+	if id(r) == "" {
+		return errors.New("record without an id")
+	}
+	m[id(r)] = r
+	return nil
+}

@@ -1,0 +1,172 @@
+package persistence
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Type tags a command. Tags are never reused or renumbered: a log written
+// by one version is read by every later one.
+type Type uint8
+
+const (
+	TypeBumpEpoch    Type = 1
+	TypePutApp       Type = 2
+	TypeDeleteApp    Type = 3
+	TypePutDriver    Type = 4
+	TypeDeleteDriver Type = 5
+	TypePutWorker    Type = 6
+	TypeDeleteWorker Type = 7
+	TypePutMaster    Type = 8
+	TypeDeleteMaster Type = 9
+
+	// typeBatch tags an encoded entry holding several commands.
+	typeBatch Type = 64
+
+	// IgnoreUnknownTypeFlag marks a command that a master which does not
+	// know its type may skip (Nomad's IgnoreUnknownTypeFlag). A new command
+	// type whose loss an older master can live with is written with the flag
+	// set, so a rolling upgrade does not stop older masters at that entry.
+	IgnoreUnknownTypeFlag Type = 128
+)
+
+func (t Type) String() string {
+	switch t &^ IgnoreUnknownTypeFlag {
+	case TypeBumpEpoch:
+		return "BumpEpoch"
+	case TypePutApp:
+		return "PutApp"
+	case TypeDeleteApp:
+		return "DeleteApp"
+	case TypePutDriver:
+		return "PutDriver"
+	case TypeDeleteDriver:
+		return "DeleteDriver"
+	case TypePutWorker:
+		return "PutWorker"
+	case TypeDeleteWorker:
+		return "DeleteWorker"
+	case TypePutMaster:
+		return "PutMaster"
+	case TypeDeleteMaster:
+		return "DeleteMaster"
+	case typeBatch:
+		return "Batch"
+	}
+	return fmt.Sprintf("Type(%d)", uint8(t))
+}
+
+// Command is one change to the State. Type says which payload field is set.
+type Command struct {
+	Type   Type          `json:"-"`
+	App    *AppRecord    `json:"app,omitempty"`
+	Driver *DriverRecord `json:"driver,omitempty"`
+	Worker *WorkerRecord `json:"worker,omitempty"`
+	Master *MasterRecord `json:"master,omitempty"`
+	ID     string        `json:"id,omitempty"` // of the record a Delete removes
+	// Retain bounds the finished apps (or drivers) kept, when a Put records
+	// one that ended; the oldest beyond it are dropped.
+	Retain int `json:"retain,omitempty"`
+}
+
+// Constructors for the commands the master writes.
+
+func BumpEpoch() Command { return Command{Type: TypeBumpEpoch} }
+func PutApp(r AppRecord, retain int) Command {
+	return Command{Type: TypePutApp, App: &r, Retain: retain}
+}
+func DeleteApp(id string) Command { return Command{Type: TypeDeleteApp, ID: id} }
+func PutDriver(r DriverRecord, retain int) Command {
+	return Command{Type: TypePutDriver, Driver: &r, Retain: retain}
+}
+func DeleteDriver(id string) Command   { return Command{Type: TypeDeleteDriver, ID: id} }
+func PutWorker(r WorkerRecord) Command { return Command{Type: TypePutWorker, Worker: &r} }
+func DeleteWorker(id string) Command   { return Command{Type: TypeDeleteWorker, ID: id} }
+func PutMaster(r MasterRecord) Command { return Command{Type: TypePutMaster, Master: &r} }
+func DeleteMaster(id string) Command   { return Command{Type: TypeDeleteMaster, ID: id} }
+
+// ErrUnknownType is returned for a command whose type this version does not
+// know and which is not marked with IgnoreUnknownTypeFlag.
+var ErrUnknownType = errors.New("unknown command type")
+
+// batchItem is one command inside a batch entry.
+type batchItem struct {
+	Type    Type            `json:"t"`
+	Payload json.RawMessage `json:"p"`
+}
+
+// Encode turns commands into one log entry: a type byte, then the JSON
+// payload. Several commands become one batch entry, applied atomically.
+func Encode(cmds []Command) ([]byte, error) {
+	if len(cmds) == 1 {
+		payload, err := json.Marshal(cmds[0])
+		if err != nil {
+			return nil, fmt.Errorf("encoding %s: %w", cmds[0].Type, err)
+		}
+		return append([]byte{byte(cmds[0].Type)}, payload...), nil
+	}
+	items := make([]batchItem, len(cmds))
+	for i, c := range cmds {
+		payload, err := json.Marshal(c)
+		if err != nil {
+			return nil, fmt.Errorf("encoding %s: %w", c.Type, err)
+		}
+		items[i] = batchItem{Type: c.Type, Payload: payload}
+	}
+	payload, err := json.Marshal(items)
+	if err != nil {
+		return nil, fmt.Errorf("encoding batch: %w", err)
+	}
+	return append([]byte{byte(typeBatch)}, payload...), nil
+}
+
+// Decode reverses Encode. Commands of an unknown type marked with
+// IgnoreUnknownTypeFlag are left out; any other unknown type, or malformed
+// data, is an error and no command of the entry is returned.
+func Decode(data []byte) ([]Command, error) {
+	if len(data) == 0 {
+		return nil, errors.New("empty log entry")
+	}
+	tag, payload := Type(data[0]), data[1:]
+	if tag != typeBatch {
+		c, skip, err := decodeOne(tag, payload)
+		if err != nil || skip {
+			return nil, err
+		}
+		return []Command{c}, nil
+	}
+	var items []batchItem
+	if err := json.Unmarshal(payload, &items); err != nil {
+		return nil, fmt.Errorf("decoding batch: %w", err)
+	}
+	cmds := make([]Command, 0, len(items))
+	for _, it := range items {
+		c, skip, err := decodeOne(it.Type, it.Payload)
+		if err != nil {
+			return nil, err
+		}
+		if !skip {
+			cmds = append(cmds, c)
+		}
+	}
+	return cmds, nil
+}
+
+func decodeOne(t Type, payload []byte) (c Command, skip bool, err error) {
+	if !knownType(t) {
+		if t&IgnoreUnknownTypeFlag != 0 {
+			return Command{}, true, nil
+		}
+		return Command{}, false, fmt.Errorf("%w %s", ErrUnknownType, t)
+	}
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return Command{}, false, fmt.Errorf("decoding %s: %w", t, err)
+	}
+	c.Type = t
+	return c, false, nil
+}
+
+func knownType(t Type) bool {
+	return t >= TypeBumpEpoch && t <= TypeDeleteMaster
+}

@@ -1,0 +1,85 @@
+// Package persistence keeps the master's durable state: applications,
+// drivers, workers, the masters of the cluster and the epoch (Spark's
+// PersistenceEngine). Everything else the master knows (executors,
+// heartbeats, who answered during recovery) is rebuilt from workers' and
+// clients' reports and never written.
+//
+// Changes are Commands with a type tag. State.Apply is the one deterministic
+// function that applies them, shared by every engine: a local bbolt file for
+// a single master, and the Raft log for several (whose FSM calls Apply on
+// every master in the same order).
+package persistence
+
+import (
+	"time"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+// Records are values: a record in a State is never modified in place. The
+// master builds a new record and writes it with a Put command.
+
+// AppRecord is a registered application.
+type AppRecord struct {
+	ID          string              `json:"id"`
+	Desc        wire.AppDescription `json:"desc"`
+	SubmittedAt time.Time           `json:"submittedAt"`
+	// ExecutorLimit is the current limit set through dynamic allocation;
+	// nil means no bound.
+	ExecutorLimit *int `json:"executorLimit,omitempty"`
+	// ExecutorIDsReserved: executor ids below it may have been handed out by
+	// some leader. A new leader starts numbering there, so an executor id is
+	// never reused for an app, even for executors no worker reported.
+	ExecutorIDsReserved int `json:"executorIdsReserved"`
+	// State is WAITING while the app is active (the live state is the
+	// master's), or its final state once it ended.
+	State   wire.AppState `json:"state"`
+	EndedAt *time.Time    `json:"endedAt,omitempty"`
+	Message string        `json:"message,omitempty"`
+	// Summary of a finished app, kept for status pages.
+	CoresGranted int `json:"coresGranted,omitempty"`
+}
+
+// DriverRecord is a submitted driver.
+type DriverRecord struct {
+	ID           string                 `json:"id"`
+	Desc         wire.DriverDescription `json:"desc"`
+	SubmittedAt  time.Time              `json:"submittedAt"`
+	State        wire.DriverState       `json:"state"` // SUBMITTED while active, else final
+	WorkerID     string                 `json:"workerId,omitempty"`
+	ExitCode     *int                   `json:"exitCode,omitempty"`
+	Message      string                 `json:"message,omitempty"`
+	RelaunchOf   string                 `json:"relaunchOf,omitempty"`
+	RelaunchedAs string                 `json:"relaunchedAs,omitempty"`
+	EndedAt      *time.Time             `json:"endedAt,omitempty"`
+}
+
+// WorkerRecord is a registered worker.
+type WorkerRecord struct {
+	ID       string `json:"id"`
+	Host     string `json:"host"`
+	Port     int    `json:"port"`
+	Address  string `json:"address"`
+	Cores    int    `json:"cores"`
+	MemoryMB int    `json:"memoryMB"`
+}
+
+// MasterRecord maps a master's Raft id to its API address, so that every
+// master can tell clients where the leader's API is.
+type MasterRecord struct {
+	ID      string `json:"id"`
+	APIAddr string `json:"apiAddr"`
+}
+
+// Finished reports whether the record is of an app that ended.
+func (r *AppRecord) Finished() bool { return r.State.Finished() }
+
+// Finished reports whether the record is of a driver that ended.
+func (r *DriverRecord) Finished() bool { return r.State.Finished() }
+
+func endedAt(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}

@@ -1,0 +1,195 @@
+package persistence
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// State is everything the master keeps durably.
+type State struct {
+	Epoch   uint64                   `json:"epoch"`
+	Apps    map[string]*AppRecord    `json:"apps"`
+	Drivers map[string]*DriverRecord `json:"drivers"`
+	Workers map[string]*WorkerRecord `json:"workers"`
+	Masters map[string]*MasterRecord `json:"masters"`
+	// Next sequence numbers for ids, one past the highest ever recorded, so a
+	// new leader never hands out an id twice.
+	NextAppNumber    int `json:"nextAppNumber"`
+	NextDriverNumber int `json:"nextDriverNumber"`
+}
+
+// NewState returns an empty state.
+func NewState() *State {
+	return &State{
+		Apps:    map[string]*AppRecord{},
+		Drivers: map[string]*DriverRecord{},
+		Workers: map[string]*WorkerRecord{},
+		Masters: map[string]*MasterRecord{},
+	}
+}
+
+// Clone copies the state. Records are shared: they are never modified in
+// place.
+func (s *State) Clone() *State {
+	c := *s
+	c.Apps = maps.Clone(s.Apps)
+	c.Drivers = maps.Clone(s.Drivers)
+	c.Workers = maps.Clone(s.Workers)
+	c.Masters = maps.Clone(s.Masters)
+	return &c
+}
+
+// Empty reports whether there is nothing to recover: no active app or
+// driver and no worker (finished records and masters do not count).
+func (s *State) Empty() bool {
+	for _, a := range s.Apps {
+		if !a.Finished() {
+			return false
+		}
+	}
+	for _, d := range s.Drivers {
+		if !d.Finished() {
+			return false
+		}
+	}
+	return len(s.Workers) == 0
+}
+
+// Bucket names a kind of record; Key is one record.
+type Bucket string
+
+const (
+	BucketApps    Bucket = "apps"
+	BucketDrivers Bucket = "drivers"
+	BucketWorkers Bucket = "workers"
+	BucketMasters Bucket = "masters"
+)
+
+// Key identifies one record touched by Apply.
+type Key struct {
+	Bucket Bucket
+	ID     string
+}
+
+var errMissingPayload = errors.New("command without its record")
+
+// Apply applies one command. It is deterministic (the same commands in the
+// same order give the same state on every master), never panics on a
+// malformed command, and leaves the state unchanged when it returns an
+// error. touched, if not nil, is told every record put or deleted (the
+// epoch and counters are not records).
+func (s *State) Apply(c Command, touched func(Key)) error {
+	if touched == nil {
+		touched = func(Key) {}
+	}
+	switch c.Type {
+	case TypeBumpEpoch:
+		s.Epoch++
+	case TypePutApp:
+		if c.App == nil || c.App.ID == "" {
+			return fmt.Errorf("%s: %w", c.Type, errMissingPayload)
+		}
+		r := *c.App
+		s.Apps[r.ID] = &r
+		touched(Key{BucketApps, r.ID})
+		s.NextAppNumber = max(s.NextAppNumber, idNumber(r.ID)+1)
+		if r.Finished() {
+			trim(s.Apps, c.Retain, (*AppRecord).Finished, func(a *AppRecord) string { return sortKey(endedAt(a.EndedAt).UnixNano(), a.ID) }, BucketApps, touched)
+		}
+	case TypePutDriver:
+		if c.Driver == nil || c.Driver.ID == "" {
+			return fmt.Errorf("%s: %w", c.Type, errMissingPayload)
+		}
+		r := *c.Driver
+		s.Drivers[r.ID] = &r
+		touched(Key{BucketDrivers, r.ID})
+		s.NextDriverNumber = max(s.NextDriverNumber, idNumber(r.ID)+1)
+		if r.Finished() {
+			trim(s.Drivers, c.Retain, (*DriverRecord).Finished, func(d *DriverRecord) string { return sortKey(endedAt(d.EndedAt).UnixNano(), d.ID) }, BucketDrivers, touched)
+		}
+	case TypePutWorker:
+		if c.Worker == nil || c.Worker.ID == "" {
+			return fmt.Errorf("%s: %w", c.Type, errMissingPayload)
+		}
+		r := *c.Worker
+		s.Workers[r.ID] = &r
+		touched(Key{BucketWorkers, r.ID})
+	case TypePutMaster:
+		if c.Master == nil || c.Master.ID == "" {
+			return fmt.Errorf("%s: %w", c.Type, errMissingPayload)
+		}
+		r := *c.Master
+		s.Masters[r.ID] = &r
+		touched(Key{BucketMasters, r.ID})
+	case TypeDeleteApp:
+		deleteKey(s.Apps, BucketApps, c.ID, touched)
+	case TypeDeleteDriver:
+		deleteKey(s.Drivers, BucketDrivers, c.ID, touched)
+	case TypeDeleteWorker:
+		deleteKey(s.Workers, BucketWorkers, c.ID, touched)
+	case TypeDeleteMaster:
+		deleteKey(s.Masters, BucketMasters, c.ID, touched)
+	default:
+		if c.Type&IgnoreUnknownTypeFlag != 0 {
+			return nil
+		}
+		return fmt.Errorf("%w %s", ErrUnknownType, c.Type)
+	}
+	return nil
+}
+
+func deleteKey[V any](m map[string]V, b Bucket, id string, touched func(Key)) {
+	if _, ok := m[id]; ok {
+		delete(m, id)
+		touched(Key{b, id})
+	}
+}
+
+// trim drops the oldest finished records beyond retain (retain < 1 keeps
+// them all). Age is by end time then id, so every master drops the same.
+func trim[V any](m map[string]V, retain int, finished func(V) bool, key func(V) string, b Bucket, touched func(Key)) {
+	if retain < 1 {
+		return
+	}
+	var done []string
+	byID := map[string]string{}
+	for id, r := range m {
+		if finished(r) {
+			k := key(r)
+			done = append(done, k)
+			byID[k] = id
+		}
+	}
+	if len(done) <= retain {
+		return
+	}
+	slices.Sort(done)
+	for _, k := range done[:len(done)-retain] {
+		id := byID[k]
+		delete(m, id)
+		touched(Key{b, id})
+	}
+}
+
+// sortKey orders by time then id as one string (times are fixed-width).
+func sortKey(nanos int64, id string) string {
+	return fmt.Sprintf("%020d/%s", nanos, id)
+}
+
+// idNumber is the sequence number at the end of an id like
+// app-20261122101500-0007, or -1.
+func idNumber(id string) int {
+	i := strings.LastIndexByte(id, '-')
+	if i < 0 {
+		return -1
+	}
+	n, err := strconv.Atoi(id[i+1:])
+	if err != nil || n < 0 || n > 1<<40 {
+		return -1
+	}
+	return n
+}

@@ -1,0 +1,242 @@
+package persistence
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+func app(id string) AppRecord {
+	return AppRecord{ID: id, Desc: wire.AppDescription{Name: id, Command: []string{"x"}}, SubmittedAt: t0, State: wire.AppWaiting}
+}
+
+func finishedApp(id string, ended time.Time) AppRecord {
+	a := app(id)
+	a.State, a.EndedAt = wire.AppFinished, &ended
+	return a
+}
+
+func TestApplyEachCommand(t *testing.T) {
+	s := NewState()
+	var touched []Key
+	rec := func(k Key) { touched = append(touched, k) }
+	cmds := []Command{
+		BumpEpoch(), BumpEpoch(),
+		PutApp(app("app-20261122100000-0007"), 0),
+		PutDriver(DriverRecord{ID: "driver-20261122100000-0003", State: wire.DriverSubmitted}, 0),
+		PutWorker(WorkerRecord{ID: "w1", Host: "127.0.0.1", Port: 1, Cores: 4}),
+		PutMaster(MasterRecord{ID: "m1", APIAddr: "http://127.0.0.1:7077"}),
+	}
+	for _, c := range cmds {
+		if err := s.Apply(c, rec); err != nil {
+			t.Fatalf("%s: %v", c.Type, err)
+		}
+	}
+	if s.Epoch != 2 || len(s.Apps) != 1 || len(s.Drivers) != 1 || len(s.Workers) != 1 || len(s.Masters) != 1 {
+		t.Fatalf("state after puts: %+v", s)
+	}
+	if s.NextAppNumber != 8 || s.NextDriverNumber != 4 {
+		t.Errorf("next numbers %d %d, want 8 4", s.NextAppNumber, s.NextDriverNumber)
+	}
+	if len(touched) != 4 {
+		t.Errorf("touched %v, want the 4 records", touched)
+	}
+	for _, c := range []Command{DeleteApp("app-20261122100000-0007"), DeleteDriver("driver-20261122100000-0003"), DeleteWorker("w1"), DeleteMaster("m1"), DeleteWorker("nope")} {
+		if err := s.Apply(c, nil); err != nil {
+			t.Fatalf("%s: %v", c.Type, err)
+		}
+	}
+	if !s.Empty() || len(s.Masters) != 0 {
+		t.Fatalf("state after deletes: %+v", s)
+	}
+	// Deleting an app does not lower the next number: ids are never reused.
+	if s.NextAppNumber != 8 {
+		t.Errorf("next app number %d after delete, want 8", s.NextAppNumber)
+	}
+}
+
+func TestApplyMalformedLeavesStateUnchanged(t *testing.T) {
+	s := NewState()
+	_ = s.Apply(PutApp(app("a-1"), 0), nil)
+	before := s.Clone()
+	bad := []Command{
+		{Type: TypePutApp},
+		{Type: TypePutApp, App: &AppRecord{}},
+		{Type: TypePutDriver},
+		{Type: TypePutWorker, Worker: &WorkerRecord{}},
+		{Type: TypePutMaster},
+		{Type: 99},
+		{Type: 0},
+	}
+	for _, c := range bad {
+		if err := s.Apply(c, nil); err == nil {
+			t.Errorf("%s with a bad payload applied without error", c.Type)
+		}
+	}
+	if !reflect.DeepEqual(s, before) {
+		t.Fatalf("state changed by malformed commands")
+	}
+	// An unknown type marked ignorable is skipped without an error.
+	if err := s.Apply(Command{Type: 99 | IgnoreUnknownTypeFlag}, nil); err != nil {
+		t.Fatalf("ignorable unknown type: %v", err)
+	}
+}
+
+func TestFinishedAppsTrimmedOldestFirst(t *testing.T) {
+	s := NewState()
+	_ = s.Apply(PutApp(app("active"), 0), nil)
+	for i := 0; i < 5; i++ {
+		_ = s.Apply(PutApp(finishedApp(fmt.Sprintf("done-%d", i), t0.Add(time.Duration(i)*time.Minute)), 3), nil)
+	}
+	want := []string{"active", "done-2", "done-3", "done-4"}
+	for _, id := range want {
+		if _, ok := s.Apps[id]; !ok {
+			t.Errorf("%s was dropped", id)
+		}
+	}
+	if len(s.Apps) != len(want) {
+		t.Errorf("kept %d apps, want %d", len(s.Apps), len(want))
+	}
+}
+
+func TestEncodeDecodeRoundTrip(t *testing.T) {
+	limit := 3
+	a := app("app-1")
+	a.ExecutorLimit = &limit
+	cases := [][]Command{
+		{BumpEpoch()},
+		{PutApp(a, 10)},
+		{BumpEpoch(), PutMaster(MasterRecord{ID: "m1", APIAddr: "http://x"}), DeleteWorker("w")},
+	}
+	for _, cmds := range cases {
+		data, err := Encode(cmds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Decode(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, cmds) {
+			t.Errorf("round trip:\n got %+v\nwant %+v", got, cmds)
+		}
+	}
+}
+
+func TestDecodeUnknownTypes(t *testing.T) {
+	// An ignorable unknown command inside a batch is dropped, the rest kept.
+	items, _ := json.Marshal([]batchItem{
+		{Type: TypeBumpEpoch, Payload: json.RawMessage(`{}`)},
+		{Type: 77 | IgnoreUnknownTypeFlag, Payload: json.RawMessage(`{"future":true}`)},
+	})
+	cmds, err := Decode(append([]byte{byte(typeBatch)}, items...))
+	if err != nil || len(cmds) != 1 || cmds[0].Type != TypeBumpEpoch {
+		t.Fatalf("batch with ignorable unknown: %v %+v", err, cmds)
+	}
+	if cmds, err := Decode([]byte{byte(77 | IgnoreUnknownTypeFlag), '{', '}'}); err != nil || len(cmds) != 0 {
+		t.Fatalf("single ignorable unknown: %v %+v", err, cmds)
+	}
+	if _, err := Decode([]byte{77, '{', '}'}); !errors.Is(err, ErrUnknownType) {
+		t.Fatalf("unknown type without the flag: %v", err)
+	}
+	for _, data := range [][]byte{nil, {byte(TypePutApp)}, {byte(TypePutApp), '{'}, {byte(typeBatch), '['}} {
+		if _, err := Decode(data); err == nil {
+			t.Errorf("Decode(%q) accepted malformed data", data)
+		}
+	}
+}
+
+func TestBoltSurvivesReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	ctx := context.Background()
+	b, err := OpenBolt(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := []Command{
+		BumpEpoch(),
+		PutApp(app("app-20261122100000-0001"), 0),
+		PutApp(app("app-20261122100000-0002"), 0),
+		PutWorker(WorkerRecord{ID: "w1", Cores: 8}),
+		PutDriver(DriverRecord{ID: "driver-20261122100000-0004", State: wire.DriverSubmitted}, 0),
+	}
+	if err := b.Write(ctx, cmds); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Write(ctx, []Command{DeleteApp("app-20261122100000-0001"), BumpEpoch()}); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := b.Load(ctx)
+
+	// A second process cannot open the file while the first holds it.
+	if _, err := OpenBolt(path); err == nil {
+		t.Fatal("a second OpenBolt of a held file succeeded")
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b2, err := OpenBolt(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	got, _ := b2.Load(ctx)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("after reopen:\n got %+v\nwant %+v", got, want)
+	}
+	if got.Epoch != 2 || len(got.Apps) != 1 || got.NextAppNumber != 3 || got.NextDriverNumber != 5 {
+		t.Fatalf("unexpected state after reopen: %+v", got)
+	}
+}
+
+func TestEnginesRejectUseAfterClose(t *testing.T) {
+	b, err := OpenBolt(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	m := NewMemory()
+	m.Close()
+	for _, e := range []Engine{b, m} {
+		if err := e.Write(context.Background(), []Command{BumpEpoch()}); !errors.Is(err, ErrClosed) {
+			t.Errorf("%T.Write after Close: %v", e, err)
+		}
+		if _, err := e.Load(context.Background()); !errors.Is(err, ErrClosed) {
+			t.Errorf("%T.Load after Close: %v", e, err)
+		}
+	}
+}
+
+// FuzzApply feeds arbitrary log entries to Decode and Apply: malformed or
+// unknown commands must never panic, and a rejected entry changes nothing.
+func FuzzApply(f *testing.F) {
+	for _, cmds := range [][]Command{{BumpEpoch()}, {PutApp(app("a-1"), 1)}, {PutWorker(WorkerRecord{ID: "w"}), DeleteWorker("w")}} {
+		data, _ := Encode(cmds)
+		f.Add(data)
+	}
+	f.Add([]byte{byte(TypePutApp), '{', '"', 'a', 'p', 'p', '"', ':', '{', '}', '}'})
+	f.Add([]byte{200, 1, 2})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := NewState()
+		_ = s.Apply(PutApp(finishedApp("old", t0), 1), nil)
+		cmds, err := Decode(data)
+		if err != nil {
+			return
+		}
+		for _, c := range cmds {
+			before := s.Clone()
+			if err := s.Apply(c, nil); err != nil && !reflect.DeepEqual(s, before) {
+				t.Fatalf("a rejected %s changed the state", c.Type)
+			}
+		}
+	})
+}
