@@ -2,19 +2,22 @@ package placement
 
 import "sort"
 
-// bestFitShareDivisor caps one worker's part of what an app is granted in a
-// round at 1/bestFitShareDivisor of it (never below one unit or one fixed-size
-// executor): with 2, losing any single worker costs an app at most about half
-// of what a round gave it.
-const bestFitShareDivisor = 2
+// bestFitPieces is the most workers bestfit splits one round's grant over.
+// With 2, losing any single worker costs an app about half of what a round
+// gave it at most, while the app needs only about twice the fewest
+// executors possible (pack needs the fewest but may put a whole app on one
+// worker; spread bounds the loss but shreds the app into many executors).
+const bestFitPieces = 2
 
-// bestFit makes as few executors as it can, each as large as the share cap
-// allows, and puts each on the worker with the least free capacity that still
-// holds it whole (best fit). Small holes are filled first, so large holes
-// stay whole for large executors: fewer stranded cores and fewer fragments
-// than spread, and a bounded blast radius, unlike pack. When no worker holds
-// a whole chunk, the largest remaining worker takes what it has, as long as
-// that is at least the minimum core unit.
+// bestFit splits what an app is granted in a round into at most
+// bestFitPieces equal pieces, each at least the minimum core unit (so a
+// grant smaller than two units stays whole), and puts each piece on the
+// worker with the least free capacity that still holds it whole (best fit).
+// Small holes fill first and large holes stay whole for large executors.
+// When no worker holds a piece whole, the largest remaining worker takes
+// what it has (never less than the unit); cores still unplaced then go to
+// the workers already chosen (their executors grow) before new workers are
+// used, so the grant is never left short while a chosen worker has room.
 type bestFit struct {
 	unit int
 	cmp  compareFunc
@@ -32,66 +35,145 @@ func (p *bestFit) Name() string           { return "bestfit" }
 func (p *bestFit) MinCoreUnit() int       { return p.unit }
 func (p *bestFit) Order(workers []Worker) { sortWorkers(workers, p.cmp) }
 
-// fitCandidate is a worker that can take part of the app, with its capacity
-// in slots: cores when the app did not fix its executor size, whole executors
-// when it did.
+func (p *bestFit) Assign(app App, workers []Worker) []int {
+	f := newFit(app, workers, p.unit)
+	for _, piece := range f.pieces() {
+		f.placeNew(piece)
+	}
+	for f.remaining > 0 {
+		f.topUp()
+		if f.remaining == 0 || f.placeNew(f.remaining) == 0 {
+			break
+		}
+	}
+	return f.cores()
+}
+
+// fitCandidate is a worker with its free capacity in slots: cores when the
+// app did not fix its executor size, whole executors when it did.
 type fitCandidate struct {
 	index, slots int
 }
 
-func (p *bestFit) Assign(app App, workers []Worker) []int {
-	assigned := make([]int, len(workers))
-	slotCores, memory := 1, max(app.MemoryPerExecutorMB, 0)
-	fixed := app.CoresPerExecutor > 0
-	if fixed {
-		slotCores = app.CoresPerExecutor
-	}
-	slots := min(max(app.CoresLeft, 0), sumCoresFree(workers)) / slotCores
-	room := executorRoom(app)
-
-	candidates := make([]fitCandidate, 0, len(workers))
-	for i, w := range workers {
-		if n := slotsFree(w, slotCores, memory, fixed); n > 0 {
-			candidates = append(candidates, fitCandidate{index: i, slots: n})
-		}
-	}
-	// Fewest free slots first; ties keep the order the workers came in.
-	sort.SliceStable(candidates, func(a, b int) bool { return candidates[a].slots < candidates[b].slots })
-
-	shareCap := max(ceilDiv(slots, bestFitShareDivisor), p.smallestChunk(fixed, slots))
-	started := 0
-	for slots > 0 && started < room && len(candidates) > 0 {
-		want := min(shareCap, slots)
-		if fixed {
-			want = min(want, room-started)
-		}
-		k := sort.Search(len(candidates), func(k int) bool { return candidates[k].slots >= want })
-		if k == len(candidates) {
-			k = len(candidates) - 1 // nothing holds a whole chunk: the largest takes what it has
-			if candidates[k].slots < p.smallestChunk(fixed, slots) {
-				break
-			}
-			want = candidates[k].slots
-		}
-		assigned[candidates[k].index] = want * slotCores
-		slots -= want
-		if fixed {
-			started += want
-		} else {
-			started++
-		}
-		candidates = append(candidates[:k], candidates[k+1:]...)
-	}
-	return assigned
+// fit is one app's bestfit assignment in progress.
+type fit struct {
+	unit      int
+	fixed     bool
+	slotCores int
+	remaining int            // slots still to place
+	room      int            // executors the app may still start
+	fresh     []fitCandidate // workers not used yet, fewest free slots first
+	used      []fitCandidate // workers used, with the slots they have left
+	assigned  []int          // slots per worker index
 }
 
-// smallestChunk is the fewest slots an executor may get: one fixed-size
+func newFit(app App, workers []Worker, unit int) *fit {
+	f := &fit{unit: max(unit, 1), fixed: app.CoresPerExecutor > 0, slotCores: 1, room: executorRoom(app)}
+	if f.fixed {
+		f.slotCores = app.CoresPerExecutor
+	}
+	memory := max(app.MemoryPerExecutorMB, 0)
+	f.remaining = min(max(app.CoresLeft, 0), sumCoresFree(workers)) / f.slotCores
+	f.assigned = make([]int, len(workers))
+	for i, w := range workers {
+		if n := slotsFree(w, f.slotCores, memory, f.fixed); n > 0 {
+			f.fresh = append(f.fresh, fitCandidate{index: i, slots: n})
+		}
+	}
+	// Ties keep the order the workers came in (the policy's order).
+	sort.SliceStable(f.fresh, func(a, b int) bool { return f.fresh[a].slots < f.fresh[b].slots })
+	return f
+}
+
+// pieces splits the grant into at most bestFitPieces near-equal pieces, none
+// smaller than the smallest allowed executor, largest first.
+func (f *fit) pieces() []int {
+	n := f.remaining
+	if n <= 0 {
+		return nil
+	}
+	k := max(1, min(bestFitPieces, n/f.smallest()))
+	out := make([]int, k)
+	for i := range out {
+		out[i] = n / k
+		if i < n%k {
+			out[i]++
+		}
+	}
+	return out
+}
+
+// smallest is the fewest slots a new executor may get: one fixed-size
 // executor, or the unit (less when fewer cores remain).
-func (p *bestFit) smallestChunk(fixed bool, slots int) int {
-	if fixed {
+func (f *fit) smallest() int {
+	if f.fixed {
 		return 1
 	}
-	return min(p.unit, slots)
+	return min(f.unit, f.remaining)
+}
+
+// placeNew puts up to want slots on one worker not used yet and returns how
+// many it placed.
+func (f *fit) placeNew(want int) int {
+	want = min(want, f.remaining)
+	if f.fixed {
+		want = min(want, f.room)
+	}
+	if want <= 0 || f.room <= 0 || len(f.fresh) == 0 {
+		return 0
+	}
+	k := sort.Search(len(f.fresh), func(k int) bool { return f.fresh[k].slots >= want })
+	if k == len(f.fresh) {
+		k = len(f.fresh) - 1 // nothing holds it whole: the largest takes what it has
+		if f.fresh[k].slots < f.smallest() {
+			return 0
+		}
+		want = f.fresh[k].slots
+	}
+	c := f.fresh[k]
+	f.fresh = append(f.fresh[:k], f.fresh[k+1:]...)
+	f.give(c.index, want)
+	if c.slots > want {
+		f.used = append(f.used, fitCandidate{index: c.index, slots: c.slots - want})
+	}
+	if f.fixed {
+		f.room -= want
+	} else {
+		f.room--
+	}
+	return want
+}
+
+// topUp grows the executors already placed, most room first, with what is
+// still unplaced. An app without a fixed size has one executor per worker,
+// so this adds no executor; a fixed-size app adds executors under its limit.
+func (f *fit) topUp() {
+	sort.SliceStable(f.used, func(a, b int) bool { return f.used[a].slots > f.used[b].slots })
+	for i := range f.used {
+		take := min(f.used[i].slots, f.remaining)
+		if f.fixed {
+			take = min(take, f.room)
+			f.room -= take
+		}
+		if take <= 0 {
+			continue
+		}
+		f.give(f.used[i].index, take)
+		f.used[i].slots -= take
+	}
+}
+
+func (f *fit) give(index, slots int) {
+	f.assigned[index] += slots
+	f.remaining -= slots
+}
+
+// cores converts slots to cores.
+func (f *fit) cores() []int {
+	for i := range f.assigned {
+		f.assigned[i] *= f.slotCores
+	}
+	return f.assigned
 }
 
 // slotsFree is how many slots w can hold for the app: its free cores when the
@@ -106,11 +188,4 @@ func slotsFree(w Worker, slotCores, memory int, fixed bool) int {
 		n = min(n, w.MemoryFreeMB/memory)
 	}
 	return n
-}
-
-func ceilDiv(a, b int) int {
-	if a <= 0 {
-		return 0
-	}
-	return (a-1)/b + 1
 }
