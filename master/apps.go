@@ -1,0 +1,315 @@
+package master
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// executorIDBlock is how many executor ids a leader reserves for an app at a
+// time (one write per block). A new leader skips past every reserved id, so
+// an id is never given to two executors of an app, whatever was lost in a
+// failover.
+const executorIDBlock = 64
+
+// registerApp registers an application; it exists (and is answered) once its
+// record is durable.
+func (c *core) registerApp(desc wire.AppDescription, reply func(any, error)) {
+	if !c.leading() {
+		reply(nil, c.notLeader())
+		return
+	}
+	if desc.MaxCores == 0 {
+		desc.MaxCores = c.cfg.DefaultCores
+	}
+	if desc.MemoryPerExecutorMB == 0 {
+		desc.MemoryPerExecutorMB = defaultMemoryPerExecutorMB
+	}
+	rec := persistence.AppRecord{
+		ID: c.newAppID(), Desc: desc, SubmittedAt: c.now(), State: wire.AppWaiting,
+		ExecutorLimit: desc.InitialExecutorLimit, ExecutorIDsReserved: executorIDBlock,
+	}
+	gen := c.gen
+	c.fx.persist([]persistence.Command{persistence.PutApp(rec, 0)}, func(err error) {
+		if err != nil {
+			reply(nil, c.persistErr(gen, err))
+			return
+		}
+		// Durable: the app exists even if leadership moved meanwhile (the
+		// new leader recovers it), so the client gets its id either way.
+		reply(wire.Submitted{ID: rec.ID}, nil)
+		if gen != c.gen {
+			return
+		}
+		a := newAppInfo(rec, wire.AppWaiting, c.now())
+		c.apps[rec.ID] = a
+		c.appOrder = append(c.appOrder, a)
+		c.log.Info("registered app", "app", rec.ID, "name", desc.Name, "maxCores", desc.MaxCores, "coresPerExecutor", desc.CoresPerExecutor)
+		c.schedule()
+	})
+}
+
+// endApp ends an app on request: its client finished (FINISHED) or someone
+// killed it (KILLED). The answer waits for the final record to be durable.
+func (c *core) endApp(id string, state wire.AppState, msg string, reply func(any, error)) {
+	if !c.leading() {
+		reply(nil, c.notLeader())
+		return
+	}
+	a := c.apps[id]
+	if a == nil {
+		if done := c.completedApp(id); done != nil {
+			reply(appStatus(done), nil) // already over: nothing to do
+			return
+		}
+		reply(nil, notFound("application", id))
+		return
+	}
+	gen := c.gen
+	c.removeApplication(a, state, msg, func(err error) {
+		if err != nil {
+			reply(nil, c.persistErr(gen, err))
+			return
+		}
+		reply(appStatus(a), nil)
+	})
+}
+
+// removeApplication ends an app: its executors are killed, its client told,
+// the workers that ran it told to clean up, and its final record written.
+func (c *core) removeApplication(a *appInfo, state wire.AppState, msg string, then func(error)) {
+	if _, ok := c.apps[a.rec.ID]; !ok {
+		return
+	}
+	c.log.Info("removing app", "app", a.rec.ID, "state", state, "reason", msg)
+	delete(c.apps, a.rec.ID)
+	c.appOrder = slices.DeleteFunc(c.appOrder, func(x *appInfo) bool { return x == a })
+	granted := a.coresGranted
+	for _, e := range sortedExecutors(a.executors) {
+		c.killExecutor(e)
+	}
+	a.state, a.endedAt, a.message = state, c.now(), msg
+	c.completedApps = appendBounded(c.completedApps, a, c.cfg.RetainedApps)
+	c.publish(a, wire.AppEvent{Type: wire.EventAppRemoved, App: appStatus(a), Message: msg})
+	c.closeSubscribers(a)
+	for _, wid := range sortedKeys(a.hosts) {
+		if w := c.workers[wid]; w != nil && w.state != wire.WorkerDead {
+			c.fx.send(w, workerCommand{path: "/v1/apps/finished", body: wire.ApplicationFinished{Epoch: c.epoch, AppID: a.rec.ID}, appID: a.rec.ID})
+		}
+	}
+	rec := a.rec
+	rec.State, rec.Message, rec.CoresGranted = state, msg, granted
+	ended := a.endedAt
+	rec.EndedAt = &ended
+	a.rec = rec
+	if then == nil {
+		then = c.logPersistFailure("finish app " + a.rec.ID)
+	}
+	c.fx.persist([]persistence.Command{persistence.PutApp(rec, c.cfg.RetainedApps)}, then)
+	c.schedule()
+}
+
+// killExecutor stops an executor now: its resources are free at once (as in
+// Spark) and the worker is told to kill the process.
+func (c *core) killExecutor(e *executorInfo) {
+	e.worker.removeExecutor(e)
+	e.state = wire.ExecutorKilled
+	e.app.retire(e)
+	c.fx.send(e.worker, c.killExecutorCommand(e.app.rec.ID, e.id))
+}
+
+func (c *core) killExecutorCommand(appID string, id int) workerCommand {
+	return workerCommand{path: "/v1/executors/kill", body: wire.KillExecutor{Epoch: c.epoch, AppID: appID, ExecutorID: id}, appID: appID, execID: id}
+}
+
+// executorStateChanged applies a worker's report about one executor. A
+// RUNNING executor resets the app's failure count; a FAILED one adds to it,
+// and an app that reaches --max-executor-retries with nothing RUNNING is
+// removed as FAILED rather than relaunched for ever (SPARK-27510).
+func (c *core) executorStateChanged(workerID string, m wire.ExecutorStateChanged) error {
+	if !c.leading() {
+		return c.notLeader()
+	}
+	w := c.workers[workerID]
+	if w == nil || w.state == wire.WorkerDead {
+		return notFound("worker", workerID)
+	}
+	a := c.apps[m.AppID]
+	var e *executorInfo
+	if a != nil {
+		e = a.executors[m.ExecutorID]
+	}
+	if e == nil || e.worker != w {
+		if !m.State.Finished() {
+			// Running, but no master accounts for it: stop it.
+			c.fx.send(w, c.killExecutorCommand(m.AppID, m.ExecutorID))
+		}
+		return notFound("executor", fmt.Sprintf("%s/%d", m.AppID, m.ExecutorID))
+	}
+	e.state, e.message, e.exitCode = m.State, m.Message, m.ExitCode
+	if m.State == wire.ExecutorRunning {
+		a.retryCount = 0
+	}
+	c.publish(a, wire.AppEvent{Type: wire.EventExecutorUpdated, Executor: executorStatus(e)})
+	if m.State.Finished() {
+		c.executorEnded(e)
+	}
+	return nil
+}
+
+// executorEnded frees a finished executor and applies the retry limit.
+func (c *core) executorEnded(e *executorInfo) {
+	a := e.app
+	e.worker.removeExecutor(e)
+	a.retire(e)
+	if e.state == wire.ExecutorFailed {
+		a.retryCount++
+		if limit := c.cfg.MaxExecutorRetries; limit >= 0 && a.retryCount >= limit && !a.hasRunningExecutor() {
+			c.removeApplication(a, wire.AppFailed, fmt.Sprintf("%d executors failed in a row with none running (last: %s)", a.retryCount, e.message), nil)
+			return
+		}
+	}
+	c.schedule()
+}
+
+// setExecutorLimit is dynamic allocation's request for a total number of
+// executors; the limit is durable before it is answered.
+func (c *core) setExecutorLimit(id string, limit int, reply func(any, error)) {
+	a, err := c.activeApp(id)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	rec := a.rec
+	rec.ExecutorLimit = &limit
+	gen := c.gen
+	c.fx.persist([]persistence.Command{persistence.PutApp(rec, 0)}, func(err error) {
+		if err != nil {
+			reply(nil, c.persistErr(gen, err))
+			return
+		}
+		if gen == c.gen && c.apps[id] == a {
+			a.rec.ExecutorLimit = &limit
+			c.schedule()
+		}
+		reply(wire.ExecutorLimit{Limit: limit}, nil)
+	})
+}
+
+// killExecutors kills chosen executors of an app (dynamic allocation) and
+// answers with the ids it killed; unknown ids are skipped.
+func (c *core) killExecutors(id string, ids []int) (wire.KillExecutors, error) {
+	a, err := c.activeApp(id)
+	if err != nil {
+		return wire.KillExecutors{}, err
+	}
+	killed := []int{}
+	for _, eid := range ids {
+		if e, ok := a.executors[eid]; ok {
+			c.killExecutor(e)
+			c.publish(a, wire.AppEvent{Type: wire.EventExecutorUpdated, Executor: executorStatus(e), Message: "killed by request"})
+			killed = append(killed, eid)
+		}
+	}
+	c.schedule()
+	return wire.KillExecutors{ExecutorIDs: killed}, nil
+}
+
+// appHeartbeat keeps an app's lease for a client without an event stream.
+func (c *core) appHeartbeat(id string) error {
+	a, err := c.activeApp(id)
+	if err != nil {
+		return err
+	}
+	a.lastSeen = c.now()
+	if a.state == wire.AppUnknown {
+		c.acknowledge(a)
+	}
+	return nil
+}
+
+func (c *core) activeApp(id string) (*appInfo, error) {
+	if !c.leading() {
+		return nil, c.notLeader()
+	}
+	if a := c.apps[id]; a != nil {
+		return a, nil
+	}
+	if c.completedApp(id) != nil {
+		return nil, httpx.Errorf(http.StatusConflict, "application %s has ended", id)
+	}
+	return nil, notFound("application", id)
+}
+
+func (c *core) completedApp(id string) *appInfo {
+	for _, a := range c.completedApps {
+		if a.rec.ID == id {
+			return a
+		}
+	}
+	return nil
+}
+
+// acknowledge records that an app's client answered a new leader.
+func (c *core) acknowledge(a *appInfo) {
+	a.state = wire.AppWaiting
+	c.log.Info("app client answered recovery", "app", a.rec.ID)
+	c.maybeCompleteRecovery()
+}
+
+// expireApps finishes apps whose client has been gone for --app-timeout:
+// no event stream open and no heartbeat. UNKNOWN apps are left to recovery.
+func (c *core) expireApps() {
+	now := c.now()
+	for _, a := range slices.Clone(c.appOrder) {
+		if a.state != wire.AppUnknown && len(a.subs) == 0 && now.Sub(a.lastSeen) > c.cfg.AppTimeout {
+			c.removeApplication(a, wire.AppFinished, fmt.Sprintf("client gone for more than %s", c.cfg.AppTimeout), nil)
+		}
+	}
+}
+
+// ensureExecutorIDs reserves another block of executor ids for a once it is
+// running low, and returns how many ids it may hand out now.
+func (c *core) ensureExecutorIDs(a *appInfo) int {
+	left := a.rec.ExecutorIDsReserved - a.nextExecID
+	if left >= executorIDBlock/4 || a.reserving {
+		return max(left, 0)
+	}
+	rec := a.rec
+	rec.ExecutorIDsReserved = max(a.nextExecID, a.rec.ExecutorIDsReserved) + executorIDBlock
+	a.reserving = true
+	gen := c.gen
+	c.fx.persist([]persistence.Command{persistence.PutApp(rec, 0)}, func(err error) {
+		a.reserving = false
+		if err != nil {
+			c.log.Error("reserving executor ids failed", "app", rec.ID, "err", err)
+			return
+		}
+		if gen == c.gen && c.apps[rec.ID] == a {
+			a.rec.ExecutorIDsReserved = rec.ExecutorIDsReserved
+			c.schedule()
+		}
+	})
+	return max(left, 0)
+}
+
+func appendBounded[T any](list []T, x T, limit int) []T {
+	list = append(list, x)
+	if limit > 0 && len(list) > limit {
+		list = slices.Delete(list, 0, len(list)-limit)
+	}
+	return list
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

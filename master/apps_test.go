@@ -1,0 +1,195 @@
+package master
+
+import (
+	"net/http"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+func TestAppRegistrationWaitsForTheWrite(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.DefaultCores = 3 })
+	h.lead(nil)
+	h.addWorker("w1", 8, 8192)
+	var reply any
+	h.c.registerApp(wire.AppDescription{Name: "a", Command: []string{"x"}}, func(v any, err error) { reply = v })
+	if reply != nil || len(h.c.apps) != 0 || len(h.fx.sent) != 0 {
+		t.Fatal("app visible or scheduled before its record was durable")
+	}
+	h.commit()
+	id := reply.(wire.Submitted).ID
+	a := h.c.apps[id]
+	if a == nil || h.fx.state.Apps[id] == nil {
+		t.Fatal("app missing after commit")
+	}
+	// Defaults: --default-cores and 1024 MB executors.
+	if a.rec.Desc.MaxCores != 3 || a.rec.Desc.MemoryPerExecutorMB != 1024 {
+		t.Errorf("defaults not applied: %+v", a.rec.Desc)
+	}
+	if got := layout(a); !reflect.DeepEqual(got, []string{"w1:3"}) || a.state != wire.AppRunning {
+		t.Errorf("layout %v state %s", got, a.state)
+	}
+}
+
+// SPARK-27510: an executor command that always fails ends the app after
+// --max-executor-retries instead of relaunching for ever; a RUNNING executor
+// resets the count.
+func TestExecutorRetryLimit(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxExecutorRetries = 3 })
+	h.lead(nil)
+	h.addWorker("w1", 4, 4096)
+	a := h.addApp(wire.AppDescription{MaxCores: 1})
+	fail := func() {
+		t.Helper()
+		for _, e := range a.executors {
+			h.report(e, wire.ExecutorFailed, intp(1))
+			return
+		}
+		t.Fatal("no executor to fail")
+	}
+	fail()
+	fail()
+	for _, e := range a.executors {
+		h.report(e, wire.ExecutorRunning, nil) // resets the count
+		h.report(e, wire.ExecutorFailed, intp(1))
+	}
+	if a.retryCount != 1 {
+		t.Fatalf("retry count %d after a RUNNING executor, want 1", a.retryCount)
+	}
+	fail()
+	fail()
+	if a.state != wire.AppFailed || h.c.apps[a.rec.ID] != nil {
+		t.Fatalf("app %s after 3 failures in a row", a.state)
+	}
+	if rec := h.fx.state.Apps[a.rec.ID]; rec == nil || rec.State != wire.AppFailed {
+		t.Fatalf("final record %+v", rec)
+	}
+	// Exit 0 frees cores without counting.
+	b := h.addApp(wire.AppDescription{MaxCores: 1})
+	for _, e := range b.executors {
+		h.report(e, wire.ExecutorExited, intp(0))
+	}
+	if b.retryCount != 0 || b.state.Finished() {
+		t.Fatalf("clean exit counted: retry %d state %s", b.retryCount, b.state)
+	}
+}
+
+func TestKillAppKillsExecutorsAndTellsWorkers(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lead(nil)
+	w := h.addWorker("w1", 4, 4096)
+	a := h.addApp(wire.AppDescription{MaxCores: 2})
+	sub, first, _ := h.c.subscribe(a.rec.ID)
+	if !reflect.DeepEqual(eventTypes(first), []wire.EventType{wire.EventSnapshot}) {
+		t.Fatalf("first events %v", eventTypes(first))
+	}
+	h.fx.sent = nil
+	v, err := h.call(func(reply func(any, error)) { h.c.endApp(a.rec.ID, wire.AppKilled, "killed by request", reply) })
+	if err != nil || v.(*wire.AppStatus).State != wire.AppKilled {
+		t.Fatalf("kill: %+v %v", v, err)
+	}
+	if w.coresUsed != 0 {
+		t.Errorf("cores not freed: %d used", w.coresUsed)
+	}
+	if len(h.takeSent("/v1/executors/kill")) != 1 || len(h.takeSent("/v1/apps/finished")) != 1 {
+		t.Errorf("commands %+v", h.fx.sent)
+	}
+	evs := drain(sub)
+	if len(evs) == 0 || evs[len(evs)-1].Type != wire.EventAppRemoved {
+		t.Fatalf("client not told: %v", eventTypes(evs))
+	}
+	if _, open := <-sub.ch; open {
+		t.Error("stream not closed after appRemoved")
+	}
+	// Killing it again answers with its final status; unknown ids are 404.
+	if v, err := h.call(func(reply func(any, error)) { h.c.endApp(a.rec.ID, wire.AppKilled, "", reply) }); err != nil || v.(*wire.AppStatus).State != wire.AppKilled {
+		t.Errorf("second kill: %v %v", v, err)
+	}
+	if _, err := h.call(func(reply func(any, error)) { h.c.endApp("app-nope", wire.AppKilled, "", reply) }); statusOf(err) != http.StatusNotFound {
+		t.Errorf("unknown app: %v", err)
+	}
+}
+
+func TestAppLease(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.AppTimeout = 10 * time.Second })
+	h.lead(nil)
+	a := h.addApp(wire.AppDescription{})
+	sub, _, _ := h.c.subscribe(a.rec.ID)
+	h.clock.advance(time.Minute)
+	h.c.tick()
+	if a.state.Finished() {
+		t.Fatal("app with an open stream expired")
+	}
+	h.c.unsubscribe(a.rec.ID, sub)
+	h.clock.advance(9 * time.Second)
+	h.c.tick()
+	if err := h.c.appHeartbeat(a.rec.ID); err != nil { // a heartbeat renews the lease
+		t.Fatal(err)
+	}
+	h.clock.advance(9 * time.Second)
+	h.c.tick()
+	if a.state.Finished() {
+		t.Fatal("app expired although its client heartbeat")
+	}
+	h.clock.advance(2 * time.Second)
+	h.c.tick()
+	h.commit()
+	if a.state != wire.AppFinished {
+		t.Fatalf("app %s after its client was gone past the timeout", a.state)
+	}
+}
+
+func TestDynamicAllocation(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lead(nil)
+	for _, id := range []string{"w1", "w2", "w3"} {
+		h.addWorker(id, 4, 4096)
+	}
+	a := h.addApp(wire.AppDescription{CoresPerExecutor: 1, InitialExecutorLimit: intp(2)})
+	if len(a.executors) != 2 {
+		t.Fatalf("%d executors under an initial limit of 2", len(a.executors))
+	}
+	if _, err := h.call(func(reply func(any, error)) { h.c.setExecutorLimit(a.rec.ID, 5, reply) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.executors) != 5 || *h.fx.state.Apps[a.rec.ID].ExecutorLimit != 5 {
+		t.Fatalf("%d executors after raising the limit to 5", len(a.executors))
+	}
+	if _, err := h.call(func(reply func(any, error)) { h.c.setExecutorLimit(a.rec.ID, 3, reply) }); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.c.killExecutors(a.rec.ID, []int{0, 1, 77})
+	h.commit()
+	if err != nil || !reflect.DeepEqual(res.ExecutorIDs, []int{0, 1}) {
+		t.Fatalf("kill executors: %+v %v", res, err)
+	}
+	if len(a.executors) != 3 {
+		t.Fatalf("%d executors after killing 2 of 5 under a limit of 3", len(a.executors))
+	}
+}
+
+// Executor ids are reserved in blocks through the log, so a new leader never
+// hands out an id an earlier leader may have used.
+func TestExecutorIDsNeverReused(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lead(nil)
+	h.addWorker("w1", 200, 1<<20)
+	a := h.addApp(wire.AppDescription{CoresPerExecutor: 1, MemoryPerExecutorMB: 1, MaxCores: 150})
+	if len(a.executors) != 150 {
+		t.Fatalf("%d executors, want 150 (ids reserved as needed)", len(a.executors))
+	}
+	reserved := h.fx.state.Apps[a.rec.ID].ExecutorIDsReserved
+	if reserved < 150 {
+		t.Fatalf("reserved %d ids for 150 executors", reserved)
+	}
+	// A new leader starts numbering above the reservation.
+	h2 := newHarness(t, nil)
+	h2.fx.state = h.fx.state.Clone()
+	h2.lead(h2.fx.state)
+	b := h2.c.apps[a.rec.ID]
+	if b.nextExecID != reserved {
+		t.Fatalf("new leader starts at %d, want %d", b.nextExecID, reserved)
+	}
+}

@@ -1,0 +1,122 @@
+// Package master is berth's master: it registers workers, applications and
+// drivers, keeps them durable through a persistence engine, leads (or
+// follows) through an election agent, expires workers that stop
+// heartbeating, and schedules drivers and executors.
+//
+// All state is owned by one goroutine, the loop (Spark's Master actor):
+// HTTP handlers and timers send it events and wait for replies. The
+// transitions are plain methods on core, which never does I/O itself: it
+// asks its effects for writes, commands to workers and leadership
+// bookkeeping, so tests drive it with a fake clock and fake effects.
+package master
+
+import (
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/berth-cluster/berth/placement"
+)
+
+// Config is everything a master is told at start.
+type Config struct {
+	ID        string // this master's id (its Raft node id with several masters)
+	Advertise string // API base URL workers and clients use to reach this master
+	Secret    string
+
+	WorkerTimeout   time.Duration // a worker silent this long is DEAD
+	AppTimeout      time.Duration // an app whose client is gone this long is finished
+	RecoveryTimeout time.Duration // how long a new leader waits for workers and apps
+
+	DefaultCores       int    // maxCores of an app that asks for 0; 0 means unlimited
+	Placement          string // placement policy name
+	WorkerOrder        string // placement worker order
+	MinCoreUnit        int
+	MaxExecutorRetries int // consecutive executor failures that fail an app; < 0 never
+	RetainedApps       int // finished apps kept for status
+	RetainedDrivers    int // finished drivers kept for status
+
+	CommandTimeout time.Duration // per master → worker request
+}
+
+// Defaults of Config, Spark's where Spark has one.
+const (
+	DefaultWorkerTimeout      = 60 * time.Second
+	DefaultMaxExecutorRetries = 10
+	DefaultRetained           = 200
+	DefaultCommandTimeout     = 5 * time.Second
+	// reaperIterations: DEAD workers stay listed this many worker timeouts
+	// (Spark's spark.dead.worker.persistence).
+	reaperIterations = 15
+	// defaultMemoryPerExecutorMB: Spark's spark.executor.memory default.
+	defaultMemoryPerExecutorMB = 1024
+	defaultDriverMemoryMB      = 1024
+)
+
+// withDefaults fills unset durations and limits and checks the rest.
+func (c Config) withDefaults() (Config, error) {
+	if c.ID == "" {
+		return c, fmt.Errorf("master id is empty")
+	}
+	if u, err := url.Parse(c.Advertise); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return c, fmt.Errorf("advertised address %q is not an http(s) URL", c.Advertise)
+	}
+	if c.WorkerTimeout == 0 {
+		c.WorkerTimeout = DefaultWorkerTimeout
+	}
+	if c.AppTimeout == 0 {
+		c.AppTimeout = c.WorkerTimeout
+	}
+	if c.RecoveryTimeout == 0 {
+		c.RecoveryTimeout = c.WorkerTimeout // SPARK-46348
+	}
+	if c.CommandTimeout == 0 {
+		c.CommandTimeout = DefaultCommandTimeout
+	}
+	if c.RetainedApps == 0 {
+		c.RetainedApps = DefaultRetained
+	}
+	if c.RetainedDrivers == 0 {
+		c.RetainedDrivers = DefaultRetained
+	}
+	if c.Placement == "" {
+		c.Placement = "spread"
+	}
+	for name, d := range map[string]time.Duration{"worker timeout": c.WorkerTimeout, "app timeout": c.AppTimeout, "recovery timeout": c.RecoveryTimeout, "command timeout": c.CommandTimeout} {
+		if d < 0 {
+			return c, fmt.Errorf("%s %s is negative", name, d)
+		}
+	}
+	if c.DefaultCores < 0 || c.DefaultCores > maxAppCores {
+		return c, fmt.Errorf("default cores %d out of range 0..%d", c.DefaultCores, maxAppCores)
+	}
+	if c.RetainedApps < 0 || c.RetainedDrivers < 0 {
+		return c, fmt.Errorf("retained apps and drivers must not be negative")
+	}
+	if _, err := placement.New(c.Placement, placement.Options{Order: c.WorkerOrder, MinCoreUnit: c.MinCoreUnit}); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// maxAppCores bounds an app's maxCores (it may span many workers).
+const maxAppCores = 1 << 24
+
+// heartbeatInterval is what the master asks of workers: four heartbeats per
+// timeout, as Spark.
+func (c Config) heartbeatInterval() time.Duration { return c.WorkerTimeout / 4 }
+
+// tickInterval is how often the loop checks timeouts: often enough that a
+// silent worker is DEAD within its timeout plus half a second at most.
+func (c Config) tickInterval() time.Duration {
+	return min(max(c.WorkerTimeout/20, 20*time.Millisecond), 500*time.Millisecond)
+}
+
+// Clock tells the time; tests use a fake one.
+type Clock interface {
+	Now() time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }

@@ -1,0 +1,162 @@
+package master
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/placement"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// effects is everything core asks of the outside world. The real one does
+// I/O; tests record the calls.
+type effects interface {
+	// persist writes cmds through the engine; then runs in the loop once
+	// the write is durable (err nil) or failed.
+	persist(cmds []persistence.Command, then func(err error))
+	// send queues a command for a worker; commands to one worker are
+	// delivered in the order sent. A command that cannot be delivered comes
+	// back through core.commandFailed.
+	send(w *workerInfo, cmd workerCommand)
+	// prepareLeadership runs, off the loop, what a new leader does before
+	// acting: Barrier, bump the epoch (and record this master's address)
+	// through the log, and read the state; it ends in core.leadershipReady.
+	prepareLeadership(gen uint64)
+	// dropOutbound discards every queued command: leadership is gone.
+	dropOutbound()
+	// leaderAddress is the API address of the current leader, "" if none
+	// is known; asked only when this master does not lead.
+	leaderAddress() string
+}
+
+// workerCommand is one master → worker request.
+type workerCommand struct {
+	path string // under the worker's address, e.g. /v1/executors
+	body any    // carries the epoch
+	// What it concerns, for commandFailed.
+	appID    string
+	execID   int
+	driverID string
+}
+
+// core is the master's state and its transitions. Only the loop touches it.
+type core struct {
+	cfg    Config
+	log    *slog.Logger
+	clock  Clock
+	fx     effects
+	policy placement.Policy
+
+	status wire.MasterStatus
+	// gen counts leadership changes; a continuation that finds it changed
+	// belongs to a leadership that is over.
+	gen   uint64
+	epoch uint64
+	// preparing: elected, but Barrier/epoch/state not done yet.
+	preparing        bool
+	recoveryDeadline time.Time
+	needSchedule     bool
+
+	workers          map[string]*workerInfo // by id, DEAD ones until reaped
+	workerByAddr     map[string]*workerInfo // host:port of workers not DEAD
+	apps             map[string]*appInfo    // active
+	appOrder         []*appInfo             // active, in registration order (FIFO)
+	completedApps    []*appInfo             // oldest first
+	drivers          map[string]*driverInfo // active
+	waitingDrivers   []*driverInfo
+	completedDrivers []*driverInfo
+	nextAppNumber    int
+	nextDriverNumber int
+	driverCursor     int
+}
+
+func newCore(cfg Config, log *slog.Logger, clock Clock, fx effects) (*core, error) {
+	p, err := placement.New(cfg.Placement, placement.Options{Order: cfg.WorkerOrder, MinCoreUnit: cfg.MinCoreUnit})
+	if err != nil {
+		return nil, err
+	}
+	c := &core{cfg: cfg, log: log, clock: clock, fx: fx, policy: p, status: wire.MasterStandby}
+	c.reset()
+	return c, nil
+}
+
+// reset forgets everything but the configuration.
+func (c *core) reset() {
+	c.workers = map[string]*workerInfo{}
+	c.workerByAddr = map[string]*workerInfo{}
+	c.apps = map[string]*appInfo{}
+	c.appOrder = nil
+	c.completedApps = nil
+	c.drivers = map[string]*driverInfo{}
+	c.waitingDrivers = nil
+	c.completedDrivers = nil
+	c.needSchedule = false
+}
+
+func (c *core) now() time.Time { return c.clock.Now() }
+
+// leading reports whether this master leads and has its state: requests
+// that change state are served only then.
+func (c *core) leading() bool { return c.status != wire.MasterStandby && !c.preparing }
+
+// notLeader is the answer to a request this master cannot serve: a
+// redirect to the leader, or 503 while there is none.
+func (c *core) notLeader() error {
+	if c.preparing {
+		return httpx.Errorf(http.StatusServiceUnavailable, "this master was just elected and is loading its state; retry shortly")
+	}
+	if addr := c.fx.leaderAddress(); addr != "" {
+		return &httpx.StatusError{Status: http.StatusTemporaryRedirect, Message: "not the leader", Leader: addr}
+	}
+	return httpx.Errorf(http.StatusServiceUnavailable, "no leader: no master has a quorum, so changes are refused until one is elected (reads still work)")
+}
+
+// errLeadershipLost answers a request whose write did not commit because
+// this master stopped leading meanwhile.
+func errLeadershipLost(err error) error {
+	return httpx.Errorf(http.StatusServiceUnavailable, "not committed, this master lost leadership (%v); retry against the new leader", err)
+}
+
+// persistErr turns a failed write into the error a client sees.
+func (c *core) persistErr(gen uint64, err error) error {
+	if gen != c.gen || !c.leading() {
+		return errLeadershipLost(err)
+	}
+	return httpx.Errorf(http.StatusServiceUnavailable, "could not persist the change: %v", err)
+}
+
+func notFound(kind, id string) error {
+	return httpx.Errorf(http.StatusNotFound, "unknown %s %q", kind, id)
+}
+
+// logPersistFailure is the continuation of writes nobody waits for.
+func (c *core) logPersistFailure(what string) func(error) {
+	return func(err error) {
+		if err != nil {
+			c.log.Error("write failed", "what", what, "err", err)
+		}
+	}
+}
+
+// idTime formats the time part of app and driver ids, in UTC.
+func idTime(t time.Time) string { return t.UTC().Format("20060102150405") }
+
+func (c *core) newAppID() string {
+	id := fmt.Sprintf("app-%s-%04d", idTime(c.now()), c.nextAppNumber)
+	c.nextAppNumber++
+	return id
+}
+
+func (c *core) newDriverID() string {
+	id := fmt.Sprintf("driver-%s-%04d", idTime(c.now()), c.nextDriverNumber)
+	c.nextDriverNumber++
+	return id
+}
+
+// schedule asks for a scheduling pass once the current event is handled;
+// bursts of events then cost one pass.
+func (c *core) schedule() { c.needSchedule = true }

@@ -1,0 +1,173 @@
+package master
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// submitDriver accepts a driver (cluster mode); it waits for a worker once
+// its record is durable.
+func (c *core) submitDriver(desc wire.DriverDescription, reply func(any, error)) {
+	if !c.leading() {
+		reply(nil, c.notLeader())
+		return
+	}
+	if desc.Cores == 0 {
+		desc.Cores = 1
+	}
+	if desc.MemoryMB == 0 {
+		desc.MemoryMB = defaultDriverMemoryMB
+	}
+	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: desc, SubmittedAt: c.now(), State: wire.DriverSubmitted}
+	c.addDriver(rec, func(err error) {
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		reply(wire.Submitted{ID: rec.ID}, nil)
+	})
+}
+
+// addDriver writes a new driver and queues it once durable.
+func (c *core) addDriver(rec persistence.DriverRecord, then func(error)) {
+	gen := c.gen
+	c.fx.persist([]persistence.Command{persistence.PutDriver(rec, 0)}, func(err error) {
+		if err != nil {
+			then(c.persistErr(gen, err))
+			return
+		}
+		then(nil)
+		if gen != c.gen {
+			return
+		}
+		d := &driverInfo{rec: rec, state: wire.DriverSubmitted}
+		c.drivers[rec.ID] = d
+		c.waitingDrivers = append(c.waitingDrivers, d)
+		c.log.Info("driver submitted", "driver", rec.ID, "relaunchOf", rec.RelaunchOf)
+		c.schedule()
+	})
+}
+
+// launchDriver starts a waiting driver on w. Its placement is written, so a
+// new leader can tell a driver that was running (and must be claimed by its
+// worker) from one that never started.
+func (c *core) launchDriver(w *workerInfo, d *driverInfo) {
+	c.waitingDrivers = slices.DeleteFunc(c.waitingDrivers, func(x *driverInfo) bool { return x == d })
+	d.worker, d.state = w, wire.DriverRunning
+	w.addDriver(d)
+	rec := d.rec
+	rec.State, rec.WorkerID = wire.DriverRunning, w.rec.ID
+	d.rec = rec
+	c.fx.persist([]persistence.Command{persistence.PutDriver(rec, 0)}, c.logPersistFailure("launch driver "+rec.ID))
+	c.log.Info("launching driver", "driver", rec.ID, "worker", w.rec.ID)
+	c.fx.send(w, workerCommand{
+		path: "/v1/drivers",
+		body: wire.LaunchDriver{
+			Epoch: c.epoch, MasterURL: c.cfg.Advertise, DriverID: rec.ID,
+			Command: rec.Desc.Command, Env: rec.Desc.Env, Cores: rec.Desc.Cores,
+			MemoryMB: rec.Desc.MemoryMB, Supervise: rec.Desc.Supervise,
+		},
+		driverID: rec.ID,
+	})
+}
+
+// killDriver kills a driver on request: a waiting one ends at once, a running
+// one is killed by its worker, which then reports KILLED.
+func (c *core) killDriver(id string, reply func(any, error)) {
+	if !c.leading() {
+		reply(nil, c.notLeader())
+		return
+	}
+	d := c.drivers[id]
+	if d == nil {
+		if done := c.completedDriver(id); done != nil {
+			reply(nil, httpx.Errorf(http.StatusConflict, "driver %s has already ended (%s)", id, done.state))
+			return
+		}
+		reply(nil, notFound("driver", id))
+		return
+	}
+	if d.worker == nil {
+		gen := c.gen
+		c.finishDriver(d, wire.DriverKilled, "killed by request", nil, func(err error) {
+			if err != nil {
+				reply(nil, c.persistErr(gen, err))
+				return
+			}
+			reply(driverStatus(d), nil)
+		})
+		return
+	}
+	d.killRequested = true
+	c.fx.send(d.worker, workerCommand{path: "/v1/drivers/kill", body: wire.KillDriver{Epoch: c.epoch, DriverID: id}, driverID: id})
+	reply(driverStatus(d), nil)
+}
+
+// driverStateChanged applies a worker's report about a driver it runs.
+func (c *core) driverStateChanged(workerID string, m wire.DriverStateChanged) error {
+	if !c.leading() {
+		return c.notLeader()
+	}
+	w := c.workers[workerID]
+	if w == nil || w.state == wire.WorkerDead {
+		return notFound("worker", workerID)
+	}
+	d := c.drivers[m.DriverID]
+	if d == nil || d.worker != w {
+		if !m.State.Finished() {
+			c.fx.send(w, workerCommand{path: "/v1/drivers/kill", body: wire.KillDriver{Epoch: c.epoch, DriverID: m.DriverID}, driverID: m.DriverID})
+		}
+		return notFound("driver", m.DriverID)
+	}
+	if m.State.Finished() {
+		c.finishDriver(d, m.State, m.Message, m.ExitCode, nil)
+	} else {
+		d.state = m.State
+	}
+	return nil
+}
+
+// finishDriver ends a driver and writes its final record.
+func (c *core) finishDriver(d *driverInfo, state wire.DriverState, msg string, exitCode *int, then func(error)) {
+	if _, ok := c.drivers[d.rec.ID]; !ok {
+		return
+	}
+	c.log.Info("driver ended", "driver", d.rec.ID, "state", state, "reason", msg)
+	delete(c.drivers, d.rec.ID)
+	c.waitingDrivers = slices.DeleteFunc(c.waitingDrivers, func(x *driverInfo) bool { return x == d })
+	d.state, d.message, d.exitCode, d.endedAt = state, msg, exitCode, c.now()
+	rec := d.finalRecord()
+	if d.worker != nil {
+		d.worker.removeDriver(d)
+	}
+	c.completedDrivers = appendBounded(c.completedDrivers, d, c.cfg.RetainedDrivers)
+	if then == nil {
+		then = c.logPersistFailure("finish driver " + d.rec.ID)
+	}
+	c.fx.persist([]persistence.Command{persistence.PutDriver(rec, c.cfg.RetainedDrivers)}, then)
+	c.schedule()
+}
+
+// relaunchDriver replaces a supervised driver whose worker was lost with a
+// new one under a new id: the old process may still run on a partitioned
+// worker, and reports about it must not be mistaken for the new one
+// (SPARK-19900).
+func (c *core) relaunchDriver(d *driverInfo, reason string) {
+	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: d.rec.Desc, SubmittedAt: c.now(), State: wire.DriverSubmitted, RelaunchOf: d.rec.ID}
+	d.relaunchedAs = rec.ID
+	c.finishDriver(d, wire.DriverRelaunching, reason+"; relaunched as "+rec.ID, nil, nil)
+	c.addDriver(rec, c.logPersistFailure("relaunch driver "+d.rec.ID))
+}
+
+func (c *core) completedDriver(id string) *driverInfo {
+	for _, d := range c.completedDrivers {
+		if d.rec.ID == id {
+			return d
+		}
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package master
+
+import (
+	"github.com/berth-cluster/berth/wire"
+)
+
+// subscriber is one open event stream of an app's client. The loop sends
+// without ever blocking: a client too slow to keep up with subscriberBuffer
+// events is cut off and, on reconnecting, starts again from a snapshot.
+type subscriber struct {
+	ch chan wire.AppEvent
+}
+
+const subscriberBuffer = 256
+
+// subscribe opens an event stream for an app's client. It is the client's
+// lease: while a stream is open the app is alive. The stream starts with a
+// snapshot; after a failover, with masterChanged first, which is how a client
+// answers the new leader.
+func (c *core) subscribe(id string) (*subscriber, []wire.AppEvent, error) {
+	if !c.leading() {
+		return nil, nil, c.notLeader()
+	}
+	a := c.apps[id]
+	if a == nil {
+		if done := c.completedApp(id); done != nil {
+			st := appStatus(done)
+			return nil, []wire.AppEvent{{Type: wire.EventSnapshot, AppID: id, App: st}, {Type: wire.EventAppRemoved, AppID: id, App: st, Message: done.message}}, nil
+		}
+		return nil, nil, notFound("application", id)
+	}
+	var first []wire.AppEvent
+	if a.state == wire.AppUnknown {
+		first = append(first, wire.AppEvent{Type: wire.EventMasterChanged, AppID: id, Epoch: c.epoch, Leader: c.cfg.Advertise})
+		c.acknowledge(a)
+	}
+	first = append(first, wire.AppEvent{Type: wire.EventSnapshot, AppID: id, App: appStatus(a)})
+	s := &subscriber{ch: make(chan wire.AppEvent, subscriberBuffer)}
+	a.subs[s] = struct{}{}
+	a.lastSeen = c.now()
+	return s, first, nil
+}
+
+// unsubscribe closes a stream that its client left.
+func (c *core) unsubscribe(id string, s *subscriber) {
+	a := c.apps[id]
+	if a == nil {
+		return
+	}
+	if _, ok := a.subs[s]; ok {
+		delete(a.subs, s)
+		close(s.ch)
+	}
+	a.lastSeen = c.now() // the app timeout counts from here
+}
+
+// publish sends an event to every open stream of the app.
+func (c *core) publish(a *appInfo, ev wire.AppEvent) {
+	ev.AppID = a.rec.ID
+	for s := range a.subs {
+		select {
+		case s.ch <- ev:
+		default:
+			c.log.Warn("app client too slow; closing its event stream", "app", a.rec.ID)
+			delete(a.subs, s)
+			close(s.ch)
+		}
+	}
+}
+
+// closeSubscribers ends every stream of the app.
+func (c *core) closeSubscribers(a *appInfo) {
+	for s := range a.subs {
+		delete(a.subs, s)
+		close(s.ch)
+	}
+}

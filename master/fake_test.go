@@ -1,0 +1,191 @@
+package master
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// fakeClock is a clock the test moves.
+type fakeClock struct{ t time.Time }
+
+func (f *fakeClock) Now() time.Time            { return f.t }
+func (f *fakeClock) advance(d time.Duration)   { f.t = f.t.Add(d) }
+func newFakeClock() *fakeClock                 { return &fakeClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)} }
+func discardLogger() *slog.Logger              { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func (f *fakeFx) leaderAddress() string        { return f.leader }
+func (f *fakeFx) dropOutbound()                { f.dropped++ }
+func (f *fakeFx) prepareLeadership(gen uint64) { f.prepared = append(f.prepared, gen) }
+
+// fakeFx records what the core asks of the world. Writes stay pending until
+// the test commits them, so tests see what happens before and after.
+type fakeFx struct {
+	state    *persistence.State // what the writes built
+	pending  []proposal
+	sent     []sentCommand
+	prepared []uint64
+	dropped  int
+	leader   string
+}
+
+type sentCommand struct {
+	worker string
+	cmd    workerCommand
+}
+
+func (f *fakeFx) persist(cmds []persistence.Command, then func(error)) {
+	f.pending = append(f.pending, proposal{cmds: cmds, then: then})
+}
+
+func (f *fakeFx) send(w *workerInfo, cmd workerCommand) {
+	f.sent = append(f.sent, sentCommand{w.rec.ID, cmd})
+}
+
+// harness is a core with its fakes.
+type harness struct {
+	t     *testing.T
+	c     *core
+	fx    *fakeFx
+	clock *fakeClock
+}
+
+func newHarness(t *testing.T, mutate func(*Config)) *harness {
+	t.Helper()
+	cfg := Config{ID: "m1", Advertise: "http://127.0.0.1:7077", WorkerTimeout: 60 * time.Second}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := &fakeFx{state: persistence.NewState()}
+	clock := newFakeClock()
+	c, err := newCore(cfg, discardLogger(), clock, fx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, c: c, fx: fx, clock: clock}
+}
+
+// commit makes every pending write durable and runs what waits on it, then
+// lets the loop's scheduling pass run, as the real loop would.
+func (h *harness) commit() {
+	h.t.Helper()
+	for {
+		for len(h.fx.pending) > 0 {
+			p := h.fx.pending[0]
+			h.fx.pending = h.fx.pending[1:]
+			for _, c := range p.cmds {
+				if err := h.fx.state.Apply(c, nil); err != nil {
+					h.t.Fatalf("applying %s: %v", c.Type, err)
+				}
+			}
+			p.then(nil)
+		}
+		h.c.runSchedule()
+		if len(h.fx.pending) == 0 {
+			return
+		}
+	}
+}
+
+// failWrites fails every pending write with err.
+func (h *harness) failWrites(err error) {
+	for len(h.fx.pending) > 0 {
+		p := h.fx.pending[0]
+		h.fx.pending = h.fx.pending[1:]
+		p.then(err)
+	}
+	h.c.runSchedule()
+}
+
+// lead makes the core an ALIVE leader of state s (empty if nil).
+func (h *harness) lead(s *persistence.State) {
+	h.t.Helper()
+	h.c.elected()
+	if s == nil {
+		s = h.fx.state
+	}
+	s.Epoch++
+	h.c.leadershipReady(h.c.gen, s, nil)
+	h.commit()
+}
+
+// call runs a transition that replies, commits, and returns the reply.
+func (h *harness) call(fn func(reply func(any, error))) (any, error) {
+	h.t.Helper()
+	var v any
+	var err error
+	replied := false
+	fn(func(rv any, rerr error) { v, err, replied = rv, rerr, true })
+	h.commit()
+	if !replied {
+		h.t.Fatal("no reply after the writes committed")
+	}
+	return v, err
+}
+
+func (h *harness) addWorker(id string, cores, memoryMB int) *workerInfo {
+	h.t.Helper()
+	port := 10000 + len(h.c.workers)
+	_, err := h.call(func(reply func(any, error)) {
+		h.c.registerWorker(wire.RegisterWorker{ID: id, Host: "127.0.0.1", Port: port, Cores: cores, MemoryMB: memoryMB, Address: fmt.Sprintf("http://127.0.0.1:%d", port)}, reply)
+	})
+	if err != nil {
+		h.t.Fatalf("registering %s: %v", id, err)
+	}
+	return h.c.workers[id]
+}
+
+func (h *harness) addApp(desc wire.AppDescription) *appInfo {
+	h.t.Helper()
+	if desc.Command == nil {
+		desc.Command = []string{"executor"}
+	}
+	v, err := h.call(func(reply func(any, error)) { h.c.registerApp(desc, reply) })
+	if err != nil {
+		h.t.Fatalf("registering app: %v", err)
+	}
+	return h.c.apps[v.(wire.Submitted).ID]
+}
+
+// sentTo returns the commands sent to paths, in order, and forgets them.
+func (h *harness) takeSent(path string) []sentCommand {
+	var out, rest []sentCommand
+	for _, s := range h.fx.sent {
+		if s.cmd.path == path {
+			out = append(out, s)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	h.fx.sent = rest
+	return out
+}
+
+// report sends a worker's report about an executor.
+func (h *harness) report(e *executorInfo, state wire.ExecutorState, exitCode *int) {
+	h.t.Helper()
+	err := h.c.executorStateChanged(e.worker.rec.ID, wire.ExecutorStateChanged{AppID: e.app.rec.ID, ExecutorID: e.id, State: state, ExitCode: exitCode})
+	if err != nil {
+		h.t.Fatalf("report %s for %s/%d: %v", state, e.app.rec.ID, e.id, err)
+	}
+	h.commit()
+}
+
+// layout is an app's live executors as "worker:cores" sorted.
+func layout(a *appInfo) []string {
+	var out []string
+	for _, e := range sortedExecutors(a.executors) {
+		out = append(out, fmt.Sprintf("%s:%d", e.worker.rec.ID, e.cores))
+	}
+	return out
+}
+
+func intp(v int) *int { return &v }

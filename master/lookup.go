@@ -1,0 +1,67 @@
+package master
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/persistence"
+)
+
+// driverWorkerAddress is the API address of the worker that runs (or last
+// ran) a driver, for the log proxy.
+func (c *core) driverWorkerAddress(id string) (string, error) {
+	if !c.leading() {
+		return "", c.notLeader()
+	}
+	d := c.drivers[id]
+	if d == nil {
+		d = c.completedDriver(id)
+	}
+	if d == nil {
+		return "", notFound("driver", id)
+	}
+	wid := d.rec.WorkerID
+	if d.worker != nil {
+		wid = d.worker.rec.ID
+	}
+	return c.workerAddress(wid, "driver "+id)
+}
+
+// executorWorkerAddress is the API address of the worker of an executor.
+func (c *core) executorWorkerAddress(appID string, execID int) (string, error) {
+	if !c.leading() {
+		return "", c.notLeader()
+	}
+	a := c.apps[appID]
+	if a == nil {
+		a = c.completedApp(appID)
+	}
+	if a == nil {
+		return "", notFound("application", appID)
+	}
+	e := a.executors[execID]
+	for _, f := range a.finished {
+		if e == nil && f.id == execID {
+			e = f
+		}
+	}
+	if e == nil {
+		return "", notFound("executor", fmt.Sprintf("%s/%d", appID, execID))
+	}
+	return c.workerAddress(e.worker.rec.ID, fmt.Sprintf("executor %s/%d", appID, execID))
+}
+
+func (c *core) workerAddress(workerID, what string) (string, error) {
+	w := c.workers[workerID]
+	if workerID == "" || w == nil {
+		return "", httpx.Errorf(http.StatusNotFound, "%s has no worker the master knows of, so its logs are unreachable", what)
+	}
+	return w.rec.Address, nil
+}
+
+// recordMaster writes a master's API address, so that every master can
+// point clients at it once it leads.
+func (c *core) recordMaster(id, apiAddr string) {
+	c.fx.persist([]persistence.Command{persistence.PutMaster(persistence.MasterRecord{ID: id, APIAddr: apiAddr})}, c.logPersistFailure("record master "+id))
+}

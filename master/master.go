@@ -1,0 +1,254 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/berth-cluster/berth/election"
+	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/persistence"
+)
+
+// Master is a running master: the loop that owns the core, the persistence
+// writer, the worker outbox and the HTTP API.
+type Master struct {
+	cfg    Config
+	log    *slog.Logger
+	engine persistence.Engine
+	agent  election.Agent
+	core   *core
+
+	calls    chan func(*core)      // from handlers: bounded, so overload pushes back
+	internal *mailbox[func(*core)] // from the master's own goroutines: never blocks
+	writes   *mailbox[proposal]
+	out      *outbox
+	stopped  chan struct{} // closed when the loop has exited
+
+	// Hooks the Raft engine adds (nil with one master).
+	members Membership
+}
+
+// Membership is what a replicated engine offers for managing the set of
+// masters (join and leave through the API).
+type Membership interface {
+	Join(ctx context.Context, id, raftAddr string) error
+	Leave(ctx context.Context, id string) error
+	Servers(ctx context.Context) ([]Server, error)
+}
+
+// Server is one master of a replicated cluster.
+type Server struct {
+	ID, RaftAddr string
+	Voter        bool
+}
+
+// New builds a master on engine, led by agent. The clock may be nil.
+func New(cfg Config, engine persistence.Engine, agent election.Agent, log *slog.Logger, clock Clock) (*Master, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if clock == nil {
+		clock = realClock{}
+	}
+	m := &Master{
+		cfg: cfg, log: log, engine: engine, agent: agent,
+		calls:    make(chan func(*core), 1024),
+		internal: newMailbox[func(*core)](),
+		writes:   newMailbox[proposal](),
+		stopped:  make(chan struct{}),
+	}
+	if mem, ok := engine.(Membership); ok {
+		m.members = mem
+	}
+	m.out = newOutbox(httpx.NewClient(cfg.Secret, cfg.CommandTimeout), log, func(workerID string, cmd workerCommand, err error) {
+		m.post(func(c *core) { c.commandFailed(workerID, cmd, err) })
+	})
+	m.core, err = newCore(cfg, log, clock, m)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Run serves the API on ln until ctx is cancelled, then stops: leadership is
+// handed over (with Raft), streams are closed, the server drains.
+func (m *Master) Run(ctx context.Context, ln net.Listener) error {
+	loopCtx, stopLoop := context.WithCancel(context.Background())
+	defer stopLoop()
+	w := &writer{engine: m.engine, queue: m.writes, done: m.post, timeout: 10 * time.Second, log: m.log}
+	go w.run(loopCtx)
+	go m.loop(loopCtx)
+
+	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	m.agent.Start(m)
+	m.log.Info("master serving", "id", m.cfg.ID, "address", m.cfg.Advertise, "listen", ln.Addr().String())
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-served:
+		err = fmt.Errorf("serving API: %w", err)
+	}
+	m.agent.Stop() // hands leadership over first, with Raft
+	m.post(func(c *core) {
+		for _, a := range c.appOrder {
+			c.closeSubscribers(a)
+		}
+	})
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if serr := srv.Shutdown(shutdownCtx); serr != nil {
+		srv.Close()
+	}
+	m.out.close()
+	stopLoop()
+	<-m.stopped
+	return err
+}
+
+// loop is the only goroutine that touches the core.
+func (m *Master) loop(ctx context.Context) {
+	defer close(m.stopped)
+	ticker := time.NewTicker(m.cfg.tickInterval())
+	defer ticker.Stop()
+	c := m.core
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case fn := <-m.calls:
+			fn(c)
+		case <-m.internal.ready():
+			for _, fn := range m.internal.take() {
+				fn(c)
+			}
+		case <-ticker.C:
+			c.tick()
+		}
+		c.runSchedule()
+	}
+}
+
+// post runs fn in the loop; it never blocks.
+func (m *Master) post(fn func(*core)) { m.internal.put(fn) }
+
+var errStopped = httpx.Errorf(http.StatusServiceUnavailable, "master is shutting down")
+
+// call runs fn in the loop and waits for it to reply (possibly later, from a
+// continuation). It gives up when ctx ends; the reply is then dropped.
+func (m *Master) call(ctx context.Context, fn func(c *core, reply func(any, error))) (any, error) {
+	type result struct {
+		v   any
+		err error
+	}
+	done := make(chan result, 1)
+	reply := func(v any, err error) {
+		select {
+		case done <- result{v, err}:
+		default: // replied twice: a bug, but never block the loop over it
+		}
+	}
+	select {
+	case m.calls <- func(c *core) { fn(c, reply) }:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-m.stopped:
+		return nil, errStopped
+	}
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-m.stopped:
+		return nil, errStopped
+	}
+}
+
+// query runs a synchronous fn in the loop.
+func (m *Master) query(ctx context.Context, fn func(c *core) (any, error)) (any, error) {
+	return m.call(ctx, func(c *core, reply func(any, error)) { reply(fn(c)) })
+}
+
+// ElectedLeader implements election.Candidate.
+func (m *Master) ElectedLeader() { m.post(func(c *core) { c.elected() }) }
+
+// RevokedLeadership implements election.Candidate.
+func (m *Master) RevokedLeadership() { m.post(func(c *core) { c.revoked() }) }
+
+// effects, the real ones.
+
+func (m *Master) persist(cmds []persistence.Command, then func(error)) {
+	m.writes.put(proposal{cmds: cmds, then: then})
+}
+
+func (m *Master) send(w *workerInfo, cmd workerCommand) {
+	m.out.send(w.rec.ID, w.rec.Address, cmd)
+}
+
+func (m *Master) dropOutbound() { m.out.drop() }
+
+// prepareLeadership: Barrier so that every earlier write is applied here,
+// then bump the epoch (with this master's address, so followers can point
+// clients at it), then read the state. It ends in leadershipReady.
+func (m *Master) prepareLeadership(gen uint64) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s, err := m.prepare(ctx)
+		if err != nil {
+			// leadershipReady retries; pace it.
+			select {
+			case <-time.After(500 * time.Millisecond):
+			case <-m.stopped:
+				return
+			}
+		}
+		m.post(func(c *core) { c.leadershipReady(gen, s, err) })
+	}()
+}
+
+func (m *Master) prepare(ctx context.Context) (*persistence.State, error) {
+	if err := m.engine.Barrier(ctx); err != nil {
+		return nil, fmt.Errorf("barrier: %w", err)
+	}
+	bump := []persistence.Command{
+		persistence.BumpEpoch(),
+		persistence.PutMaster(persistence.MasterRecord{ID: m.cfg.ID, APIAddr: m.cfg.Advertise}),
+	}
+	if err := m.engine.Write(ctx, bump); err != nil {
+		return nil, fmt.Errorf("bumping the epoch: %w", err)
+	}
+	s, err := m.engine.Load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the state: %w", err)
+	}
+	return s, nil
+}
+
+// leaderAddress maps the agent's leader id to its API address through the
+// replicated masters records.
+func (m *Master) leaderAddress() string {
+	id := m.agent.Leader()
+	if id == "" || id == m.cfg.ID {
+		return ""
+	}
+	s, err := m.engine.Load(context.Background())
+	if err != nil {
+		return ""
+	}
+	if r := s.Masters[id]; r != nil {
+		return r.APIAddr
+	}
+	return ""
+}
+
+// Addr is the advertised API address.
+func (m *Master) Addr() string { return m.cfg.Advertise }

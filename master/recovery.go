@@ -1,0 +1,213 @@
+package master
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// elected starts a leadership: nothing is served until prepareLeadership
+// (Barrier, epoch bump, state read) ends in leadershipReady.
+func (c *core) elected() {
+	c.gen++
+	c.status, c.preparing = wire.MasterRecovering, true
+	c.reset()
+	c.log.Info("elected leader; preparing", "gen", c.gen)
+	c.fx.prepareLeadership(c.gen)
+}
+
+// revoked ends a leadership at once: no more scheduling, no more commands,
+// streams closed (clients find the new leader). The process stays up as a
+// follower, unlike Spark's master, which exits.
+func (c *core) revoked() {
+	c.gen++
+	was := c.status
+	c.status, c.preparing = wire.MasterStandby, false
+	c.fx.dropOutbound()
+	for _, a := range c.appOrder {
+		c.closeSubscribers(a)
+	}
+	c.reset()
+	c.log.Warn("leadership revoked; now a follower", "was", was, "gen", c.gen)
+}
+
+// leadershipReady takes the state read by a new leader and starts Spark's
+// recovery protocol: every worker and app UNKNOWN until it answers, workers
+// told the master changed. With nothing to recover the master is ALIVE at
+// once (SPARK-46664).
+func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
+	if gen != c.gen || !c.preparing {
+		return // revoked meanwhile
+	}
+	if err != nil {
+		c.log.Error("preparing leadership failed; retrying", "err", err)
+		c.fx.prepareLeadership(gen)
+		return
+	}
+	c.preparing = false
+	c.epoch = s.Epoch
+	c.nextAppNumber, c.nextDriverNumber = s.NextAppNumber, s.NextDriverNumber
+	now := c.now()
+	c.loadCompleted(s)
+	if s.Empty() {
+		c.status = wire.MasterAlive
+		c.log.Info("leader ALIVE; nothing to recover", "epoch", c.epoch)
+		return
+	}
+	for _, rec := range sortedRecords(s.Workers, func(r *persistence.WorkerRecord) string { return r.ID }) {
+		w := newWorkerInfo(*rec, wire.WorkerUnknown, now)
+		c.workers[rec.ID] = w
+		c.workerByAddr[w.hostPort()] = w
+	}
+	var reserve []persistence.Command
+	for _, rec := range sortedRecords(s.Apps, func(r *persistence.AppRecord) string { return sortTime(r.SubmittedAt) + r.ID }) {
+		if rec.Finished() {
+			continue
+		}
+		a := newAppInfo(*rec, wire.AppUnknown, now)
+		// Ids below the reservation may have been used by the previous
+		// leader; start above them and reserve a fresh block.
+		a.nextExecID = rec.ExecutorIDsReserved
+		a.rec.ExecutorIDsReserved += executorIDBlock
+		reserve = append(reserve, persistence.PutApp(a.rec, 0))
+		c.apps[rec.ID] = a
+		c.appOrder = append(c.appOrder, a)
+	}
+	for _, rec := range sortedRecords(s.Drivers, func(r *persistence.DriverRecord) string { return sortTime(r.SubmittedAt) + r.ID }) {
+		if rec.Finished() {
+			continue
+		}
+		d := &driverInfo{rec: *rec, state: wire.DriverUnknown}
+		if rec.State == wire.DriverSubmitted {
+			d.state = wire.DriverSubmitted // never launched: it just waits again
+			c.waitingDrivers = append(c.waitingDrivers, d)
+		}
+		c.drivers[rec.ID] = d
+	}
+	if len(reserve) > 0 {
+		c.fx.persist(reserve, c.logPersistFailure("reserve executor ids"))
+	}
+	c.status = wire.MasterRecovering
+	c.recoveryDeadline = now.Add(c.cfg.RecoveryTimeout)
+	c.log.Info("leader RECOVERING", "epoch", c.epoch, "workers", len(c.workers), "apps", len(c.apps), "drivers", len(c.drivers), "timeout", c.cfg.RecoveryTimeout)
+	for _, w := range sortedWorkers(c.workers) {
+		c.fx.send(w, workerCommand{path: "/v1/reconnect", body: wire.Reconnect{Epoch: c.epoch, Master: c.cfg.Advertise}})
+	}
+	c.maybeCompleteRecovery()
+}
+
+// loadCompleted lists the finished apps and drivers kept in the state.
+func (c *core) loadCompleted(s *persistence.State) {
+	for _, rec := range sortedRecords(s.Apps, func(r *persistence.AppRecord) string { return sortTime(endTime(r.EndedAt)) + r.ID }) {
+		if rec.Finished() {
+			a := newAppInfo(*rec, rec.State, endTime(rec.EndedAt))
+			a.endedAt, a.message, a.coresGranted = endTime(rec.EndedAt), rec.Message, rec.CoresGranted
+			c.completedApps = append(c.completedApps, a)
+		}
+	}
+	for _, rec := range sortedRecords(s.Drivers, func(r *persistence.DriverRecord) string { return sortTime(endTime(r.EndedAt)) + r.ID }) {
+		if rec.Finished() {
+			c.completedDrivers = append(c.completedDrivers, &driverInfo{
+				rec: *rec, state: rec.State, exitCode: rec.ExitCode, message: rec.Message,
+				relaunchedAs: rec.RelaunchedAs, endedAt: endTime(rec.EndedAt),
+			})
+		}
+	}
+}
+
+// maybeCompleteRecovery ends recovery as soon as every worker and app has
+// answered.
+func (c *core) maybeCompleteRecovery() {
+	if c.status != wire.MasterRecovering || c.preparing {
+		return
+	}
+	for _, w := range c.workers {
+		if w.state == wire.WorkerUnknown {
+			return
+		}
+	}
+	for _, a := range c.apps {
+		if a.state == wire.AppUnknown {
+			return
+		}
+	}
+	c.completeRecovery()
+}
+
+// completeRecovery removes what did not answer and starts scheduling:
+// silent workers are removed (their executors LOST), apps whose client did
+// not come back are finished, drivers no worker claimed are relaunched if
+// supervised or end in ERROR. Heartbeat timers restart, so no worker is
+// expired because the leader changed.
+func (c *core) completeRecovery() {
+	c.status = wire.MasterCompletingRecovery
+	for _, w := range sortedWorkers(c.workers) {
+		if w.state == wire.WorkerUnknown {
+			c.removeWorker(w, "did not answer the new leader within the recovery timeout")
+		}
+	}
+	for _, a := range slices.Clone(c.appOrder) {
+		if a.state == wire.AppUnknown {
+			c.removeApplication(a, wire.AppFinished, "client did not reconnect to the new leader within the recovery timeout", nil)
+		} else if a.state == wire.AppWaiting && len(a.executors) > 0 {
+			a.state = wire.AppRunning
+		}
+	}
+	for _, d := range sortedDrivers(c.drivers) {
+		if d.worker == nil && d.state == wire.DriverUnknown {
+			if d.rec.Desc.Supervise {
+				c.relaunchDriver(d, "no worker claimed it after the master changed")
+			} else {
+				c.finishDriver(d, wire.DriverError, "driver lost: no worker claimed it after the master changed", nil, nil)
+			}
+		}
+	}
+	now := c.now()
+	for _, w := range c.workers {
+		if w.state == wire.WorkerAlive {
+			w.lastHeartbeat = now
+		}
+	}
+	c.status = wire.MasterAlive
+	for _, a := range c.appOrder {
+		c.publish(a, wire.AppEvent{Type: wire.EventSnapshot, App: appStatus(a)})
+	}
+	c.log.Info("recovery complete; leader ALIVE", "epoch", c.epoch, "workers", len(c.aliveWorkers()), "apps", len(c.apps))
+	c.schedule()
+}
+
+// tick runs the timers: worker expiry, app leases, the recovery deadline.
+func (c *core) tick() {
+	if !c.leading() {
+		return
+	}
+	if c.status == wire.MasterRecovering {
+		if !c.now().Before(c.recoveryDeadline) {
+			c.completeRecovery()
+		}
+		return
+	}
+	c.expireWorkers()
+	c.expireApps()
+}
+
+func sortedRecords[R any](m map[string]*R, key func(*R) string) []*R {
+	out := make([]*R, 0, len(m))
+	for _, r := range m {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b *R) int { return cmp.Compare(key(a), key(b)) })
+	return out
+}
+
+func sortTime(t time.Time) string { return t.UTC().Format("20060102150405.000000000") }
+
+func endTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}

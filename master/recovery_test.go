@@ -1,0 +1,236 @@
+package master
+
+import (
+	"net/http"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// cluster builds, on a first leader, two workers, an app with an executor
+// on each and two running drivers (one supervised), and returns the
+// durable state a second leader would read.
+func cluster(t *testing.T) (*harness, *appInfo, map[string]string) {
+	h := newHarness(t, nil)
+	h.lead(nil)
+	h.addWorker("w1", 4, 4096)
+	h.addWorker("w2", 4, 4096)
+	a := h.addApp(wire.AppDescription{Name: "job", MaxCores: 4})
+	drivers := map[string]string{}
+	for _, sup := range []bool{true, false} {
+		v, err := h.call(func(reply func(any, error)) {
+			h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 256, Supervise: sup}, reply)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := v.(wire.Submitted).ID
+		drivers[id] = h.c.drivers[id].worker.rec.ID
+	}
+	if len(a.executors) != 2 {
+		t.Fatalf("setup: %d executors", len(a.executors))
+	}
+	return h, a, drivers
+}
+
+// reportOf is what worker id would report from the first leader's view.
+func reportOf(h *harness, id string) wire.WorkerLatestState {
+	w := h.c.workers[id]
+	r := wire.WorkerLatestState{WorkerID: id}
+	for _, e := range sortedExecutors(w.executors) {
+		r.Executors = append(r.Executors, wire.ExecutorReport{AppID: e.app.rec.ID, ExecutorID: e.id, Cores: e.cores, MemoryMB: e.memory, State: wire.ExecutorRunning})
+	}
+	for _, d := range sortedDrivers(w.drivers) {
+		r.Drivers = append(r.Drivers, wire.DriverReport{DriverID: d.rec.ID, State: wire.DriverRunning})
+	}
+	return r
+}
+
+func TestRecoveryAdoptsEverythingThatAnswers(t *testing.T) {
+	old, a, drivers := cluster(t)
+	h := newHarness(t, nil)
+	h.fx.state = old.fx.state.Clone()
+	h.lead(h.fx.state)
+
+	if h.c.status != wire.MasterRecovering || h.c.epoch != old.c.epoch+1 {
+		t.Fatalf("new leader %s at epoch %d (old %d)", h.c.status, h.c.epoch, old.c.epoch)
+	}
+	if got := h.takeSent("/v1/reconnect"); len(got) != 2 || got[0].cmd.body.(wire.Reconnect).Epoch != h.c.epoch {
+		t.Fatalf("master-changed notices %+v", got)
+	}
+	// Workers come back with the same id and report what they run.
+	for _, id := range []string{"w1", "w2"} {
+		reg := wire.RegisterWorker{ID: id, Host: "127.0.0.1", Port: old.c.workers[id].rec.Port, Cores: 4, MemoryMB: 4096, Address: old.c.workers[id].rec.Address}
+		v, err := h.call(func(reply func(any, error)) { h.c.registerWorker(reg, reply) })
+		if err != nil || !v.(wire.RegisteredWorker).Duplicate {
+			t.Fatalf("re-registration of %s: %+v %v", id, v, err)
+		}
+		if h.c.workers[id].state != wire.WorkerUnknown {
+			t.Fatalf("%s ALIVE before saying what it runs", id)
+		}
+		if _, err := h.c.workerLatestState(id, reportOf(old, id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h.c.status != wire.MasterRecovering {
+		t.Fatal("recovery completed before the app's client answered")
+	}
+	_, first, err := h.c.subscribe(a.rec.ID)
+	if err != nil || !reflect.DeepEqual(eventTypes(first), []wire.EventType{wire.EventMasterChanged, wire.EventSnapshot}) {
+		t.Fatalf("client reconnect: %v %v", eventTypes(first), err)
+	}
+	h.commit()
+	if h.c.status != wire.MasterAlive {
+		t.Fatalf("status %s after every worker and app answered", h.c.status)
+	}
+	b := h.c.apps[a.rec.ID]
+	if !reflect.DeepEqual(layout(b), layout(a)) || b.state != wire.AppRunning {
+		t.Fatalf("executors after recovery %v (%s), before %v", layout(b), b.state, layout(a))
+	}
+	if kills := h.takeSent("/v1/executors/kill"); len(kills) != 0 {
+		t.Fatalf("recovery killed executors: %+v", kills)
+	}
+	if launches := h.takeSent("/v1/executors"); len(launches) != 0 {
+		t.Fatalf("recovery launched more executors: %+v", launches)
+	}
+	for id, wid := range drivers {
+		d, _ := h.c.driver(id)
+		if d.State != wire.DriverRunning || d.WorkerID != wid {
+			t.Errorf("driver %s after recovery: %+v", id, d)
+		}
+	}
+}
+
+func TestRecoveryTimeoutRemovesTheSilent(t *testing.T) {
+	old, a, drivers := cluster(t)
+	h := newHarness(t, func(c *Config) { c.RecoveryTimeout = 5 * time.Second })
+	h.fx.state = old.fx.state.Clone()
+	h.lead(h.fx.state)
+	// Only w1 answers; the app's client never comes back.
+	reg := wire.RegisterWorker{ID: "w1", Host: "127.0.0.1", Port: old.c.workers["w1"].rec.Port, Cores: 4, MemoryMB: 4096, Address: old.c.workers["w1"].rec.Address}
+	h.call(func(reply func(any, error)) { h.c.registerWorker(reg, reply) })
+	h.c.workerLatestState("w1", reportOf(old, "w1"))
+	h.clock.advance(4 * time.Second)
+	h.c.tick()
+	if h.c.status != wire.MasterRecovering {
+		t.Fatal("recovery ended before its timeout")
+	}
+	h.clock.advance(time.Second)
+	h.c.tick()
+	h.commit()
+	if h.c.status != wire.MasterAlive || h.c.workers["w2"].state != wire.WorkerDead || h.c.workers["w1"].state != wire.WorkerAlive {
+		t.Fatalf("after the timeout: %s, w1 %s, w2 %s", h.c.status, h.c.workers["w1"].state, h.c.workers["w2"].state)
+	}
+	done, _ := h.c.app(a.rec.ID)
+	if done.State != wire.AppFinished {
+		t.Fatalf("app whose client never came back: %s", done.State)
+	}
+	for id, wid := range drivers {
+		d, _ := h.c.driver(id)
+		if wid == "w1" {
+			continue // claimed
+		}
+		want := wire.DriverError
+		if h.fx.state.Drivers[id].Desc.Supervise {
+			want = wire.DriverRelaunching
+		}
+		if d.State != want {
+			t.Errorf("unclaimed driver %s (supervise %v): %s, want %s", id, d.State == wire.DriverRelaunching, d.State, want)
+		}
+	}
+}
+
+// A worker restarted during recovery registers at its old address with a new
+// id; it replaces the UNKNOWN entry (seed 004).
+func TestWorkerRestartedDuringRecoveryReplacesOldEntry(t *testing.T) {
+	old, _, _ := cluster(t)
+	h := newHarness(t, nil)
+	h.fx.state = old.fx.state.Clone()
+	h.lead(h.fx.state)
+	w1 := old.c.workers["w1"].rec
+	reg := wire.RegisterWorker{ID: "w1-restarted", Host: w1.Host, Port: w1.Port, Cores: 4, MemoryMB: 4096, Address: w1.Address}
+	if _, err := h.call(func(reply func(any, error)) { h.c.registerWorker(reg, reply) }); err != nil {
+		t.Fatalf("restarted worker refused: %v", err)
+	}
+	if h.c.workers["w1"].state != wire.WorkerDead || h.c.workers["w1-restarted"].state != wire.WorkerAlive {
+		t.Fatalf("old %s new %s", h.c.workers["w1"].state, h.c.workers["w1-restarted"].state)
+	}
+}
+
+func TestEmptyStateIsAliveAtOnce(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lead(nil)
+	if h.c.status != wire.MasterAlive {
+		t.Fatalf("status %s with nothing to recover", h.c.status)
+	}
+}
+
+// Leadership lost and regained before the first preparation finished: the
+// stale preparation is ignored, only the latest one counts.
+func TestFlappingLeadership(t *testing.T) {
+	h := newHarness(t, nil)
+	h.c.elected()
+	first := h.c.gen
+	h.c.revoked()
+	h.c.elected()
+	s := persistence.NewState()
+	s.Epoch = 7
+	h.c.leadershipReady(first, s, nil)
+	if h.c.status == wire.MasterAlive || h.c.epoch == 7 {
+		t.Fatal("a stale leadership's state was used")
+	}
+	s.Epoch = 8
+	h.c.leadershipReady(h.c.gen, s, nil)
+	if h.c.status != wire.MasterAlive || h.c.epoch != 8 {
+		t.Fatalf("current leadership: %s epoch %d", h.c.status, h.c.epoch)
+	}
+}
+
+func TestRevocationStopsEverything(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lead(nil)
+	h.addWorker("w1", 4, 4096)
+	a := h.addApp(wire.AppDescription{MaxCores: 1})
+	sub, _, _ := h.c.subscribe(a.rec.ID)
+
+	// A registration in flight when leadership goes: it was committed, so
+	// its client still gets the id; the new leader will recover the app.
+	var got any
+	h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, func(v any, err error) { got = v })
+	// And a kill whose write fails.
+	var killErr error
+	killReply := func(_ any, err error) { killErr = err }
+	h.c.revoked()
+	if h.fx.dropped != 1 || h.c.status != wire.MasterStandby || len(h.c.apps) != 0 {
+		t.Fatalf("after revocation: dropped %d, status %s, %d apps", h.fx.dropped, h.c.status, len(h.c.apps))
+	}
+	if _, open := <-sub.ch; open {
+		t.Error("app stream left open by a deposed leader")
+	}
+	h.commit()
+	if _, ok := got.(wire.Submitted); !ok {
+		t.Fatalf("committed registration answered %v", got)
+	}
+	if len(h.c.apps) != 0 {
+		t.Fatal("a deposed leader added the app to its state")
+	}
+	h.c.endApp(a.rec.ID, wire.AppKilled, "", killReply)
+	if statusOf(killErr) != http.StatusServiceUnavailable {
+		t.Fatalf("write on a follower: %v", killErr)
+	}
+	h.sentAfterRevocation()
+}
+
+// sentAfterRevocation checks nothing was sent after the revocation.
+func (h *harness) sentAfterRevocation() {
+	before := len(h.fx.sent)
+	h.c.tick()
+	h.c.runSchedule()
+	if len(h.fx.sent) != before {
+		h.t.Fatalf("a follower sent %d commands", len(h.fx.sent)-before)
+	}
+}
+

@@ -1,0 +1,135 @@
+package master
+
+import (
+	"github.com/berth-cluster/berth/placement"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// runSchedule schedules if an event asked for it (see core.schedule).
+func (c *core) runSchedule() {
+	if c.needSchedule {
+		c.needSchedule = false
+		c.scheduleNow()
+	}
+}
+
+// scheduleNow places waiting drivers, then executors. Only an ALIVE leader
+// schedules: during recovery the master does not yet know what runs where.
+func (c *core) scheduleNow() {
+	if c.status != wire.MasterAlive {
+		return
+	}
+	alive := c.aliveWorkers()
+	if len(alive) == 0 {
+		return
+	}
+	c.scheduleDrivers(alive)
+	c.scheduleExecutors(alive)
+}
+
+// scheduleDrivers gives each waiting driver, first come first served, the
+// next worker round the ring that has room (spark.deploy.spreadOutDrivers):
+// drivers spread over the workers instead of piling onto the first.
+func (c *core) scheduleDrivers(alive []*workerInfo) {
+	for _, d := range append([]*driverInfo(nil), c.waitingDrivers...) {
+		for range len(alive) {
+			w := alive[c.driverCursor%len(alive)]
+			c.driverCursor++
+			if w.coresFree() >= d.rec.Desc.Cores && w.memoryFree() >= d.rec.Desc.MemoryMB {
+				c.launchDriver(w, d)
+				break
+			}
+		}
+	}
+}
+
+// scheduleExecutors runs one placement round over the apps that want cores,
+// in registration order, and launches what it decides.
+func (c *core) scheduleExecutors(alive []*workerInfo) {
+	var apps []placement.App
+	for _, a := range c.appOrder {
+		if a.state == wire.AppUnknown || a.coresLeft() <= 0 {
+			continue
+		}
+		// Never hand out more executor ids than are reserved.
+		limit := min(a.executorLimit(), len(a.executors)+c.ensureExecutorIDs(a))
+		apps = append(apps, placement.App{
+			ID:                  a.rec.ID,
+			CoresLeft:           a.coresLeft(),
+			CoresPerExecutor:    a.rec.Desc.CoresPerExecutor,
+			MemoryPerExecutorMB: a.rec.Desc.MemoryPerExecutorMB,
+			ExecutorLimit:       limit,
+			Executors:           len(a.executors),
+		})
+	}
+	if len(apps) == 0 {
+		return
+	}
+	workers := make([]placement.Worker, len(alive))
+	for i, w := range alive {
+		workers[i] = placement.Worker{ID: w.rec.ID, CoresFree: w.coresFree(), MemoryFreeMB: w.memoryFree()}
+	}
+	for _, l := range placement.StartExecutorsOnWorkers(apps, workers, c.policy) {
+		a, w := c.apps[l.AppID], c.workers[l.WorkerID]
+		if a != nil && w != nil {
+			c.launchExecutor(a, w, l.Cores, l.MemoryMB)
+		}
+	}
+	// An app that used up its reserved ids gets more now; the write's
+	// continuation schedules it again.
+	for _, pa := range apps {
+		if a := c.apps[pa.ID]; a != nil && a.coresLeft() > 0 {
+			c.ensureExecutorIDs(a)
+		}
+	}
+}
+
+// launchExecutor starts one executor of a on w.
+func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int) {
+	e := &executorInfo{app: a, id: a.nextExecID, worker: w, cores: cores, memory: memory, state: wire.ExecutorLaunching}
+	a.nextExecID++
+	a.executors[e.id] = e
+	a.coresGranted += cores
+	a.hosts[w.rec.ID] = struct{}{}
+	a.state = wire.AppRunning
+	w.addExecutor(e)
+	c.fx.send(w, workerCommand{
+		path: "/v1/executors",
+		body: wire.LaunchExecutor{
+			Epoch: c.epoch, MasterURL: c.cfg.Advertise, AppID: a.rec.ID, ExecutorID: e.id,
+			Cores: cores, MemoryMB: memory, Command: a.rec.Desc.Command, Env: a.rec.Desc.Env,
+		},
+		appID: a.rec.ID, execID: e.id,
+	})
+	c.publish(a, wire.AppEvent{Type: wire.EventExecutorAdded, Executor: executorStatus(e)})
+}
+
+// commandFailed handles a command no worker accepted after retries. A
+// launch that never reached its worker counts as a failed executor (so a
+// worker that fails every launch cannot make an app relaunch for ever); a
+// driver launch that failed is relaunched if supervised, else ERROR.
+func (c *core) commandFailed(workerID string, cmd workerCommand, err error) {
+	if !c.leading() {
+		return
+	}
+	c.log.Warn("command to worker failed", "worker", workerID, "path", cmd.path, "err", err)
+	switch cmd.path {
+	case "/v1/executors":
+		if a := c.apps[cmd.appID]; a != nil {
+			if e := a.executors[cmd.execID]; e != nil && e.state == wire.ExecutorLaunching {
+				e.state, e.message = wire.ExecutorFailed, "launch failed: "+err.Error()
+				c.publish(a, wire.AppEvent{Type: wire.EventExecutorUpdated, Executor: executorStatus(e)})
+				c.executorEnded(e)
+			}
+		}
+	case "/v1/drivers":
+		if d := c.drivers[cmd.driverID]; d != nil && d.worker != nil && d.worker.rec.ID == workerID {
+			msg := "launch failed: " + err.Error()
+			if d.rec.Desc.Supervise {
+				c.relaunchDriver(d, msg)
+			} else {
+				c.finishDriver(d, wire.DriverError, msg, nil, nil)
+			}
+		}
+	}
+}

@@ -1,0 +1,165 @@
+package master
+
+import (
+	"slices"
+
+	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/wire"
+)
+
+func executorStatus(e *executorInfo) *wire.ExecutorStatus {
+	return &wire.ExecutorStatus{
+		ID: e.id, WorkerID: e.worker.rec.ID, Cores: e.cores, MemoryMB: e.memory,
+		State: e.state, ExitCode: e.exitCode, Message: e.message,
+	}
+}
+
+func appStatus(a *appInfo) *wire.AppStatus {
+	s := &wire.AppStatus{
+		ID: a.rec.ID, Name: a.rec.Desc.Name, State: a.state, SubmittedAt: a.rec.SubmittedAt,
+		MaxCores: a.rec.Desc.MaxCores, CoresGranted: a.coresGranted,
+		CoresPerExecutor: a.rec.Desc.CoresPerExecutor, MemoryPerExecutorMB: a.rec.Desc.MemoryPerExecutorMB,
+		ExecutorLimit: a.rec.ExecutorLimit, RetryCount: a.retryCount, Message: a.message,
+		Executors: []wire.ExecutorStatus{},
+	}
+	if a.state.Finished() {
+		ended := a.endedAt
+		s.EndedAt = &ended
+		s.CoresGranted = a.rec.CoresGranted
+	}
+	for _, e := range sortedExecutors(a.executors) {
+		s.Executors = append(s.Executors, *executorStatus(e))
+	}
+	for _, e := range a.finished {
+		s.Executors = append(s.Executors, *executorStatus(e))
+	}
+	return s
+}
+
+func driverStatus(d *driverInfo) *wire.DriverStatus {
+	s := &wire.DriverStatus{
+		ID: d.rec.ID, State: d.state, SubmittedAt: d.rec.SubmittedAt,
+		Cores: d.rec.Desc.Cores, MemoryMB: d.rec.Desc.MemoryMB, Supervise: d.rec.Desc.Supervise,
+		Command: d.rec.Desc.Command, ExitCode: d.exitCode, Message: d.message,
+		RelaunchOf: d.rec.RelaunchOf, RelaunchedAs: d.relaunchedAs, WorkerID: d.rec.WorkerID,
+	}
+	if d.worker != nil {
+		s.WorkerID = d.worker.rec.ID
+	}
+	return s
+}
+
+func workerStatus(w *workerInfo) wire.WorkerStatus {
+	return wire.WorkerStatus{
+		ID: w.rec.ID, Host: w.rec.Host, Port: w.rec.Port, Address: w.rec.Address,
+		Cores: w.rec.Cores, CoresUsed: w.coresUsed, MemoryMB: w.rec.MemoryMB, MemoryUsedMB: w.memoryUsed,
+		State: w.state, LastHeartbeat: w.lastHeartbeat,
+	}
+}
+
+// clusterStatus is the leader's view.
+func (c *core) clusterStatus() *wire.ClusterStatus {
+	s := &wire.ClusterStatus{
+		MasterID: c.cfg.ID, Status: c.status, View: wire.ViewLeader, Leader: c.cfg.Advertise,
+		LeaderID: c.cfg.ID, Epoch: c.epoch,
+		Workers: []wire.WorkerStatus{}, ActiveApps: []wire.AppStatus{}, CompletedApps: []wire.AppStatus{},
+		ActiveDrivers: []wire.DriverStatus{}, CompletedDrivers: []wire.DriverStatus{},
+	}
+	for _, w := range sortedWorkers(c.workers) {
+		s.Workers = append(s.Workers, workerStatus(w))
+	}
+	for _, a := range c.appOrder {
+		s.ActiveApps = append(s.ActiveApps, *appStatus(a))
+	}
+	for _, a := range slices.Backward(c.completedApps) {
+		s.CompletedApps = append(s.CompletedApps, *appStatus(a))
+	}
+	for _, d := range sortedDrivers(c.drivers) {
+		s.ActiveDrivers = append(s.ActiveDrivers, *driverStatus(d))
+	}
+	for _, d := range slices.Backward(c.completedDrivers) {
+		s.CompletedDrivers = append(s.CompletedDrivers, *driverStatus(d))
+	}
+	return s
+}
+
+// app returns the status of an active or completed app.
+func (c *core) app(id string) (*wire.AppStatus, error) {
+	if !c.leading() {
+		return nil, c.notLeader()
+	}
+	if a := c.apps[id]; a != nil {
+		return appStatus(a), nil
+	}
+	if a := c.completedApp(id); a != nil {
+		return appStatus(a), nil
+	}
+	return nil, notFound("application", id)
+}
+
+// driver returns the status of an active or completed driver.
+func (c *core) driver(id string) (*wire.DriverStatus, error) {
+	if !c.leading() {
+		return nil, c.notLeader()
+	}
+	if d := c.drivers[id]; d != nil {
+		return driverStatus(d), nil
+	}
+	if d := c.completedDriver(id); d != nil {
+		return driverStatus(d), nil
+	}
+	return nil, notFound("driver", id)
+}
+
+// followerStatus is what a master that does not lead can tell from its
+// replica of the durable state: records only, no executors, no heartbeats.
+func followerStatus(id string, status wire.MasterStatus, leaderID, leader string, s *persistence.State) *wire.ClusterStatus {
+	out := &wire.ClusterStatus{
+		MasterID: id, Status: status, View: wire.ViewFollower, Leader: leader, LeaderID: leaderID, Epoch: s.Epoch,
+		Workers: []wire.WorkerStatus{}, ActiveApps: []wire.AppStatus{}, CompletedApps: []wire.AppStatus{},
+		ActiveDrivers: []wire.DriverStatus{}, CompletedDrivers: []wire.DriverStatus{},
+	}
+	for _, r := range sortedRecords(s.Workers, func(r *persistence.WorkerRecord) string { return r.ID }) {
+		out.Workers = append(out.Workers, wire.WorkerStatus{
+			ID: r.ID, Host: r.Host, Port: r.Port, Address: r.Address, Cores: r.Cores, MemoryMB: r.MemoryMB,
+			State: wire.WorkerUnknown,
+		})
+	}
+	for _, r := range sortedRecords(s.Apps, func(r *persistence.AppRecord) string { return sortTime(r.SubmittedAt) + r.ID }) {
+		st := recordAppStatus(r)
+		if r.Finished() {
+			out.CompletedApps = append(out.CompletedApps, st)
+		} else {
+			out.ActiveApps = append(out.ActiveApps, st)
+		}
+	}
+	for _, r := range sortedRecords(s.Drivers, func(r *persistence.DriverRecord) string { return sortTime(r.SubmittedAt) + r.ID }) {
+		st := recordDriverStatus(r)
+		if r.Finished() {
+			out.CompletedDrivers = append(out.CompletedDrivers, st)
+		} else {
+			out.ActiveDrivers = append(out.ActiveDrivers, st)
+		}
+	}
+	for _, r := range sortedRecords(s.Masters, func(r *persistence.MasterRecord) string { return r.ID }) {
+		out.Masters = append(out.Masters, wire.MasterNode{ID: r.ID, APIAddr: r.APIAddr, Leader: r.ID == leaderID})
+	}
+	return out
+}
+
+func recordAppStatus(r *persistence.AppRecord) wire.AppStatus {
+	return wire.AppStatus{
+		ID: r.ID, Name: r.Desc.Name, State: r.State, SubmittedAt: r.SubmittedAt, EndedAt: r.EndedAt,
+		MaxCores: r.Desc.MaxCores, CoresGranted: r.CoresGranted, CoresPerExecutor: r.Desc.CoresPerExecutor,
+		MemoryPerExecutorMB: r.Desc.MemoryPerExecutorMB, ExecutorLimit: r.ExecutorLimit, Message: r.Message,
+		Executors: []wire.ExecutorStatus{},
+	}
+}
+
+func recordDriverStatus(r *persistence.DriverRecord) wire.DriverStatus {
+	return wire.DriverStatus{
+		ID: r.ID, State: r.State, SubmittedAt: r.SubmittedAt, Cores: r.Desc.Cores, MemoryMB: r.Desc.MemoryMB,
+		Supervise: r.Desc.Supervise, Command: r.Desc.Command, WorkerID: r.WorkerID, ExitCode: r.ExitCode,
+		Message: r.Message, RelaunchOf: r.RelaunchOf, RelaunchedAs: r.RelaunchedAs,
+	}
+}

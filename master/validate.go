@@ -1,0 +1,169 @@
+package master
+
+import (
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// Requests are checked before they reach the loop: a bad one gets a 400
+// with the reason and changes nothing.
+
+var safeID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$`)
+
+func badRequest(format string, args ...any) error {
+	return httpx.Errorf(http.StatusBadRequest, format, args...)
+}
+
+func checkID(kind, id string) error {
+	if !safeID.MatchString(id) {
+		return badRequest("%s %q is not a valid id (letters, digits, . _ -; at most 200)", kind, id)
+	}
+	return nil
+}
+
+func checkCommand(argv []string) error {
+	if len(argv) == 0 || argv[0] == "" {
+		return badRequest("command is empty: give the program and its arguments")
+	}
+	if len(argv) > wire.MaxCommandArgs {
+		return badRequest("command has %d arguments, more than %d", len(argv), wire.MaxCommandArgs)
+	}
+	for i, a := range argv {
+		if strings.ContainsRune(a, 0) {
+			return badRequest("command argument %d contains a NUL byte", i)
+		}
+	}
+	return nil
+}
+
+func checkEnv(env map[string]string) error {
+	for k, v := range env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return badRequest("environment variable %q is not valid (a name without '=' or NUL)", k)
+		}
+	}
+	return nil
+}
+
+func checkRange(name string, v, lo, hi int) error {
+	if v < lo || v > hi {
+		return badRequest("%s is %d; it must be between %d and %d", name, v, lo, hi)
+	}
+	return nil
+}
+
+func validateApp(d wire.AppDescription) error {
+	if len(d.Name) > 256 {
+		return badRequest("name is longer than 256 characters")
+	}
+	if err := checkCommand(d.Command); err != nil {
+		return err
+	}
+	if err := checkEnv(d.Env); err != nil {
+		return err
+	}
+	if err := checkRange("maxCores", d.MaxCores, 0, maxAppCores); err != nil {
+		return err
+	}
+	if err := checkRange("coresPerExecutor", d.CoresPerExecutor, 0, wire.MaxCores); err != nil {
+		return err
+	}
+	if err := checkRange("memoryPerExecutorMB", d.MemoryPerExecutorMB, 0, wire.MaxMemoryMB); err != nil {
+		return err
+	}
+	if d.MaxCores > 0 && d.CoresPerExecutor > d.MaxCores {
+		return badRequest("coresPerExecutor %d is more than maxCores %d: no executor could ever start", d.CoresPerExecutor, d.MaxCores)
+	}
+	if d.InitialExecutorLimit != nil {
+		if err := checkRange("initialExecutorLimit", *d.InitialExecutorLimit, 0, wire.MaxCores*1024); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validateDriver(d wire.DriverDescription) error {
+	if err := checkCommand(d.Command); err != nil {
+		return err
+	}
+	if err := checkEnv(d.Env); err != nil {
+		return err
+	}
+	if err := checkRange("cores", d.Cores, 0, wire.MaxCores); err != nil {
+		return err
+	}
+	return checkRange("memoryMB", d.MemoryMB, 0, wire.MaxMemoryMB)
+}
+
+func validateRegistration(r wire.RegisterWorker) error {
+	if err := checkID("worker id", r.ID); err != nil {
+		return err
+	}
+	if r.Host == "" || strings.ContainsAny(r.Host, "/ ") {
+		return badRequest("host %q is not a host name or address", r.Host)
+	}
+	if err := checkRange("port", r.Port, 1, 65535); err != nil {
+		return err
+	}
+	if err := checkRange("cores", r.Cores, 1, wire.MaxCores); err != nil {
+		return err
+	}
+	if err := checkRange("memoryMB", r.MemoryMB, 1, wire.MaxMemoryMB); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(r.Address, "http://") && !strings.HasPrefix(r.Address, "https://") {
+		return badRequest("address %q is not an http(s) URL", r.Address)
+	}
+	return nil
+}
+
+func validateExecutorState(m wire.ExecutorStateChanged) error {
+	if err := checkID("app id", m.AppID); err != nil {
+		return err
+	}
+	if m.ExecutorID < 0 {
+		return badRequest("executorId %d is negative", m.ExecutorID)
+	}
+	if !m.State.Valid() {
+		return badRequest("unknown executor state %q", m.State)
+	}
+	return nil
+}
+
+func validateDriverState(m wire.DriverStateChanged) error {
+	if err := checkID("driver id", m.DriverID); err != nil {
+		return err
+	}
+	if !m.State.Valid() || m.State == wire.DriverUnknown || m.State == wire.DriverRelaunching {
+		return badRequest("a worker cannot report driver state %q", m.State)
+	}
+	return nil
+}
+
+func validateLatestState(r wire.WorkerLatestState) error {
+	for _, e := range r.Executors {
+		if err := checkID("app id", e.AppID); err != nil {
+			return err
+		}
+		if e.ExecutorID < 0 || !e.State.Valid() || e.Cores < 0 || e.MemoryMB < 0 {
+			return badRequest("executor %s/%d: bad id, state, cores or memory", e.AppID, e.ExecutorID)
+		}
+	}
+	for _, d := range r.Drivers {
+		if err := checkID("driver id", d.DriverID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func parseStream(s string) (string, error) {
+	if s != "stdout" && s != "stderr" {
+		return "", badRequest("log stream %q: want stdout or stderr", s)
+	}
+	return s, nil
+}

@@ -1,0 +1,278 @@
+package master
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/wire"
+)
+
+func (c *core) registered(duplicate bool) wire.RegisteredWorker {
+	return wire.RegisteredWorker{
+		MasterID: c.cfg.ID, Epoch: c.epoch, Duplicate: duplicate,
+		HeartbeatIntervalMs: c.cfg.heartbeatInterval().Milliseconds(),
+	}
+}
+
+// registerWorker follows Spark's rules: a known id that is not DEAD (a
+// retry, or a worker answering a new leader during recovery) is accepted as
+// a duplicate; a DEAD worker at the same host:port is dropped; a worker at
+// the address of another live one is refused, unless that one is UNKNOWN
+// (it was restarted during recovery), which the newcomer then replaces.
+// The worker is acknowledged once its record is durable.
+func (c *core) registerWorker(req wire.RegisterWorker, reply func(any, error)) {
+	if !c.leading() {
+		reply(nil, c.notLeader())
+		return
+	}
+	if w, ok := c.workers[req.ID]; ok && w.state != wire.WorkerDead {
+		c.acceptKnownWorker(w)
+		reply(c.registered(true), nil)
+		return
+	}
+	if err := c.addressTaken(req); err != nil {
+		reply(nil, err)
+		return
+	}
+	rec := persistence.WorkerRecord{ID: req.ID, Host: req.Host, Port: req.Port, Address: req.Address, Cores: req.Cores, MemoryMB: req.MemoryMB}
+	gen := c.gen
+	c.fx.persist([]persistence.Command{persistence.PutWorker(rec)}, func(err error) {
+		if err != nil {
+			reply(nil, c.persistErr(gen, err))
+			return
+		}
+		if gen != c.gen {
+			reply(nil, errLeadershipLost(fmt.Errorf("registered, but with a master that no longer leads")))
+			return
+		}
+		// The world may have moved while the write was in flight.
+		if w, ok := c.workers[req.ID]; ok && w.state != wire.WorkerDead {
+			c.acceptKnownWorker(w)
+			reply(c.registered(true), nil)
+			return
+		}
+		if err := c.addressTaken(req); err != nil {
+			c.fx.persist([]persistence.Command{persistence.DeleteWorker(req.ID)}, c.logPersistFailure("undo refused worker"))
+			reply(nil, err)
+			return
+		}
+		c.addWorker(rec)
+		reply(c.registered(false), nil)
+	})
+}
+
+// acceptKnownWorker handles a registration from a worker the master already
+// knows and has not declared DEAD.
+func (c *core) acceptKnownWorker(w *workerInfo) {
+	w.lastHeartbeat = c.now()
+	if w.state == wire.WorkerUnknown {
+		w.reregistered = true // ALIVE once its latest state says what it runs
+		c.log.Info("worker re-registered during recovery", "worker", w.rec.ID)
+	}
+}
+
+// addressTaken refuses a registration at the address of a live worker;
+// an UNKNOWN one there is replaced (it was restarted during recovery).
+func (c *core) addressTaken(req wire.RegisterWorker) error {
+	old, ok := c.workerByAddr[hostPort(req.Host, req.Port)]
+	if !ok || old.rec.ID == req.ID {
+		return nil
+	}
+	if old.state == wire.WorkerUnknown {
+		return nil
+	}
+	return httpx.Errorf(http.StatusConflict, "worker %s is already registered at %s; refusing %s", old.rec.ID, old.hostPort(), req.ID)
+}
+
+func (c *core) addWorker(rec persistence.WorkerRecord) {
+	addr := hostPort(rec.Host, rec.Port)
+	// As Spark: first forget DEAD workers at this address, then retire an
+	// UNKNOWN one there (it stays listed as DEAD for a while).
+	for id, w := range c.workers {
+		if w.state == wire.WorkerDead && w.hostPort() == addr {
+			delete(c.workers, id)
+		}
+	}
+	if old, ok := c.workerByAddr[addr]; ok && old.rec.ID != rec.ID {
+		c.removeWorker(old, "replaced by a new worker at the same address")
+	}
+	w := newWorkerInfo(rec, wire.WorkerAlive, c.now())
+	c.workers[rec.ID] = w
+	c.workerByAddr[addr] = w
+	c.log.Info("registered worker", "worker", rec.ID, "address", rec.Address, "cores", rec.Cores, "memoryMB", rec.MemoryMB)
+	c.schedule()
+}
+
+// heartbeat refreshes a live worker. A worker the master does not know, has
+// expired, or lost track of in a failover is told to register again.
+func (c *core) heartbeat(id string) (wire.HeartbeatReply, error) {
+	if !c.leading() {
+		return wire.HeartbeatReply{}, c.notLeader()
+	}
+	w, ok := c.workers[id]
+	if !ok || w.state == wire.WorkerDead || (w.state == wire.WorkerUnknown && !w.reregistered) {
+		return wire.HeartbeatReply{Epoch: c.epoch, Reconnect: true}, nil
+	}
+	w.lastHeartbeat = c.now()
+	return wire.HeartbeatReply{Epoch: c.epoch}, nil
+}
+
+// workerLatestState reconciles what a worker runs with what the master
+// knows. During recovery the master adopts the executors and drivers it
+// knows the apps and drivers of; anything else the worker runs is killed
+// (SPARK-13604), so nothing runs that no master accounts for.
+func (c *core) workerLatestState(id string, report wire.WorkerLatestState) (wire.LatestStateReply, error) {
+	if !c.leading() {
+		return wire.LatestStateReply{}, c.notLeader()
+	}
+	w, ok := c.workers[id]
+	if !ok || w.state == wire.WorkerDead {
+		return wire.LatestStateReply{}, notFound("worker", id)
+	}
+	recovering := w.state == wire.WorkerUnknown
+	var reply wire.LatestStateReply
+	for _, r := range report.Executors {
+		if !c.keepReportedExecutor(w, r, recovering) {
+			c.fx.send(w, c.killExecutorCommand(r.AppID, r.ExecutorID))
+			reply.KilledExecutors = append(reply.KilledExecutors, wire.ExecutorRef{AppID: r.AppID, ExecutorID: r.ExecutorID})
+		}
+	}
+	for _, r := range report.Drivers {
+		if !c.keepReportedDriver(w, r) {
+			c.fx.send(w, workerCommand{path: "/v1/drivers/kill", body: wire.KillDriver{Epoch: c.epoch, DriverID: r.DriverID}, driverID: r.DriverID})
+			reply.KilledDrivers = append(reply.KilledDrivers, r.DriverID)
+		}
+	}
+	if recovering {
+		w.state, w.reregistered = wire.WorkerAlive, false
+		w.lastHeartbeat = c.now()
+		c.log.Info("worker answered recovery", "worker", id, "executors", len(w.executors), "drivers", len(w.drivers))
+		c.maybeCompleteRecovery()
+	}
+	c.schedule()
+	return reply, nil
+}
+
+func (c *core) keepReportedExecutor(w *workerInfo, r wire.ExecutorReport, recovering bool) bool {
+	a := c.apps[r.AppID]
+	if a == nil {
+		return false
+	}
+	if e, ok := a.executors[r.ExecutorID]; ok {
+		return e.worker == w
+	}
+	if !recovering || r.State.Finished() || r.Cores <= 0 {
+		return false
+	}
+	e := &executorInfo{app: a, id: r.ExecutorID, worker: w, cores: r.Cores, memory: r.MemoryMB, state: r.State}
+	a.executors[e.id] = e
+	a.coresGranted += e.cores
+	a.hosts[w.rec.ID] = struct{}{}
+	a.nextExecID = max(a.nextExecID, e.id+1)
+	w.addExecutor(e)
+	return true
+}
+
+func (c *core) keepReportedDriver(w *workerInfo, r wire.DriverReport) bool {
+	d := c.drivers[r.DriverID]
+	if d == nil || (d.worker != nil && d.worker != w) {
+		return false
+	}
+	if d.worker == nil {
+		c.waitingDrivers = slices.DeleteFunc(c.waitingDrivers, func(x *driverInfo) bool { return x == d })
+		d.worker = w
+		w.addDriver(d)
+	}
+	d.state = wire.DriverRunning
+	return true
+}
+
+// removeWorker declares a worker DEAD: its executors are LOST and their apps
+// told, their cores return to the apps' demand and are re-placed at once;
+// its supervised drivers are relaunched elsewhere, the others end in ERROR.
+func (c *core) removeWorker(w *workerInfo, reason string) {
+	if w.state == wire.WorkerDead {
+		return
+	}
+	c.log.Warn("removing worker", "worker", w.rec.ID, "reason", reason, "executors", len(w.executors), "drivers", len(w.drivers))
+	w.state = wire.WorkerDead
+	w.deadSince = c.now()
+	if c.workerByAddr[w.hostPort()] == w {
+		delete(c.workerByAddr, w.hostPort())
+	}
+	msg := "worker lost: " + reason
+	for _, e := range sortedExecutors(w.executors) {
+		w.removeExecutor(e)
+		e.state, e.message = wire.ExecutorLost, msg
+		e.app.retire(e)
+		c.publish(e.app, wire.AppEvent{Type: wire.EventExecutorLost, Executor: executorStatus(e), Message: msg})
+	}
+	for _, d := range sortedDrivers(w.drivers) {
+		if d.rec.Desc.Supervise {
+			c.relaunchDriver(d, msg)
+		} else {
+			c.finishDriver(d, wire.DriverError, msg, nil, nil)
+		}
+	}
+	c.fx.persist([]persistence.Command{persistence.DeleteWorker(w.rec.ID)}, c.logPersistFailure("remove worker "+w.rec.ID))
+	c.schedule()
+}
+
+// expireWorkers removes ALIVE workers silent for the worker timeout and
+// forgets DEAD ones after reaperIterations timeouts.
+func (c *core) expireWorkers() {
+	now := c.now()
+	// Runs every tick over every worker: collect first, sort only the few
+	// that go (in id order, so removals are deterministic).
+	var silent []*workerInfo
+	for id, w := range c.workers {
+		switch w.state {
+		case wire.WorkerAlive:
+			if now.Sub(w.lastHeartbeat) > c.cfg.WorkerTimeout {
+				silent = append(silent, w)
+			}
+		case wire.WorkerDead:
+			if now.Sub(w.deadSince) > reaperIterations*c.cfg.WorkerTimeout {
+				delete(c.workers, id)
+			}
+		}
+	}
+	slices.SortFunc(silent, func(a, b *workerInfo) int { return cmp.Compare(a.rec.ID, b.rec.ID) })
+	for _, w := range silent {
+		c.removeWorker(w, fmt.Sprintf("no heartbeat for %s (timeout %s)", now.Sub(w.lastHeartbeat).Round(time.Millisecond), c.cfg.WorkerTimeout))
+	}
+}
+
+// aliveWorkers lists the ALIVE workers by id.
+func (c *core) aliveWorkers() []*workerInfo {
+	var out []*workerInfo
+	for _, w := range sortedWorkers(c.workers) {
+		if w.state == wire.WorkerAlive {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func sortedWorkers(m map[string]*workerInfo) []*workerInfo {
+	return slices.SortedFunc(maps.Values(m), func(a, b *workerInfo) int { return cmp.Compare(a.rec.ID, b.rec.ID) })
+}
+
+func sortedExecutors[K comparable](m map[K]*executorInfo) []*executorInfo {
+	return slices.SortedFunc(maps.Values(m), func(a, b *executorInfo) int {
+		if c := cmp.Compare(a.app.rec.ID, b.app.rec.ID); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+}
+
+func sortedDrivers(m map[string]*driverInfo) []*driverInfo {
+	return slices.SortedFunc(maps.Values(m), func(a, b *driverInfo) int { return cmp.Compare(a.rec.ID, b.rec.ID) })
+}

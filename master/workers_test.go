@@ -1,0 +1,255 @@
+package master
+
+import (
+	"errors"
+	"net/http"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/wire"
+)
+
+func statusOf(err error) int { return httpx.StatusOf(err) }
+
+func TestRegistrationRules(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lead(nil)
+	reg := wire.RegisterWorker{ID: "w1", Host: "127.0.0.1", Port: 9001, Cores: 4, MemoryMB: 4096, Address: "http://127.0.0.1:9001"}
+
+	// Not acknowledged before the record is durable.
+	var got any
+	h.c.registerWorker(reg, func(v any, err error) { got = v })
+	if got != nil || h.c.workers["w1"] != nil {
+		t.Fatal("worker registered before its record was written")
+	}
+	h.commit()
+	if r, ok := got.(wire.RegisteredWorker); !ok || r.Duplicate || r.HeartbeatIntervalMs != 15000 || r.Epoch != h.c.epoch {
+		t.Fatalf("registration reply %+v", got)
+	}
+	if h.fx.state.Workers["w1"] == nil {
+		t.Fatal("worker record not persisted")
+	}
+
+	// The same id again (a retry) is a duplicate, not a second worker.
+	v, err := h.call(func(reply func(any, error)) { h.c.registerWorker(reg, reply) })
+	if err != nil || !v.(wire.RegisteredWorker).Duplicate || len(h.c.workers) != 1 {
+		t.Fatalf("duplicate registration: %v %+v, %d workers", err, v, len(h.c.workers))
+	}
+
+	// Another id at the address of the ALIVE worker is refused.
+	other := reg
+	other.ID = "w2"
+	_, err = h.call(func(reply func(any, error)) { h.c.registerWorker(other, reply) })
+	if statusOf(err) != http.StatusConflict {
+		t.Fatalf("second worker at a live worker's address: %v", err)
+	}
+	if h.c.workers["w2"] != nil || h.fx.state.Workers["w2"] != nil {
+		t.Fatal("refused worker was recorded")
+	}
+
+	// Once the first is DEAD, a new worker at its address is accepted and
+	// the DEAD entry dropped.
+	h.c.removeWorker(h.c.workers["w1"], "test")
+	h.commit()
+	if _, err := h.call(func(reply func(any, error)) { h.c.registerWorker(other, reply) }); err != nil {
+		t.Fatalf("worker at a DEAD worker's address: %v", err)
+	}
+	if h.c.workers["w1"] != nil || h.c.workers["w2"].state != wire.WorkerAlive {
+		t.Fatalf("workers after replacement: %v", sortedKeys(h.c.workers))
+	}
+}
+
+func TestHeartbeats(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lead(nil)
+	w := h.addWorker("w1", 4, 4096)
+	h.clock.advance(10 * time.Second)
+	r, err := h.c.heartbeat("w1")
+	if err != nil || r.Reconnect || !w.lastHeartbeat.Equal(h.clock.t) {
+		t.Fatalf("heartbeat of a live worker: %+v %v", r, err)
+	}
+	if r, _ := h.c.heartbeat("nobody"); !r.Reconnect {
+		t.Error("unknown worker not told to reconnect")
+	}
+	h.c.removeWorker(w, "test")
+	if r, _ := h.c.heartbeat("w1"); !r.Reconnect {
+		t.Error("expired worker not told to reconnect")
+	}
+}
+
+// The seed scenario: a worker that stops heartbeating is DEAD within the
+// timeout plus one tick, its executors LOST and reported to the app, and the
+// cores re-placed at once, as whole executors with a unit of 4.
+func TestWorkerLossReplacesExecutorsWholly(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MinCoreUnit = 4; c.WorkerTimeout = 4 * time.Second })
+	h.lead(nil)
+	h.addWorker("w1", 8, 8192)
+	h.addWorker("w2", 8, 8192)
+	a := h.addApp(wire.AppDescription{Name: "job", MaxCores: 8, MemoryPerExecutorMB: 1024})
+	if got := layout(a); !reflect.DeepEqual(got, []string{"w1:4", "w2:4"}) {
+		t.Fatalf("initial layout %v", got)
+	}
+	sub, _, err := h.c.subscribe(a.rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.addWorker("w3", 8, 8192)
+	h.takeSent("/v1/executors")
+
+	// w2 falls silent; the others keep heartbeating.
+	tick := h.c.cfg.tickInterval()
+	deadline := h.clock.t.Add(h.c.cfg.WorkerTimeout + time.Second)
+	for h.c.workers["w2"].state == wire.WorkerAlive {
+		h.clock.advance(tick)
+		if h.clock.t.After(deadline) {
+			t.Fatal("w2 still ALIVE a second after its timeout")
+		}
+		h.c.heartbeat("w1")
+		h.c.heartbeat("w3")
+		h.c.tick()
+		h.commit()
+	}
+	if h.fx.state.Workers["w2"] != nil {
+		t.Error("dead worker's record not deleted")
+	}
+	lost := drain(sub)
+	if len(lost) == 0 || lost[0].Type != wire.EventExecutorLost || lost[0].Executor.State != wire.ExecutorLost {
+		t.Fatalf("app not told of the lost executor: %+v", lost)
+	}
+	if got := lost[0].Message; got == "" || got[:12] != "worker lost:" {
+		t.Errorf("lost message %q", got)
+	}
+	// Replacement: 4 cores, one executor, on the worker with the most free.
+	launches := h.takeSent("/v1/executors")
+	if len(launches) != 1 || launches[0].worker != "w3" || launches[0].cmd.body.(wire.LaunchExecutor).Cores != 4 {
+		t.Fatalf("replacement launches %+v", launches)
+	}
+	if got := layout(a); !reflect.DeepEqual(got, []string{"w1:4", "w3:4"}) {
+		t.Fatalf("layout after the loss %v", got)
+	}
+	// DEAD workers stay listed, then are reaped after 15 timeouts.
+	h.clock.advance(15*h.c.cfg.WorkerTimeout + time.Second)
+	h.c.heartbeat("w1")
+	h.c.heartbeat("w3")
+	h.c.tick()
+	if h.c.workers["w2"] != nil {
+		t.Error("DEAD worker not reaped after 15 timeouts")
+	}
+}
+
+func TestLatestStateKillsUnknownExecutors(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lead(nil)
+	w := h.addWorker("w1", 4, 4096)
+	a := h.addApp(wire.AppDescription{MaxCores: 2})
+	e := a.executors[0]
+	h.takeSent("/v1/executors")
+	reply, err := h.c.workerLatestState("w1", wire.WorkerLatestState{
+		WorkerID: "w1",
+		Executors: []wire.ExecutorReport{
+			{AppID: a.rec.ID, ExecutorID: e.id, Cores: 2, State: wire.ExecutorRunning},
+			{AppID: a.rec.ID, ExecutorID: 99, Cores: 1, State: wire.ExecutorRunning},
+			{AppID: "app-gone", ExecutorID: 0, Cores: 1, State: wire.ExecutorRunning},
+		},
+		Drivers: []wire.DriverReport{{DriverID: "driver-unknown", State: wire.DriverRunning}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []wire.ExecutorRef{{AppID: a.rec.ID, ExecutorID: 99}, {AppID: "app-gone", ExecutorID: 0}}
+	if !reflect.DeepEqual(reply.KilledExecutors, want) || !reflect.DeepEqual(reply.KilledDrivers, []string{"driver-unknown"}) {
+		t.Fatalf("killed %+v %+v", reply.KilledExecutors, reply.KilledDrivers)
+	}
+	if kills := h.takeSent("/v1/executors/kill"); len(kills) != 2 {
+		t.Fatalf("kill commands %+v", kills)
+	}
+	if len(w.executors) != 1 || w.coresUsed != 2 {
+		t.Fatalf("known executor disturbed: %d executors, %d cores used", len(w.executors), w.coresUsed)
+	}
+}
+
+func TestDriversOnWorkerLoss(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lead(nil)
+	h.addWorker("w1", 4, 4096)
+	submit := func(supervise bool) string {
+		v, err := h.call(func(reply func(any, error)) {
+			h.c.submitDriver(wire.DriverDescription{Command: []string{"drv"}, Cores: 1, MemoryMB: 512, Supervise: supervise}, reply)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.(wire.Submitted).ID
+	}
+	sup, unsup := submit(true), submit(false)
+	if n := len(h.takeSent("/v1/drivers")); n != 2 {
+		t.Fatalf("%d driver launches, want 2", n)
+	}
+	h.addWorker("w2", 4, 4096)
+	h.c.removeWorker(h.c.workers["w1"], "test")
+	h.commit()
+
+	old, _ := h.c.driver(sup)
+	if old.State != wire.DriverRelaunching || old.RelaunchedAs == "" || old.RelaunchedAs == sup {
+		t.Fatalf("supervised driver after loss: %+v", old)
+	}
+	relaunched, err := h.c.driver(old.RelaunchedAs)
+	if err != nil || relaunched.State != wire.DriverRunning || relaunched.WorkerID != "w2" || relaunched.RelaunchOf != sup {
+		t.Fatalf("relaunched driver: %+v %v", relaunched, err)
+	}
+	gone, _ := h.c.driver(unsup)
+	if gone.State != wire.DriverError {
+		t.Fatalf("unsupervised driver after loss: %+v", gone)
+	}
+	if launches := h.takeSent("/v1/drivers"); len(launches) != 1 || launches[0].worker != "w2" {
+		t.Fatalf("relaunch commands %+v", launches)
+	}
+}
+
+func TestNotLeaderAnswers(t *testing.T) {
+	h := newHarness(t, nil)
+	_, err := h.call(func(reply func(any, error)) { h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, reply) })
+	if statusOf(err) != http.StatusServiceUnavailable {
+		t.Fatalf("no leader known: %v", err)
+	}
+	h.fx.leader = "http://127.0.0.2:7077"
+	_, err = h.call(func(reply func(any, error)) { h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, reply) })
+	var se *httpx.StatusError
+	if !errors.As(err, &se) || se.Status != http.StatusTemporaryRedirect || se.Leader != "http://127.0.0.2:7077" {
+		t.Fatalf("follower with a known leader: %v", err)
+	}
+	// A failed write is reported, and the app does not exist.
+	h.lead(nil)
+	var replyErr error
+	h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, func(_ any, err error) { replyErr = err })
+	h.failWrites(errors.New("disk full"))
+	if statusOf(replyErr) != http.StatusServiceUnavailable || len(h.c.apps) != 0 {
+		t.Fatalf("failed write: %v, %d apps", replyErr, len(h.c.apps))
+	}
+}
+
+func drain(s *subscriber) []wire.AppEvent {
+	var out []wire.AppEvent
+	for {
+		select {
+		case ev, ok := <-s.ch:
+			if !ok {
+				return out
+			}
+			out = append(out, ev)
+		default:
+			return out
+		}
+	}
+}
+
+func eventTypes(evs []wire.AppEvent) []wire.EventType {
+	var out []wire.EventType
+	for _, e := range evs {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
