@@ -1,0 +1,119 @@
+package placement_test
+
+// BenchmarkRound times one scheduling round (StartExecutorsOnWorkers) at
+// 100 .. 100,000 workers with 1, 100 and 1,000 waiting apps, for each policy
+// and for the reference (Spark's algorithm transcribed, O(W²) per app). Run:
+//
+//	go test -run '^$' -bench BenchmarkRound -benchmem -benchtime 3x ./placement
+//
+// The cluster and the apps are built before the timed loop; a round does not
+// modify them, so every iteration schedules the same waiting apps on the
+// same free capacity.
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/berth-cluster/berth/placement"
+)
+
+// benchWorkers are 64-core, 256 GB workers, partly busy: between 16 and 64
+// cores free, with memory in proportion (4 GB per core), in no useful order.
+func benchWorkers(n int) []placement.Worker {
+	ws := make([]placement.Worker, n)
+	for i := range ws {
+		free := 16 + (i*37)%49
+		ws[i] = placement.Worker{
+			ID:           fmt.Sprintf("worker-%06d", (i*7919)%n),
+			CoresFree:    free,
+			MemoryFreeMB: free * 4096,
+		}
+	}
+	return ws
+}
+
+// benchApps are waiting apps of 8 .. 256 cores (finite CoresLeft); odd ones
+// fix CoresPerExecutor at 2, 4 or 8; executors of 2 .. 8 GB; no limit.
+func benchApps(n int) []placement.App {
+	apps := make([]placement.App, n)
+	for i := range apps {
+		apps[i] = placement.App{
+			ID:                  fmt.Sprintf("app-%04d", i),
+			CoresLeft:           8 + (i*53)%249,
+			MemoryPerExecutorMB: 2048 * (1 + i%4),
+			ExecutorLimit:       placement.Unlimited,
+		}
+		if i%2 == 1 {
+			apps[i].CoresPerExecutor = []int{2, 4, 8}[(i/2)%3]
+		}
+	}
+	return apps
+}
+
+// referenceBudgetNS is the estimated cost above which a reference case is
+// skipped: a few seconds per op.
+const referenceBudgetNS = 5e9
+
+// referenceCostNS estimates one reference round. Every app that finds room
+// calls canLaunchExecutorForApp a few times per worker (the first filter, a
+// spread pass or pack's steps, the filter after it), and each call re-sums
+// W assigned-executor counters: measured on the benchmark machine, about
+// 1 ns per worker² per app (1,000 workers: 2.5 ms per app; 10,000: 83 ms).
+// Apps that arrive when the cluster is full are cheap, so at most the
+// cluster's free capacity worth of apps (~40 free cores per worker, ~132
+// cores per app) counts.
+func referenceCostNS(workers, apps int) float64 {
+	fitting := min(apps, max(1, workers*40/132))
+	return float64(workers) * float64(workers) * float64(fitting)
+}
+
+var benchSink []placement.Launch
+
+func BenchmarkRound(b *testing.B) {
+	type variant struct {
+		name   string
+		policy string // "" for the reference
+		spread bool
+		unit   int
+	}
+	variants := []variant{
+		{"reference-u1", "", true, 1}, // Spark's default, spreadOut = true
+		{"reference-pack-u1", "", false, 1},
+		{"spread-u1", "spread", true, 1},
+		{"spread-u4", "spread", true, 4},
+		{"pack-u1", "pack", false, 1},
+		{"pack-u4", "pack", false, 4},
+		{"bestfit-u4", "bestfit", false, 4},
+	}
+	for _, nw := range []int{100, 1000, 10000, 100000} {
+		workers := benchWorkers(nw)
+		for _, na := range []int{1, 100, 1000} {
+			apps := benchApps(na)
+			for _, v := range variants {
+				b.Run(fmt.Sprintf("workers=%d/apps=%d/policy=%s", nw, na, v.name), func(b *testing.B) {
+					if v.policy == "" {
+						if est := referenceCostNS(nw, na); est > referenceBudgetNS {
+							b.Skipf("reference is O(W²) per app: estimated %.0f s per op, over the %.0f s budget", est/1e9, referenceBudgetNS/1e9)
+						}
+						b.ReportAllocs()
+						var launches []placement.Launch
+						for b.Loop() {
+							launches = referenceStartExecutorsOnWorkers(apps, workers, v.spread, v.unit, "cores-free-desc")
+						}
+						b.ReportMetric(float64(len(launches)), "launches/op")
+						benchSink = launches
+						return
+					}
+					p := mustNew(b, v.policy, placement.Options{MinCoreUnit: v.unit})
+					b.ReportAllocs()
+					var launches []placement.Launch
+					for b.Loop() {
+						launches = placement.StartExecutorsOnWorkers(apps, workers, p)
+					}
+					b.ReportMetric(float64(len(launches)), "launches/op")
+					benchSink = launches
+				})
+			}
+		}
+	}
+}
