@@ -233,4 +233,3 @@ func (h *harness) sentAfterRevocation() {
 		h.t.Fatalf("a follower sent %d commands", len(h.fx.sent)-before)
 	}
 }
-

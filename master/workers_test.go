@@ -252,4 +252,3 @@ func eventTypes(evs []wire.AppEvent) []wire.EventType {
 	}
 	return out
 }
-
