@@ -1,6 +1,10 @@
 package placement
 
-import "sort"
+import (
+	"cmp"
+	"slices"
+	"sort"
+)
 
 // bestFitPieces is the most workers bestfit splits one round's grant over.
 // With 2, losing any single worker costs an app about half of what a round
@@ -80,8 +84,13 @@ func newFit(app App, workers []Worker, unit int) *fit {
 			f.fresh = append(f.fresh, fitCandidate{index: i, slots: n})
 		}
 	}
-	// Ties keep the order the workers came in (the policy's order).
-	sort.SliceStable(f.fresh, func(a, b int) bool { return f.fresh[a].slots < f.fresh[b].slots })
+	// Ties keep the order the workers came in (the policy's order). The
+	// index makes the order total, so an unstable sort gives the same
+	// result, in linear time when the workers are already sorted by free
+	// cores either way.
+	slices.SortFunc(f.fresh, func(a, b fitCandidate) int {
+		return cmp.Or(cmp.Compare(a.slots, b.slots), cmp.Compare(a.index, b.index))
+	})
 	return f
 }
 
@@ -148,7 +157,9 @@ func (f *fit) placeNew(want int) int {
 // still unplaced. An app without a fixed size has one executor per worker,
 // so this adds no executor; a fixed-size app adds executors under its limit.
 func (f *fit) topUp() {
-	sort.SliceStable(f.used, func(a, b int) bool { return f.used[a].slots > f.used[b].slots })
+	slices.SortFunc(f.used, func(a, b fitCandidate) int {
+		return cmp.Or(cmp.Compare(b.slots, a.slots), cmp.Compare(a.index, b.index))
+	})
 	for i := range f.used {
 		take := min(f.used[i].slots, f.remaining)
 		if f.fixed {

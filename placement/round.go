@@ -1,14 +1,18 @@
 package placement
 
-// unitReporter is implemented by policies that step by more than one core;
-// StartExecutorsOnWorkers needs the unit to know which workers are usable.
-type unitReporter interface {
+// UnitPolicy is implemented by a Policy that steps by more than one core
+// (every built-in policy does). StartExecutorsOnWorkers needs the unit to
+// tell which workers are usable for an app's first step; a policy without
+// the method is taken to step by one core, as Spark. A type wrapping a
+// Policy must forward MinCoreUnit too.
+type UnitPolicy interface {
+	Policy
 	MinCoreUnit() int
 }
 
 // minCoreUnit returns p's minimum core unit, 1 when p does not report one.
 func minCoreUnit(p Policy) int {
-	if u, ok := p.(unitReporter); ok {
+	if u, ok := p.(UnitPolicy); ok {
 		return max(u.MinCoreUnit(), 1)
 	}
 	return 1

@@ -111,6 +111,9 @@ func (s *steps) run(spread bool) []int {
 					break
 				}
 			}
+			if s.toAssign == 0 {
+				return s.assigned // no worker can take a step any more
+			}
 		}
 		kept := active[:0]
 		for _, i := range active {
