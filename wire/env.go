@@ -9,7 +9,7 @@ const (
 	EnvCores      = "BERTH_CORES"
 	EnvMemoryMB   = "BERTH_MEMORY_MB"
 	EnvWorkerID   = "BERTH_WORKER_ID"
-	EnvWorkerHost = "BERTH_WORKER_HOST" // the host the worker advertises; bind servers here
+	EnvWorkerHost = "BERTH_HOST" // the host the worker advertises; bind servers here
 	// EnvMaster is the comma-separated list of master API addresses.
 	EnvMaster = "BERTH_MASTER"
 	// EnvSecret is the cluster's shared secret. Daemons and the CLI read it

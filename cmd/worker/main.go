@@ -1,0 +1,174 @@
+// Command worker is berth's worker daemon: it registers with the masters and
+// runs the executors and drivers they ask for as child processes.
+//
+//	worker --master http://10.0.0.1:7077,http://10.0.0.2:7077 --secret ... --host 10.0.0.5
+//	worker --master http://127.0.0.1:7077          # loopback only, no secret
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/berth-cluster/berth/internal/logging"
+	"github.com/berth-cluster/berth/internal/units"
+	"github.com/berth-cluster/berth/wire"
+	"github.com/berth-cluster/berth/worker"
+)
+
+const description = `Registers with the leading master among --master (following redirects to the
+leader, retrying with backoff), heartbeats, and runs the executors and drivers
+the master asks for, each in its own process group and its own directory:
+<work-dir>/<appId>/<executorId>/ and <work-dir>/drivers/<driverId>/, holding
+the process's stdout and stderr files.
+
+Children are started from their argv, never through a shell. They do NOT
+inherit the worker's environment, only PATH, HOME, TMPDIR and LANG, plus the
+BERTH_* variables (app, executor or driver id, cores, memory, worker id and
+host, master list; drivers also get BERTH_SECRET), plus the env of the launch
+request, which wins. If the worker dies, even by SIGKILL, its children get
+SIGKILL.
+
+A master failure never kills a child: the worker looks for the new leader
+and registers again under the same id. On SIGTERM or SIGINT the worker kills
+every child (SIGTERM, SIGKILL after --kill-grace), reports their final states
+to the master and exits 0; a second signal exits at once.
+
+Without --secret the API is unauthenticated and --host must be a loopback
+address. Exit status: 0 after a signal, 2 for bad flags, 1 otherwise.`
+
+func main() {
+	os.Exit(run(os.Args, os.Stdout, os.Stderr))
+}
+
+func env(name string) []string { return []string{"BERTH_WORKER_" + name} }
+
+// run is main without os.Exit, returning the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	code := 0
+	app := &cli.App{
+		Name:            "worker",
+		Usage:           "run berth's worker daemon",
+		UsageText:       "worker --master URL[,URL...] [--secret S] [options]",
+		HideHelpCommand: true,
+		Description:     description,
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "master", Usage: "comma-separated API URLs of the masters, e.g. http://10.0.0.1:7077,http://10.0.0.2:7077 (required)", EnvVars: []string{"BERTH_MASTER"}},
+			&cli.StringFlag{Name: "secret", Usage: "the cluster's shared secret; without it the API is unauthenticated and loopback only", EnvVars: []string{wire.EnvSecret}},
+			&cli.StringFlag{Name: "host", Value: worker.DefaultHost, Usage: "address the API listens on", EnvVars: env("HOST")},
+			&cli.StringFlag{Name: "advertise-host", Usage: "host given to the master and the children (default: --host, or the hostname if --host is 0.0.0.0 or ::)", EnvVars: env("ADVERTISE_HOST")},
+			&cli.IntFlag{Name: "port", Value: 0, Usage: "port of the API; 0 picks a free one", EnvVars: env("PORT")},
+			&cli.StringFlag{Name: "id", Usage: "worker id (default: worker-YYYYMMDDhhmmss-host-port)", EnvVars: env("NODE_ID")},
+			&cli.StringFlag{Name: "cores", Usage: fmt.Sprintf("cores offered to the master, 1 to %d (default: the machine's, %d)", wire.MaxCores, runtime.NumCPU()), EnvVars: env("CORES")},
+			&cli.StringFlag{Name: "memory", Usage: "memory offered to the master, e.g. 512m, 2g (default: the machine's memory minus 1g, at least 1g)", EnvVars: env("MEMORY")},
+			&cli.StringFlag{Name: "work-dir", Value: "./work", Usage: "directory of the children's work directories and logs; created if missing", EnvVars: env("WORK_DIR")},
+			&cli.DurationFlag{Name: "kill-grace", Value: worker.DefaultKillGrace, Usage: "time between SIGTERM and SIGKILL when killing a child", EnvVars: env("KILL_GRACE")},
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: env("LOG_LEVEL")},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: env("LOG_FORMAT")},
+		},
+		// Report bad flags as one line on stderr, not with the whole help.
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usageError{err}
+		},
+		// Keep the exit status ours: urfave would call os.Exit itself.
+		ExitErrHandler: func(*cli.Context, error) {},
+		Action: func(c *cli.Context) error {
+			cfg, logger, err := configFrom(c, stderr)
+			if err != nil {
+				return usageError{err}
+			}
+			w, err := worker.New(cfg, logger)
+			if err != nil {
+				return usageError{err}
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			go func() {
+				<-ctx.Done()
+				stop() // a second signal gets the default action: exit now
+			}()
+			return w.Run(ctx)
+		},
+	}
+	if err := app.Run(args); err != nil {
+		fmt.Fprintln(stderr, "worker:", err)
+		code = 1
+		var ue usageError
+		if errors.As(err, &ue) {
+			code = 2
+		}
+	}
+	return code
+}
+
+// usageError is a bad flag or input: exit status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// configFrom turns the flags into a worker.Config and a logger. Errors name
+// the flag.
+func configFrom(c *cli.Context, stderr io.Writer) (worker.Config, *slog.Logger, error) {
+	var errs []error
+	logger, err := logging.New(stderr, c.String("log-level"), c.String("log-format"))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--log-level/--log-format: %w", err))
+	}
+	masters, err := worker.ParseMasters(c.String("master"))
+	if err != nil {
+		errs = append(errs, err)
+	}
+	cfg := worker.Config{
+		Masters:       masters,
+		Secret:        c.String("secret"),
+		Host:          c.String("host"),
+		AdvertiseHost: c.String("advertise-host"),
+		Port:          c.Int("port"),
+		ID:            c.String("id"),
+		WorkDir:       c.String("work-dir"),
+		KillGrace:     c.Duration("kill-grace"),
+	}
+	if cfg.Host == "" {
+		errs = append(errs, errors.New("--host is empty"))
+	}
+	if cfg.WorkDir == "" {
+		errs = append(errs, errors.New("--work-dir is empty"))
+	}
+	if c.IsSet("kill-grace") && cfg.KillGrace <= 0 {
+		errs = append(errs, fmt.Errorf("--kill-grace %v: want a positive duration", cfg.KillGrace))
+	}
+	if s := c.String("cores"); s != "" {
+		n, err := strconv.Atoi(s)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("--cores %q: not an integer", s))
+		case n < 1 || n > wire.MaxCores:
+			errs = append(errs, fmt.Errorf("--cores %d: want 1 to %d", n, wire.MaxCores))
+		default:
+			cfg.Cores = n
+		}
+	}
+	if s := c.String("memory"); s != "" {
+		mb, err := units.ParseMemoryMB(s)
+		if err == nil && mb > wire.MaxMemoryMB {
+			err = fmt.Errorf("%q is more than %d MiB", s, wire.MaxMemoryMB)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--memory: %w", err))
+		}
+		cfg.MemoryMB = mb
+	}
+	return cfg, logger, errors.Join(errs...)
+}

@@ -1,0 +1,135 @@
+package worker
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// handler is the worker's API (see wire/worker.go), behind the secret.
+func (w *Worker) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+httpx.HealthPath, func(rw http.ResponseWriter, _ *http.Request) {
+		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = rw.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /v1/state", w.handleState)
+	mux.HandleFunc("GET /v1/executors/{appId}/{executorId}/logs/{stream}", w.handleExecutorLog)
+	mux.HandleFunc("GET /v1/drivers/{driverId}/logs/{stream}", w.handleDriverLog)
+
+	mux.Handle("POST /v1/executors", command(w, "launch executor",
+		func(c *wire.LaunchExecutor) uint64 { return c.Epoch }, validateLaunchExecutor,
+		func(c *wire.LaunchExecutor) error { return w.launchExecutor(*c) }))
+	mux.Handle("POST /v1/executors/kill", command(w, "kill executor",
+		func(c *wire.KillExecutor) uint64 { return c.Epoch }, validateKillExecutor,
+		func(c *wire.KillExecutor) error {
+			p := w.procs.executor(c.AppID, c.ExecutorID)
+			if p == nil {
+				return httpx.Errorf(http.StatusNotFound, "unknown executor %d of app %s", c.ExecutorID, c.AppID)
+			}
+			w.kill(p, reasonMaster)
+			return nil
+		}))
+	mux.Handle("POST /v1/drivers", command(w, "launch driver",
+		func(c *wire.LaunchDriver) uint64 { return c.Epoch }, validateLaunchDriver,
+		func(c *wire.LaunchDriver) error { return w.launchDriver(*c) }))
+	mux.Handle("POST /v1/drivers/kill", command(w, "kill driver",
+		func(c *wire.KillDriver) uint64 { return c.Epoch }, validateKillDriver,
+		func(c *wire.KillDriver) error {
+			p := w.procs.driver(c.DriverID)
+			if p == nil {
+				return httpx.Errorf(http.StatusNotFound, "unknown driver %s", c.DriverID)
+			}
+			w.kill(p, reasonMaster)
+			return nil
+		}))
+	mux.Handle("POST /v1/apps/finished", command(w, "application finished",
+		func(c *wire.ApplicationFinished) uint64 { return c.Epoch }, validateAppFinished,
+		func(c *wire.ApplicationFinished) error {
+			// Spark broadcasts this to every worker the app used: an app we
+			// know nothing of is fine.
+			for _, p := range w.procs.live(c.AppID, false) {
+				w.kill(p, reasonAppEnded)
+			}
+			return nil
+		}))
+	mux.Handle("POST /v1/reconnect", command(w, "reconnect",
+		func(c *wire.Reconnect) uint64 { return c.Epoch }, validateReconnect,
+		func(c *wire.Reconnect) error {
+			w.sess.reconnect(normalizeMaster(c.Master))
+			return nil
+		}))
+	return httpx.RequireSecret(w.cfg.Secret, mux)
+}
+
+// command is the handler of a master's command: decode strictly (400/413),
+// validate (400), check the epoch (409 StaleEpoch if older than the newest
+// seen), then apply. Nothing changes unless all the checks pass.
+func command[T any](w *Worker, name string, epoch func(*T) uint64, validate func(*T) error, apply func(*T) error) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		var c T
+		if err := httpx.DecodeJSON(rw, r, &c); err != nil {
+			w.log.Warn("refused a command", "command", name, "err", err)
+			httpx.WriteErr(rw, err)
+			return
+		}
+		if err := validate(&c); err != nil {
+			w.log.Warn("refused a command", "command", name, "err", err)
+			httpx.WriteErr(rw, httpx.Errorf(http.StatusBadRequest, "%s: %v", name, err))
+			return
+		}
+		if newest, ok := w.acceptEpoch(epoch(&c)); !ok {
+			w.log.Warn("refused a command from an older master", "command", name, "epoch", epoch(&c), "newest", newest)
+			httpx.WriteJSON(rw, http.StatusConflict, wire.StaleEpoch{
+				Error: fmt.Sprintf("%s: stale epoch %d, the newest this worker has seen is %d", name, epoch(&c), newest),
+				Epoch: newest,
+			})
+			return
+		}
+		if err := apply(&c); err != nil {
+			httpx.WriteErr(rw, err)
+			return
+		}
+		w.log.Debug("command applied", "command", name) // not the body: its env may hold secrets
+		httpx.WriteJSON(rw, http.StatusOK, struct{}{})
+	})
+}
+
+// acceptEpoch accepts a command's epoch unless it is older than the newest
+// seen, and makes it the newest if it is newer. It returns the newest.
+func (w *Worker) acceptEpoch(e uint64) (uint64, bool) {
+	for {
+		cur := w.epoch.Load()
+		if e < cur {
+			return cur, false
+		}
+		if e == cur || w.epoch.CompareAndSwap(cur, e) {
+			return e, true
+		}
+	}
+}
+
+// observeEpoch learns an epoch from a master's reply.
+func (w *Worker) observeEpoch(e uint64) {
+	for {
+		cur := w.epoch.Load()
+		if e <= cur || w.epoch.CompareAndSwap(cur, e) {
+			return
+		}
+	}
+}
+
+func (w *Worker) handleState(rw http.ResponseWriter, _ *http.Request) {
+	st := w.latestState()
+	st.Epoch = w.epoch.Load()
+	st.Master = w.sess.masterURL()
+	httpx.WriteJSON(rw, http.StatusOK, st)
+}
+
+// latestState is everything the worker runs (what has not ended).
+func (w *Worker) latestState() wire.WorkerLatestState {
+	execs, drivers := w.procs.snapshot()
+	return wire.WorkerLatestState{WorkerID: w.id, Executors: execs, Drivers: drivers}
+}

@@ -1,0 +1,137 @@
+package worker
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+func TestSecretIsRequired(t *testing.T) {
+	t.Parallel()
+	fm := newFakeMaster(t)
+	w := startWorker(t, []string{fm.URL()}, nil)
+	fm.waitRegistered(t)
+	launch := wire.LaunchExecutor{Epoch: 9, AppID: "app-1", ExecutorID: 0, Cores: 1, Command: helperCmd(t, "sleep"), Env: helperEnvMap}
+	for _, secret := range []string{"", "wrong", testSecret + "x"} {
+		for _, c := range []struct{ method, path string }{
+			{"POST", "/v1/executors"}, {"POST", "/v1/reconnect"}, {"GET", "/v1/state"},
+			{"GET", "/v1/executors/app-1/0/logs/stdout"},
+		} {
+			if code, _ := callWith(t, secret, c.method, w.URL()+c.path, launch); code != 401 {
+				t.Errorf("%s %s with secret %q: %d, want 401", c.method, c.path, secret, code)
+			}
+		}
+	}
+	if code, body := callWith(t, "", "GET", w.URL()+"/healthz", nil); code != 200 {
+		t.Errorf("/healthz without the secret: %d %s", code, body)
+	}
+	st := w.state()
+	if len(st.Executors) != 0 || st.Epoch != 5 {
+		t.Errorf("refused requests changed the state: %+v", st)
+	}
+	if _, err := os.Stat(filepath.Join(w.Config().WorkDir, "app-1")); !os.IsNotExist(err) {
+		t.Errorf("refused launch created a directory: %v", err)
+	}
+}
+
+func TestBadCommandsAreRefused(t *testing.T) {
+	t.Parallel()
+	fm := newFakeMaster(t)
+	w := startWorker(t, []string{fm.URL()}, nil)
+	fm.waitRegistered(t)
+	cmd := []string{"/bin/true"}
+	exec := func(mod func(*wire.LaunchExecutor)) wire.LaunchExecutor {
+		l := wire.LaunchExecutor{Epoch: 5, AppID: "app-1", ExecutorID: 0, Cores: 1, MemoryMB: 10, Command: cmd}
+		mod(&l)
+		return l
+	}
+	drv := func(mod func(*wire.LaunchDriver)) wire.LaunchDriver {
+		l := wire.LaunchDriver{Epoch: 5, DriverID: "driver-1", Cores: 1, MemoryMB: 10, Command: cmd}
+		mod(&l)
+		return l
+	}
+	cases := []struct {
+		path string
+		body any
+		want string // in the reason
+	}{
+		{"/v1/executors", `{"epoch":5,"appId":`, "malformed JSON"},
+		{"/v1/executors", ``, "empty"},
+		{"/v1/executors", `{"epoch":5,"appId":"a","executorId":0,"cores":1,"command":["x"],"shell":true}`, "unknown field"},
+		{"/v1/executors", `{"epoch":"5"}`, "malformed JSON"},
+		{"/v1/executors", `[]`, "malformed JSON"},
+		{"/v1/executors", exec(func(l *wire.LaunchExecutor) { l.Command = nil }), "command is empty"},
+		{"/v1/executors", exec(func(l *wire.LaunchExecutor) { l.Command = []string{""} }), "program, is empty"},
+		{"/v1/executors", exec(func(l *wire.LaunchExecutor) { l.Command = []string{"a", "b\x00c"} }), "NUL"},
+		{"/v1/executors", exec(func(l *wire.LaunchExecutor) { l.Command = make([]string, wire.MaxCommandArgs+1) }), "arguments"},
+		{"/v1/executors", exec(func(l *wire.LaunchExecutor) { l.Cores = -1 }), "cores -1"},
+		{"/v1/executors", exec(func(l *wire.LaunchExecutor) { l.Cores = wire.MaxCores + 1 }), "cores"},
+		{"/v1/executors", exec(func(l *wire.LaunchExecutor) { l.MemoryMB = -5 }), "memoryMB -5"},
+		{"/v1/executors", exec(func(l *wire.LaunchExecutor) { l.ExecutorID = -1 }), "negative"},
+		{"/v1/executors", exec(func(l *wire.LaunchExecutor) { l.AppID = "" }), "appId is empty"},
+		{"/v1/executors", exec(func(l *wire.LaunchExecutor) { l.AppID = "../../etc" }), "appId"},
+		{"/v1/executors", exec(func(l *wire.LaunchExecutor) { l.AppID = "a/b" }), "appId"},
+		{"/v1/executors", exec(func(l *wire.LaunchExecutor) { l.AppID = "a..b" }), ".."},
+		{"/v1/executors", exec(func(l *wire.LaunchExecutor) { l.AppID = ".hidden" }), "appId"},
+		{"/v1/executors", exec(func(l *wire.LaunchExecutor) { l.AppID = "app 1" }), "appId"},
+		{"/v1/executors", exec(func(l *wire.LaunchExecutor) { l.AppID = "drivers" }), "reserved"},
+		{"/v1/executors", exec(func(l *wire.LaunchExecutor) { l.AppID = strings.Repeat("a", 201) }), "longer"},
+		{"/v1/executors", exec(func(l *wire.LaunchExecutor) { l.Env = map[string]string{"A=B": "c"} }), "env name"},
+		{"/v1/executors", exec(func(l *wire.LaunchExecutor) { l.Env = map[string]string{"": "c"} }), "env name"},
+		{"/v1/drivers", drv(func(l *wire.LaunchDriver) { l.DriverID = ".." }), "driverId"},
+		{"/v1/drivers", drv(func(l *wire.LaunchDriver) { l.DriverID = "x/y" }), "driverId"},
+		{"/v1/drivers", drv(func(l *wire.LaunchDriver) { l.Command = []string{} }), "command is empty"},
+		{"/v1/drivers", drv(func(l *wire.LaunchDriver) { l.Cores = -2 }), "cores"},
+		{"/v1/drivers", `{"epoch":5}`, "driverId is empty"},
+		{"/v1/executors/kill", wire.KillExecutor{Epoch: 5, AppID: "../x"}, "appId"},
+		{"/v1/executors/kill", `{"epoch":5,"appId":"a","executorId":"0"}`, "malformed"},
+		{"/v1/drivers/kill", wire.KillDriver{Epoch: 5, DriverID: ""}, "driverId"},
+		{"/v1/apps/finished", wire.ApplicationFinished{Epoch: 5, AppID: "a/../b"}, "appId"},
+		{"/v1/reconnect", wire.Reconnect{Epoch: 5, Master: "not a url"}, "master"},
+	}
+	for _, c := range cases {
+		code, body := w.call("POST", c.path, c.body)
+		if code != 400 || !strings.Contains(body, c.want) {
+			t.Errorf("%s %.80v: %d %s, want 400 with %q", c.path, c.body, code, body, c.want)
+		}
+	}
+	st := w.state()
+	if len(st.Executors) != 0 || len(st.Drivers) != 0 || st.Epoch != 5 || st.Master != fm.URL() {
+		t.Errorf("refused commands changed the state: %+v", st)
+	}
+	entries, _ := os.ReadDir(w.Config().WorkDir)
+	if len(entries) != 0 {
+		t.Errorf("refused commands created %v", entries)
+	}
+	if n := fm.count("register"); n != 1 {
+		t.Errorf("%d registrations: a refused reconnect acted", n)
+	}
+}
+
+func TestLoopbackOnlyWithoutSecret(t *testing.T) {
+	t.Parallel()
+	_, err := New(Config{Masters: []string{"http://127.0.0.1:7077"}, Host: "0.0.0.0", WorkDir: t.TempDir()}, nil)
+	if err == nil || !strings.Contains(err.Error(), "--host") {
+		t.Errorf("0.0.0.0 without a secret: %v", err)
+	}
+	if _, err := New(Config{Masters: []string{"http://127.0.0.1:7077"}, Host: "0.0.0.0", Secret: "s", WorkDir: t.TempDir()}, nil); err != nil {
+		t.Error(err)
+	}
+}
+
+// Two workers with default ports and ids on one host.
+func TestTwoWorkersOnOneHost(t *testing.T) {
+	t.Parallel()
+	fm := newFakeMaster(t)
+	dir := t.TempDir()
+	a := startWorker(t, []string{fm.URL()}, func(c *Config) { c.WorkDir = dir })
+	b := startWorker(t, []string{fm.URL()}, func(c *Config) { c.WorkDir = dir })
+	if a.ID() == b.ID() || a.URL() == b.URL() {
+		t.Errorf("same id or address: %s %s, %s %s", a.ID(), a.URL(), b.ID(), b.URL())
+	}
+	eventually(t, 10*time.Second, "both registered", func() bool { return fm.count("state") >= 2 })
+}

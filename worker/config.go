@@ -1,0 +1,277 @@
+package worker
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// Defaults of the Config fields left zero.
+const (
+	DefaultHost                = "127.0.0.1"
+	DefaultWorkDir             = "work"
+	DefaultKillGrace           = 5 * time.Second
+	DefaultRestartMin          = time.Second
+	DefaultRestartMax          = 60 * time.Second
+	DefaultRegisterBackoff     = 4 * time.Second
+	DefaultRequestTimeout      = 5 * time.Second
+	DefaultShutdownReport      = 3 * time.Second
+	DefaultHeartbeatEvery      = 15 * time.Second // when the master does not say
+	reservedMemoryMB           = 1024             // left to the OS, as Spark does
+	minDefaultMemoryMB         = 1024
+	maxFinishedProcsRemembered = 1000
+)
+
+// Config is what a worker is started with. Every field mirrors a flag of
+// cmd/worker (named in its comment); zero values take the defaults.
+type Config struct {
+	// Masters are the API base URLs of the masters (--master), e.g.
+	// http://127.0.0.1:7077. The worker finds the leader among them.
+	Masters []string
+	// Secret is the cluster's shared secret (--secret). Empty disables
+	// authentication, and then the worker may only bind a loopback host.
+	Secret string
+	// Host is the address the API listens on (--host), default 127.0.0.1.
+	Host string
+	// AdvertiseHost is the host the worker gives the master and its children
+	// (--advertise-host). Empty: Host, or the machine's hostname when Host is
+	// a wildcard address (0.0.0.0, ::).
+	AdvertiseHost string
+	// Port of the API (--port); 0 picks a free port.
+	Port int
+	// ID of the worker (--id); empty: worker-YYYYMMDDhhmmss-host-port.
+	ID string
+	// Cores offered to the master (--cores); 0: runtime.NumCPU().
+	Cores int
+	// MemoryMB offered to the master (--memory); 0: the machine's memory
+	// minus 1 GiB, at least 1 GiB.
+	MemoryMB int
+	// WorkDir holds the children's directories and logs (--work-dir),
+	// default ./work. It is created if missing and must be writable.
+	WorkDir string
+	// KillGrace is the time between SIGTERM and SIGKILL (--kill-grace),
+	// default 5s.
+	KillGrace time.Duration
+
+	// Tuning; the cmd leaves them at their defaults, tests shorten them.
+
+	// DriverRestartMin and DriverRestartMax bound the backoff before a
+	// supervised driver is restarted (1s and 60s).
+	DriverRestartMin, DriverRestartMax time.Duration
+	// RegisterBackoffMax caps the pause between registration rounds (4s).
+	RegisterBackoffMax time.Duration
+	// RequestTimeout bounds each call to a master (5s).
+	RequestTimeout time.Duration
+	// ShutdownReportTimeout bounds the delivery of the final states when the
+	// worker stops (3s).
+	ShutdownReportTimeout time.Duration
+}
+
+// maxIDLen bounds the ids that become directory names and URL path segments.
+const maxIDLen = 200
+
+// checkID reports why id is not a safe id, or nil. Ids become directory
+// names and URL path segments, so only letters, digits, '-', '_' and '.' are
+// allowed, with no leading punctuation and no "..".
+func checkID(what, id string) error {
+	if id == "" {
+		return fmt.Errorf("%s is empty", what)
+	}
+	if len(id) > maxIDLen {
+		return fmt.Errorf("%s is longer than %d characters", what, maxIDLen)
+	}
+	for i, c := range id {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			(i > 0 && (c == '-' || c == '_' || c == '.'))
+		if !ok {
+			return fmt.Errorf("%s %q: only letters, digits, '-', '_' and '.' are allowed, starting with a letter or digit", what, id)
+		}
+	}
+	if strings.Contains(id, "..") {
+		return fmt.Errorf("%s %q contains \"..\"", what, id)
+	}
+	return nil
+}
+
+// withDefaults returns c with its zero fields filled and its values checked.
+// Error messages name the flag of cmd/worker the field comes from.
+func (c Config) withDefaults() (Config, error) {
+	var errs []error
+	masters, err := ParseMasters(strings.Join(c.Masters, ","))
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.Masters = masters
+
+	if c.Host == "" {
+		c.Host = DefaultHost
+	}
+	if err := httpx.CheckBind(c.Host, c.Secret, "--host"); err != nil {
+		errs = append(errs, err)
+	}
+	if c.AdvertiseHost == "" {
+		c.AdvertiseHost = c.Host
+		if c.Host == "0.0.0.0" || c.Host == "::" {
+			if name, err := os.Hostname(); err == nil && name != "" {
+				c.AdvertiseHost = name
+			}
+		}
+	}
+	if strings.ContainsAny(c.AdvertiseHost, "/ ") {
+		errs = append(errs, fmt.Errorf("--advertise-host %q is not a host name or address", c.AdvertiseHost))
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		errs = append(errs, fmt.Errorf("--port %d: want 0 (any free port) to 65535", c.Port))
+	}
+	if c.ID != "" {
+		if err := checkID("--id", c.ID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+
+	if c.Cores == 0 {
+		c.Cores = runtime.NumCPU()
+	}
+	if c.Cores < 1 || c.Cores > wire.MaxCores {
+		errs = append(errs, fmt.Errorf("--cores %d: want 1 to %d", c.Cores, wire.MaxCores))
+	}
+	if c.MemoryMB == 0 {
+		c.MemoryMB = DefaultMemoryMB()
+	}
+	if c.MemoryMB < 1 || c.MemoryMB > wire.MaxMemoryMB {
+		errs = append(errs, fmt.Errorf("--memory %d MiB: want 1 MiB to %d MiB", c.MemoryMB, wire.MaxMemoryMB))
+	}
+
+	if c.WorkDir == "" {
+		c.WorkDir = DefaultWorkDir
+	}
+	if abs, err := filepath.Abs(c.WorkDir); err == nil {
+		c.WorkDir = abs // children run elsewhere; their paths must not depend on our cwd
+	}
+	if err := checkWritableDir(c.WorkDir); err != nil {
+		errs = append(errs, fmt.Errorf("--work-dir %s: %w", c.WorkDir, err))
+	}
+
+	if c.KillGrace < 0 {
+		errs = append(errs, fmt.Errorf("--kill-grace %v is negative", c.KillGrace))
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.KillGrace, DefaultKillGrace)
+	def(&c.DriverRestartMin, DefaultRestartMin)
+	def(&c.DriverRestartMax, DefaultRestartMax)
+	def(&c.RegisterBackoffMax, DefaultRegisterBackoff)
+	def(&c.RequestTimeout, DefaultRequestTimeout)
+	def(&c.ShutdownReportTimeout, DefaultShutdownReport)
+	if c.DriverRestartMax < c.DriverRestartMin {
+		c.DriverRestartMax = c.DriverRestartMin
+	}
+	return c, errors.Join(errs...)
+}
+
+// ParseMasters splits a comma-separated --master value into API base URLs
+// (http or https, a host, no query), without trailing slashes.
+func ParseMasters(list string) ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		u, err := url.Parse(s)
+		if err != nil {
+			return nil, fmt.Errorf("--master %q: %w", s, err)
+		}
+		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return nil, fmt.Errorf("--master %q: want an API base URL like http://host:7077", s)
+		}
+		if u.Port() != "" {
+			if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
+				return nil, fmt.Errorf("--master %q: bad port", s)
+			}
+		}
+		out = append(out, strings.TrimRight(s, "/"))
+	}
+	if len(out) == 0 {
+		return nil, errors.New("--master is required: the comma-separated API URLs of the masters, e.g. http://127.0.0.1:7077")
+	}
+	return out, nil
+}
+
+// checkWritableDir creates dir if needed and proves it writable by creating
+// a file in it: a worker that cannot write its work directory would fail
+// every launch, better to refuse to start.
+func checkWritableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("cannot create it: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".berth-write-test-*")
+	if err != nil {
+		return fmt.Errorf("cannot write in it: %w", err)
+	}
+	name := f.Name()
+	f.Close()
+	if err := os.Remove(name); err != nil {
+		return fmt.Errorf("cannot remove a file in it: %w", err)
+	}
+	return nil
+}
+
+// DefaultMemoryMB is the machine's memory (MemTotal of /proc/meminfo) minus
+// 1 GiB for the OS, at least 1 GiB, as Spark's worker offers by default.
+func DefaultMemoryMB() int {
+	total, err := memTotalMB("/proc/meminfo")
+	if err != nil || total-reservedMemoryMB < minDefaultMemoryMB {
+		return minDefaultMemoryMB
+	}
+	return min(total-reservedMemoryMB, wire.MaxMemoryMB)
+}
+
+// memTotalMB reads MemTotal (in kB) from a meminfo file.
+func memTotalMB(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			kb, err := strconv.Atoi(fields[1])
+			if err != nil {
+				return 0, fmt.Errorf("%s: MemTotal %q: %w", path, fields[1], err)
+			}
+			return kb / 1024, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%s: no MemTotal line", path)
+}
+
+// defaultID is Spark's worker id: worker-<timestamp>-<host>-<port>, with the
+// host reduced to id-safe characters (an IPv6 address has colons).
+func defaultID(now time.Time, host string, port int) string {
+	safe := []byte(host)
+	for i, c := range safe {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
+			safe[i] = '_'
+		}
+	}
+	return fmt.Sprintf("worker-%s-%s-%d", now.Format("20060102150405"), strings.ReplaceAll(string(safe), "..", "_"), port)
+}

@@ -1,0 +1,290 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+// The test binary doubles as the child process: with helperEnv set it runs
+// helperMain instead of the tests. Children get only the env of the launch
+// request (plus PATH...), so every launch in the tests passes helperEnv.
+const helperEnv = "BERTH_WORKER_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "1" {
+		os.Exit(helperMain(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// helperMain is the child: helper <mode> [args].
+//
+//	sleep           print "pid N", sleep until killed
+//	ignore-term     ignore SIGTERM, print "pid N", sleep until SIGKILL
+//	exit N          exit with status N
+//	kill-self       die by SIGKILL
+//	print-env ARGS  print {"args":..., "env":...} as JSON, exit 0
+//	fail-once       exit 1 unless ./marker exists (then exit 0); creates it
+func helperMain(args []string) int {
+	if len(args) < 1 {
+		fmt.Fprintln(os.Stderr, "helper: no mode")
+		return 2
+	}
+	switch args[0] {
+	case "sleep":
+		fmt.Printf("pid %d\n", os.Getpid())
+		time.Sleep(time.Hour)
+	case "ignore-term":
+		signal.Ignore(syscall.SIGTERM)
+		fmt.Printf("pid %d\n", os.Getpid())
+		time.Sleep(time.Hour)
+	case "exit":
+		n, _ := strconv.Atoi(args[1])
+		return n
+	case "kill-self":
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		time.Sleep(time.Hour)
+	case "print-env":
+		out, _ := json.Marshal(map[string]any{"args": os.Args, "env": os.Environ()})
+		os.Stdout.Write(append(out, '\n'))
+	case "fail-once":
+		if _, err := os.Stat("marker"); err == nil {
+			return 0
+		}
+		_ = os.WriteFile("marker", nil, 0o644)
+		fmt.Fprintln(os.Stderr, "failing once")
+		return 1
+	default:
+		fmt.Fprintln(os.Stderr, "helper: unknown mode", args[0])
+		return 2
+	}
+	return 0
+}
+
+// helperCmd is the argv of a helper child.
+func helperCmd(t *testing.T, mode string, args ...string) []string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]string{exe, mode}, args...)
+}
+
+// helperEnvMap is the env of a helper child. GORACE: a race-enabled binary
+// otherwise sleeps 1s at exit.
+var helperEnvMap = map[string]string{helperEnv: "1", "GORACE": "atexit_sleep_ms=0"}
+
+// eventually polls cond every 10ms until it holds or the deadline passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// logWriter sends the worker's log to t.Log until the test ends.
+type logWriter struct {
+	mu   sync.Mutex
+	t    *testing.T
+	done bool
+}
+
+func (l *logWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+const testSecret = "s3cret"
+
+// testWorker is a running Worker under test.
+type testWorker struct {
+	*Worker
+	t      *testing.T
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+}
+
+// startWorker runs a worker registered (eventually) with the given masters.
+func startWorker(t *testing.T, masters []string, mod func(*Config)) *testWorker {
+	t.Helper()
+	cfg := Config{
+		Masters: masters, Secret: testSecret, WorkDir: t.TempDir(),
+		Cores: 4, MemoryMB: 4096,
+		KillGrace:          400 * time.Millisecond,
+		RegisterBackoffMax: 200 * time.Millisecond,
+		RequestTimeout:     2 * time.Second,
+		DriverRestartMin:   50 * time.Millisecond,
+		DriverRestartMax:   200 * time.Millisecond,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	lw := &logWriter{t: t}
+	w, err := New(cfg, slog.New(slog.NewTextHandler(lw, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tw := &testWorker{Worker: w, t: t, cancel: cancel, done: make(chan error, 1)}
+	go func() { tw.done <- w.Run(ctx) }()
+	select {
+	case <-w.Ready():
+	case err := <-tw.done:
+		t.Fatalf("Run: %v", err)
+	}
+	t.Cleanup(func() {
+		tw.stop()
+		lw.mu.Lock()
+		lw.done = true
+		lw.mu.Unlock()
+	})
+	return tw
+}
+
+// stop cancels Run and waits for it.
+func (tw *testWorker) stop() {
+	tw.once.Do(func() {
+		tw.cancel()
+		select {
+		case err := <-tw.done:
+			if err != nil {
+				tw.t.Errorf("Run: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			tw.t.Error("Run did not return")
+		}
+	})
+}
+
+// call sends a request to the worker's API with the test secret and returns
+// the status and body.
+func (tw *testWorker) call(method, path string, body any) (int, string) {
+	return callWith(tw.t, testSecret, method, tw.URL()+path, body)
+}
+
+func callWith(t *testing.T, secret, method, url string, body any) (int, string) {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if secret != "" {
+		req.Header.Set("Authorization", "Bearer "+secret)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data)
+}
+
+// mustCall is call expecting status want.
+func (tw *testWorker) mustCall(want int, method, path string, body any) string {
+	tw.t.Helper()
+	got, out := tw.call(method, path, body)
+	if got != want {
+		tw.t.Fatalf("%s %s: status %d, want %d: %s", method, path, got, want, out)
+	}
+	return out
+}
+
+func (tw *testWorker) state() wire.WorkerLatestState {
+	tw.t.Helper()
+	var st wire.WorkerLatestState
+	if err := json.Unmarshal([]byte(tw.mustCall(200, "GET", "/v1/state", nil)), &st); err != nil {
+		tw.t.Fatal(err)
+	}
+	return st
+}
+
+func (tw *testWorker) launchExecutor(appID string, execID int, argv []string) {
+	tw.t.Helper()
+	tw.mustCall(200, "POST", "/v1/executors", wire.LaunchExecutor{
+		Epoch: 5,
+		AppID: appID, ExecutorID: execID, Cores: 1, MemoryMB: 256, Command: argv, Env: helperEnvMap,
+	})
+}
+
+// execDir is an executor's work directory.
+func (tw *testWorker) execDir(appID string, execID int) string {
+	return filepath.Join(tw.Config().WorkDir, appID, strconv.Itoa(execID))
+}
+
+// pidOf waits for a helper child to print its pid in dir/stdout.
+func pidOf(t *testing.T, dir string) int {
+	t.Helper()
+	pid := 0
+	eventually(t, 10*time.Second, "the child's pid in "+dir, func() bool {
+		data, _ := os.ReadFile(filepath.Join(dir, "stdout"))
+		_, err := fmt.Sscanf(string(data), "pid %d", &pid)
+		return err == nil
+	})
+	return pid
+}
+
+// alive reports whether pid runs (a zombie counts as dead).
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) S ...: the state follows the last ')'.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// runningPid waits for an executor to be RUNNING and to print its pid.
+func (tw *testWorker) runningPid(appID string, execID int) int {
+	tw.t.Helper()
+	pid := pidOf(tw.t, tw.execDir(appID, execID))
+	eventually(tw.t, 10*time.Second, "RUNNING in GET /v1/state", func() bool {
+		for _, e := range tw.state().Executors {
+			if e.AppID == appID && e.ExecutorID == execID {
+				return e.State == wire.ExecutorRunning
+			}
+		}
+		return false
+	})
+	return pid
+}

@@ -1,0 +1,90 @@
+package worker
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+)
+
+// The logs are served from the files on disk, so they stay readable after the
+// process ended (and after the worker restarted on the same work directory).
+
+func (w *Worker) handleExecutorLog(rw http.ResponseWriter, r *http.Request) {
+	appID, execID := r.PathValue("appId"), r.PathValue("executorId")
+	if err := checkAppID(appID); err != nil {
+		httpx.WriteError(rw, http.StatusBadRequest, "%v", err)
+		return
+	}
+	n, err := strconv.Atoi(execID)
+	if err == nil {
+		err = checkExecutorID(n)
+	}
+	if err != nil || strconv.Itoa(n) != execID { // "007" would name another directory
+		httpx.WriteError(rw, http.StatusBadRequest, "executorId %q is not a non-negative integer", execID)
+		return
+	}
+	w.serveLog(rw, r, filepath.Join(w.cfg.WorkDir, appID, execID), "executor "+execID+" of app "+appID)
+}
+
+func (w *Worker) handleDriverLog(rw http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("driverId")
+	if err := checkID("driverId", id); err != nil {
+		httpx.WriteError(rw, http.StatusBadRequest, "%v", err)
+		return
+	}
+	w.serveLog(rw, r, filepath.Join(w.cfg.WorkDir, driversDir, id), "driver "+id)
+}
+
+// serveLog writes the stream named in the path of r from dir, as plain text;
+// ?tail=N limits it to its last N bytes.
+func (w *Worker) serveLog(rw http.ResponseWriter, r *http.Request, dir, what string) {
+	stream := r.PathValue("stream")
+	if stream != "stdout" && stream != "stderr" {
+		httpx.WriteError(rw, http.StatusBadRequest, "stream %q: want stdout or stderr", stream)
+		return
+	}
+	tail := int64(-1)
+	if s := r.URL.Query().Get("tail"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			httpx.WriteError(rw, http.StatusBadRequest, "tail %q: want a number of bytes", s)
+			return
+		}
+		tail = n
+	}
+	f, err := os.Open(filepath.Join(dir, stream))
+	if errors.Is(err, fs.ErrNotExist) {
+		httpx.WriteError(rw, http.StatusNotFound, "no %s for %s on this worker", stream, what)
+		return
+	}
+	if err != nil {
+		httpx.WriteError(rw, http.StatusInternalServerError, "opening the %s of %s: %v", stream, what, err)
+		return
+	}
+	defer f.Close()
+	var body io.Reader = f
+	if tail >= 0 {
+		st, err := f.Stat()
+		if err != nil {
+			httpx.WriteError(rw, http.StatusInternalServerError, "%v", err)
+			return
+		}
+		if off := st.Size() - tail; off > 0 {
+			if _, err := f.Seek(off, io.SeekStart); err != nil {
+				httpx.WriteError(rw, http.StatusInternalServerError, "%v", err)
+				return
+			}
+		}
+		body = io.LimitReader(f, tail)
+	}
+	rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	rw.Header().Set("X-Content-Type-Options", "nosniff")
+	rw.WriteHeader(http.StatusOK)
+	_, _ = io.Copy(rw, body)
+}

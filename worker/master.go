@@ -1,0 +1,284 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// The master loop: find the leader, register, send the latest state,
+// heartbeat; on any sign that the master no longer serves us, start over,
+// keeping the worker id and every child running.
+
+const registerBackoffBase = 100 * time.Millisecond
+
+// masterLoop runs until ctx ends.
+func (w *Worker) masterLoop(ctx context.Context) {
+	failures := 0 // consecutive registrations not followed by a heartbeat
+	hint := ""
+	for ctx.Err() == nil {
+		if _, h := w.sess.take(); h != "" {
+			hint = h
+		}
+		master, reg, err := w.register(ctx, hint)
+		if err != nil {
+			return // ctx ended
+		}
+		hint = ""
+		w.observeEpoch(reg.Epoch)
+		interval := time.Duration(reg.HeartbeatIntervalMs) * time.Millisecond
+		if interval <= 0 {
+			interval = DefaultHeartbeatEvery
+		}
+		w.log.Info("registered with master", "master", master, "masterId", reg.MasterID,
+			"epoch", reg.Epoch, "duplicate", reg.Duplicate, "heartbeat", interval)
+
+		ok := false
+		if err := w.sendLatestState(ctx, master); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			w.log.Warn("sending the latest state failed; registering again", "master", master, "err", err)
+			hint = leaderOf(err)
+			if isStatus(err, http.StatusNotFound) {
+				hint = master // it forgot us already: register there again
+			}
+		} else {
+			w.sess.registered(master)
+			ok, hint = w.heartbeatLoop(ctx, master, interval)
+		}
+		if ok {
+			failures = 0
+			continue
+		}
+		// Registration answers quickly when what follows does not, so pause
+		// or the two would spin.
+		failures++
+		if !sleepCtx(ctx, backoff(failures, registerBackoffBase, w.cfg.RegisterBackoffMax)) {
+			return
+		}
+	}
+}
+
+// register tries the masters (hint first, then the last master, then the
+// --master list) in rounds separated by a jittered exponential backoff, and
+// follows redirects to the leader, until one accepts the registration or ctx
+// ends.
+func (w *Worker) register(ctx context.Context, hint string) (string, wire.RegisteredWorker, error) {
+	req := wire.RegisterWorker{
+		ID: w.id, Host: w.host, Port: w.port, Address: w.url,
+		Cores: w.cfg.Cores, MemoryMB: w.cfg.MemoryMB,
+	}
+	for round := 0; ; round++ {
+		slow := false // a wrong secret will not fix itself soon
+		var lastErr error
+		for _, first := range w.candidates(hint) {
+			target := first
+			for hops := 0; target != "" && hops < 4; hops++ {
+				var reg wire.RegisteredWorker
+				err := w.client.Do(ctx, http.MethodPost, target+"/v1/workers", req, &reg)
+				if err == nil {
+					w.lastMaster = target
+					return target, reg, nil
+				}
+				if ctx.Err() != nil {
+					return "", reg, ctx.Err()
+				}
+				lastErr = err
+				next := ""
+				var se *httpx.StatusError
+				switch {
+				case errors.As(err, &se) && se.Status == http.StatusTemporaryRedirect:
+					if l := normalizeMaster(se.Leader); l != "" && l != target {
+						w.log.Debug("master is not the leader; following", "master", target, "leader", l)
+						next = l
+					} else {
+						w.log.Debug("master is not the leader and names none", "master", target)
+					}
+				case errors.As(err, &se) && se.Status == http.StatusServiceUnavailable:
+					w.log.Debug("master has no leader now", "master", target, "reason", se.Message)
+				case errors.As(err, &se) && se.Status == http.StatusUnauthorized:
+					w.log.Error("master refused the worker's secret: check --secret / BERTH_SECRET", "master", target)
+					slow = true
+				case errors.As(err, &se) && se.Status/100 == 4:
+					w.log.Warn("master refused the registration", "master", target, "status", se.Status, "reason", se.Message)
+				default:
+					w.log.Debug("master unreachable", "master", target, "err", err)
+				}
+				target = next
+			}
+		}
+		d := backoff(round+1, registerBackoffBase, w.cfg.RegisterBackoffMax)
+		if slow {
+			d = w.cfg.RegisterBackoffMax
+		}
+		lvl := slog.LevelDebug
+		if round%10 == 2 { // say so now and then, not at every round
+			lvl = slog.LevelWarn
+		}
+		w.log.Log(ctx, lvl, "no master accepted the registration; retrying",
+			"masters", w.cfg.Masters, "lastError", lastErr, "in", d.Round(time.Millisecond))
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", wire.RegisteredWorker{}, ctx.Err()
+		case <-w.sess.wake:
+			t.Stop()
+			_, h := w.sess.take()
+			if h != "" {
+				hint = h
+			}
+		case <-t.C:
+		}
+	}
+}
+
+// candidates lists the masters to try, in order, without duplicates.
+func (w *Worker) candidates(hint string) []string {
+	list := make([]string, 0, len(w.cfg.Masters)+2)
+	seen := map[string]bool{}
+	for _, m := range append([]string{hint, w.lastMaster}, w.cfg.Masters...) {
+		if m != "" && !seen[m] {
+			seen[m] = true
+			list = append(list, m)
+		}
+	}
+	return list
+}
+
+// sendLatestState tells a master we just registered with everything we run
+// (Spark's WorkerLatestState); the master kills what it does not know by
+// sending kill commands, and lists them in its reply, which we only log.
+func (w *Worker) sendLatestState(ctx context.Context, master string) error {
+	st := w.latestState()
+	var reply wire.LatestStateReply
+	if err := w.client.Do(ctx, http.MethodPost, w.workerURL(master, "state"), st, &reply); err != nil {
+		return err
+	}
+	if len(reply.KilledExecutors) > 0 || len(reply.KilledDrivers) > 0 {
+		w.log.Info("master is killing what it does not know", "executors", reply.KilledExecutors, "drivers", reply.KilledDrivers)
+	}
+	return nil
+}
+
+// heartbeatLoop heartbeats master until ctx ends or the master must be looked
+// for again; then the session is no longer registered. It reports whether at
+// least one heartbeat went through, and a master to try first if one is known.
+func (w *Worker) heartbeatLoop(ctx context.Context, master string, interval time.Duration) (ok bool, hint string) {
+	_, gen, _ := w.sess.current()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ok, ""
+		case <-w.sess.wake:
+			// Someone called lost or reconnect (possibly before this
+			// registration completed: register again all the same).
+			relook, hint := w.sess.take()
+			if !relook {
+				continue // a stale wake-up
+			}
+			w.sess.unregister()
+			w.log.Info("registering again", "master", master, "next", hint)
+			return true, hint
+		case <-t.C:
+		}
+		used := w.procs.used()
+		var reply wire.HeartbeatReply
+		err := w.client.Do(ctx, http.MethodPost, w.workerURL(master, "heartbeat"),
+			wire.Heartbeat{CoresUsed: used.cores, MemoryUsedMB: used.memoryMB}, &reply)
+		if ctx.Err() != nil {
+			return ok, ""
+		}
+		if err != nil {
+			switch {
+			case isStatus(err, http.StatusNotFound):
+				w.log.Warn("master does not know this worker; registering again", "master", master)
+				w.sess.lost(gen, master)
+			case isStatus(err, http.StatusUnauthorized):
+				w.log.Error("master refused the worker's secret: check --secret / BERTH_SECRET", "master", master)
+				w.sess.lost(gen, "")
+			default:
+				w.log.Warn("master did not take the heartbeat; looking for the leader", "master", master, "err", err)
+				w.sess.lost(gen, leaderOf(err))
+			}
+			return ok, ""
+		}
+		ok = true
+		w.observeEpoch(reply.Epoch)
+		if reply.Reconnect {
+			w.log.Info("master asks the worker to register again", "master", master)
+			w.sess.lost(gen, master)
+			return ok, ""
+		}
+	}
+}
+
+// isStatus reports whether err is a StatusError with status.
+func isStatus(err error, status int) bool {
+	var se *httpx.StatusError
+	return errors.As(err, &se) && se.Status == status
+}
+
+// workerURL is the URL of one of our endpoints on master.
+func (w *Worker) workerURL(master, what string) string {
+	return master + "/v1/workers/" + url.PathEscape(w.id) + "/" + what
+}
+
+// leaderOf extracts the leader named by a 307, or "".
+func leaderOf(err error) string {
+	var se *httpx.StatusError
+	if errors.As(err, &se) && se.Status == http.StatusTemporaryRedirect {
+		return normalizeMaster(se.Leader)
+	}
+	return ""
+}
+
+// normalizeMaster turns a leader address (an API base URL, or a Location
+// that may carry the request's path) into an API base URL; "" if it is not
+// an absolute http(s) URL.
+func normalizeMaster(s string) string {
+	if i := strings.Index(s, "/v1/"); i >= 0 {
+		s = s[:i]
+	}
+	s = strings.TrimRight(strings.TrimSpace(s), "/")
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return ""
+	}
+	return s
+}
+
+// backoff is the attempt-th (from 1) exponential pause from base, capped,
+// with jitter in its upper half so that workers restarted together do not
+// retry in lockstep.
+func backoff(attempt int, base, limit time.Duration) time.Duration {
+	d := base
+	for i := 1; i < attempt && d < limit; i++ {
+		d *= 2
+	}
+	d = min(d, limit)
+	return d/2 + rand.N(d/2+1)
+}
+
+// sleepCtx sleeps d, or less if ctx ends; it reports whether ctx is alive.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

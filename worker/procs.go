@@ -1,0 +1,213 @@
+package worker
+
+import (
+	"os"
+	"sort"
+	"sync"
+	"syscall"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+type procKind int
+
+const (
+	kindExecutor procKind = iota
+	kindDriver
+)
+
+type execKey struct {
+	appID  string
+	execID int
+}
+
+// proc is one executor or driver: its launch request, fixed at creation,
+// and its live state, guarded by procTable.mu. A runner goroutine owns its
+// lifecycle (start, wait, restart, final report).
+type proc struct {
+	kind      procKind
+	appID     string // executors
+	execID    int    // executors
+	driverID  string // drivers
+	cores     int
+	memoryMB  int
+	supervise bool     // drivers
+	argv      []string // placeholders substituted
+	env       []string
+	dir       string
+
+	killCh chan struct{} // closed when a kill is requested
+	done   chan struct{} // closed once the final state is queued
+
+	// Guarded by procTable.mu.
+	state      string      // a wire.ExecutorState or wire.DriverState
+	process    *os.Process // the running attempt; nil when none
+	killReason string      // set once a kill is requested
+	ended      bool        // final state reached
+}
+
+func (p *proc) executorState() wire.ExecutorState { return wire.ExecutorState(p.state) }
+func (p *proc) driverState() wire.DriverState     { return wire.DriverState(p.state) }
+
+// procTable is every executor and driver the worker runs, plus the most
+// recently ended ones (so that a repeated launch stays idempotent).
+type procTable struct {
+	mu        sync.Mutex
+	executors map[execKey]*proc
+	drivers   map[string]*proc
+	ended     []*proc // oldest first, trimmed to maxFinishedProcsRemembered
+	closing   bool    // shutting down: no more launches
+}
+
+func newProcTable() *procTable {
+	return &procTable{executors: map[execKey]*proc{}, drivers: map[string]*proc{}}
+}
+
+// add inserts p unless a process with its id exists (then it returns the
+// existing one) or the worker is shutting down (then it returns nil, false).
+func (t *procTable) add(p *proc) (existing *proc, added bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closing {
+		return nil, false
+	}
+	switch p.kind {
+	case kindExecutor:
+		k := execKey{p.appID, p.execID}
+		if old, ok := t.executors[k]; ok {
+			return old, false
+		}
+		t.executors[k] = p
+	case kindDriver:
+		if old, ok := t.drivers[p.driverID]; ok {
+			return old, false
+		}
+		t.drivers[p.driverID] = p
+	}
+	return p, true
+}
+
+func (t *procTable) executor(appID string, execID int) *proc {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.executors[execKey{appID, execID}]
+}
+
+func (t *procTable) driver(id string) *proc {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.drivers[id]
+}
+
+// live returns the processes that have not ended, optionally only the
+// executors of one app; with closing set, no launch is accepted afterwards.
+func (t *procTable) live(appID string, closing bool) []*proc {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if closing {
+		t.closing = true
+	}
+	var out []*proc
+	for _, p := range t.executors {
+		if !p.ended && (appID == "" || p.appID == appID) {
+			out = append(out, p)
+		}
+	}
+	if appID == "" {
+		for _, p := range t.drivers {
+			if !p.ended {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// setEnded records p's final state and forgets the oldest ended processes
+// beyond the limit.
+func (t *procTable) setEnded(p *proc, state string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p.state, p.ended, p.process = state, true, nil
+	t.ended = append(t.ended, p)
+	for len(t.ended) > maxFinishedProcsRemembered {
+		old := t.ended[0]
+		t.ended[0] = nil
+		t.ended = t.ended[1:]
+		if old.kind == kindExecutor {
+			delete(t.executors, execKey{old.appID, old.execID})
+		} else {
+			delete(t.drivers, old.driverID)
+		}
+	}
+}
+
+// setState records a non-final state.
+func (t *procTable) setState(p *proc, state string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p.state = state
+}
+
+type usage struct{ cores, memoryMB int }
+
+// used sums the resources of the processes that have not ended.
+func (t *procTable) used() usage {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var u usage
+	for _, p := range t.executors {
+		if !p.ended {
+			u.cores += p.cores
+			u.memoryMB += p.memoryMB
+		}
+	}
+	for _, p := range t.drivers {
+		if !p.ended {
+			u.cores += p.cores
+			u.memoryMB += p.memoryMB
+		}
+	}
+	return u
+}
+
+// snapshot lists what has not ended, sorted for stable output.
+func (t *procTable) snapshot() ([]wire.ExecutorReport, []wire.DriverReport) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	execs := []wire.ExecutorReport{}
+	for _, p := range t.executors {
+		if !p.ended {
+			execs = append(execs, wire.ExecutorReport{AppID: p.appID, ExecutorID: p.execID,
+				Cores: p.cores, MemoryMB: p.memoryMB, State: p.executorState()})
+		}
+	}
+	drivers := []wire.DriverReport{}
+	for _, p := range t.drivers {
+		if !p.ended {
+			drivers = append(drivers, wire.DriverReport{DriverID: p.driverID,
+				Cores: p.cores, MemoryMB: p.memoryMB, State: p.driverState()})
+		}
+	}
+	sort.Slice(execs, func(i, j int) bool {
+		if execs[i].AppID != execs[j].AppID {
+			return execs[i].AppID < execs[j].AppID
+		}
+		return execs[i].ExecutorID < execs[j].ExecutorID
+	})
+	sort.Slice(drivers, func(i, j int) bool { return drivers[i].DriverID < drivers[j].DriverID })
+	return execs, drivers
+}
+
+// signalLocked sends sig to p's running attempt: to its process group (the
+// children it started) and to the process itself, in case it left the
+// group. The runner waits for the exit without reaping, clears p.process
+// under the lock and only then reaps, so a recorded process still holds its
+// pid and group id: neither can have been recycled for someone else.
+func (p *proc) signalLocked(sig syscall.Signal) {
+	if p.process == nil {
+		return
+	}
+	_ = syscall.Kill(-p.process.Pid, sig)
+	_ = p.process.Signal(sig) // pidfd-based: never hits a recycled pid
+}

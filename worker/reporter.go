@@ -1,0 +1,178 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// report is one queued state change: exactly one of the two is set.
+type report struct {
+	executor *wire.ExecutorStateChanged
+	driver   *wire.DriverStateChanged
+}
+
+func (r report) endpoint() string {
+	if r.executor != nil {
+		return "executor-state"
+	}
+	return "driver-state"
+}
+
+func (r report) body() any {
+	if r.executor != nil {
+		return r.executor
+	}
+	return r.driver
+}
+
+// reportQueue is the FIFO of state changes not yet taken by a master.
+// Producers (process runners) never block on it; one goroutine delivers.
+type reportQueue struct {
+	mu    sync.Mutex
+	items []report
+	wake  chan struct{} // capacity 1: the queue may have grown
+	empty chan struct{} // closed while the queue is empty
+}
+
+func newReportQueue() *reportQueue {
+	q := &reportQueue{wake: make(chan struct{}, 1), empty: make(chan struct{})}
+	close(q.empty)
+	return q
+}
+
+func (q *reportQueue) push(r report) {
+	q.mu.Lock()
+	if len(q.items) == 0 {
+		q.empty = make(chan struct{})
+	}
+	q.items = append(q.items, r)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// peek waits for the oldest report, or returns false when ctx ends.
+func (q *reportQueue) peek(ctx context.Context) (report, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			r := q.items[0]
+			q.mu.Unlock()
+			return r, true
+		}
+		q.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return report{}, false
+		case <-q.wake:
+		}
+	}
+}
+
+// pop drops the oldest report (the one peek returned).
+func (q *reportQueue) pop() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.items[0] = report{}
+	q.items = q.items[1:]
+	if len(q.items) == 0 {
+		close(q.empty)
+	}
+}
+
+// drained returns a channel closed while the queue is empty.
+func (q *reportQueue) drained() <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.empty
+}
+
+func (q *reportQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items)
+}
+
+// deliverLoop sends the queued reports, oldest first, to the master we are
+// registered with, until ctx ends. A report is dropped only when the master
+// says it cannot apply (404 for an unknown app, executor or driver, or 400);
+// anything else is retried, so the order is kept.
+func (w *Worker) deliverLoop(ctx context.Context) {
+	failures := 0
+	for {
+		r, ok := w.reports.peek(ctx)
+		if !ok {
+			return
+		}
+		master, gen, ready := w.sess.current()
+		if master == "" {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ready:
+				continue
+			}
+		}
+		err := w.client.Do(ctx, http.MethodPost, w.workerURL(master, r.endpoint()), r.body(), nil)
+		if ctx.Err() != nil {
+			return
+		}
+		var se *httpx.StatusError
+		switch {
+		case err == nil:
+			w.reports.pop()
+			failures = 0
+			continue
+		case errors.As(err, &se) && se.Status == http.StatusNotFound && unknownWorker(se.Message):
+			w.log.Warn("master does not know this worker; registering again", "master", master)
+			w.sess.lost(gen, master)
+			continue // waits for the new registration above
+		case errors.As(err, &se) && (se.Status == http.StatusNotFound || se.Status == http.StatusBadRequest):
+			w.log.Warn("master refused a state report; dropping it", "master", master,
+				"report", r.body(), "status", se.Status, "reason", se.Message)
+			w.reports.pop()
+			failures = 0
+			continue
+		case errors.As(err, &se) && se.Status == http.StatusUnauthorized:
+			w.log.Error("master refused the worker's secret: check --secret / BERTH_SECRET", "master", master)
+		case errors.As(err, &se) && se.Status/100 == 4 && se.Status != http.StatusRequestTimeout && se.Status != http.StatusTooManyRequests:
+			// Some other refusal (409 ...): the master is alive; retry
+			// without looking for another leader.
+			w.log.Warn("master refused a state report; retrying", "master", master, "status", se.Status, "reason", se.Message)
+		default:
+			// No answer, 5xx, or a redirect: the master may be gone.
+			w.log.Warn("state report not delivered; looking for the leader", "master", master, "err", err)
+			w.sess.lost(gen, leaderOf(err))
+		}
+		failures++
+		if !sleepCtx(ctx, backoff(failures, 100*time.Millisecond, 2*time.Second)) {
+			return
+		}
+	}
+}
+
+// unknownWorker tells a 404 about this worker from one about an app,
+// executor or driver. The wire has no error codes, so this goes by the
+// message, e.g. "unknown worker worker-2024...".
+func unknownWorker(msg string) bool {
+	return strings.Contains(strings.ToLower(msg), "unknown worker")
+}
+
+// enqueueExecutor queues an executor's state change.
+func (w *Worker) enqueueExecutor(s wire.ExecutorStateChanged) {
+	w.reports.push(report{executor: &s})
+}
+
+// enqueueDriver queues a driver's state change.
+func (w *Worker) enqueueDriver(s wire.DriverStateChanged) {
+	w.reports.push(report{driver: &s})
+}

@@ -1,0 +1,151 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// One goroutine, locked to its OS thread and never returning, starts every
+// child of the process. Pdeathsig fires when the thread that forked the child
+// exits, not the process (golang/go#27505); Go may end or reuse an ordinary
+// goroutine's thread at any time, which would SIGKILL children at random.
+// It is shared by all Workers of a process (tests run several).
+var (
+	spawnOnce sync.Once
+	spawnReqs chan spawnReq
+)
+
+type spawnReq struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+func spawner(reqs <-chan spawnReq) {
+	runtime.LockOSThread() // never unlocked: this thread must outlive every child
+	for r := range reqs {
+		r.done <- r.cmd.Start()
+	}
+}
+
+// startProcess starts cmd from the spawner thread.
+func startProcess(ctx context.Context, cmd *exec.Cmd) error {
+	spawnOnce.Do(func() {
+		spawnReqs = make(chan spawnReq)
+		go spawner(spawnReqs)
+	})
+	r := spawnReq{cmd: cmd, done: make(chan error, 1)}
+	select {
+	case spawnReqs <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-r.done // Start itself is quick and cannot be interrupted
+}
+
+// inheritedEnv is all a child gets from the worker's own environment.
+var inheritedEnv = []string{"PATH", "HOME", "TMPDIR", "LANG"}
+
+// buildEnv is the child's environment: inheritedEnv from the worker, then
+// the request's env, then berth's variables, each layer winning over the
+// previous one. berth's come last because they are facts about this launch
+// (its id, cores, worker) that an app's env must not be able to falsify.
+// Sorted, for reproducible launches.
+func buildEnv(berth, request map[string]string) []string {
+	m := map[string]string{}
+	for _, k := range inheritedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			m[k] = v
+		}
+	}
+	for k, v := range request {
+		m[k] = v
+	}
+	for k, v := range berth {
+		m[k] = v
+	}
+	env := make([]string, 0, len(m))
+	for k, v := range m {
+		env = append(env, k+"="+v)
+	}
+	sort.Strings(env)
+	return env
+}
+
+// getenv returns the value of key in env ("k=v" entries).
+func getenv(env []string, key string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// substitute replaces the placeholders in argv, in one pass (a value that
+// contains a placeholder is not expanded again).
+func substitute(argv []string, pairs ...string) []string {
+	r := strings.NewReplacer(pairs...)
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = r.Replace(a)
+	}
+	return out
+}
+
+// errNotFound: no executable of that name in the child's PATH.
+var errNotFound = errors.New("command not found")
+
+// lookPath resolves a command name like execvp would, but in the child's PATH
+// rather than the worker's, so that an app's env can set it. Relative PATH
+// entries are skipped: they would depend on the work directory's contents.
+// A name with a slash is used as is (relative to the child's work directory).
+func lookPath(name, path string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	notExec := ""
+	for _, dir := range filepath.SplitList(path) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		st, err := os.Stat(p)
+		if err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		if st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+		if notExec == "" {
+			notExec = p // like a shell: found but not executable is 126
+		}
+	}
+	if notExec != "" {
+		return notExec, nil
+	}
+	return "", fmt.Errorf("%q: %w in PATH %q", name, errNotFound, path)
+}
+
+// startFailure maps an error starting a command to the exit code a shell
+// would report (127 not found, 126 not executable), or 0 when it is neither
+// (then there is no exit code to report).
+func startFailure(err error) int {
+	switch {
+	case errors.Is(err, errNotFound), errors.Is(err, fs.ErrNotExist):
+		return 127
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM),
+		errors.Is(err, syscall.ENOEXEC), errors.Is(err, syscall.EISDIR):
+		return 126
+	}
+	return 0
+}

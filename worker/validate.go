@@ -1,0 +1,105 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+// driversDir is the work directory's subdirectory for drivers, hence not a
+// valid app id (the app's executors would share it).
+const driversDir = "drivers"
+
+// The checks of the commands' bodies: a failed check is a 400 and nothing
+// happens. Ids become directory names, so they are checked strictly.
+
+func checkAppID(id string) error {
+	if err := checkID("appId", id); err != nil {
+		return err
+	}
+	if id == driversDir {
+		return fmt.Errorf("appId %q is reserved", id)
+	}
+	return nil
+}
+
+func checkExecutorID(id int) error {
+	if id < 0 {
+		return fmt.Errorf("executorId %d is negative", id)
+	}
+	return nil
+}
+
+func checkResources(cores, memoryMB int) error {
+	if cores < 0 || cores > wire.MaxCores {
+		return fmt.Errorf("cores %d: want 0 to %d", cores, wire.MaxCores)
+	}
+	if memoryMB < 0 || memoryMB > wire.MaxMemoryMB {
+		return fmt.Errorf("memoryMB %d: want 0 to %d", memoryMB, wire.MaxMemoryMB)
+	}
+	return nil
+}
+
+func checkCommand(argv []string) error {
+	if len(argv) == 0 {
+		return errors.New("command is empty")
+	}
+	if len(argv) > wire.MaxCommandArgs {
+		return fmt.Errorf("command has %d arguments, more than %d", len(argv), wire.MaxCommandArgs)
+	}
+	if argv[0] == "" {
+		return errors.New("command[0], the program, is empty")
+	}
+	for i, a := range argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return fmt.Errorf("command[%d] contains a NUL byte", i)
+		}
+	}
+	return nil
+}
+
+func checkEnv(env map[string]string) error {
+	for k, v := range env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Errorf("env name %q: must be non-empty, without '=' or NUL", k)
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return fmt.Errorf("env %s: the value contains a NUL byte", k)
+		}
+	}
+	return nil
+}
+
+func validateLaunchExecutor(c *wire.LaunchExecutor) error {
+	return errors.Join(checkAppID(c.AppID), checkExecutorID(c.ExecutorID),
+		checkResources(c.Cores, c.MemoryMB), checkCommand(c.Command), checkEnv(c.Env))
+}
+
+func validateLaunchDriver(c *wire.LaunchDriver) error {
+	return errors.Join(checkID("driverId", c.DriverID),
+		checkResources(c.Cores, c.MemoryMB), checkCommand(c.Command), checkEnv(c.Env))
+}
+
+func validateKillExecutor(c *wire.KillExecutor) error {
+	return errors.Join(checkAppID(c.AppID), checkExecutorID(c.ExecutorID))
+}
+
+func validateKillDriver(c *wire.KillDriver) error {
+	return checkID("driverId", c.DriverID)
+}
+
+func validateAppFinished(c *wire.ApplicationFinished) error {
+	return checkAppID(c.AppID)
+}
+
+func validateReconnect(c *wire.Reconnect) error {
+	if c.Master == "" {
+		return nil // register again with whichever master leads
+	}
+	if normalizeMaster(c.Master) == "" {
+		return fmt.Errorf("master %q is not an API base URL like http://host:7077", c.Master)
+	}
+	return nil
+}

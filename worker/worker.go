@@ -1,0 +1,182 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+)
+
+// Worker is one worker daemon. New checks the configuration; Run does the
+// rest.
+type Worker struct {
+	cfg    Config
+	log    *slog.Logger
+	client *httpx.Client
+
+	epoch   atomic.Uint64 // newest master epoch seen
+	sess    *session
+	reports *reportQueue
+	procs   *procTable
+
+	// Set by Run before ready is closed, read-only afterwards.
+	ready      chan struct{}
+	id         string
+	host       string // advertised host
+	port       int
+	url        string // our API base URL, as registered
+	masterList string // cfg.Masters joined, for the children's env
+
+	lastMaster string // owned by the master loop
+	running    atomic.Bool
+}
+
+// New checks cfg (filling in its defaults) and creates the work directory.
+// Errors name the cmd/worker flag at fault. Nothing listens yet.
+func New(cfg Config, logger *slog.Logger) (*Worker, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Worker{
+		cfg:        cfg,
+		log:        logger,
+		client:     httpx.NewClient(cfg.Secret, cfg.RequestTimeout),
+		sess:       newSession(),
+		reports:    newReportQueue(),
+		procs:      newProcTable(),
+		ready:      make(chan struct{}),
+		host:       cfg.AdvertiseHost,
+		masterList: strings.Join(cfg.Masters, ","),
+	}, nil
+}
+
+// Config returns the configuration with its defaults filled in.
+func (w *Worker) Config() Config { return w.cfg }
+
+// Ready is closed once the worker listens; ID and URL are known from then.
+func (w *Worker) Ready() <-chan struct{} { return w.ready }
+
+// ID is the worker's id, "" until Ready.
+func (w *Worker) ID() string {
+	select {
+	case <-w.ready:
+		return w.id
+	default:
+		return ""
+	}
+}
+
+// URL is the base URL of the worker's API as registered with the master
+// (http://host:port), "" until Ready.
+func (w *Worker) URL() string {
+	select {
+	case <-w.ready:
+		return w.url
+	default:
+		return ""
+	}
+}
+
+// Run listens, registers with the leading master, serves the API and runs
+// what the master asks until ctx ends. Then it kills every process it
+// started (SIGTERM, SIGKILL after the grace period, all at once), reports
+// their final states to the master (for at most ShutdownReportTimeout) and
+// returns nil. It returns an error only if it cannot listen. Run may be
+// called once.
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.running.CompareAndSwap(false, true) {
+		return errors.New("worker: Run called twice")
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(w.cfg.Host, strconv.Itoa(w.cfg.Port)))
+	if err != nil {
+		return fmt.Errorf("--host/--port: listening: %w", err)
+	}
+	w.port = ln.Addr().(*net.TCPAddr).Port
+	w.url = "http://" + net.JoinHostPort(w.host, strconv.Itoa(w.port))
+	w.id = w.cfg.ID
+	if w.id == "" {
+		w.id = defaultID(time.Now(), w.host, w.port)
+	}
+	close(w.ready)
+
+	if w.cfg.Secret == "" {
+		w.log.Warn("no secret (--secret / BERTH_SECRET): the API is unauthenticated, listening on loopback only", "host", w.cfg.Host)
+	}
+	w.log.Info("worker listening", "id", w.id, "address", w.url, "cores", w.cfg.Cores,
+		"memoryMB", w.cfg.MemoryMB, "workDir", w.cfg.WorkDir, "masters", w.cfg.Masters)
+
+	srv := &http.Server{
+		Handler:           w.handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(w.log.Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	// The reporter outlives ctx: it must deliver the final states.
+	reportCtx, stopReports := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopReports()
+	var bg sync.WaitGroup
+	bg.Go(func() { w.deliverLoop(reportCtx) })
+	bg.Go(func() { w.masterLoop(ctx) })
+
+	select {
+	case <-ctx.Done():
+		w.log.Info("stopping: killing every process", "grace", w.cfg.KillGrace)
+	case err := <-serveErr:
+		// Should not happen; stop cleanly all the same.
+		w.log.Error("API server failed; stopping", "err", err)
+	}
+	w.shutdown(srv)
+	stopReports()
+	bg.Wait()
+	return nil
+}
+
+// shutdown kills everything, delivers the final states (bounded) and stops
+// the API server.
+func (w *Worker) shutdown(srv *http.Server) {
+	killCtx, cancel := context.WithTimeout(context.Background(), w.cfg.KillGrace+5*time.Second)
+	w.killAll(killCtx, reasonShutdown)
+	cancel()
+
+	if n := w.reports.len(); n > 0 {
+		t := time.NewTimer(w.cfg.ShutdownReportTimeout)
+		select {
+		case <-w.reports.drained():
+			t.Stop()
+			w.log.Info("final states reported to the master", "reports", n)
+		case <-t.C:
+			w.log.Warn("could not report every final state to the master", "left", w.reports.len())
+		}
+	}
+
+	shutCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		_ = srv.Close() // a slow log download must not hold the exit
+	}
+	w.log.Info("worker stopped", "id", w.id)
+}
+
+// procLog is the logger for one process.
+func (w *Worker) procLog(p *proc) *slog.Logger {
+	if p.kind == kindExecutor {
+		return w.log.With("app", p.appID, "executor", p.execID)
+	}
+	return w.log.With("driver", p.driverID)
+}
