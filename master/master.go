@@ -37,13 +37,7 @@ type Master struct {
 type Membership interface {
 	Join(ctx context.Context, id, raftAddr string) error
 	Leave(ctx context.Context, id string) error
-	Servers(ctx context.Context) ([]Server, error)
-}
-
-// Server is one master of a replicated cluster.
-type Server struct {
-	ID, RaftAddr string
-	Voter        bool
+	Servers(ctx context.Context) ([]persistence.RaftServer, error)
 }
 
 // New builds a master on engine, led by agent. The clock may be nil.

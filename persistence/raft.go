@@ -1,0 +1,252 @@
+package persistence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/berth-cluster/berth/internal/logging"
+)
+
+// RaftConfig configures the replicated engine (--recovery-mode raft).
+type RaftConfig struct {
+	ID   string // this master's Raft server id
+	Addr string // host:port Raft listens on; other masters reach it there
+	Dir  string // holds raft.db (log and stable store) and snapshots/
+	// Peers maps every master's id to its Raft address. A master with no
+	// Raft state bootstraps the cluster from it; all may, since they
+	// bootstrap the same configuration. Empty: the master joins a running
+	// cluster through the API instead.
+	Peers map[string]string
+	// Multiplier scales Raft's timeouts (Nomad's raft_multiplier): 1 is
+	// hashicorp/raft's defaults, a 1 s heartbeat and election timeout, so a
+	// dead leader is replaced in about 1-2 s. Slow or busy networks want more.
+	Multiplier        int
+	SnapshotThreshold uint64        // log entries between snapshots (default 8192)
+	TrailingLogs      uint64        // entries kept after a snapshot (default 10240)
+	SnapshotInterval  time.Duration // how often to check the threshold (default 120 s)
+	Logger            *slog.Logger
+}
+
+// Raft keeps the state in a Raft log replicated over the masters.
+type Raft struct {
+	cfg    RaftConfig
+	raft   *raft.Raft
+	fsm    *fsm
+	trans  *raft.NetworkTransport
+	store  *raftboltdb.BoltStore
+	notify chan bool
+}
+
+// notifyBuffer holds leadership changes between Raft and the election
+// agent; Raft blocks when it is full, and changes are rare.
+const notifyBuffer = 64
+
+// OpenRaft starts this master's Raft node.
+func OpenRaft(cfg RaftConfig) (*Raft, error) {
+	if cfg.ID == "" || cfg.Addr == "" || cfg.Dir == "" {
+		return nil, errors.New("raft needs a node id, an address and a data directory")
+	}
+	if cfg.Multiplier < 1 {
+		cfg.Multiplier = 1
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "snapshots"), 0o700); err != nil {
+		return nil, fmt.Errorf("raft data directory: %w", err)
+	}
+	hlog := logging.HCLog(cfg.Logger, "raft")
+	rc := raftConfig(cfg)
+	rc.Logger = hlog
+	r := &Raft{cfg: cfg, fsm: &fsm{state: NewState(), log: cfg.Logger}, notify: make(chan bool, notifyBuffer)}
+	rc.NotifyCh = r.notify
+
+	var err error
+	r.store, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.Dir, "raft.db")})
+	if err != nil {
+		return nil, fmt.Errorf("opening raft log: %w", err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "snapshots"), 2, hlog)
+	if err != nil {
+		r.store.Close()
+		return nil, fmt.Errorf("opening snapshots: %w", err)
+	}
+	advertise, err := net.ResolveTCPAddr("tcp", cfg.Addr)
+	if err != nil {
+		r.store.Close()
+		return nil, fmt.Errorf("raft address %q: %w", cfg.Addr, err)
+	}
+	r.trans, err = raft.NewTCPTransportWithLogger(cfg.Addr, advertise, 3, 10*time.Second, hlog)
+	if err != nil {
+		r.store.Close()
+		return nil, fmt.Errorf("raft transport on %s: %w", cfg.Addr, err)
+	}
+	existing, err := raft.HasExistingState(r.store, r.store, snaps)
+	if err != nil {
+		r.closeStores()
+		return nil, err
+	}
+	r.raft, err = raft.NewRaft(rc, r.fsm, r.store, r.store, snaps, r.trans)
+	if err != nil {
+		r.closeStores()
+		return nil, fmt.Errorf("starting raft: %w", err)
+	}
+	if !existing && len(cfg.Peers) > 0 {
+		if err := r.bootstrap(); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// raftConfig scales hashicorp/raft's defaults by the multiplier.
+func raftConfig(cfg RaftConfig) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	m := time.Duration(cfg.Multiplier)
+	rc.HeartbeatTimeout *= m
+	rc.ElectionTimeout *= m
+	rc.LeaderLeaseTimeout *= m
+	if cfg.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = cfg.SnapshotThreshold
+	}
+	if cfg.TrailingLogs > 0 {
+		rc.TrailingLogs = cfg.TrailingLogs
+	}
+	if cfg.SnapshotInterval > 0 {
+		rc.SnapshotInterval = cfg.SnapshotInterval
+	}
+	return rc
+}
+
+// bootstrap writes the initial configuration: every peer a voter.
+func (r *Raft) bootstrap() error {
+	var conf raft.Configuration
+	if _, ok := r.cfg.Peers[r.cfg.ID]; !ok {
+		return fmt.Errorf("peers do not include this master %q", r.cfg.ID)
+	}
+	for id, addr := range r.cfg.Peers {
+		conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(id), Address: raft.ServerAddress(addr), Suffrage: raft.Voter})
+	}
+	if err := r.raft.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		return fmt.Errorf("bootstrapping raft: %w", err)
+	}
+	return nil
+}
+
+// timeoutOf turns a context deadline into the timeout hashicorp/raft wants.
+func timeoutOf(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return max(time.Until(d), time.Millisecond)
+	}
+	return 10 * time.Second
+}
+
+// Write commits cmds as one log entry and returns once a quorum has it and
+// this master applied it.
+func (r *Raft) Write(ctx context.Context, cmds []Command) error {
+	data, err := Encode(cmds)
+	if err != nil {
+		return err
+	}
+	f := r.raft.Apply(data, timeoutOf(ctx))
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("raft apply: %w", err)
+	}
+	if err, ok := f.Response().(error); ok && err != nil {
+		return err
+	}
+	return nil
+}
+
+func (r *Raft) Barrier(ctx context.Context) error {
+	if err := r.raft.Barrier(timeoutOf(ctx)).Error(); err != nil {
+		return fmt.Errorf("raft barrier: %w", err)
+	}
+	return nil
+}
+
+func (r *Raft) Load(context.Context) (*State, error) { return r.fsm.snapshotState(), nil }
+
+// Close stops the node; its data stays for the next start.
+func (r *Raft) Close() error {
+	err := r.raft.Shutdown().Error()
+	r.closeStores()
+	return err
+}
+
+func (r *Raft) closeStores() {
+	if r.trans != nil {
+		r.trans.Close()
+	}
+	if r.store != nil {
+		r.store.Close()
+	}
+}
+
+// LeadershipChanges delivers true when this master becomes the Raft leader
+// and false when it stops being one, every change, in order.
+func (r *Raft) LeadershipChanges() <-chan bool { return r.notify }
+
+// LeaderID is the id of the current leader, "" when there is none.
+func (r *Raft) LeaderID() string {
+	_, id := r.raft.LeaderWithID()
+	return string(id)
+}
+
+// IsLeader reports whether this master is the Raft leader.
+func (r *Raft) IsLeader() bool { return r.raft.State() == raft.Leader }
+
+// TransferLeadership hands leadership to another voter and waits for it.
+func (r *Raft) TransferLeadership(context.Context) error {
+	return r.raft.LeadershipTransfer().Error()
+}
+
+// Stats exposes Raft's counters (term, indexes, state) for status pages.
+func (r *Raft) Stats() map[string]string { return r.raft.Stats() }
+
+// RaftServer is one master in the Raft configuration.
+type RaftServer struct {
+	ID, RaftAddr string
+	Voter        bool
+}
+
+// Join adds a master as a voter (on the leader). Adding a master that is
+// already a member at the same address changes nothing.
+func (r *Raft) Join(ctx context.Context, id, raftAddr string) error {
+	if err := r.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, timeoutOf(ctx)).Error(); err != nil {
+		return fmt.Errorf("adding %s at %s: %w", id, raftAddr, err)
+	}
+	return nil
+}
+
+// Leave removes a master from the configuration (on the leader).
+func (r *Raft) Leave(ctx context.Context, id string) error {
+	if err := r.raft.RemoveServer(raft.ServerID(id), 0, timeoutOf(ctx)).Error(); err != nil {
+		return fmt.Errorf("removing %s: %w", id, err)
+	}
+	return nil
+}
+
+// Servers lists the current configuration.
+func (r *Raft) Servers(context.Context) ([]RaftServer, error) {
+	f := r.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, err
+	}
+	var out []RaftServer
+	for _, s := range f.Configuration().Servers {
+		out = append(out, RaftServer{ID: string(s.ID), RaftAddr: string(s.Address), Voter: s.Suffrage == raft.Voter})
+	}
+	return out, nil
+}
