@@ -249,4 +249,3 @@ func FuzzFSMApply(f *testing.F) {
 		}
 	})
 }
-
