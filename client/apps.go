@@ -1,0 +1,77 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+// Cluster returns the cluster's state as one master sees it, which may be a
+// follower: check View (a follower knows no executors nor heartbeats).
+func (c *Client) Cluster(ctx context.Context) (wire.ClusterStatus, error) {
+	var st wire.ClusterStatus
+	if err := c.call(ctx, request{method: http.MethodGet, path: "/v1/cluster", idempotent: true}, &st); err != nil {
+		return st, fmt.Errorf("cluster status: %w", err)
+	}
+	return st, nil
+}
+
+// RegisterApp registers an application and returns its id. It is retried
+// only when the master certainly did not process it (see the package doc);
+// otherwise the error may wrap ErrUnknownOutcome.
+func (c *Client) RegisterApp(ctx context.Context, desc wire.AppDescription) (string, error) {
+	var sub wire.Submitted
+	if err := c.call(ctx, request{method: http.MethodPost, path: "/v1/apps", in: desc}, &sub); err != nil {
+		return "", fmt.Errorf("register app %q: %w", desc.Name, err)
+	}
+	return sub.ID, nil
+}
+
+// App returns an application's status.
+func (c *Client) App(ctx context.Context, id string) (wire.AppStatus, error) {
+	var st wire.AppStatus
+	if err := c.call(ctx, request{method: http.MethodGet, path: appPath(id, ""), idempotent: true}, &st); err != nil {
+		return st, fmt.Errorf("app %s: %w", id, err)
+	}
+	return st, nil
+}
+
+// KillApp kills an application (it ends KILLED).
+func (c *Client) KillApp(ctx context.Context, id string) error {
+	return c.appWrite(ctx, "kill", http.MethodDelete, id, "", nil)
+}
+
+// UnregisterApp tells the master the app's client is done (it ends FINISHED).
+func (c *Client) UnregisterApp(ctx context.Context, id string) error {
+	return c.appWrite(ctx, "unregister", http.MethodPost, id, "/unregister", nil)
+}
+
+// HeartbeatApp keeps the app's lease for a client that holds no event stream
+// (Events holds the lease by itself while connected).
+func (c *Client) HeartbeatApp(ctx context.Context, id string) error {
+	return c.appWrite(ctx, "heartbeat", http.MethodPost, id, "/heartbeat", nil)
+}
+
+// SetExecutorLimit sets how many executors the app may hold in total.
+func (c *Client) SetExecutorLimit(ctx context.Context, id string, limit int) error {
+	return c.appWrite(ctx, "set executor limit of", http.MethodPut, id, "/executor-limit", wire.ExecutorLimit{Limit: limit})
+}
+
+// KillExecutors kills some executors of an app.
+func (c *Client) KillExecutors(ctx context.Context, id string, executorIDs []int) error {
+	return c.appWrite(ctx, "kill executors of", http.MethodPost, id, "/kill-executors", wire.KillExecutors{ExecutorIDs: executorIDs})
+}
+
+// appWrite sends an idempotent write about app id: repeating any of them
+// has the effect of sending it once, so it is retried after any failure.
+func (c *Client) appWrite(ctx context.Context, what, method, id, suffix string, in any) error {
+	if err := c.call(ctx, request{method: method, path: appPath(id, suffix), in: in, idempotent: true}, nil); err != nil {
+		return fmt.Errorf("%s app %s: %w", what, id, err)
+	}
+	return nil
+}
+
+func appPath(id, suffix string) string { return "/v1/apps/" + url.PathEscape(id) + suffix }

@@ -1,0 +1,201 @@
+// Package client talks to a berth cluster's masters: it finds the leader,
+// rides out failovers and exposes the master API (wire/client.go) as methods.
+//
+// Several masters replicate their state with Raft and only the leader accepts
+// writes. A Client therefore remembers the last leader it reached, follows a
+// follower's 307 to the leader (keeping the secret, which Go's own redirect
+// handling would drop), and on a connection error or a 503 ("no leader yet")
+// moves on to the next master with a jittered backoff, for up to a retry
+// budget (30 s by default) so that a failover of a few seconds is invisible
+// to callers.
+//
+// Retrying is only safe when a repeated request cannot do harm:
+//
+//   - Reads (GET) may be answered by any master, a follower included (see
+//     wire.ClusterStatus.View); they are retried after any transport error.
+//   - Idempotent writes (kill, unregister, heartbeat, executor limit, kill
+//     executors) are retried after any transport error too: doing them twice
+//     has the effect of doing them once.
+//   - RegisterApp and SubmitDriver create something. They are retried only
+//     when the master certainly did not process the request: the connection
+//     was never made (refused, DNS, dial timeout), or the master answered 307
+//     or 503. After a timeout or a connection dropped mid-request the outcome
+//     is unknown and the error wraps ErrUnknownOutcome: retrying could start
+//     the app or the driver twice, so the caller must look (berth status)
+//     before trying again.
+//
+// Other 4xx answers are never retried; their reason is in the error, which
+// wraps the *httpx.StatusError (see StatusCode). A wrong secret wraps
+// ErrUnauthorized.
+package client
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+)
+
+// Defaults of the Options.
+const (
+	DefaultRetryBudget       = 30 * time.Second
+	DefaultStreamRetryBudget = 60 * time.Second
+	DefaultRequestTimeout    = 10 * time.Second
+	// DefaultStreamIdleTimeout bounds the silence on an event stream before
+	// the client assumes the connection is dead (a master that vanished
+	// without closing its sockets) and reconnects. Masters send heartbeat
+	// lines on idle streams, well within this.
+	DefaultStreamIdleTimeout = 30 * time.Second
+)
+
+// Client calls the masters of one cluster. It is safe for concurrent use.
+type Client struct {
+	masters []string // validated base URLs, no trailing slash
+	api     *httpx.Client
+	log     *slog.Logger
+
+	retryBudget       time.Duration
+	streamRetryBudget time.Duration
+	requestTimeout    time.Duration
+	streamIdleTimeout time.Duration
+	minBackoff        time.Duration
+	maxBackoff        time.Duration
+
+	mu     sync.Mutex
+	leader string // last master known to lead; "" when unknown
+	cursor int    // next index into masters when the leader is unknown
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithRetryBudget bounds the total time one call spends retrying (leader
+// discovery, failover); the caller's context can cut it shorter.
+func WithRetryBudget(d time.Duration) Option { return func(c *Client) { c.retryBudget = d } }
+
+// WithStreamRetryBudget bounds how long Events keeps trying to reconnect
+// after its stream broke before it gives up.
+func WithStreamRetryBudget(d time.Duration) Option {
+	return func(c *Client) { c.streamRetryBudget = d }
+}
+
+// WithRequestTimeout bounds one attempt of one request (and the wait for the
+// headers of a stream).
+func WithRequestTimeout(d time.Duration) Option { return func(c *Client) { c.requestTimeout = d } }
+
+// WithStreamIdleTimeout sets how long an event stream may stay silent before
+// it is considered dead and reconnected.
+func WithStreamIdleTimeout(d time.Duration) Option {
+	return func(c *Client) { c.streamIdleTimeout = d }
+}
+
+// WithBackoff sets the first and the largest pause between retries.
+func WithBackoff(first, largest time.Duration) Option {
+	return func(c *Client) { c.minBackoff, c.maxBackoff = first, largest }
+}
+
+// WithLogger sets where retries and reconnections are logged (debug level;
+// failovers at info).
+func WithLogger(l *slog.Logger) Option { return func(c *Client) { c.log = l } }
+
+// New returns a Client for masters, a list of API base URLs such as
+// http://10.0.0.1:7077, calling them with secret (empty: no auth).
+func New(masters []string, secret string, opts ...Option) (*Client, error) {
+	if len(masters) == 0 {
+		return nil, errors.New("no master address given")
+	}
+	c := &Client{
+		log:               slog.New(slog.DiscardHandler),
+		retryBudget:       DefaultRetryBudget,
+		streamRetryBudget: DefaultStreamRetryBudget,
+		requestTimeout:    DefaultRequestTimeout,
+		streamIdleTimeout: DefaultStreamIdleTimeout,
+		minBackoff:        50 * time.Millisecond,
+		maxBackoff:        2 * time.Second,
+	}
+	seen := map[string]bool{}
+	for _, m := range masters {
+		base, err := ParseMasterURL(m)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[base] {
+			seen[base] = true
+			c.masters = append(c.masters, base)
+		}
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.requestTimeout <= 0 || c.streamIdleTimeout <= 0 || c.minBackoff <= 0 || c.maxBackoff < c.minBackoff {
+		return nil, errors.New("client options: timeouts and backoffs must be positive, and max backoff >= min backoff")
+	}
+	c.api = &httpx.Client{Secret: secret, HTTP: newHTTPClient(c.requestTimeout)}
+	return c, nil
+}
+
+// Masters returns the validated master base URLs.
+func (c *Client) Masters() []string { return append([]string(nil), c.masters...) }
+
+// newHTTPClient never follows redirects (the Client does, keeping the
+// secret) and bounds the phases of a request that must be quick even on a
+// stream: connecting and waiting for the headers.
+func newHTTPClient(requestTimeout time.Duration) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// Connecting to a master that vanished without a RST must not eat the
+	// whole retry budget: the next master may be up.
+	tr.DialContext = (&net.Dialer{Timeout: min(requestTimeout, 5*time.Second), KeepAlive: 15 * time.Second}).DialContext
+	tr.ResponseHeaderTimeout = requestTimeout
+	return &http.Client{
+		Transport: tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+// target returns the master to try first: the remembered leader, else the
+// master under the cursor.
+func (c *Client) target() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.leader != "" {
+		return c.leader
+	}
+	return c.masters[c.cursor%len(c.masters)]
+}
+
+// setLeader remembers base as the leader.
+func (c *Client) setLeader(base string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.leader != base {
+		c.log.Info("leader found", "master", base)
+	}
+	c.leader = base
+}
+
+// failed forgets base as the leader (it did not answer, or has no leader)
+// and returns the next master of the list to try.
+func (c *Client) failed(base string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.leader == base {
+		c.leader = ""
+	}
+	for i, m := range c.masters {
+		if m == base {
+			c.cursor = i + 1
+			return c.masters[c.cursor%len(c.masters)]
+		}
+	}
+	// base came from a redirect and is not in the list: start from the
+	// cursor, which has not moved since.
+	m := c.masters[c.cursor%len(c.masters)]
+	c.cursor++
+	return m
+}

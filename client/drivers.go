@@ -1,0 +1,74 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+// SubmitDriver submits a driver to run in the cluster and returns its id.
+// Like RegisterApp, it is retried only when the master certainly did not
+// process it; otherwise the error may wrap ErrUnknownOutcome.
+func (c *Client) SubmitDriver(ctx context.Context, desc wire.DriverDescription) (string, error) {
+	var sub wire.Submitted
+	if err := c.call(ctx, request{method: http.MethodPost, path: "/v1/drivers", in: desc}, &sub); err != nil {
+		return "", fmt.Errorf("submit driver: %w", err)
+	}
+	return sub.ID, nil
+}
+
+// Driver returns a driver's status.
+func (c *Client) Driver(ctx context.Context, id string) (wire.DriverStatus, error) {
+	var st wire.DriverStatus
+	if err := c.call(ctx, request{method: http.MethodGet, path: driverPath(id, ""), idempotent: true}, &st); err != nil {
+		return st, fmt.Errorf("driver %s: %w", id, err)
+	}
+	return st, nil
+}
+
+// KillDriver kills a driver (it ends KILLED).
+func (c *Client) KillDriver(ctx context.Context, id string) error {
+	if err := c.call(ctx, request{method: http.MethodDelete, path: driverPath(id, ""), idempotent: true}, nil); err != nil {
+		return fmt.Errorf("kill driver %s: %w", id, err)
+	}
+	return nil
+}
+
+// WaitDriver polls the driver every pollEvery until it is in a final state
+// and returns that status. A supervised driver whose worker was lost ends
+// RELAUNCHING and lives on under a new id (RelaunchedAs): WaitDriver follows
+// it, so the status returned may be of a later driver than id.
+func (c *Client) WaitDriver(ctx context.Context, id string, pollEvery time.Duration) (wire.DriverStatus, error) {
+	if pollEvery <= 0 {
+		pollEvery = time.Second
+	}
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		st, err := c.Driver(ctx, id)
+		if err != nil {
+			return st, fmt.Errorf("wait for driver: %w", err)
+		}
+		switch {
+		case st.State == wire.DriverRelaunching && st.RelaunchedAs != "":
+			c.log.Info("driver relaunched", "driver", id, "as", st.RelaunchedAs)
+			id = st.RelaunchedAs
+			continue
+		case st.State == wire.DriverRelaunching:
+			// The new id is not recorded yet: look again.
+		case st.State.Finished():
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return st, fmt.Errorf("wait for driver %s (last state %s): %w", id, st.State, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func driverPath(id, suffix string) string { return "/v1/drivers/" + url.PathEscape(id) + suffix }

@@ -1,0 +1,187 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+// writeEvents sends events as the master does: one JSON object per line,
+// flushed.
+func writeEvents(w http.ResponseWriter, evs ...wire.AppEvent) {
+	enc := json.NewEncoder(w)
+	for _, ev := range evs {
+		_ = enc.Encode(ev)
+	}
+	w.(http.Flusher).Flush()
+}
+
+// recorder collects the events a handler gets.
+type recorder struct {
+	mu    sync.Mutex
+	types []wire.EventType
+}
+
+func (r *recorder) handle(ev wire.AppEvent) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.types = append(r.types, ev.Type)
+	return nil
+}
+
+func (r *recorder) got() []wire.EventType {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]wire.EventType(nil), r.types...)
+}
+
+func sameTypes(a []wire.EventType, b ...wire.EventType) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	evSnapshot = wire.AppEvent{Type: wire.EventSnapshot, AppID: "app-1", App: &wire.AppStatus{ID: "app-1"}}
+	evAdded    = wire.AppEvent{Type: wire.EventExecutorAdded, AppID: "app-1", Executor: &wire.ExecutorStatus{ID: 1}}
+	evUpdated  = wire.AppEvent{Type: wire.EventExecutorUpdated, AppID: "app-1", Executor: &wire.ExecutorStatus{ID: 1, State: wire.ExecutorRunning}}
+	evBeat     = wire.AppEvent{Type: wire.EventHeartbeat, AppID: "app-1"}
+	evChanged  = wire.AppEvent{Type: wire.EventMasterChanged, AppID: "app-1", Epoch: 2}
+	evRemoved  = wire.AppEvent{Type: wire.EventAppRemoved, AppID: "app-1", App: &wire.AppStatus{ID: "app-1", State: wire.AppFinished}}
+)
+
+func TestEventsReconnectAfterDrop(t *testing.T) {
+	var conns atomic.Int32
+	m := newFakeMaster(t, "k", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/apps/app-1/events" {
+			t.Errorf("unexpected %s", r.URL.Path)
+		}
+		if conns.Add(1) == 1 {
+			// The stream breaks without appRemoved.
+			writeEvents(w, evSnapshot, evAdded)
+			return
+		}
+		writeEvents(w, evSnapshot, evBeat, evUpdated, evRemoved)
+	})
+	c := newTestClient(t, []string{m.URL()}, "k")
+	var rec recorder
+	if err := c.Events(context.Background(), "app-1", rec.handle); err != nil {
+		t.Fatalf("Events: %v", err)
+	}
+	if got := rec.got(); !sameTypes(got, "snapshot", "executorAdded", "snapshot", "executorUpdated", "appRemoved") {
+		t.Fatalf("events %v", got)
+	}
+	if conns.Load() != 2 {
+		t.Fatalf("%d connections, want 2", conns.Load())
+	}
+}
+
+func TestEventsFailoverToNextMaster(t *testing.T) {
+	first := make(chan struct{})
+	a := newFakeMaster(t, "", func(w http.ResponseWriter, r *http.Request) {
+		writeEvents(w, evSnapshot)
+		close(first)
+		<-r.Context().Done() // held open until the master "dies"
+	})
+	b := newFakeMaster(t, "", func(w http.ResponseWriter, r *http.Request) {
+		writeEvents(w, evSnapshot, evChanged, evRemoved)
+	})
+	c := newTestClient(t, []string{a.URL(), b.URL()}, "")
+	var rec recorder
+	done := make(chan error, 1)
+	go func() { done <- c.Events(context.Background(), "app-1", rec.handle) }()
+
+	<-first
+	// Master a dies: it refuses new connections and its streams break.
+	a.srv.Listener.Close()
+	a.srv.CloseClientConnections()
+
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Events: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Events did not end after failover")
+	}
+	if got := rec.got(); !sameTypes(got, "snapshot", "snapshot", "masterChanged", "appRemoved") {
+		t.Fatalf("events %v", got)
+	}
+}
+
+func TestEventsIdleStreamReconnects(t *testing.T) {
+	var conns atomic.Int32
+	m := newFakeMaster(t, "", func(w http.ResponseWriter, r *http.Request) {
+		if conns.Add(1) == 1 {
+			writeEvents(w, evSnapshot)
+			<-r.Context().Done() // silent: no heartbeat
+			return
+		}
+		writeEvents(w, evSnapshot, evRemoved)
+	})
+	c := newTestClient(t, []string{m.URL()}, "", WithStreamIdleTimeout(300*time.Millisecond))
+	var rec recorder
+	if err := c.Events(context.Background(), "app-1", rec.handle); err != nil {
+		t.Fatalf("Events: %v", err)
+	}
+	if got := rec.got(); !sameTypes(got, "snapshot", "snapshot", "appRemoved") {
+		t.Fatalf("events %v", got)
+	}
+}
+
+func TestEventsHandlerErrorAndCancel(t *testing.T) {
+	m := newFakeMaster(t, "", func(w http.ResponseWriter, r *http.Request) {
+		writeEvents(w, evSnapshot)
+		for {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+				writeEvents(w, evBeat)
+			}
+		}
+	})
+	c := newTestClient(t, []string{m.URL()}, "")
+	stop := errors.New("stop")
+	err := c.Events(context.Background(), "app-1", func(wire.AppEvent) error { return stop })
+	if err != stop {
+		t.Fatalf("Events = %v, want the handler's error", err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var rec recorder
+	done := make(chan error, 1)
+	go func() { done <- c.Events(ctx, "app-1", rec.handle) }()
+	waitFor(t, "the snapshot", func() bool { return len(rec.got()) == 1 })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Events after cancel = %v", err)
+	}
+	if got := rec.got(); !sameTypes(got, "snapshot") {
+		t.Fatalf("heartbeats reached the handler: %v", got)
+	}
+}
+
+func TestEventsUnknownApp(t *testing.T) {
+	m := newFakeMaster(t, "", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error":"no such app"}`, 404)
+	})
+	c := newTestClient(t, []string{m.URL()}, "")
+	err := c.Events(context.Background(), "app-9", func(wire.AppEvent) error { return nil })
+	if StatusCode(err) != 404 || m.count() != 1 {
+		t.Fatalf("Events of an unknown app: %v after %d requests", err, m.count())
+	}
+}

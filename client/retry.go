@@ -1,0 +1,208 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+)
+
+var (
+	// ErrUnauthorized: the master refused the secret.
+	ErrUnauthorized = errors.New("the master refused the secret (check --secret or BERTH_SECRET)")
+	// ErrUnknownOutcome: a request that creates something (RegisterApp,
+	// SubmitDriver) failed in a way that leaves unknown whether the master
+	// processed it, so it was not retried.
+	ErrUnknownOutcome = errors.New("outcome unknown: the master may or may not have processed the request")
+)
+
+// StatusCode returns the HTTP status the master answered with, if err wraps
+// one, else 0.
+func StatusCode(err error) int {
+	var se *httpx.StatusError
+	if errors.As(err, &se) {
+		return se.Status
+	}
+	return 0
+}
+
+// request is one API call.
+type request struct {
+	method, path string
+	in           any
+	// idempotent: repeating it after an unknown outcome is harmless.
+	idempotent bool
+	// leaderOnly: only the leader answers it with a 2xx (writes, the event
+	// stream), so whoever does is the leader.
+	leaderOnly bool
+	// budget bounds the retries; 0 takes the client's retry budget.
+	budget time.Duration
+}
+
+// call runs r and decodes a 2xx answer into out (if not nil).
+func (c *Client) call(ctx context.Context, r request, out any) error {
+	resp, cancel, err := c.roundTrip(ctx, r, false)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	defer resp.Body.Close()
+	if out == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: decoding answer: %w", r.method, r.path, err)
+	}
+	return nil
+}
+
+// open runs r and returns the open 2xx response for the caller to read (a
+// stream, logs). Only connecting and the headers are time-bounded.
+func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
+	resp, _, err := c.roundTrip(ctx, r, true)
+	return resp, err
+}
+
+// roundTrip sends r to the leader, discovering it as it goes, and returns
+// the first 2xx response. Unless stream is set, each attempt is bounded by
+// the request timeout through a context that the returned cancel releases
+// once the body has been read.
+func (c *Client) roundTrip(ctx context.Context, r request, stream bool) (*http.Response, context.CancelFunc, error) {
+	budget := r.budget
+	if budget <= 0 {
+		budget = c.retryBudget
+	}
+	deadline := time.Now().Add(budget)
+	target := c.target()
+	backoff := c.minBackoff
+	redirects := 0
+	var lastErr error // the last failure that was not our own context's
+	for attempt := 1; ; attempt++ {
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if !stream {
+			actx, cancel = context.WithTimeout(ctx, c.requestTimeout)
+		}
+		resp, err := c.api.Open(actx, r.method, target+r.path, r.in)
+		if err == nil {
+			if r.leaderOnly || r.method != http.MethodGet {
+				c.setLeader(target)
+			}
+			return resp, cancel, nil
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return nil, nil, c.gaveUp(ctx, r, lastErr, err)
+		}
+		lastErr = err
+
+		next, wait, err := c.classify(r, target, err)
+		if next == "" {
+			return nil, nil, err
+		}
+		if wait {
+			redirects = 0
+		} else if redirects++; redirects > 2*len(c.masters)+2 {
+			// Masters keep pointing at each other: an election is under way
+			// and their views are stale. Pause like after a 503.
+			wait, redirects = true, 0
+		}
+		if time.Now().After(deadline) {
+			return nil, nil, fmt.Errorf("%s %s: no master could serve it within %s (%d attempts): %w",
+				r.method, r.path, budget, attempt, err)
+		}
+		c.log.Debug("retrying", "method", r.method, "path", r.path, "next", next, "err", err)
+		if wait {
+			if sleep(ctx, jitter(backoff), deadline) != nil {
+				return nil, nil, c.gaveUp(ctx, r, lastErr, nil)
+			}
+			backoff = min(2*backoff, c.maxBackoff)
+		}
+		target = next
+	}
+}
+
+// gaveUp explains why ctx ended the call: with the last failure seen, more
+// telling than the context error of the attempt it cut short.
+func (c *Client) gaveUp(ctx context.Context, r request, lastErr, cutErr error) error {
+	if lastErr == nil {
+		lastErr = cutErr
+	}
+	if lastErr == nil {
+		return fmt.Errorf("%s %s: %w", r.method, r.path, ctx.Err())
+	}
+	return fmt.Errorf("%s %s: %w (last error: %v)", r.method, r.path, ctx.Err(), lastErr)
+}
+
+// classify decides what to do after err from target: the master to try next
+// ("" to give up and return the error) and whether to pause first.
+func (c *Client) classify(r request, target string, err error) (next string, wait bool, out error) {
+	where := fmt.Sprintf("%s %s%s", r.method, target, r.path)
+	var se *httpx.StatusError
+	if errors.As(err, &se) {
+		switch {
+		case se.Status == http.StatusTemporaryRedirect && se.Leader != "":
+			leader, perr := leaderBase(se.Leader, target, r.path)
+			if perr != nil {
+				return "", false, fmt.Errorf("%s: redirected to a bad leader address %q: %w", where, se.Leader, perr)
+			}
+			if leader == target {
+				return c.failed(target), true, err
+			}
+			c.setLeader(leader)
+			return leader, false, err
+		case se.Status == http.StatusTemporaryRedirect || se.Status == http.StatusServiceUnavailable:
+			// No leader known yet (an election): another master may know.
+			return c.failed(target), true, err
+		case se.Status == http.StatusUnauthorized:
+			return "", false, fmt.Errorf("%s: %w: %w", where, ErrUnauthorized, se)
+		}
+		// Any other answer is final, 5xx included: the master's log proxy
+		// says 502 when the worker is unreachable, which another master
+		// would only repeat.
+		return "", false, fmt.Errorf("%s: %w", where, se)
+	}
+	if r.idempotent || notSent(err) {
+		return c.failed(target), true, err
+	}
+	return "", false, fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
+}
+
+// notSent reports whether err certainly happened before the request reached
+// the master: no connection was made.
+func notSent(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var dns *net.DNSError
+	return errors.As(err, &dns)
+}
+
+// jitter spreads d over [d/2, d) so that clients that lost the same master do
+// not all come back at the same instant.
+func jitter(d time.Duration) time.Duration {
+	return d/2 + rand.N(d/2+1)
+}
+
+// sleep waits d, or less if deadline comes first, or until ctx is done.
+func sleep(ctx context.Context, d time.Duration, deadline time.Time) error {
+	if until := time.Until(deadline); until < d {
+		d = max(until, 0)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/berth-cluster/berth/internal/units"
+)
+
+// errHelpShown ends a command that printed its help instead of running.
+var errHelpShown = errors.New("help shown")
+
+// positional returns the command's n positional arguments. urfave/cli v2
+// stops parsing flags at the first argument, but people write
+// `berth logs driver ID --stderr`: flags found among the arguments are set
+// here, with the same errors.
+func positional(c *cli.Context, usage string, n int) ([]string, error) {
+	args := c.Args().Slice()
+	var pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name == "help" || name == "h" {
+			// Never act on `berth kill app ID --help`: show the help.
+			cli.HelpPrinter(c.App.Writer, cli.CommandHelpTemplate, c.Command)
+			return nil, errHelpShown
+		}
+		f := findFlag(c.Command.Flags, name)
+		if f == nil {
+			return nil, fmt.Errorf("flag provided but not defined: --%s (usage: %s)", name, usage)
+		}
+		if _, isBool := f.(*cli.BoolFlag); isBool && !hasValue {
+			value, hasValue = "true", true
+		}
+		if !hasValue {
+			if i+1 == len(args) {
+				return nil, fmt.Errorf("flag needs an argument: --%s", name)
+			}
+			i++
+			value = args[i]
+		}
+		if err := c.Set(name, value); err != nil {
+			return nil, fmt.Errorf("invalid value %q for flag --%s: %w", value, name, err)
+		}
+	}
+	if len(pos) != n {
+		return nil, fmt.Errorf("usage: %s", usage)
+	}
+	return pos, nil
+}
+
+func findFlag(flags []cli.Flag, name string) cli.Flag {
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+// argv returns the command line after "--" (or after the flags).
+func argv(c *cli.Context, what string) ([]string, error) {
+	args := c.Args().Slice()
+	if len(args) == 0 {
+		return nil, fmt.Errorf("no command: put the %s's command line after --, e.g. berth %s -- /opt/jobs/pi --tasks 100", what, c.Command.Name)
+	}
+	return args, nil
+}
+
+// envPairs parses the K=V values of an --env flag.
+func envPairs(c *cli.Context, flag string) (map[string]string, error) {
+	vals := c.StringSlice(flag)
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(vals))
+	for _, kv := range vals {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.ContainsAny(k, " \t\n") {
+			return nil, fmt.Errorf("invalid value %q for flag --%s: want NAME=VALUE", kv, flag)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// memoryFlag parses a memory size flag (512m, 2g).
+func memoryFlag(c *cli.Context, flag string) (int, error) {
+	mb, err := units.ParseMemoryMB(c.String(flag))
+	if err != nil {
+		return 0, fmt.Errorf("invalid value for flag --%s: %w", flag, err)
+	}
+	return mb, nil
+}
+
+// nonNegative checks an int flag.
+func nonNegative(c *cli.Context, flag string, least int) (int, error) {
+	v := c.Int(flag)
+	if v < least {
+		return 0, fmt.Errorf("invalid value %s for flag --%s: must be at least %d", strconv.Itoa(v), flag, least)
+	}
+	return v, nil
+}

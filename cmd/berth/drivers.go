@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+func submitCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "submit",
+		Usage:     "run a driver in the cluster (cluster mode) and print its id",
+		ArgsUsage: "-- ARGV...",
+		Description: `The master picks a worker with the cores and memory free and the worker
+starts ARGV there, with BERTH_MASTER and BERTH_SECRET in its environment so
+the driver can register its app. ARGV must exist on the workers.
+
+With --wait, berth polls until the driver ends, prints its final state and
+exits 0 only if it is FINISHED.`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "supervise", EnvVars: env("submit", "supervise"),
+				Usage: "restart the driver if it exits non-zero or its worker is lost"},
+			&cli.IntFlag{Name: "cores", Value: 1, EnvVars: env("submit", "cores"),
+				Usage: "cores the driver needs on its worker"},
+			&cli.StringFlag{Name: "memory", Value: "512m", EnvVars: env("submit", "memory"),
+				Usage: "memory the driver needs on its worker (512m, 2g)"},
+			&cli.StringSliceFlag{Name: "env", EnvVars: env("submit", "env"),
+				Usage: "`NAME=VALUE` added to the driver's environment; repeat it (the variable takes a comma-separated list)"},
+			&cli.BoolFlag{Name: "wait", EnvVars: env("submit", "wait"),
+				Usage: "wait for the driver to end; exit 0 only if it FINISHED"},
+			pollFlag("submit"),
+		},
+		Action: func(c *cli.Context) error {
+			cores, err := nonNegative(c, "cores", 1)
+			if err != nil {
+				return err
+			}
+			mem, err := memoryFlag(c, "memory")
+			if err != nil {
+				return err
+			}
+			envs, err := envPairs(c, "env")
+			if err != nil {
+				return err
+			}
+			cmd, err := argv(c, "driver")
+			if err != nil {
+				return err
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := callCtx(c)
+			defer cancel()
+			id, err := cl.SubmitDriver(ctx, wire.DriverDescription{
+				Command: cmd, Env: envs, Cores: cores, MemoryMB: mem, Supervise: c.Bool("supervise"),
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(c.App.Writer, id)
+			if !c.Bool("wait") {
+				return nil
+			}
+			return waitDriver(c, c.Context, id)
+		},
+	}
+}
+
+func waitCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "wait",
+		Usage: "wait for something to end",
+		Subcommands: []*cli.Command{{
+			Name:      "driver",
+			Usage:     "wait for a driver to end, print its final state; exit 0 only if it FINISHED",
+			ArgsUsage: "ID",
+			Flags: []cli.Flag{
+				&cli.DurationFlag{Name: "timeout", EnvVars: env("wait", "timeout"),
+					Usage: "give up after this long (0: wait as long as it takes)"},
+				pollFlag("wait"),
+			},
+			Action: func(c *cli.Context) error {
+				args, err := positional(c, "berth wait driver ID [--timeout D]", 1)
+				if err != nil {
+					return err
+				}
+				ctx := c.Context
+				if d := c.Duration("timeout"); d > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, d)
+					defer cancel()
+				} else if d < 0 {
+					return fmt.Errorf("invalid value %s for flag --timeout: must not be negative", d)
+				}
+				return waitDriver(c, ctx, args[0])
+			},
+		}},
+	}
+}
+
+// waitDriver waits for driver id to end and prints its final state; the
+// command fails unless it FINISHED.
+func waitDriver(c *cli.Context, ctx context.Context, id string) error {
+	cl, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	st, err := cl.WaitDriver(ctx, id, c.Duration("poll"))
+	if err != nil {
+		return err
+	}
+	line := string(st.State)
+	if st.ID != id {
+		line += " (as " + st.ID + ", relaunched)"
+	}
+	if st.ExitCode != nil {
+		line += fmt.Sprintf(" exit code %d", *st.ExitCode)
+	}
+	if st.Message != "" {
+		line += ": " + st.Message
+	}
+	fmt.Fprintln(c.App.Writer, line)
+	if st.State != wire.DriverFinished {
+		return cli.Exit(fmt.Sprintf("driver %s ended %s", st.ID, st.State), 1)
+	}
+	return nil
+}
+
+func killCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "kill",
+		Usage: "kill an app or a driver",
+		Subcommands: []*cli.Command{
+			{
+				Name: "app", Usage: "kill an app and its executors (it ends KILLED)", ArgsUsage: "ID",
+				Action: func(c *cli.Context) error {
+					return oneShot(c, "berth kill app ID", func(ctx context.Context, id string) error {
+						cl, err := newClient(c)
+						if err != nil {
+							return err
+						}
+						if err := cl.KillApp(ctx, id); err != nil {
+							return err
+						}
+						fmt.Fprintln(c.App.Writer, "killed app", id)
+						return nil
+					})
+				},
+			},
+			{
+				Name: "driver", Usage: "kill a driver (it ends KILLED)", ArgsUsage: "ID",
+				Action: func(c *cli.Context) error {
+					return oneShot(c, "berth kill driver ID", func(ctx context.Context, id string) error {
+						cl, err := newClient(c)
+						if err != nil {
+							return err
+						}
+						if err := cl.KillDriver(ctx, id); err != nil {
+							return err
+						}
+						fmt.Fprintln(c.App.Writer, "killed driver", id)
+						return nil
+					})
+				},
+			},
+		},
+	}
+}
+
+func appCommand() *cli.Command {
+	return &cli.Command{
+		Name: "app", Usage: "print an app's status as JSON", ArgsUsage: "ID",
+		Action: func(c *cli.Context) error {
+			return oneShot(c, "berth app ID", func(ctx context.Context, id string) error {
+				cl, err := newClient(c)
+				if err != nil {
+					return err
+				}
+				st, err := cl.App(ctx, id)
+				if err != nil {
+					return err
+				}
+				return printJSON(c.App.Writer, st)
+			})
+		},
+	}
+}
+
+func driverCommand() *cli.Command {
+	return &cli.Command{
+		Name: "driver", Usage: "print a driver's status as JSON", ArgsUsage: "ID",
+		Action: func(c *cli.Context) error {
+			return oneShot(c, "berth driver ID", func(ctx context.Context, id string) error {
+				cl, err := newClient(c)
+				if err != nil {
+					return err
+				}
+				st, err := cl.Driver(ctx, id)
+				if err != nil {
+					return err
+				}
+				return printJSON(c.App.Writer, st)
+			})
+		},
+	}
+}
+
+// oneShot runs f with the command's single ID argument, bounded by --timeout.
+func oneShot(c *cli.Context, usage string, f func(ctx context.Context, id string) error) error {
+	args, err := positional(c, usage, 1)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := callCtx(c)
+	defer cancel()
+	return f(ctx, args[0])
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

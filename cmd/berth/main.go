@@ -1,0 +1,155 @@
+// Command berth is the command line of a berth cluster: it submits drivers,
+// runs apps in client mode, shows the cluster's state, kills, waits and
+// fetches logs, talking to the masters' API through package client.
+//
+//	berth status
+//	berth submit --cores 1 --memory 512m --wait -- /opt/jobs/pi --tasks 200
+//	berth run --executor-memory 1g -- /opt/jobs/worker-loop
+//	berth logs driver driver-20250101-0001 --stderr --tail 50
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/berth-cluster/berth/client"
+	"github.com/berth-cluster/berth/internal/logging"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newApp(os.Stdout, os.Stderr).RunContext(ctx, os.Args)
+	stop()
+	if err != nil && !errors.Is(err, errHelpShown) {
+		fmt.Fprintln(os.Stderr, "berth:", err)
+		code := 1
+		var ec cli.ExitCoder
+		if errors.As(err, &ec) && ec.ExitCode() != 0 {
+			code = ec.ExitCode()
+		}
+		os.Exit(code)
+	}
+}
+
+// env names the environment variable of a flag: BERTH_<PARTS...>.
+func env(parts ...string) []string {
+	return []string{"BERTH_" + strings.ToUpper(strings.ReplaceAll(strings.Join(parts, "_"), "-", "_"))}
+}
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	app := &cli.App{
+		Name:  "berth",
+		Usage: "submit and watch work on a berth cluster",
+		Description: `Talks to the cluster's masters (--master, comma-separated). Only the leader
+accepts writes: berth finds it, follows redirects and rides out a failover
+for up to --timeout. Every flag can also be set with the environment variable
+shown in its help, e.g. BERTH_MASTER and BERTH_SECRET.`,
+		HideHelpCommand: true,
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		// main prints the error and picks the exit code; urfave must not
+		// exit by itself.
+		ExitErrHandler: func(*cli.Context, error) {},
+		Before: func(c *cli.Context) error {
+			c.App.Metadata = map[string]any{timeoutKey: c.Duration("timeout")}
+			return nil
+		},
+		OnUsageError: usageError,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "master", Value: "http://127.0.0.1:7077", EnvVars: env("master"),
+				Usage: "API `URLS` of the masters, comma-separated (http(s)://host:port)"},
+			&cli.StringFlag{Name: "secret", EnvVars: env("secret"),
+				Usage: "the cluster's shared secret (prefer the environment variable: argv is visible to other users)"},
+			&cli.DurationFlag{Name: "timeout", Value: client.DefaultRetryBudget, EnvVars: env("timeout"),
+				Usage: "how long one request may take, retries and leader failover included"},
+			&cli.StringFlag{Name: "log-level", Value: "warn", EnvVars: env("log-level"),
+				Usage: "logging on stderr: debug, info, warn or error (debug shows retries)"},
+		},
+		Commands: []*cli.Command{
+			submitCommand(),
+			runCommand(),
+			statusCommand(),
+			killCommand(),
+			logsCommand(),
+			waitCommand(),
+			appCommand(),
+			driverCommand(),
+		},
+	}
+	setUsageErrors(app.Commands)
+	return app
+}
+
+// setUsageErrors gives every command the short flag errors of usageError
+// and hides the help subcommand (--help does the same).
+func setUsageErrors(cmds []*cli.Command) {
+	for _, c := range cmds {
+		c.OnUsageError = usageError
+		c.HideHelpCommand = true
+		setUsageErrors(c.Subcommands)
+	}
+}
+
+// usageError names the flag in Go's "-flag" form as users type it, --flag,
+// and keeps the message short: the help is one --help away.
+func usageError(c *cli.Context, err error, _ bool) error {
+	return errors.New(flagName.ReplaceAllString(err.Error(), "flag --$1"))
+}
+
+// flagName matches a flag named in urfave's or Go's errors: "flag -cores",
+// "for flag cores".
+var flagName = regexp.MustCompile(`flag -{0,2}([a-z][a-z0-9-]*)`)
+
+// newClient builds the client from the global flags.
+func newClient(c *cli.Context) (*client.Client, error) {
+	logger, err := logging.New(c.App.ErrWriter, c.String("log-level"), "text")
+	if err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	timeout := globalTimeout(c)
+	if timeout <= 0 {
+		return nil, fmt.Errorf("--timeout %s: must be positive", timeout)
+	}
+	masters := client.SplitMasters(c.String("master"))
+	if len(masters) == 0 {
+		return nil, errors.New("--master: no master address given")
+	}
+	cl, err := client.New(masters, c.String("secret"),
+		client.WithRetryBudget(timeout),
+		client.WithRequestTimeout(min(timeout, client.DefaultRequestTimeout)),
+		client.WithLogger(logger))
+	if err != nil {
+		return nil, fmt.Errorf("--master: %w", err)
+	}
+	return cl, nil
+}
+
+// callCtx bounds a one-shot command by --timeout.
+func callCtx(c *cli.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.Context, globalTimeout(c))
+}
+
+// globalTimeout is the global --timeout, which `wait driver --timeout`
+// shadows in a plain lookup: Before keeps it in the app's metadata.
+func globalTimeout(c *cli.Context) time.Duration {
+	d, _ := c.App.Metadata[timeoutKey].(time.Duration)
+	return d
+}
+
+const timeoutKey = "global-timeout"
+
+// pollFlag is the polling interval of the commands that wait for a driver.
+func pollFlag(cmd string) cli.Flag {
+	return &cli.DurationFlag{Name: "poll", Value: time.Second, EnvVars: env(cmd, "poll"),
+		Usage: "how often to ask the master for the driver's state"}
+}

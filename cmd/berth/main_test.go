@@ -1,0 +1,303 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// berthBin is the berth binary under test, built once by TestMain.
+var berthBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "berth-cli-test")
+	if err != nil {
+		panic(err)
+	}
+	berthBin = filepath.Join(dir, "berth")
+	out, err := exec.Command("go", "build", "-o", berthBin, ".").CombinedOutput()
+	if err != nil {
+		os.RemoveAll(dir)
+		panic("building berth: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const testSecret = "t0ps3cret"
+
+// fakeMaster answers the CLI like a leader with a fixed cluster.
+type fakeMaster struct {
+	srv *httptest.Server
+
+	mu          sync.Mutex
+	drivers     []wire.DriverDescription
+	apps        []wire.AppDescription
+	unregisters int
+	requests    []string
+	removed     chan wire.AppState // pushed to open event streams
+}
+
+func newFakeMaster(t *testing.T) *fakeMaster {
+	f := &fakeMaster{removed: make(chan wire.AppState, 1)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/cluster", func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteJSON(w, 200, testCluster())
+	})
+	mux.HandleFunc("POST /v1/drivers", func(w http.ResponseWriter, r *http.Request) {
+		var d wire.DriverDescription
+		if err := httpx.DecodeJSON(w, r, &d); err != nil {
+			httpx.WriteErr(w, err)
+			return
+		}
+		f.mu.Lock()
+		f.drivers = append(f.drivers, d)
+		f.mu.Unlock()
+		httpx.WriteJSON(w, 200, wire.Submitted{ID: "driver-1"})
+	})
+	mux.HandleFunc("GET /v1/drivers/{id}", func(w http.ResponseWriter, r *http.Request) {
+		state := wire.DriverFinished
+		if r.PathValue("id") == "driver-bad" {
+			state = wire.DriverFailed
+		}
+		httpx.WriteJSON(w, 200, wire.DriverStatus{ID: r.PathValue("id"), State: state})
+	})
+	mux.HandleFunc("GET /v1/drivers/{id}/logs/{stream}", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("line 1 of " + r.PathValue("stream") + "\nline 2 of " + r.PathValue("stream") + "\n"))
+	})
+	mux.HandleFunc("POST /v1/apps", func(w http.ResponseWriter, r *http.Request) {
+		var d wire.AppDescription
+		if err := httpx.DecodeJSON(w, r, &d); err != nil {
+			httpx.WriteErr(w, err)
+			return
+		}
+		f.mu.Lock()
+		f.apps = append(f.apps, d)
+		f.mu.Unlock()
+		httpx.WriteJSON(w, 200, wire.Submitted{ID: "app-1"})
+	})
+	mux.HandleFunc("POST /v1/apps/{id}/unregister", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.unregisters++
+		f.mu.Unlock()
+		f.removed <- wire.AppFinished
+		w.WriteHeader(200)
+	})
+	mux.HandleFunc("GET /v1/apps/{id}/events", f.events)
+	f.srv = httptest.NewServer(httpx.RequireSecret(testSecret, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.requests = append(f.requests, r.Method+" "+r.URL.RequestURI())
+		f.mu.Unlock()
+		mux.ServeHTTP(w, r)
+	})))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// events streams a snapshot and an executor, then the app's removal when
+// the test (or an unregister) pushes its final state.
+func (f *fakeMaster) events(w http.ResponseWriter, r *http.Request) {
+	enc := json.NewEncoder(w)
+	app := &wire.AppStatus{ID: "app-1", Name: "loop", State: wire.AppRunning, CoresGranted: 2}
+	enc.Encode(wire.AppEvent{Type: wire.EventSnapshot, AppID: "app-1", App: app})
+	enc.Encode(wire.AppEvent{Type: wire.EventExecutorAdded, AppID: "app-1",
+		Executor: &wire.ExecutorStatus{ID: 0, WorkerID: "worker-a", Cores: 2, State: wire.ExecutorLaunching}})
+	w.(http.Flusher).Flush()
+	select {
+	case <-r.Context().Done():
+	case st := <-f.removed:
+		app.State, app.Message = st, "the end"
+		enc.Encode(wire.AppEvent{Type: wire.EventAppRemoved, AppID: "app-1", App: app})
+	}
+}
+
+func testCluster() wire.ClusterStatus {
+	now := time.Now()
+	return wire.ClusterStatus{
+		MasterID: "master-1", Status: wire.MasterAlive, View: wire.ViewLeader,
+		Leader: "http://127.0.0.1:7077", LeaderID: "master-1", Epoch: 4,
+		Workers: []wire.WorkerStatus{{ID: "worker-a", Address: "http://127.0.0.1:8081", Cores: 8, CoresUsed: 2,
+			MemoryMB: 8192, MemoryUsedMB: 1024, State: wire.WorkerAlive, LastHeartbeat: now}},
+		ActiveApps: []wire.AppStatus{{ID: "app-1", Name: "pi", State: wire.AppRunning, CoresGranted: 2, MaxCores: 4,
+			Executors: []wire.ExecutorStatus{{ID: 0, WorkerID: "worker-a", Cores: 2, State: wire.ExecutorRunning}}}},
+		CompletedApps:    []wire.AppStatus{{ID: "app-0", Name: "old-job", State: wire.AppKilled}},
+		ActiveDrivers:    []wire.DriverStatus{{ID: "driver-2", State: wire.DriverRunning, WorkerID: "worker-a"}},
+		CompletedDrivers: []wire.DriverStatus{{ID: "driver-1", State: wire.DriverFinished}},
+	}
+}
+
+// result is what a berth run printed and how it exited.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// berth runs the binary with env (on top of a clean BERTH_* environment).
+func berth(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(berthBin, args...)
+	cmd.Env = append(cleanEnv(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	res := result{stdout: stdout.String(), stderr: stderr.String()}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		res.code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func cleanEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "BERTH_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func (f *fakeMaster) env() []string {
+	return []string{"BERTH_MASTER=" + f.srv.URL, "BERTH_SECRET=" + testSecret}
+}
+
+func TestSubmitFlagsFromEnv(t *testing.T) {
+	f := newFakeMaster(t)
+	env := append(f.env(), "BERTH_SUBMIT_CORES=3", "BERTH_SUBMIT_MEMORY=2g", "BERTH_SUBMIT_SUPERVISE=true", "BERTH_SUBMIT_ENV=A=1,B=x=y")
+	res := berth(t, env, "submit", "--", "/opt/pi", "--tasks", "5")
+	if res.code != 0 || strings.TrimSpace(res.stdout) != "driver-1" {
+		t.Fatalf("submit: %+v", res)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d := f.drivers[0]
+	if d.Cores != 3 || d.MemoryMB != 2048 || !d.Supervise || d.Env["A"] != "1" || d.Env["B"] != "x=y" ||
+		strings.Join(d.Command, " ") != "/opt/pi --tasks 5" {
+		t.Fatalf("driver description %+v", d)
+	}
+}
+
+func TestBadValuesNameTheFlag(t *testing.T) {
+	f := newFakeMaster(t)
+	cases := []struct {
+		env  []string
+		args []string
+		flag string
+	}{
+		{nil, []string{"submit", "--memory", "12q", "--", "x"}, "--memory"},
+		{[]string{"BERTH_SUBMIT_MEMORY=lots"}, []string{"submit", "--", "x"}, "--memory"},
+		{nil, []string{"submit", "--cores", "abc", "--", "x"}, "--cores"},
+		{[]string{"BERTH_SUBMIT_CORES=abc"}, []string{"submit", "--", "x"}, "--cores"},
+		{nil, []string{"submit", "--env", "NOEQUALS", "--", "x"}, "--env"},
+		{nil, []string{"run", "--executor-memory", "0", "--", "x"}, "--executor-memory"},
+		{nil, []string{"logs", "driver", "d1", "--tail", "many"}, "--tail"},
+		{[]string{"BERTH_TIMEOUT=soon"}, []string{"status"}, "--timeout"},
+		{[]string{"BERTH_MASTER=127.0.0.1:7077"}, []string{"status"}, "--master"},
+	}
+	for _, c := range cases {
+		res := berth(t, append(f.env(), c.env...), c.args...)
+		if res.code != 1 || !strings.Contains(res.stderr, c.flag) {
+			t.Errorf("berth %v with %v: exit %d, stderr %q; want exit 1 naming %s", c.args, c.env, res.code, res.stderr, c.flag)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.drivers) != 0 || len(f.apps) != 0 {
+		t.Fatal("a bad flag still submitted something")
+	}
+}
+
+func TestWrongSecret(t *testing.T) {
+	f := newFakeMaster(t)
+	res := berth(t, []string{"BERTH_MASTER=" + f.srv.URL, "BERTH_SECRET=nope"}, "status")
+	if res.code != 1 || !strings.Contains(res.stderr, "secret") {
+		t.Fatalf("status with the wrong secret: %+v", res)
+	}
+}
+
+func TestStatus(t *testing.T) {
+	f := newFakeMaster(t)
+	res := berth(t, f.env(), "status")
+	if res.code != 0 {
+		t.Fatalf("status: %+v", res)
+	}
+	for _, want := range []string{"master-1", "ALIVE", "leader", "epoch 4", "worker-a", "http://127.0.0.1:8081",
+		"2/8", "1g/8g", "app-1", "pi", "RUNNING:1", "2/4", "app-0", "old-job", "KILLED", "driver-2", "driver-1", "FINISHED"} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("status lacks %q:\n%s", want, res.stdout)
+		}
+	}
+
+	res = berth(t, f.env(), "status", "--json")
+	var st wire.ClusterStatus
+	if res.code != 0 || json.Unmarshal([]byte(res.stdout), &st) != nil {
+		t.Fatalf("status --json: %+v", res)
+	}
+	if st.MasterID != "master-1" || len(st.Workers) != 1 || st.ActiveApps[0].Executors[0].State != wire.ExecutorRunning {
+		t.Fatalf("status --json decoded to %+v", st)
+	}
+}
+
+func TestSubmitWaitAndWait(t *testing.T) {
+	f := newFakeMaster(t)
+	res := berth(t, f.env(), "submit", "--wait", "--poll", "10ms", "--", "x")
+	if res.code != 0 || res.stdout != "driver-1\nFINISHED\n" {
+		t.Fatalf("submit --wait: %+v", res)
+	}
+	res = berth(t, f.env(), "wait", "driver", "driver-bad", "--timeout", "5s")
+	if res.code != 1 || !strings.Contains(res.stdout, "FAILED") {
+		t.Fatalf("wait on a failed driver: %+v", res)
+	}
+	// wait's own --timeout must not shadow the global one.
+	res = berth(t, f.env(), "wait", "driver", "driver-1")
+	if res.code != 0 || res.stdout != "FINISHED\n" {
+		t.Fatalf("wait driver: %+v", res)
+	}
+	res = berth(t, f.env(), "driver", "driver-1")
+	var d wire.DriverStatus
+	if res.code != 0 || json.Unmarshal([]byte(res.stdout), &d) != nil || d.State != wire.DriverFinished {
+		t.Fatalf("driver: %+v", res)
+	}
+}
+
+func TestLogsFlagsAfterID(t *testing.T) {
+	f := newFakeMaster(t)
+	res := berth(t, f.env(), "logs", "driver", "driver-1", "--stderr", "--tail", "1")
+	if res.code != 0 || res.stdout != "line 2 of stderr\n" {
+		t.Fatalf("logs: %+v", res)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if last := f.requests[len(f.requests)-1]; !strings.HasPrefix(last, "GET /v1/drivers/driver-1/logs/stderr?tail=") {
+		t.Fatalf("request %q", last)
+	}
+}
+
+func TestHelpAfterIDDoesNotAct(t *testing.T) {
+	f := newFakeMaster(t)
+	res := berth(t, f.env(), "kill", "app", "app-1", "--help")
+	if res.code != 0 || !strings.Contains(res.stdout, "kill an app") {
+		t.Fatalf("kill app ID --help: %+v", res)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.requests) != 0 {
+		t.Fatalf("--help sent %v", f.requests)
+	}
+}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+// unregisterGrace is how long run waits for the appRemoved event after it
+// unregistered the app on a signal.
+const unregisterGrace = 10 * time.Second
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "register an app whose executors run ARGV and follow its events (client mode)",
+		ArgsUsage: "-- ARGV...",
+		Description: `Registers the app, then prints one line per event: time, type, executor id,
+worker, cores, state and message. The open event stream keeps the app's lease
+with the master. Ctrl-C or SIGTERM unregisters the app (it ends FINISHED); a
+second one leaves at once. berth run exits when the master removes the app:
+0 if it FINISHED, 1 if it ended FAILED or KILLED.
+
+ARGV may use the placeholders {{APP_ID}}, {{EXECUTOR_ID}}, {{CORES}} and
+{{HOSTNAME}}, substituted by the worker.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "name", EnvVars: env("run", "name"), Usage: "the app's name (default: the base name of ARGV[0])"},
+			&cli.IntFlag{Name: "max-cores", EnvVars: env("run", "max-cores"), Usage: "most cores the app holds (0: the master's default)"},
+			&cli.IntFlag{Name: "cores-per-executor", EnvVars: env("run", "cores-per-executor"), Usage: "cores of each executor (0: all an executor can get on its worker)"},
+			&cli.StringFlag{Name: "executor-memory", Value: "1g", EnvVars: env("run", "executor-memory"), Usage: "memory of each executor (512m, 2g)"},
+			&cli.IntFlag{Name: "executor-limit", EnvVars: env("run", "executor-limit"), Usage: "most executors the app starts with (unset: no bound)"},
+			&cli.StringSliceFlag{Name: "env", EnvVars: env("run", "env"), Usage: "`NAME=VALUE` added to the executors' environment; repeat it"},
+		},
+		Action: runApp,
+	}
+}
+
+func runApp(c *cli.Context) error {
+	desc, err := appDescription(c)
+	if err != nil {
+		return err
+	}
+	cl, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	// Signals are handled here, not through c.Context: the first one
+	// unregisters, a second one leaves.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	// Not cut short by a signal: an interrupted registration could leave an
+	// app registered that we know nothing of. The signal waits in sigs.
+	base := context.WithoutCancel(c.Context)
+	regCtx, cancel := context.WithTimeout(base, globalTimeout(c))
+	id, err := cl.RegisterApp(regCtx, desc)
+	cancel()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.ErrWriter, "registered app %s; Ctrl-C unregisters it\n", id)
+
+	evCtx, stopEvents := context.WithCancel(base)
+	defer stopEvents()
+	var final *wire.AppStatus
+	done := make(chan error, 1)
+	go func() {
+		done <- cl.Events(evCtx, id, func(ev wire.AppEvent) error {
+			fmt.Fprintln(c.App.Writer, formatEvent(ev, time.Now()))
+			if ev.Type == wire.EventAppRemoved {
+				final = ev.App
+			}
+			return nil
+		})
+	}()
+
+	unregistered := false
+	for {
+		select {
+		case err := <-done:
+			if err != nil && !(unregistered && errors.Is(err, context.Canceled)) {
+				return err
+			}
+			if err == nil && final == nil {
+				// appRemoved without the app: ask for its final state.
+				ctx, cancel := context.WithTimeout(base, globalTimeout(c))
+				if st, err := cl.App(ctx, id); err == nil {
+					final = &st
+				}
+				cancel()
+			}
+			return appOutcome(id, final, unregistered)
+		case <-sigs:
+			if unregistered {
+				return cli.Exit("second signal: leaving without waiting for the master", 1)
+			}
+			unregistered = true
+			ctx, cancel := context.WithTimeout(base, globalTimeout(c))
+			err := cl.UnregisterApp(ctx, id)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("on signal: %w", err)
+			}
+			fmt.Fprintf(c.App.ErrWriter, "unregistered app %s\n", id)
+			time.AfterFunc(unregisterGrace, stopEvents)
+		}
+	}
+}
+
+// appOutcome turns the app's end into the command's result.
+func appOutcome(id string, final *wire.AppStatus, unregistered bool) error {
+	if final == nil {
+		if unregistered {
+			return nil // unregistered, appRemoved not seen within the grace
+		}
+		return fmt.Errorf("app %s: event stream ended without its final state", id)
+	}
+	if final.State == wire.AppFinished {
+		return nil
+	}
+	msg := fmt.Sprintf("app %s ended %s", id, final.State)
+	if final.Message != "" {
+		msg += ": " + final.Message
+	}
+	return cli.Exit(msg, 1)
+}
+
+func appDescription(c *cli.Context) (wire.AppDescription, error) {
+	var d wire.AppDescription
+	var err error
+	if d.MaxCores, err = nonNegative(c, "max-cores", 0); err != nil {
+		return d, err
+	}
+	if d.CoresPerExecutor, err = nonNegative(c, "cores-per-executor", 0); err != nil {
+		return d, err
+	}
+	if d.MemoryPerExecutorMB, err = memoryFlag(c, "executor-memory"); err != nil {
+		return d, err
+	}
+	if c.IsSet("executor-limit") {
+		n, err := nonNegative(c, "executor-limit", 0)
+		if err != nil {
+			return d, err
+		}
+		d.InitialExecutorLimit = &n
+	}
+	if d.Env, err = envPairs(c, "env"); err != nil {
+		return d, err
+	}
+	if d.Command, err = argv(c, "executor"); err != nil {
+		return d, err
+	}
+	d.Name = c.String("name")
+	if d.Name == "" {
+		d.Name = filepath.Base(d.Command[0])
+	}
+	return d, nil
+}
+
+// formatEvent renders one event as a line: time, type, then what the event
+// carries.
+func formatEvent(ev wire.AppEvent, now time.Time) string {
+	line := fmt.Sprintf("%s  %-15s", now.Format("2006-01-02 15:04:05.000"), ev.Type)
+	switch ev.Type {
+	case wire.EventSnapshot, wire.EventAppRemoved:
+		if a := ev.App; a != nil {
+			line += fmt.Sprintf("  app=%s state=%s cores=%d executors=%s", a.ID, a.State, a.CoresGranted, executorsByState(a.Executors))
+			if a.Message != "" && ev.Message == "" {
+				line += "  " + a.Message
+			}
+		}
+	case wire.EventMasterChanged:
+		line += fmt.Sprintf("  leader=%s epoch=%d", orDash(ev.Leader), ev.Epoch)
+	}
+	if e := ev.Executor; e != nil {
+		line += fmt.Sprintf("  exec=%d worker=%s cores=%d state=%s", e.ID, orDash(e.WorkerID), e.Cores, e.State)
+		if e.ExitCode != nil {
+			line += fmt.Sprintf(" exit=%d", *e.ExitCode)
+		}
+		if e.Message != "" && ev.Message == "" {
+			line += "  " + e.Message
+		}
+	}
+	if ev.Message != "" {
+		line += "  " + ev.Message
+	}
+	return line
+}

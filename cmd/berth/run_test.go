@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+// syncBuffer is a bytes.Buffer safe to read while a process writes to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startRun starts `berth run` and waits until it printed the executor the
+// fake master streams.
+func startRun(t *testing.T, f *fakeMaster) (*exec.Cmd, *syncBuffer, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(berthBin, "run", "--executor-limit", "2", "--env", "K=V", "--", "/opt/loop", "{{EXECUTOR_ID}}")
+	cmd.Env = append(cleanEnv(), f.env()...)
+	var stdout, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(stdout.String(), "executorAdded") {
+		if time.Now().After(deadline) {
+			t.Fatalf("berth run printed no executor: stdout %q stderr %q", stdout.String(), stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return cmd, &stdout, &stderr
+}
+
+func exitCode(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(20 * time.Second):
+		t.Fatal("berth run did not exit")
+		return -1
+	}
+}
+
+func TestRunUnregistersOnSignal(t *testing.T) {
+	f := newFakeMaster(t)
+	cmd, stdout, stderr := startRun(t, f)
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitCode(t, cmd); code != 0 {
+		t.Fatalf("exit %d after Ctrl-C; stderr %q", code, stderr.String())
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.unregisters != 1 {
+		t.Fatalf("%d unregisters, want 1", f.unregisters)
+	}
+	d := f.apps[0]
+	if d.Name != "loop" || d.InitialExecutorLimit == nil || *d.InitialExecutorLimit != 2 || d.Env["K"] != "V" ||
+		d.MemoryPerExecutorMB != 1024 || strings.Join(d.Command, " ") != "/opt/loop {{EXECUTOR_ID}}" {
+		t.Fatalf("app description %+v", d)
+	}
+	out := stdout.String()
+	for _, want := range []string{"snapshot", "app=app-1", "exec=0 worker=worker-a cores=2 state=LAUNCHING", "appRemoved", "FINISHED"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestRunFailsWhenAppKilled(t *testing.T) {
+	f := newFakeMaster(t)
+	cmd, _, stderr := startRun(t, f)
+	f.removed <- wire.AppKilled
+	if code := exitCode(t, cmd); code != 1 || !strings.Contains(stderr.String(), "KILLED") {
+		t.Fatalf("exit %d, stderr %q; want 1 and KILLED", code, stderr.String())
+	}
+}
+
+func TestFormatEvent(t *testing.T) {
+	now := time.Date(2025, 1, 2, 3, 4, 5, 6e6, time.UTC)
+	code := 137
+	got := formatEvent(wire.AppEvent{Type: wire.EventExecutorLost, Executor: &wire.ExecutorStatus{
+		ID: 3, WorkerID: "w1", Cores: 4, State: wire.ExecutorLost, ExitCode: &code}, Message: "worker lost"}, now)
+	want := "2025-01-02 03:04:05.006  executorLost     exec=3 worker=w1 cores=4 state=LOST exit=137  worker lost"
+	if got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+}

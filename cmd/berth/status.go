@@ -1,0 +1,150 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "status",
+		Usage: "show the masters, workers, apps and drivers",
+		Description: `Asks the first master that answers. A follower answers from its replica
+(view "follower"): durable state only, without executors or heartbeats.`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", EnvVars: env("status", "json"), Usage: "print the master's ClusterStatus as JSON"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return fmt.Errorf("unexpected arguments %q (usage: berth status [--json])", c.Args().Slice())
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := callCtx(c)
+			defer cancel()
+			st, err := cl.Cluster(ctx)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(c.App.Writer, st)
+			}
+			return printStatus(c.App.Writer, st, time.Now())
+		},
+	}
+}
+
+// printStatus writes the readable summary of st.
+func printStatus(out io.Writer, st wire.ClusterStatus, now time.Time) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	leader := st.Leader
+	if leader == "" {
+		leader = "unknown"
+	}
+	fmt.Fprintf(w, "Master %s\tstatus %s\tview %s\tleader %s\tepoch %d\n", st.MasterID, st.Status, st.View, leader, st.Epoch)
+	if st.View == wire.ViewFollower {
+		fmt.Fprintln(w, "(a follower's replica: no executors, no heartbeats)")
+	}
+	for _, m := range st.Masters {
+		role := "follower"
+		if m.Leader {
+			role = "leader"
+		}
+		if !m.Voter {
+			role += ", non-voter"
+		}
+		fmt.Fprintf(w, "  %s\t%s\traft %s\t%s\n", m.ID, orDash(m.APIAddr), m.RaftAddr, role)
+	}
+
+	section(w, fmt.Sprintf("Workers (%d)", len(st.Workers)), "ID\tADDRESS\tSTATE\tCORES\tMEMORY\tLAST HEARTBEAT")
+	for _, wk := range st.Workers {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s/%s\t%s\n", wk.ID, wk.Address, wk.State,
+			wk.CoresUsed, wk.Cores, mem(wk.MemoryUsedMB), mem(wk.MemoryMB), ago(wk.LastHeartbeat, now))
+	}
+	printApps(w, "Active apps", st.ActiveApps)
+	printApps(w, "Completed apps", st.CompletedApps)
+	printDrivers(w, "Active drivers", st.ActiveDrivers)
+	printDrivers(w, "Completed drivers", st.CompletedDrivers)
+	return w.Flush()
+}
+
+func section(w io.Writer, title, header string) {
+	fmt.Fprintf(w, "\n%s\n%s\n", title, header)
+}
+
+func printApps(w io.Writer, title string, apps []wire.AppStatus) {
+	section(w, fmt.Sprintf("%s (%d)", title, len(apps)), "ID\tNAME\tSTATE\tCORES\tEXECUTORS\tMESSAGE")
+	for _, a := range apps {
+		cores := fmt.Sprint(a.CoresGranted)
+		if a.MaxCores > 0 {
+			cores += fmt.Sprintf("/%d", a.MaxCores)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Name, a.State, cores, executorsByState(a.Executors), a.Message)
+	}
+}
+
+func printDrivers(w io.Writer, title string, drivers []wire.DriverStatus) {
+	section(w, fmt.Sprintf("%s (%d)", title, len(drivers)), "ID\tSTATE\tWORKER\tCORES\tMEMORY\tMESSAGE")
+	for _, d := range drivers {
+		msg := d.Message
+		if d.RelaunchedAs != "" {
+			msg = strings.TrimSpace("relaunched as " + d.RelaunchedAs + " " + msg)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.State, orDash(d.WorkerID), d.Cores, mem(d.MemoryMB), msg)
+	}
+}
+
+// executorsByState counts an app's executors per state: "RUNNING:2 LOST:1".
+func executorsByState(execs []wire.ExecutorStatus) string {
+	if len(execs) == 0 {
+		return "-"
+	}
+	n := map[wire.ExecutorState]int{}
+	for _, e := range execs {
+		n[e.State]++
+	}
+	states := make([]string, 0, len(n))
+	for s := range n {
+		states = append(states, string(s))
+	}
+	sort.Strings(states)
+	for i, s := range states {
+		states[i] = fmt.Sprintf("%s:%d", s, n[wire.ExecutorState(s)])
+	}
+	return strings.Join(states, " ")
+}
+
+// mem formats MiB the way --memory takes them.
+func mem(mb int) string {
+	switch {
+	case mb >= 1024 && mb%1024 == 0:
+		return fmt.Sprintf("%dg", mb/1024)
+	case mb >= 1024:
+		return fmt.Sprintf("%.1fg", float64(mb)/1024)
+	}
+	return fmt.Sprintf("%dm", mb)
+}
+
+func ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return now.Sub(t).Round(time.Second).String() + " ago"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
