@@ -11,16 +11,20 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/berth-cluster/berth/client"
 	"github.com/berth-cluster/berth/election"
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/internal/logging"
 	"github.com/berth-cluster/berth/master"
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/placement"
+	"github.com/berth-cluster/berth/wire"
 )
 
 func main() {
@@ -84,7 +88,33 @@ func run(cx *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if join := cx.String("join"); join != "" {
+		go joinCluster(ctx, log, strings.Split(join, ","), cfg, cx.String("raft-addr"), secret)
+	}
 	return m.Run(ctx, ln)
+}
+
+// joinCluster asks the running cluster to add this master, retrying until
+// one of the given masters' leader accepts or ctx ends.
+func joinCluster(ctx context.Context, log *slog.Logger, targets []string, cfg master.Config, raftAddr, secret string) {
+	c, err := client.New(targets, secret)
+	if err != nil {
+		log.Error("--join", "err", err)
+		return
+	}
+	for delay := 200 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
+		_, err := c.JoinMaster(ctx, wire.JoinRequest{ID: cfg.ID, RaftAddr: raftAddr, APIAddr: cfg.Advertise})
+		if err == nil {
+			log.Info("joined the cluster", "via", targets)
+			return
+		}
+		log.Warn("joining the cluster failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+	}
 }
 
 func configFromFlags(cx *cli.Context) (master.Config, error) {
@@ -129,25 +159,95 @@ func configFromFlags(cx *cli.Context) (master.Config, error) {
 // openEngine opens the persistence engine and the election agent of the
 // chosen recovery mode.
 func openEngine(cx *cli.Context, cfg master.Config, log *slog.Logger) (persistence.Engine, election.Agent, error) {
-	switch mode := cx.String("recovery-mode"); mode {
-	case "none":
-		return persistence.NewMemory(), election.NewSingle(cfg.ID), nil
-	case "bolt":
-		dir := cx.String("data-dir")
+	mode := recoveryMode(cx)
+	dir := cx.String("data-dir")
+	if mode != "none" {
 		if dir == "" {
-			return nil, nil, errors.New("--data-dir is required with --recovery-mode bolt (or use --recovery-mode none)")
+			return nil, nil, fmt.Errorf("--data-dir is required with --recovery-mode %s (or use --recovery-mode none)", mode)
 		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, nil, fmt.Errorf("--data-dir: %w", err)
 		}
+	}
+	switch mode {
+	case "none":
+		return persistence.NewMemory(), election.NewSingle(cfg.ID), nil
+	case "bolt":
 		engine, err := persistence.OpenBolt(filepath.Join(dir, "state.db"))
 		if err != nil {
 			return nil, nil, fmt.Errorf("--data-dir: %w", err)
 		}
 		return engine, election.NewSingle(cfg.ID), nil
+	case "raft":
+		peers, err := parsePeers(cx.String("peers"))
+		if err != nil {
+			return nil, nil, fmt.Errorf("--peers: %w", err)
+		}
+		raftAddr := cx.String("raft-addr")
+		if raftAddr == "" {
+			raftAddr = peers[cfg.ID]
+		}
+		if _, _, err := httpx.SplitHostPort(raftAddr); err != nil {
+			return nil, nil, fmt.Errorf("--raft-addr %q: %w (give --raft-addr, or list this --node-id in --peers)", raftAddr, err)
+		}
+		if len(peers) > 0 {
+			if addr, ok := peers[cfg.ID]; !ok {
+				return nil, nil, fmt.Errorf("--peers does not list this master's --node-id %q", cfg.ID)
+			} else if addr != raftAddr {
+				return nil, nil, fmt.Errorf("--raft-addr %s differs from this master's address in --peers (%s)", raftAddr, addr)
+			}
+		}
+		if m := cx.Int("raft-multiplier"); m < 1 || m > 10 {
+			return nil, nil, fmt.Errorf("--raft-multiplier %d: want 1 to 10", m)
+		}
+		engine, err := persistence.OpenRaft(persistence.RaftConfig{
+			ID: cfg.ID, Addr: raftAddr, Dir: filepath.Join(dir, "raft"), Peers: peers,
+			Multiplier:        cx.Int("raft-multiplier"),
+			SnapshotThreshold: uint64(cx.Int("raft-snapshot-threshold")),
+			TrailingLogs:      uint64(cx.Int("raft-trailing-logs")),
+			Logger:            log,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		return engine, election.NewRaft(engine, log), nil
 	default:
-		return nil, nil, fmt.Errorf("--recovery-mode %q: want bolt or none", mode)
+		return nil, nil, fmt.Errorf("--recovery-mode %q: want raft, bolt or none", mode)
 	}
+}
+
+// recoveryMode is --recovery-mode, or raft when any Raft flag is given and
+// bolt otherwise.
+func recoveryMode(cx *cli.Context) string {
+	if mode := cx.String("recovery-mode"); mode != "" {
+		return mode
+	}
+	if cx.String("peers") != "" || cx.String("raft-addr") != "" || cx.String("join") != "" {
+		return "raft"
+	}
+	return "bolt"
+}
+
+// parsePeers reads "m1=127.0.0.1:7177,m2=127.0.0.1:7178".
+func parsePeers(s string) (map[string]string, error) {
+	peers := map[string]string{}
+	if strings.TrimSpace(s) == "" {
+		return peers, nil
+	}
+	for _, item := range strings.Split(s, ",") {
+		id, addr, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok || id == "" {
+			return nil, fmt.Errorf("%q is not id=host:port", item)
+		}
+		if _, _, err := httpx.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("%q: %w", item, err)
+		}
+		if _, dup := peers[id]; dup {
+			return nil, fmt.Errorf("master %q listed twice", id)
+		}
+		peers[id] = addr
+	}
+	return peers, nil
 }
 
 func flags() []cli.Flag {
@@ -158,7 +258,13 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "data-dir", EnvVars: env("DATA_DIR"), Usage: "directory for the master's durable state"},
 		&cli.StringFlag{Name: "secret", EnvVars: []string{"BERTH_SECRET"}, Usage: "shared secret every daemon and client must present (Authorization: Bearer)"},
 		&cli.StringFlag{Name: "node-id", EnvVars: env("NODE_ID"), Usage: "this master's id (default master-<host>:<port>)"},
-		&cli.StringFlag{Name: "recovery-mode", Value: "bolt", EnvVars: env("RECOVERY_MODE"), Usage: "bolt: state in --data-dir, survives restarts; none: memory only"},
+		&cli.StringFlag{Name: "recovery-mode", EnvVars: env("RECOVERY_MODE"), Usage: "raft: state replicated over the masters in --peers; bolt: one master, state in --data-dir; none: memory only (default: raft if --peers, --raft-addr or --join is given, else bolt)"},
+		&cli.StringFlag{Name: "raft-addr", EnvVars: env("RAFT_ADDR"), Usage: "host:port for Raft traffic between masters (default: this --node-id's address in --peers)"},
+		&cli.StringFlag{Name: "peers", EnvVars: env("PEERS"), Usage: "every master of a new cluster as id=host:port of its Raft address, comma-separated; the cluster bootstraps from it once"},
+		&cli.StringFlag{Name: "join", EnvVars: env("JOIN"), Usage: "API URLs of masters of a running cluster to join (comma-separated), instead of --peers"},
+		&cli.IntFlag{Name: "raft-multiplier", Value: 1, EnvVars: env("RAFT_MULTIPLIER"), Usage: "scales Raft's timeouts, 1-10 (1: 1 s heartbeat and election timeouts, failover in about 1-2 s)"},
+		&cli.IntFlag{Name: "raft-snapshot-threshold", Value: 8192, EnvVars: env("RAFT_SNAPSHOT_THRESHOLD"), Usage: "log entries between Raft snapshots"},
+		&cli.IntFlag{Name: "raft-trailing-logs", Value: 10240, EnvVars: env("RAFT_TRAILING_LOGS"), Usage: "log entries kept after a snapshot (a follower further behind gets the snapshot)"},
 		&cli.DurationFlag{Name: "worker-timeout", Value: master.DefaultWorkerTimeout, EnvVars: env("WORKER_TIMEOUT"), Usage: "a worker silent this long is DEAD; workers heartbeat every quarter of it"},
 		&cli.DurationFlag{Name: "app-timeout", EnvVars: env("APP_TIMEOUT"), Usage: "an app whose client is gone this long is finished (default: --worker-timeout)"},
 		&cli.DurationFlag{Name: "recovery-timeout", EnvVars: env("RECOVERY_TIMEOUT"), Usage: "how long a new leader waits for workers and apps to answer (default: --worker-timeout)"},
