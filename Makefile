@@ -11,6 +11,7 @@ all: build
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -o $(BIN)/pi ./examples/pi
 
 test:
 	$(GO) vet $(PKGS)

@@ -47,11 +47,19 @@ func (m *Master) Handler() http.Handler {
 	return httpx.RequireSecret(m.cfg.Secret, mux)
 }
 
-// respond writes v as JSON, or err with its status.
-func respond(w http.ResponseWriter, v any, err error) {
+// respond writes v as JSON, or err with its status. A redirect to the
+// leader points at the same path there, so plain HTTP clients (curl -L)
+// can follow it.
+func respond(w http.ResponseWriter, r *http.Request, v any, err error) {
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			err = httpx.Errorf(http.StatusServiceUnavailable, "request abandoned: %v", err)
+		}
+		var se *httpx.StatusError
+		if errors.As(err, &se) && se.Status == http.StatusTemporaryRedirect && se.Leader != "" {
+			w.Header().Set("Location", strings.TrimSuffix(se.Leader, "/")+r.URL.RequestURI())
+			httpx.WriteJSON(w, se.Status, wire.Error{Error: se.Message, Leader: se.Leader})
+			return
 		}
 		httpx.WriteErr(w, err)
 		return
@@ -86,7 +94,7 @@ func pathID(w http.ResponseWriter, r *http.Request, kind string) (string, bool) 
 func (m *Master) readyz(w http.ResponseWriter, r *http.Request) {
 	v, err := m.query(r.Context(), func(c *core) (any, error) { return c.status, nil })
 	if err != nil {
-		respond(w, nil, err)
+		respond(w, r, nil, err)
 		return
 	}
 	status := v.(wire.MasterStatus)
@@ -106,22 +114,22 @@ func (m *Master) getCluster(w http.ResponseWriter, r *http.Request) {
 		return c.status, nil
 	})
 	if err != nil {
-		respond(w, nil, err)
+		respond(w, r, nil, err)
 		return
 	}
 	if cs, ok := v.(*wire.ClusterStatus); ok {
 		m.addMasters(r.Context(), cs)
-		respond(w, cs, nil)
+		respond(w, r, cs, nil)
 		return
 	}
 	s, err := m.engine.Load(r.Context())
 	if err != nil {
-		respond(w, nil, err)
+		respond(w, r, nil, err)
 		return
 	}
 	cs := followerStatus(m.cfg.ID, v.(wire.MasterStatus), m.agent.Leader(), m.leaderAddress(), s)
 	m.addMasters(r.Context(), cs)
-	respond(w, cs, nil)
+	respond(w, r, cs, nil)
 }
 
 // addMasters fills in the Raft servers, when there are several masters.
@@ -154,7 +162,7 @@ func (m *Master) postApp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { c.registerApp(desc, reply) })
-	respond(w, v, err)
+	respond(w, r, v, err)
 }
 
 func (m *Master) getApp(w http.ResponseWriter, r *http.Request) {
@@ -163,7 +171,7 @@ func (m *Master) getApp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := m.query(r.Context(), func(c *core) (any, error) { return c.app(id) })
-	respond(w, v, err)
+	respond(w, r, v, err)
 }
 
 func (m *Master) deleteApp(w http.ResponseWriter, r *http.Request) {
@@ -180,7 +188,7 @@ func (m *Master) endApp(w http.ResponseWriter, r *http.Request, state wire.AppSt
 		return
 	}
 	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { c.endApp(id, state, msg, reply) })
-	respond(w, v, err)
+	respond(w, r, v, err)
 }
 
 func (m *Master) appHeartbeat(w http.ResponseWriter, r *http.Request) {
@@ -189,7 +197,7 @@ func (m *Master) appHeartbeat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, err := m.query(r.Context(), func(c *core) (any, error) { return nil, c.appHeartbeat(id) })
-	respond(w, struct{}{}, err)
+	respond(w, r, struct{}{}, err)
 }
 
 func (m *Master) putExecutorLimit(w http.ResponseWriter, r *http.Request) {
@@ -202,7 +210,7 @@ func (m *Master) putExecutorLimit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { c.setExecutorLimit(id, req.Limit, reply) })
-	respond(w, v, err)
+	respond(w, r, v, err)
 }
 
 func (m *Master) postKillExecutors(w http.ResponseWriter, r *http.Request) {
@@ -222,7 +230,7 @@ func (m *Master) postKillExecutors(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := m.query(r.Context(), func(c *core) (any, error) { return c.killExecutors(id, req.ExecutorIDs) })
-	respond(w, v, err)
+	respond(w, r, v, err)
 }
 
 // appEventsKeepAlive is how often an idle stream carries a heartbeat line,
@@ -245,7 +253,7 @@ func (m *Master) appEvents(w http.ResponseWriter, r *http.Request) {
 		return opened{sub, first}, err
 	})
 	if err != nil {
-		respond(w, nil, err)
+		respond(w, r, nil, err)
 		return
 	}
 	o := v.(opened)
@@ -300,7 +308,7 @@ func (m *Master) postDriver(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { c.submitDriver(desc, reply) })
-	respond(w, v, err)
+	respond(w, r, v, err)
 }
 
 func (m *Master) getDriver(w http.ResponseWriter, r *http.Request) {
@@ -309,7 +317,7 @@ func (m *Master) getDriver(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := m.query(r.Context(), func(c *core) (any, error) { return c.driver(id) })
-	respond(w, v, err)
+	respond(w, r, v, err)
 }
 
 func (m *Master) deleteDriver(w http.ResponseWriter, r *http.Request) {
@@ -318,7 +326,7 @@ func (m *Master) deleteDriver(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { c.killDriver(id, reply) })
-	respond(w, v, err)
+	respond(w, r, v, err)
 }
 
 func (m *Master) postWorker(w http.ResponseWriter, r *http.Request) {
@@ -327,7 +335,7 @@ func (m *Master) postWorker(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { c.registerWorker(req, reply) })
-	respond(w, v, err)
+	respond(w, r, v, err)
 }
 
 func (m *Master) postHeartbeat(w http.ResponseWriter, r *http.Request) {
@@ -339,7 +347,7 @@ func (m *Master) postHeartbeat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := m.query(r.Context(), func(c *core) (any, error) { return c.heartbeat(id) })
-	respond(w, v, err)
+	respond(w, r, v, err)
 }
 
 func (m *Master) postExecutorState(w http.ResponseWriter, r *http.Request) {
@@ -352,7 +360,7 @@ func (m *Master) postExecutorState(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, err := m.query(r.Context(), func(c *core) (any, error) { return nil, c.executorStateChanged(id, msg) })
-	respond(w, struct{}{}, err)
+	respond(w, r, struct{}{}, err)
 }
 
 func (m *Master) postDriverState(w http.ResponseWriter, r *http.Request) {
@@ -365,7 +373,7 @@ func (m *Master) postDriverState(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, err := m.query(r.Context(), func(c *core) (any, error) { return nil, c.driverStateChanged(id, msg) })
-	respond(w, struct{}{}, err)
+	respond(w, r, struct{}{}, err)
 }
 
 func (m *Master) postLatestState(w http.ResponseWriter, r *http.Request) {
@@ -378,7 +386,7 @@ func (m *Master) postLatestState(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := m.query(r.Context(), func(c *core) (any, error) { return c.workerLatestState(id, report) })
-	respond(w, v, err)
+	respond(w, r, v, err)
 }
 
 // Logs are proxied from the worker that runs (or ran) the process, so a
@@ -424,7 +432,7 @@ func (m *Master) executorLogs(w http.ResponseWriter, r *http.Request) {
 func (m *Master) proxyLogs(w http.ResponseWriter, r *http.Request, target func(c *core) (string, error)) {
 	v, err := m.query(r.Context(), func(c *core) (any, error) { return target(c) })
 	if err != nil {
-		respond(w, nil, err)
+		respond(w, r, nil, err)
 		return
 	}
 	url := v.(string)
@@ -478,7 +486,8 @@ func (m *Master) postLeave(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	m.membershipChange(w, r, func(ctx context.Context) error { return m.members.Leave(ctx, req.ID) }, nil)
+	m.membershipChange(w, r, func(ctx context.Context) error { return m.members.Leave(ctx, req.ID) },
+		[]func(c *core){func(c *core) { c.forgetMaster(req.ID) }})
 }
 
 // membershipChange runs a Raft membership change on the leader.
@@ -493,7 +502,7 @@ func (m *Master) membershipChange(w http.ResponseWriter, r *http.Request, change
 		}
 		return nil, nil
 	}); err != nil {
-		respond(w, nil, err)
+		respond(w, r, nil, err)
 		return
 	}
 	if err := change(r.Context()); err != nil {
@@ -505,5 +514,5 @@ func (m *Master) membershipChange(w http.ResponseWriter, r *http.Request, change
 	}
 	cs := &wire.ClusterStatus{MasterID: m.cfg.ID, LeaderID: m.cfg.ID}
 	m.addMasters(r.Context(), cs)
-	respond(w, cs.Masters, nil)
+	respond(w, r, cs.Masters, nil)
 }

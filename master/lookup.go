@@ -65,3 +65,8 @@ func (c *core) workerAddress(workerID, what string) (string, error) {
 func (c *core) recordMaster(id, apiAddr string) {
 	c.fx.persist([]persistence.Command{persistence.PutMaster(persistence.MasterRecord{ID: id, APIAddr: apiAddr})}, c.logPersistFailure("record master "+id))
 }
+
+// forgetMaster deletes the record of a master that left.
+func (c *core) forgetMaster(id string) {
+	c.fx.persist([]persistence.Command{persistence.DeleteMaster(id)}, c.logPersistFailure("forget master "+id))
+}

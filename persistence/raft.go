@@ -250,3 +250,6 @@ func (r *Raft) Servers(context.Context) ([]RaftServer, error) {
 	}
 	return out, nil
 }
+
+// Addr is the address Raft listens on.
+func (r *Raft) Addr() string { return r.cfg.Addr }
