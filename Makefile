@@ -21,8 +21,10 @@ test:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
+# Builds, starts a local cluster on 127.0.0.1, runs the pi job, prints its
+# result and the cluster status, and stops everything it started.
 demo: build
-	$(BIN)/placebench --trace seed
+	scripts/demo.sh
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
