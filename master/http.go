@@ -41,6 +41,8 @@ func (m *Master) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/workers/{id}/executor-state", m.postExecutorState)
 	mux.HandleFunc("POST /v1/workers/{id}/driver-state", m.postDriverState)
 	mux.HandleFunc("POST /v1/workers/{id}/state", m.postLatestState)
+	mux.HandleFunc("POST /v1/workers/{id}/decommission", m.workerNotice((*core).decommissionWorker))
+	mux.HandleFunc("POST /v1/workers/{id}/leave", m.workerNotice((*core).workerLeft))
 
 	mux.HandleFunc("POST /v1/raft/join", m.postJoin)
 	mux.HandleFunc("POST /v1/raft/leave", m.postLeave)
@@ -387,6 +389,21 @@ func (m *Master) postLatestState(w http.ResponseWriter, r *http.Request) {
 	}
 	v, err := m.query(r.Context(), func(c *core) (any, error) { return c.workerLatestState(id, report) })
 	respond(w, r, v, err)
+}
+
+// workerNotice handles a worker's lifecycle notice (an empty JSON body).
+func (m *Master) workerNotice(apply func(c *core, id string) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, ok := pathID(w, r, "worker id")
+		if !ok {
+			return
+		}
+		if _, ok := decode[struct{}](w, r, nil); !ok {
+			return
+		}
+		_, err := m.query(r.Context(), func(c *core) (any, error) { return nil, apply(c, id) })
+		respond(w, r, struct{}{}, err)
+	}
 }
 
 // Logs are proxied from the worker that runs (or ran) the process, so a

@@ -123,6 +123,43 @@ func (c *core) heartbeat(id string) (wire.HeartbeatReply, error) {
 	return wire.HeartbeatReply{Epoch: c.epoch}, nil
 }
 
+// decommissionWorker handles a worker that is shutting down: nothing new is
+// placed on it, while its final reports still count. It is removed when it
+// leaves, or when it stops heartbeating.
+func (c *core) decommissionWorker(id string) error {
+	w, err := c.liveWorker(id)
+	if err != nil {
+		return err
+	}
+	if w.state == wire.WorkerAlive {
+		w.state = wire.WorkerDecommissioned
+		c.log.Info("worker decommissioned: shutting down", "worker", id)
+	}
+	return nil
+}
+
+// workerLeft removes a worker that shut down, without waiting for its
+// heartbeat timeout.
+func (c *core) workerLeft(id string) error {
+	w, err := c.liveWorker(id)
+	if err != nil {
+		return err
+	}
+	c.removeWorker(w, "worker shut down")
+	return nil
+}
+
+func (c *core) liveWorker(id string) (*workerInfo, error) {
+	if !c.leading() {
+		return nil, c.notLeader()
+	}
+	w := c.workers[id]
+	if w == nil || w.state == wire.WorkerDead {
+		return nil, notFound("worker", id)
+	}
+	return w, nil
+}
+
 // workerLatestState reconciles what a worker runs with what the master
 // knows. During recovery the master adopts the executors and drivers it
 // knows the apps and drivers of; anything else the worker runs is killed
@@ -233,7 +270,7 @@ func (c *core) expireWorkers() {
 	var silent []*workerInfo
 	for id, w := range c.workers {
 		switch w.state {
-		case wire.WorkerAlive:
+		case wire.WorkerAlive, wire.WorkerDecommissioned:
 			if now.Sub(w.lastHeartbeat) > c.cfg.WorkerTimeout {
 				silent = append(silent, w)
 			}

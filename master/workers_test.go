@@ -252,3 +252,37 @@ func eventTypes(evs []wire.AppEvent) []wire.EventType {
 	}
 	return out
 }
+
+// A worker shutting down says so: nothing new is placed on it, its final
+// reports still count (KILLED does not count as a failure), and it is gone
+// as soon as it leaves.
+func TestWorkerDecommissionAndLeave(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lead(nil)
+	h.addWorker("w1", 4, 4096)
+	a := h.addApp(wire.AppDescription{MaxCores: 2})
+	e := a.executors[0]
+	if err := h.c.decommissionWorker("w1"); err != nil {
+		t.Fatal(err)
+	}
+	h.addWorker("w2", 4, 4096)
+	h.takeSent("/v1/executors")
+	h.report(e, wire.ExecutorKilled, intp(143))
+	launches := h.takeSent("/v1/executors")
+	if len(launches) != 1 || launches[0].worker != "w2" || a.retryCount != 0 {
+		t.Fatalf("replacement %+v, retry count %d", launches, a.retryCount)
+	}
+	if r, _ := h.c.heartbeat("w1"); r.Reconnect {
+		t.Error("a decommissioned worker was told to reconnect")
+	}
+	if err := h.c.workerLeft("w1"); err != nil {
+		t.Fatal(err)
+	}
+	h.commit()
+	if h.c.workers["w1"].state != wire.WorkerDead || h.fx.state.Workers["w1"] != nil {
+		t.Fatalf("after leaving: %s", h.c.workers["w1"].state)
+	}
+	if err := h.c.workerLeft("w1"); statusOf(err) != 404 {
+		t.Errorf("leaving twice: %v", err)
+	}
+}

@@ -26,6 +26,9 @@ const (
 	WorkerAlive   WorkerState = "ALIVE"
 	WorkerDead    WorkerState = "DEAD"
 	WorkerUnknown WorkerState = "UNKNOWN" // recovered from storage, not yet heard from
+	// WorkerDecommissioned: shutting down; nothing new is placed on it, and
+	// it is removed when it says it left (or stops heartbeating).
+	WorkerDecommissioned WorkerState = "DECOMMISSIONED"
 )
 
 // AppState is an application's state.

@@ -9,6 +9,12 @@ package wire
 //	POST /v1/workers/{id}/executor-state   ExecutorStateChanged
 //	POST /v1/workers/{id}/driver-state     DriverStateChanged
 //	POST /v1/workers/{id}/state            WorkerLatestState → LatestStateReply
+//	POST /v1/workers/{id}/decommission     {} (shutting down: place nothing new here)
+//	POST /v1/workers/{id}/leave            {} (gone: remove it now)
+//
+// A 404 whose message contains "unknown worker" means the master does not
+// know the worker (it must register again); any other 404 names an unknown
+// app, executor or driver.
 //
 // Master → worker (worker API); every command carries the master's epoch and
 // a worker refuses (409) a command whose epoch is older than the newest it

@@ -26,7 +26,7 @@ type fakeMaster struct {
 	lastBeat      wire.Heartbeat
 	execStates    []wire.ExecutorStateChanged
 	driverStates  []wire.DriverStateChanged
-	calls         []string // "register", "state", "heartbeat", "executor-state", "driver-state"
+	calls         []string // "register", "state", "heartbeat", "executor-state", "driver-state", "decommission", "leave"
 
 	// onRegister, if set, may answer a registration (n counts from 1)
 	// with an error instead of accepting it.
@@ -131,6 +131,14 @@ func newFakeMaster(t *testing.T) *fakeMaster {
 		fm.driverStates = append(fm.driverStates, req)
 		httpx.WriteJSON(w, 200, struct{}{})
 	})
+	for _, notice := range []string{"decommission", "leave"} {
+		mux.HandleFunc("POST /v1/workers/{id}/"+notice, func(w http.ResponseWriter, r *http.Request) {
+			fm.mu.Lock()
+			defer fm.mu.Unlock()
+			fm.calls = append(fm.calls, notice)
+			httpx.WriteJSON(w, 200, struct{}{})
+		})
+	}
 	fm.srv = httptest.NewServer(httpx.RequireSecret(testSecret, mux)) // listens on 127.0.0.1
 	t.Cleanup(fm.srv.Close)
 	return fm

@@ -422,4 +422,15 @@ func TestShutdownKillsAndReports(t *testing.T) {
 	if _, err := os.Stat(w.execDir("app-1", 0)); err != nil {
 		t.Errorf("the work directory went away: %v", err)
 	}
+	// The master heard "decommission" before the final reports and
+	// "leave" after them.
+	var notices []string
+	for _, c := range fm.callLog() {
+		if c == "decommission" || c == "leave" || c == "executor-state" {
+			notices = append(notices, c)
+		}
+	}
+	if len(notices) < 2 || notices[0] != "decommission" || notices[len(notices)-1] != "leave" {
+		t.Errorf("lifecycle notices in order: %v", notices)
+	}
 }

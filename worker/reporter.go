@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -23,6 +24,14 @@ func (r report) endpoint() string {
 		return "executor-state"
 	}
 	return "driver-state"
+}
+
+// final reports whether the report is of a process that ended.
+func (r report) final() bool {
+	if r.executor != nil {
+		return r.executor.State.Finished()
+	}
+	return r.driver.State.Finished()
 }
 
 func (r report) body() any {
@@ -137,7 +146,13 @@ func (w *Worker) deliverLoop(ctx context.Context) {
 			w.sess.lost(gen, master)
 			continue // waits for the new registration above
 		case errors.As(err, &se) && (se.Status == http.StatusNotFound || se.Status == http.StatusBadRequest):
-			w.log.Warn("master refused a state report; dropping it", "master", master,
+			// A final state of something the master already forgot (it
+			// killed the executor itself, or ended its app) is routine.
+			level := slog.LevelWarn
+			if se.Status == http.StatusNotFound && r.final() {
+				level = slog.LevelDebug
+			}
+			w.log.Log(ctx, level, "master refused a state report; dropping it", "master", master,
 				"report", r.body(), "status", se.Status, "reason", se.Message)
 			w.reports.pop()
 			failures = 0

@@ -150,6 +150,13 @@ func (w *Worker) Run(ctx context.Context) error {
 // shutdown kills everything, delivers the final states (bounded) and stops
 // the API server.
 func (w *Worker) shutdown(srv *http.Server) {
+	// Tell the master first, so it places nothing new here while the
+	// children die, and finally that we are gone, so it need not wait for
+	// the heartbeat timeout.
+	master := w.sess.masterURL()
+	w.tellMaster(master, "decommission")
+	defer w.tellMaster(master, "leave")
+
 	killCtx, cancel := context.WithTimeout(context.Background(), w.cfg.KillGrace+5*time.Second)
 	w.killAll(killCtx, reasonShutdown)
 	cancel()
@@ -171,6 +178,22 @@ func (w *Worker) shutdown(srv *http.Server) {
 		_ = srv.Close() // a slow log download must not hold the exit
 	}
 	w.log.Info("worker stopped", "id", w.id)
+}
+
+// tellMaster posts a lifecycle notice (decommission, leave) to the master;
+// best effort and brief: the heartbeat timeout covers a master that does
+// not hear it.
+func (w *Worker) tellMaster(master, what string) {
+	if master == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := w.client.Do(ctx, http.MethodPost, w.workerURL(master, what), struct{}{}, nil); err != nil {
+		w.log.Warn("could not tell the master", "notice", what, "master", master, "err", err)
+		return
+	}
+	w.log.Info("told the master", "notice", what, "master", master)
 }
 
 // procLog is the logger for one process.
