@@ -117,25 +117,20 @@ func TestAppLease(t *testing.T) {
 	h.lead(nil)
 	a := h.addApp(wire.AppDescription{})
 	sub, _, _ := h.c.subscribe(a.rec.ID)
-	h.clock.advance(time.Minute)
-	h.c.tick()
+	h.pass(time.Minute)
 	if a.state.Finished() {
 		t.Fatal("app with an open stream expired")
 	}
 	h.c.unsubscribe(a.rec.ID, sub)
-	h.clock.advance(9 * time.Second)
-	h.c.tick()
+	h.pass(9 * time.Second)
 	if err := h.c.appHeartbeat(a.rec.ID); err != nil { // a heartbeat renews the lease
 		t.Fatal(err)
 	}
-	h.clock.advance(9 * time.Second)
-	h.c.tick()
+	h.pass(9 * time.Second)
 	if a.state.Finished() {
 		t.Fatal("app expired although its client heartbeat")
 	}
-	h.clock.advance(2 * time.Second)
-	h.c.tick()
-	h.commit()
+	h.pass(2 * time.Second)
 	if a.state != wire.AppFinished {
 		t.Fatalf("app %s after its client was gone past the timeout", a.state)
 	}

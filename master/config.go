@@ -112,6 +112,13 @@ func (c Config) tickInterval() time.Duration {
 	return min(max(c.WorkerTimeout/20, 20*time.Millisecond), 500*time.Millisecond)
 }
 
+// pauseThreshold: a gap between ticks longer than this means the loop was
+// paused, not that workers went silent. Ten ticks, at least a second, at
+// most half the worker timeout.
+func (c Config) pauseThreshold() time.Duration {
+	return min(max(10*c.tickInterval(), time.Second), c.WorkerTimeout/2)
+}
+
 // Clock tells the time; tests use a fake one.
 type Clock interface {
 	Now() time.Time

@@ -60,6 +60,7 @@ type core struct {
 	preparing        bool
 	recoveryDeadline time.Time
 	needSchedule     bool
+	lastTick         time.Time // when tick last ran, to notice a paused loop
 
 	workers          map[string]*workerInfo // by id, DEAD ones until reaped
 	workerByAddr     map[string]*workerInfo // host:port of workers not DEAD

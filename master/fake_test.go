@@ -189,3 +189,18 @@ func layout(a *appInfo) []string {
 }
 
 func intp(v int) *int { return &v }
+
+// pass lets d go by in ticks, as the real loop would, with the named
+// workers heartbeating all along.
+func (h *harness) pass(d time.Duration, keepAlive ...string) {
+	h.t.Helper()
+	step := h.c.cfg.tickInterval()
+	for end := h.clock.t.Add(d); h.clock.t.Before(end); {
+		h.clock.advance(min(step, end.Sub(h.clock.t)))
+		for _, id := range keepAlive {
+			h.c.heartbeat(id)
+		}
+		h.c.tick()
+		h.commit()
+	}
+}

@@ -165,12 +165,7 @@ func (c *core) completeRecovery() {
 			}
 		}
 	}
-	now := c.now()
-	for _, w := range c.workers {
-		if w.state == wire.WorkerAlive {
-			w.lastHeartbeat = now
-		}
-	}
+	c.rearm(c.now())
 	c.status = wire.MasterAlive
 	for _, a := range c.appOrder {
 		c.publish(a, wire.AppEvent{Type: wire.EventSnapshot, App: appStatus(a)})
@@ -181,7 +176,21 @@ func (c *core) completeRecovery() {
 
 // tick runs the timers: worker expiry, app leases, the recovery deadline.
 func (c *core) tick() {
+	now := c.now()
+	last := c.lastTick
+	c.lastTick = now
 	if !c.leading() {
+		return
+	}
+	if !last.IsZero() && now.Sub(last) > c.cfg.pauseThreshold() {
+		// The loop did not run for much longer than a tick: the process was
+		// paused (SIGSTOP, a long GC, a suspended VM) or starved, so
+		// heartbeats went unread. Silence says nothing about the workers
+		// now; re-arm every deadline rather than declare them all dead.
+		// (A paused Raft leader is deposed meanwhile; this also keeps it
+		// from telling clients their executors were lost.)
+		c.log.Warn("master loop was paused; re-arming heartbeat deadlines instead of expiring workers", "paused", now.Sub(last).Round(time.Millisecond))
+		c.rearm(now)
 		return
 	}
 	if c.status == wire.MasterRecovering {
@@ -192,6 +201,19 @@ func (c *core) tick() {
 	}
 	c.expireWorkers()
 	c.expireApps()
+}
+
+// rearm restarts the heartbeat deadline of every live worker and the lease
+// of every app without a stream.
+func (c *core) rearm(now time.Time) {
+	for _, w := range c.workers {
+		if w.state == wire.WorkerAlive || w.state == wire.WorkerDecommissioned {
+			w.lastHeartbeat = now
+		}
+	}
+	for _, a := range c.appOrder {
+		a.lastSeen = now
+	}
 }
 
 func sortedRecords[R any](m map[string]*R, key func(*R) string) []*R {

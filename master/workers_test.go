@@ -130,10 +130,11 @@ func TestWorkerLossReplacesExecutorsWholly(t *testing.T) {
 		t.Fatalf("layout after the loss %v", got)
 	}
 	// DEAD workers stay listed, then are reaped after 15 timeouts.
-	h.clock.advance(15*h.c.cfg.WorkerTimeout + time.Second)
-	h.c.heartbeat("w1")
-	h.c.heartbeat("w3")
-	h.c.tick()
+	h.pass(14*h.c.cfg.WorkerTimeout, "w1", "w3")
+	if h.c.workers["w2"] == nil {
+		t.Error("DEAD worker reaped before 15 timeouts")
+	}
+	h.pass(h.c.cfg.WorkerTimeout+time.Second, "w1", "w3")
 	if h.c.workers["w2"] != nil {
 		t.Error("DEAD worker not reaped after 15 timeouts")
 	}
@@ -284,5 +285,35 @@ func TestWorkerDecommissionAndLeave(t *testing.T) {
 	}
 	if err := h.c.workerLeft("w1"); statusOf(err) != 404 {
 		t.Errorf("leaving twice: %v", err)
+	}
+}
+
+// A loop that did not run for a long while (the process was paused) must
+// not take the silence for dead workers: it re-arms the deadlines, and only
+// a worker that stays silent a full timeout after that is removed.
+func TestPausedLoopDoesNotExpireWorkers(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.WorkerTimeout = 4 * time.Second })
+	h.lead(nil)
+	h.addWorker("w1", 4, 4096)
+	h.addWorker("w2", 4, 4096)
+	a := h.addApp(wire.AppDescription{MaxCores: 2})
+	sub, _, _ := h.c.subscribe(a.rec.ID)
+	h.pass(time.Second, "w1", "w2")
+
+	h.clock.advance(30 * time.Second) // SIGSTOP for 30 s
+	h.c.tick()
+	h.commit()
+	for _, w := range h.c.workers {
+		if w.state != wire.WorkerAlive {
+			t.Fatalf("%s %s after a pause", w.rec.ID, w.state)
+		}
+	}
+	if evs := drain(sub); len(evs) != 0 {
+		t.Fatalf("events after a pause: %v", eventTypes(evs))
+	}
+	// w2 really is gone: it is removed one timeout after the pause.
+	h.pass(h.c.cfg.WorkerTimeout+h.c.cfg.tickInterval(), "w1")
+	if h.c.workers["w2"].state != wire.WorkerDead || h.c.workers["w1"].state != wire.WorkerAlive {
+		t.Fatalf("after the timeout: w1 %s, w2 %s", h.c.workers["w1"].state, h.c.workers["w2"].state)
 	}
 }
