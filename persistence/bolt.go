@@ -23,7 +23,7 @@ type Bolt struct {
 
 var metaBucket = []byte("meta")
 
-var recordBuckets = []Bucket{BucketApps, BucketDrivers, BucketWorkers, BucketMasters}
+var recordBuckets = []Bucket{BucketApps, BucketDrivers, BucketWorkers, BucketMasters, BucketExecutors}
 
 // OpenBolt opens (or creates) the state file at path. It fails after a
 // second if another process holds the file.
@@ -190,6 +190,8 @@ func (s *State) record(k Key) (any, bool) {
 		rec, ok = s.Workers[k.ID]
 	case BucketMasters:
 		rec, ok = s.Masters[k.ID]
+	case BucketExecutors:
+		rec, ok = s.Executors[k.ID]
 	}
 	return rec, ok
 }
@@ -205,6 +207,8 @@ func (s *State) decodeRecord(b Bucket, data []byte) error {
 		return decodeInto(data, s.Workers, func(r *WorkerRecord) string { return r.ID })
 	case BucketMasters:
 		return decodeInto(data, s.Masters, func(r *MasterRecord) string { return r.ID })
+	case BucketExecutors:
+		return decodeInto(data, s.Executors, func(r *ExecutorRecord) string { return r.Key() })
 	}
 	return fmt.Errorf("unknown bucket %q", b)
 }

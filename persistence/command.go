@@ -11,15 +11,17 @@ import (
 type Type uint8
 
 const (
-	TypeBumpEpoch    Type = 1
-	TypePutApp       Type = 2
-	TypeDeleteApp    Type = 3
-	TypePutDriver    Type = 4
-	TypeDeleteDriver Type = 5
-	TypePutWorker    Type = 6
-	TypeDeleteWorker Type = 7
-	TypePutMaster    Type = 8
-	TypeDeleteMaster Type = 9
+	TypeBumpEpoch      Type = 1
+	TypePutApp         Type = 2
+	TypeDeleteApp      Type = 3
+	TypePutDriver      Type = 4
+	TypeDeleteDriver   Type = 5
+	TypePutWorker      Type = 6
+	TypeDeleteWorker   Type = 7
+	TypePutMaster      Type = 8
+	TypeDeleteMaster   Type = 9
+	TypePutExecutor    Type = 10
+	TypeDeleteExecutor Type = 11
 
 	// typeBatch tags an encoded entry holding several commands.
 	typeBatch Type = 64
@@ -51,6 +53,10 @@ func (t Type) String() string {
 		return "PutMaster"
 	case TypeDeleteMaster:
 		return "DeleteMaster"
+	case TypePutExecutor:
+		return "PutExecutor"
+	case TypeDeleteExecutor:
+		return "DeleteExecutor"
 	case typeBatch:
 		return "Batch"
 	}
@@ -59,12 +65,13 @@ func (t Type) String() string {
 
 // Command is one change to the State. Type says which payload field is set.
 type Command struct {
-	Type   Type          `json:"-"`
-	App    *AppRecord    `json:"app,omitempty"`
-	Driver *DriverRecord `json:"driver,omitempty"`
-	Worker *WorkerRecord `json:"worker,omitempty"`
-	Master *MasterRecord `json:"master,omitempty"`
-	ID     string        `json:"id,omitempty"` // of the record a Delete removes
+	Type     Type            `json:"-"`
+	App      *AppRecord      `json:"app,omitempty"`
+	Driver   *DriverRecord   `json:"driver,omitempty"`
+	Worker   *WorkerRecord   `json:"worker,omitempty"`
+	Master   *MasterRecord   `json:"master,omitempty"`
+	Executor *ExecutorRecord `json:"executor,omitempty"`
+	ID       string          `json:"id,omitempty"` // of the record a Delete removes
 	// Retain bounds the finished apps (or drivers) kept, when a Put records
 	// one that ended; the oldest beyond it are dropped.
 	Retain int `json:"retain,omitempty"`
@@ -80,11 +87,15 @@ func DeleteApp(id string) Command { return Command{Type: TypeDeleteApp, ID: id} 
 func PutDriver(r DriverRecord, retain int) Command {
 	return Command{Type: TypePutDriver, Driver: &r, Retain: retain}
 }
-func DeleteDriver(id string) Command   { return Command{Type: TypeDeleteDriver, ID: id} }
-func PutWorker(r WorkerRecord) Command { return Command{Type: TypePutWorker, Worker: &r} }
-func DeleteWorker(id string) Command   { return Command{Type: TypeDeleteWorker, ID: id} }
-func PutMaster(r MasterRecord) Command { return Command{Type: TypePutMaster, Master: &r} }
-func DeleteMaster(id string) Command   { return Command{Type: TypeDeleteMaster, ID: id} }
+func DeleteDriver(id string) Command       { return Command{Type: TypeDeleteDriver, ID: id} }
+func PutWorker(r WorkerRecord) Command     { return Command{Type: TypePutWorker, Worker: &r} }
+func DeleteWorker(id string) Command       { return Command{Type: TypeDeleteWorker, ID: id} }
+func PutMaster(r MasterRecord) Command     { return Command{Type: TypePutMaster, Master: &r} }
+func DeleteMaster(id string) Command       { return Command{Type: TypeDeleteMaster, ID: id} }
+func PutExecutor(r ExecutorRecord) Command { return Command{Type: TypePutExecutor, Executor: &r} }
+func DeleteExecutor(appID string, id int) Command {
+	return Command{Type: TypeDeleteExecutor, ID: ExecutorKey(appID, id)}
+}
 
 // ErrUnknownType is returned for a command whose type this version does not
 // know and which is not marked with IgnoreUnknownTypeFlag.
@@ -168,5 +179,5 @@ func decodeOne(t Type, payload []byte) (c Command, skip bool, err error) {
 }
 
 func knownType(t Type) bool {
-	return t >= TypeBumpEpoch && t <= TypeDeleteMaster
+	return t >= TypeBumpEpoch && t <= TypeDeleteExecutor
 }

@@ -23,6 +23,10 @@ type Engine interface {
 	Close() error
 }
 
+// ErrNotLeader wraps a replicated write refused because this master does
+// not lead (or stopped leading before the write committed).
+var ErrNotLeader = errors.New("not the leader")
+
 // ErrClosed is returned by an engine used after Close.
 var ErrClosed = errors.New("persistence engine closed")
 

@@ -161,6 +161,9 @@ func (r *Raft) Write(ctx context.Context, cmds []Command) error {
 	}
 	f := r.raft.Apply(data, timeoutOf(ctx))
 	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+			return fmt.Errorf("raft apply: %w: %w", ErrNotLeader, err)
+		}
 		return fmt.Errorf("raft apply: %w", err)
 	}
 	if err, ok := f.Response().(error); ok && err != nil {

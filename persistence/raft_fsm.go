@@ -94,5 +94,8 @@ func decodeSnapshot(r io.Reader) (*State, error) {
 	if s.Masters == nil {
 		s.Masters = map[string]*MasterRecord{}
 	}
+	if s.Executors == nil {
+		s.Executors = map[string]*ExecutorRecord{}
+	}
 	return s, nil
 }

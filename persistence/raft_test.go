@@ -3,6 +3,7 @@ package persistence
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -118,8 +119,8 @@ func TestRaftReplicatesWritesAndRefusesFollowers(t *testing.T) {
 		if n == leader {
 			continue
 		}
-		if err := n.Write(ctx, []Command{BumpEpoch()}); err == nil {
-			t.Fatalf("follower %s accepted a write", id)
+		if err := n.Write(ctx, []Command{BumpEpoch()}); !errors.Is(err, ErrNotLeader) {
+			t.Fatalf("follower %s: write answered %v, want ErrNotLeader", id, err)
 		}
 		if n.LeaderID() == "" {
 			t.Errorf("follower %s does not know the leader", id)

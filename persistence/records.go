@@ -11,6 +11,7 @@
 package persistence
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/berth-cluster/berth/wire"
@@ -63,6 +64,25 @@ type WorkerRecord struct {
 	Cores    int    `json:"cores"`
 	MemoryMB int    `json:"memoryMB"`
 }
+
+// ExecutorRecord is a live executor: where it was placed. It is written at
+// launch and deleted when the executor ends, so that a new leader knows what
+// each worker had even if the worker never answers it (its executors are
+// then LOST and their apps told). Its state changes are not written: the
+// worker reports them to whichever master leads.
+type ExecutorRecord struct {
+	AppID    string `json:"appId"`
+	ID       int    `json:"id"`
+	WorkerID string `json:"workerId"`
+	Cores    int    `json:"cores"`
+	MemoryMB int    `json:"memoryMB"`
+}
+
+// Key is the record's id in the state: appId/executorId.
+func (r *ExecutorRecord) Key() string { return ExecutorKey(r.AppID, r.ID) }
+
+// ExecutorKey names an executor record.
+func ExecutorKey(appID string, id int) string { return appID + "/" + strconv.Itoa(id) }
 
 // MasterRecord maps a master's Raft id to its API address, so that every
 // master can tell clients where the leader's API is.

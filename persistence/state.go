@@ -16,6 +16,8 @@ type State struct {
 	Drivers map[string]*DriverRecord `json:"drivers"`
 	Workers map[string]*WorkerRecord `json:"workers"`
 	Masters map[string]*MasterRecord `json:"masters"`
+	// Executors holds the live executors, by appId/executorId.
+	Executors map[string]*ExecutorRecord `json:"executors"`
 	// Next sequence numbers for ids, one past the highest ever recorded, so a
 	// new leader never hands out an id twice.
 	NextAppNumber    int `json:"nextAppNumber"`
@@ -25,10 +27,11 @@ type State struct {
 // NewState returns an empty state.
 func NewState() *State {
 	return &State{
-		Apps:    map[string]*AppRecord{},
-		Drivers: map[string]*DriverRecord{},
-		Workers: map[string]*WorkerRecord{},
-		Masters: map[string]*MasterRecord{},
+		Apps:      map[string]*AppRecord{},
+		Drivers:   map[string]*DriverRecord{},
+		Workers:   map[string]*WorkerRecord{},
+		Masters:   map[string]*MasterRecord{},
+		Executors: map[string]*ExecutorRecord{},
 	}
 }
 
@@ -40,6 +43,7 @@ func (s *State) Clone() *State {
 	c.Drivers = maps.Clone(s.Drivers)
 	c.Workers = maps.Clone(s.Workers)
 	c.Masters = maps.Clone(s.Masters)
+	c.Executors = maps.Clone(s.Executors)
 	return &c
 }
 
@@ -63,10 +67,11 @@ func (s *State) Empty() bool {
 type Bucket string
 
 const (
-	BucketApps    Bucket = "apps"
-	BucketDrivers Bucket = "drivers"
-	BucketWorkers Bucket = "workers"
-	BucketMasters Bucket = "masters"
+	BucketApps      Bucket = "apps"
+	BucketDrivers   Bucket = "drivers"
+	BucketWorkers   Bucket = "workers"
+	BucketMasters   Bucket = "masters"
+	BucketExecutors Bucket = "executors"
 )
 
 // Key identifies one record touched by Apply.
@@ -98,6 +103,7 @@ func (s *State) Apply(c Command, touched func(Key)) error {
 		touched(Key{BucketApps, r.ID})
 		s.NextAppNumber = max(s.NextAppNumber, idNumber(r.ID)+1)
 		if r.Finished() {
+			s.dropExecutorsOf(r.ID, touched) // an ended app has none
 			trim(s.Apps, c.Retain, (*AppRecord).Finished, func(a *AppRecord) string { return sortKey(endedAt(a.EndedAt).UnixNano(), a.ID) }, BucketApps, touched)
 		}
 	case TypePutDriver:
@@ -125,8 +131,18 @@ func (s *State) Apply(c Command, touched func(Key)) error {
 		r := *c.Master
 		s.Masters[r.ID] = &r
 		touched(Key{BucketMasters, r.ID})
+	case TypePutExecutor:
+		if c.Executor == nil || c.Executor.AppID == "" || c.Executor.ID < 0 {
+			return fmt.Errorf("%s: %w", c.Type, errMissingPayload)
+		}
+		r := *c.Executor
+		s.Executors[r.Key()] = &r
+		touched(Key{BucketExecutors, r.Key()})
+	case TypeDeleteExecutor:
+		deleteKey(s.Executors, BucketExecutors, c.ID, touched)
 	case TypeDeleteApp:
 		deleteKey(s.Apps, BucketApps, c.ID, touched)
+		s.dropExecutorsOf(c.ID, touched)
 	case TypeDeleteDriver:
 		deleteKey(s.Drivers, BucketDrivers, c.ID, touched)
 	case TypeDeleteWorker:
@@ -140,6 +156,17 @@ func (s *State) Apply(c Command, touched func(Key)) error {
 		return fmt.Errorf("%w %s", ErrUnknownType, c.Type)
 	}
 	return nil
+}
+
+// dropExecutorsOf deletes the executor records of an app.
+func (s *State) dropExecutorsOf(appID string, touched func(Key)) {
+	prefix := appID + "/"
+	for k := range s.Executors {
+		if strings.HasPrefix(k, prefix) {
+			delete(s.Executors, k)
+			touched(Key{BucketExecutors, k})
+		}
+	}
 }
 
 func deleteKey[V any](m map[string]V, b Bucket, id string, touched func(Key)) {

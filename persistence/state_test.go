@@ -240,3 +240,37 @@ func FuzzApply(f *testing.F) {
 		}
 	})
 }
+
+func TestExecutorRecordsFollowTheirApp(t *testing.T) {
+	s := NewState()
+	a := app("app-20261122100000-0001")
+	b := app("app-20261122100000-0002")
+	cmds := []Command{
+		PutApp(a, 0), PutApp(b, 0),
+		PutExecutor(ExecutorRecord{AppID: a.ID, ID: 0, WorkerID: "w1", Cores: 2}),
+		PutExecutor(ExecutorRecord{AppID: a.ID, ID: 1, WorkerID: "w2", Cores: 2}),
+		PutExecutor(ExecutorRecord{AppID: b.ID, ID: 0, WorkerID: "w1", Cores: 1}),
+		DeleteExecutor(a.ID, 1),
+	}
+	for _, c := range cmds {
+		if err := s.Apply(c, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(s.Executors) != 2 || s.Executors[ExecutorKey(a.ID, 0)].WorkerID != "w1" {
+		t.Fatalf("executors %v", s.Executors)
+	}
+	// An app that ends takes its executor records with it.
+	if err := s.Apply(PutApp(finishedApp(a.ID, t0), 10), nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Executors) != 1 || s.Executors[ExecutorKey(b.ID, 0)] == nil {
+		t.Fatalf("after the app ended: %v", s.Executors)
+	}
+	if err := s.Apply(DeleteApp(b.ID), nil); err != nil || len(s.Executors) != 0 {
+		t.Fatalf("after the app was deleted: %v %v", err, s.Executors)
+	}
+	if err := s.Apply(Command{Type: TypePutExecutor, Executor: &ExecutorRecord{ID: 1}}, nil); err == nil {
+		t.Fatal("an executor record without its app was accepted")
+	}
+}
