@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/persistence"
@@ -118,7 +119,7 @@ func (c *core) removeApplication(a *appInfo, state wire.AppState, msg string, th
 func (c *core) killExecutor(e *executorInfo) {
 	e.worker.removeExecutor(e)
 	e.state = wire.ExecutorKilled
-	e.app.retire(e)
+	c.retireExecutor(e)
 	c.fx.send(e.worker, c.killExecutorCommand(e.app.rec.ID, e.id))
 }
 
@@ -150,10 +151,10 @@ func (c *core) executorStateChanged(workerID string, m wire.ExecutorStateChanged
 		}
 		return notFound("executor", fmt.Sprintf("%s/%d", m.AppID, m.ExecutorID))
 	}
-	e.state, e.message, e.exitCode = m.State, m.Message, m.ExitCode
-	if m.State == wire.ExecutorRunning {
-		a.retryCount = 0
+	if m.State == wire.ExecutorRunning && e.state != wire.ExecutorRunning {
+		e.runningSince = c.now()
 	}
+	e.state, e.message, e.exitCode = m.State, m.Message, m.ExitCode
 	c.publish(a, wire.AppEvent{Type: wire.EventExecutorUpdated, Executor: executorStatus(e)})
 	if m.State.Finished() {
 		c.executorEnded(e)
@@ -161,19 +162,56 @@ func (c *core) executorStateChanged(workerID string, m wire.ExecutorStateChanged
 	return nil
 }
 
-// executorEnded frees a finished executor and applies the retry limit.
+// executorStableAfter is how long an executor must stay RUNNING to prove the
+// app's command works. A worker reports RUNNING as soon as the process
+// starts, so a command that exits non-zero at once is RUNNING for a moment
+// every time: resetting the failure count on that moment would relaunch it
+// forever (the loop SPARK-27510 set out to stop).
+const executorStableAfter = 5 * time.Second
+
+// executorEnded frees a finished executor and applies the retry limit:
+// FAILED executors count; an executor that ran stably resets the count; an
+// app that reaches --max-executor-retries with no stably running executor
+// ends FAILED.
 func (c *core) executorEnded(e *executorInfo) {
 	a := e.app
 	e.worker.removeExecutor(e)
-	a.retire(e)
+	c.retireExecutor(e)
+	if c.stable(e) {
+		a.retryCount = 0
+	}
 	if e.state == wire.ExecutorFailed {
 		a.retryCount++
-		if limit := c.cfg.MaxExecutorRetries; limit >= 0 && a.retryCount >= limit && !a.hasRunningExecutor() {
+		if limit := c.cfg.MaxExecutorRetries; limit >= 0 && a.retryCount >= limit && !c.hasStableExecutor(a) {
 			c.removeApplication(a, wire.AppFailed, fmt.Sprintf("%d executors failed in a row with none running (last: %s)", a.retryCount, e.message), nil)
 			return
 		}
 	}
 	c.schedule()
+}
+
+// stable reports whether e has been RUNNING for executorStableAfter.
+func (c *core) stable(e *executorInfo) bool {
+	return !e.runningSince.IsZero() && c.now().Sub(e.runningSince) >= executorStableAfter
+}
+
+func (c *core) hasStableExecutor(a *appInfo) bool {
+	for _, e := range a.executors {
+		if e.state == wire.ExecutorRunning && c.stable(e) {
+			return true
+		}
+	}
+	return false
+}
+
+// resetRetries clears the failure count of apps with an executor that has
+// proved it runs (called from tick).
+func (c *core) resetRetries() {
+	for _, a := range c.appOrder {
+		if a.retryCount > 0 && c.hasStableExecutor(a) {
+			a.retryCount = 0
+		}
+	}
 }
 
 // setExecutorLimit is dynamic allocation's request for a total number of

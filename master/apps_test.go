@@ -34,45 +34,59 @@ func TestAppRegistrationWaitsForTheWrite(t *testing.T) {
 }
 
 // SPARK-27510: an executor command that always fails ends the app after
-// --max-executor-retries instead of relaunching for ever; a RUNNING executor
-// resets the count.
+// --max-executor-retries instead of relaunching for ever. Only an executor
+// that stays RUNNING resets the count: a command that starts and exits
+// non-zero at once is RUNNING for a moment every time, and must still fail
+// the app.
 func TestExecutorRetryLimit(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.MaxExecutorRetries = 3 })
 	h.lead(nil)
 	h.addWorker("w1", 4, 4096)
 	a := h.addApp(wire.AppDescription{MaxCores: 1})
-	fail := func() {
+	fail := func(a *appInfo, runFor time.Duration) {
 		t.Helper()
 		for _, e := range a.executors {
-			h.report(e, wire.ExecutorFailed, intp(1))
+			h.report(e, wire.ExecutorRunning, nil)
+			h.pass(runFor, "w1")
+			h.report(e, wire.ExecutorFailed, intp(3))
 			return
 		}
 		t.Fatal("no executor to fail")
 	}
-	fail()
-	fail()
-	for _, e := range a.executors {
-		h.report(e, wire.ExecutorRunning, nil) // resets the count
-		h.report(e, wire.ExecutorFailed, intp(1))
+	fail(a, 0)
+	fail(a, 0)
+	fail(a, 10*time.Second) // ran stably: the count restarts with this failure
+	if a.retryCount != 1 || a.state.Finished() {
+		t.Fatalf("retry count %d (%s) after a stable executor failed, want 1", a.retryCount, a.state)
 	}
-	if a.retryCount != 1 {
-		t.Fatalf("retry count %d after a RUNNING executor, want 1", a.retryCount)
-	}
-	fail()
-	fail()
+	fail(a, 0)
+	fail(a, 0)
 	if a.state != wire.AppFailed || h.c.apps[a.rec.ID] != nil {
 		t.Fatalf("app %s after 3 failures in a row", a.state)
 	}
 	if rec := h.fx.state.Apps[a.rec.ID]; rec == nil || rec.State != wire.AppFailed {
 		t.Fatalf("final record %+v", rec)
 	}
-	// Exit 0 frees cores without counting.
+	launches := len(h.takeSent("/v1/executors"))
+
+	// A command that dies the moment it starts.
 	b := h.addApp(wire.AppDescription{MaxCores: 1})
-	for _, e := range b.executors {
+	for range 3 {
+		fail(b, 0)
+	}
+	if b.state != wire.AppFailed {
+		t.Fatalf("app whose executors die at once: %s after 3 failures", b.state)
+	}
+	if n := len(h.takeSent("/v1/executors")); n != 3 {
+		t.Fatalf("%d launches for the second app, want 3 (and %d for the first)", n, launches)
+	}
+	// Exit 0 frees cores without counting.
+	c := h.addApp(wire.AppDescription{MaxCores: 1})
+	for _, e := range c.executors {
 		h.report(e, wire.ExecutorExited, intp(0))
 	}
-	if b.retryCount != 0 || b.state.Finished() {
-		t.Fatalf("clean exit counted: retry %d state %s", b.retryCount, b.state)
+	if c.retryCount != 0 || c.state.Finished() {
+		t.Fatalf("clean exit counted: retry %d state %s", c.retryCount, c.state)
 	}
 }
 

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -124,7 +125,7 @@ func errLeadershipLost(err error) error {
 
 // persistErr turns a failed write into the error a client sees.
 func (c *core) persistErr(gen uint64, err error) error {
-	if gen != c.gen || !c.leading() {
+	if gen != c.gen || !c.leading() || errors.Is(err, persistence.ErrNotLeader) {
 		return errLeadershipLost(err)
 	}
 	return httpx.Errorf(http.StatusServiceUnavailable, "could not persist the change: %v", err)

@@ -127,15 +127,6 @@ func (a *appInfo) executorLimit() int {
 	return *a.rec.ExecutorLimit
 }
 
-func (a *appInfo) hasRunningExecutor() bool {
-	for _, e := range a.executors {
-		if e.state == wire.ExecutorRunning {
-			return true
-		}
-	}
-	return false
-}
-
 // retire moves an executor that ended out of the live set.
 func (a *appInfo) retire(e *executorInfo) {
 	if _, ok := a.executors[e.id]; !ok {
@@ -150,14 +141,15 @@ func (a *appInfo) retire(e *executorInfo) {
 }
 
 type executorInfo struct {
-	app      *appInfo
-	id       int
-	worker   *workerInfo
-	cores    int
-	memory   int
-	state    wire.ExecutorState
-	exitCode *int
-	message  string
+	app          *appInfo
+	id           int
+	worker       *workerInfo
+	cores        int
+	memory       int
+	state        wire.ExecutorState
+	runningSince time.Time // when it was last reported RUNNING
+	exitCode     *int
+	message      string
 }
 
 type driverInfo struct {

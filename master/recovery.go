@@ -76,6 +76,20 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 		c.apps[rec.ID] = a
 		c.appOrder = append(c.appOrder, a)
 	}
+	// Executors as placed by earlier leaders; workers confirm them (or not).
+	for _, rec := range sortedRecords(s.Executors, func(r *persistence.ExecutorRecord) string { return r.Key() }) {
+		a, w := c.apps[rec.AppID], c.workers[rec.WorkerID]
+		if a == nil || w == nil {
+			reserve = append(reserve, persistence.DeleteExecutor(rec.AppID, rec.ID))
+			continue
+		}
+		e := &executorInfo{app: a, id: rec.ID, worker: w, cores: rec.Cores, memory: rec.MemoryMB, state: wire.ExecutorLaunching}
+		a.executors[e.id] = e
+		a.coresGranted += e.cores
+		a.hosts[w.rec.ID] = struct{}{}
+		a.nextExecID = max(a.nextExecID, e.id+1)
+		w.addExecutor(e)
+	}
 	for _, rec := range sortedRecords(s.Drivers, func(r *persistence.DriverRecord) string { return sortTime(r.SubmittedAt) + r.ID }) {
 		if rec.Finished() {
 			continue
@@ -201,6 +215,7 @@ func (c *core) tick() {
 	}
 	c.expireWorkers()
 	c.expireApps()
+	c.resetRetries()
 }
 
 // rearm restarts the heartbeat deadline of every live worker and the lease

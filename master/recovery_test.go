@@ -233,3 +233,58 @@ func (h *harness) sentAfterRevocation() {
 		h.t.Fatalf("a follower sent %d commands", len(h.fx.sent)-before)
 	}
 }
+
+// Executor placements are durable, so a new leader knows what a worker had
+// even if the worker never answers: at the recovery timeout its executors
+// are LOST and the app (whose client came back) is told. An executor its
+// worker no longer runs after the failover is LOST as soon as the worker
+// reports.
+func TestRecoveryReportsExecutorsOfSilentWorkersLost(t *testing.T) {
+	old, a, _ := cluster(t)
+	if n := len(old.fx.state.Executors); n != 2 {
+		t.Fatalf("%d executor records before the failover, want 2", n)
+	}
+	h := newHarness(t, func(c *Config) { c.RecoveryTimeout = 5 * time.Second })
+	h.fx.state = old.fx.state.Clone()
+	h.lead(h.fx.state)
+	sub, _, err := h.c.subscribe(a.rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(h.c.apps[a.rec.ID].executors); got != 2 {
+		t.Fatalf("new leader knows %d executors of the app, want 2", got)
+	}
+	// w1 answers but no longer runs its executor; w2 never answers.
+	report := reportOf(old, "w1")
+	gone := report.Executors[0]
+	report.Executors = nil
+	reg := wire.RegisterWorker{ID: "w1", Host: "127.0.0.1", Port: old.c.workers["w1"].rec.Port, Cores: 4, MemoryMB: 4096, Address: old.c.workers["w1"].rec.Address}
+	h.call(func(reply func(any, error)) { h.c.registerWorker(reg, reply) })
+	if _, err := h.c.workerLatestState("w1", report); err != nil {
+		t.Fatal(err)
+	}
+	evs := drain(sub)
+	if len(evs) != 1 || evs[0].Type != wire.EventExecutorLost || evs[0].Executor.ID != gone.ExecutorID {
+		t.Fatalf("events after w1 answered: %+v", evs)
+	}
+	h.pass(5 * time.Second)
+	if h.c.status != wire.MasterAlive {
+		t.Fatalf("status %s after the recovery timeout", h.c.status)
+	}
+	evs = drain(sub)
+	var lost []wire.AppEvent
+	for _, ev := range evs {
+		if ev.Type == wire.EventExecutorLost {
+			lost = append(lost, ev)
+		}
+	}
+	if len(lost) != 1 || lost[0].Executor.WorkerID != "w2" || lost[0].Message[:12] != "worker lost:" {
+		t.Fatalf("events at the recovery timeout: %v", eventTypes(evs))
+	}
+	// The records follow: nothing is left of the two lost executors.
+	for k, r := range h.fx.state.Executors {
+		if r.AppID == a.rec.ID && (r.ID == gone.ExecutorID || r.WorkerID == "w2") {
+			t.Errorf("record %s of a lost executor kept", k)
+		}
+	}
+}

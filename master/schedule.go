@@ -1,6 +1,7 @@
 package master
 
 import (
+	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/placement"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -93,6 +94,9 @@ func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int) {
 	a.hosts[w.rec.ID] = struct{}{}
 	a.state = wire.AppRunning
 	w.addExecutor(e)
+	c.fx.persist([]persistence.Command{persistence.PutExecutor(persistence.ExecutorRecord{
+		AppID: a.rec.ID, ID: e.id, WorkerID: w.rec.ID, Cores: cores, MemoryMB: memory,
+	})}, c.logPersistFailure("record executor"))
 	c.fx.send(w, workerCommand{
 		path: "/v1/executors",
 		body: wire.LaunchExecutor{
@@ -132,4 +136,14 @@ func (c *core) commandFailed(workerID string, cmd workerCommand, err error) {
 			}
 		}
 	}
+}
+
+// retireExecutor takes an executor that ended out of its app and forgets
+// its placement record.
+func (c *core) retireExecutor(e *executorInfo) {
+	if _, live := e.app.executors[e.id]; !live {
+		return
+	}
+	e.app.retire(e)
+	c.fx.persist([]persistence.Command{persistence.DeleteExecutor(e.app.rec.ID, e.id)}, c.logPersistFailure("forget executor"))
 }

@@ -174,10 +174,22 @@ func (c *core) workerLatestState(id string, report wire.WorkerLatestState) (wire
 	}
 	recovering := w.state == wire.WorkerUnknown
 	var reply wire.LatestStateReply
+	reported := map[execKey]bool{}
 	for _, r := range report.Executors {
+		reported[execKey{r.AppID, r.ExecutorID}] = true
 		if !c.keepReportedExecutor(w, r, recovering) {
 			c.fx.send(w, c.killExecutorCommand(r.AppID, r.ExecutorID))
 			reply.KilledExecutors = append(reply.KilledExecutors, wire.ExecutorRef{AppID: r.AppID, ExecutorID: r.ExecutorID})
+		}
+	}
+	if recovering {
+		// What the worker had by the records but no longer runs ended while
+		// no master listened. (Only now: outside recovery a launch may
+		// still be on its way to the worker.)
+		for k, e := range w.executors {
+			if !reported[k] {
+				c.executorLost(e, "not running on its worker after the master changed")
+			}
 		}
 	}
 	for _, r := range report.Drivers {
@@ -202,12 +214,21 @@ func (c *core) keepReportedExecutor(w *workerInfo, r wire.ExecutorReport, recove
 		return false
 	}
 	if e, ok := a.executors[r.ExecutorID]; ok {
+		if e.worker == w && !r.State.Finished() {
+			if r.State == wire.ExecutorRunning && e.state != wire.ExecutorRunning {
+				e.runningSince = c.now()
+			}
+			e.state = r.State
+		}
 		return e.worker == w
 	}
 	if !recovering || r.State.Finished() || r.Cores <= 0 {
 		return false
 	}
 	e := &executorInfo{app: a, id: r.ExecutorID, worker: w, cores: r.Cores, memory: r.MemoryMB, state: r.State}
+	if r.State == wire.ExecutorRunning {
+		e.runningSince = c.now()
+	}
 	a.executors[e.id] = e
 	a.coresGranted += e.cores
 	a.hosts[w.rec.ID] = struct{}{}
@@ -245,10 +266,7 @@ func (c *core) removeWorker(w *workerInfo, reason string) {
 	}
 	msg := "worker lost: " + reason
 	for _, e := range sortedExecutors(w.executors) {
-		w.removeExecutor(e)
-		e.state, e.message = wire.ExecutorLost, msg
-		e.app.retire(e)
-		c.publish(e.app, wire.AppEvent{Type: wire.EventExecutorLost, Executor: executorStatus(e), Message: msg})
+		c.executorLost(e, msg)
 	}
 	for _, d := range sortedDrivers(w.drivers) {
 		if d.rec.Desc.Supervise {
@@ -258,6 +276,16 @@ func (c *core) removeWorker(w *workerInfo, reason string) {
 		}
 	}
 	c.fx.persist([]persistence.Command{persistence.DeleteWorker(w.rec.ID)}, c.logPersistFailure("remove worker "+w.rec.ID))
+	c.schedule()
+}
+
+// executorLost ends an executor whose process is gone without a report: its
+// app is told, its cores return to the app's demand.
+func (c *core) executorLost(e *executorInfo, msg string) {
+	e.worker.removeExecutor(e)
+	e.state, e.message = wire.ExecutorLost, msg
+	c.retireExecutor(e)
+	c.publish(e.app, wire.AppEvent{Type: wire.EventExecutorLost, Executor: executorStatus(e), Message: msg})
 	c.schedule()
 }
 
