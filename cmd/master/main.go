@@ -211,6 +211,9 @@ func openEngine(cx *cli.Context, cfg master.Config, log *slog.Logger) (persisten
 				return nil, nil, fmt.Errorf("--raft-addr %s differs from this master's address in --peers (%s)", raftAddr, addr)
 			}
 		}
+		if d := cx.Duration("raft-snapshot-interval"); d <= 0 {
+			return nil, nil, fmt.Errorf("--raft-snapshot-interval %s: must be positive", d)
+		}
 		if m := cx.Int("raft-multiplier"); m < 1 || m > 10 {
 			return nil, nil, fmt.Errorf("--raft-multiplier %d: want 1 to 10", m)
 		}
@@ -219,6 +222,7 @@ func openEngine(cx *cli.Context, cfg master.Config, log *slog.Logger) (persisten
 			Multiplier:        cx.Int("raft-multiplier"),
 			SnapshotThreshold: uint64(cx.Int("raft-snapshot-threshold")),
 			TrailingLogs:      uint64(cx.Int("raft-trailing-logs")),
+			SnapshotInterval:  cx.Duration("raft-snapshot-interval"),
 			Logger:            log,
 		})
 		if err != nil {
@@ -278,6 +282,7 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "join", EnvVars: env("JOIN"), Usage: "API URLs of masters of a running cluster to join (comma-separated), instead of --peers"},
 		&cli.IntFlag{Name: "raft-multiplier", Value: 1, EnvVars: env("RAFT_MULTIPLIER"), Usage: "scales Raft's timeouts, 1-10 (1: 1 s heartbeat and election timeouts, failover in about 1-2 s)"},
 		&cli.IntFlag{Name: "raft-snapshot-threshold", Value: 8192, EnvVars: env("RAFT_SNAPSHOT_THRESHOLD"), Usage: "log entries between Raft snapshots"},
+		&cli.DurationFlag{Name: "raft-snapshot-interval", Value: 120 * time.Second, EnvVars: env("RAFT_SNAPSHOT_INTERVAL"), Usage: "how often Raft checks whether --raft-snapshot-threshold entries have accumulated (it waits a random 1-2 intervals)"},
 		&cli.IntFlag{Name: "raft-trailing-logs", Value: 10240, EnvVars: env("RAFT_TRAILING_LOGS"), Usage: "log entries kept after a snapshot (a follower further behind gets the snapshot)"},
 		&cli.DurationFlag{Name: "worker-timeout", Value: master.DefaultWorkerTimeout, EnvVars: env("WORKER_TIMEOUT"), Usage: "a worker silent this long is DEAD; workers heartbeat every quarter of it"},
 		&cli.DurationFlag{Name: "app-timeout", EnvVars: env("APP_TIMEOUT"), Usage: "an app whose client is gone this long is finished (default: --worker-timeout)"},
