@@ -45,8 +45,13 @@ func (s *Single) Start(c Candidate) {
 
 func (s *Single) Leader() string { return s.id }
 
+// Stop revokes the leadership, so that a master shutting down stops acting
+// (expiring workers, sending commands) before its API drains.
 func (s *Single) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.c = nil
+	if s.c != nil {
+		s.c.RevokedLeadership()
+		s.c = nil
+	}
 }

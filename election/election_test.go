@@ -103,4 +103,7 @@ func TestSingleIsLeaderAtOnce(t *testing.T) {
 		t.Errorf("Leader() = %q", s.Leader())
 	}
 	s.Stop()
+	r.waitFor(t, "elected", "revoked")
+	s.Stop()
+	r.waitFor(t, "elected", "revoked")
 }

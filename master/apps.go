@@ -310,15 +310,19 @@ func (c *core) expireApps() {
 	}
 }
 
-// ensureExecutorIDs reserves another block of executor ids for a once it is
-// running low, and returns how many ids it may hand out now.
-func (c *core) ensureExecutorIDs(a *appInfo) int {
-	left := a.rec.ExecutorIDsReserved - a.nextExecID
-	if left >= executorIDBlock/4 || a.reserving {
-		return max(left, 0)
+// ensureExecutorIDs makes sure a has need executor ids reserved beyond the
+// ones it used, and reports whether it has them now. If not, it writes a
+// larger reservation (need plus a block, so that steady growth costs few
+// writes) whose continuation schedules again.
+func (c *core) ensureExecutorIDs(a *appInfo, need int) bool {
+	if a.rec.ExecutorIDsReserved-a.nextExecID >= need {
+		return true
+	}
+	if a.reserving {
+		return false
 	}
 	rec := a.rec
-	rec.ExecutorIDsReserved = max(a.nextExecID, a.rec.ExecutorIDsReserved) + executorIDBlock
+	rec.ExecutorIDsReserved = a.nextExecID + need + executorIDBlock
 	a.reserving = true
 	gen := c.gen
 	c.fx.persist([]persistence.Command{persistence.PutApp(rec, 0)}, func(err error) {
@@ -332,7 +336,7 @@ func (c *core) ensureExecutorIDs(a *appInfo) int {
 			c.schedule()
 		}
 	})
-	return max(left, 0)
+	return false
 }
 
 func appendBounded[T any](list []T, x T, limit int) []T {

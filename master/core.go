@@ -65,6 +65,8 @@ type core struct {
 
 	workers          map[string]*workerInfo // by id, DEAD ones until reaped
 	workerByAddr     map[string]*workerInfo // host:port of workers not DEAD
+	deadAt           map[string][]string    // host:port → ids of DEAD workers there
+	workersByID      []*workerInfo          // all workers sorted by id; nil when stale
 	apps             map[string]*appInfo    // active
 	appOrder         []*appInfo             // active, in registration order (FIFO)
 	completedApps    []*appInfo             // oldest first
@@ -90,6 +92,8 @@ func newCore(cfg Config, log *slog.Logger, clock Clock, fx effects) (*core, erro
 func (c *core) reset() {
 	c.workers = map[string]*workerInfo{}
 	c.workerByAddr = map[string]*workerInfo{}
+	c.deadAt = map[string][]string{}
+	c.workersByID = nil
 	c.apps = map[string]*appInfo{}
 	c.appOrder = nil
 	c.completedApps = nil

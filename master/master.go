@@ -113,6 +113,7 @@ func (m *Master) loop(ctx context.Context) {
 	ticker := time.NewTicker(m.cfg.tickInterval())
 	defer ticker.Stop()
 	c := m.core
+	lastSchedule := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -126,9 +127,17 @@ func (m *Master) loop(ctx context.Context) {
 		case <-ticker.C:
 			c.tick()
 		}
-		c.runSchedule()
+		// One scheduling pass for a burst of calls (a thousand workers
+		// registering at once), but never more than maxScheduleDelay late.
+		if len(m.calls) == 0 || time.Since(lastSchedule) > maxScheduleDelay {
+			c.runSchedule()
+			lastSchedule = time.Now()
+		}
 	}
 }
+
+// maxScheduleDelay bounds how long a burst of calls may hold back scheduling.
+const maxScheduleDelay = 20 * time.Millisecond
 
 // post runs fn in the loop; it never blocks.
 func (m *Master) post(fn func(*core)) { m.internal.put(fn) }

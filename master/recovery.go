@@ -31,7 +31,7 @@ func (c *core) revoked() {
 		c.closeSubscribers(a)
 	}
 	c.reset()
-	c.log.Warn("leadership revoked; now a follower", "was", was, "gen", c.gen)
+	c.log.Info("leadership revoked; now a follower", "was", was, "gen", c.gen)
 }
 
 // leadershipReady takes the state read by a new leader and starts Spark's
@@ -58,9 +58,7 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 		return
 	}
 	for _, rec := range sortedRecords(s.Workers, func(r *persistence.WorkerRecord) string { return r.ID }) {
-		w := newWorkerInfo(*rec, wire.WorkerUnknown, now)
-		c.workers[rec.ID] = w
-		c.workerByAddr[w.hostPort()] = w
+		c.putWorker(newWorkerInfo(*rec, wire.WorkerUnknown, now))
 	}
 	var reserve []persistence.Command
 	for _, rec := range sortedRecords(s.Apps, func(r *persistence.AppRecord) string { return sortTime(r.SubmittedAt) + r.ID }) {

@@ -17,7 +17,7 @@ func (c *core) runSchedule() {
 // scheduleNow places waiting drivers, then executors. Only an ALIVE leader
 // schedules: during recovery the master does not yet know what runs where.
 func (c *core) scheduleNow() {
-	if c.status != wire.MasterAlive {
+	if c.status != wire.MasterAlive || (len(c.waitingDrivers) == 0 && !c.appsWantCores()) {
 		return
 	}
 	alive := c.aliveWorkers()
@@ -52,8 +52,14 @@ func (c *core) scheduleExecutors(alive []*workerInfo) {
 		if a.state == wire.AppUnknown || a.coresLeft() <= 0 {
 			continue
 		}
-		// Never hand out more executor ids than are reserved.
-		limit := min(a.executorLimit(), len(a.executors)+c.ensureExecutorIDs(a))
+		// Never hand out more executor ids than are reserved. An app that
+		// could start more executors than it has ids for waits for a larger
+		// reservation (one write) rather than get a layout cut short.
+		need := executorsWanted(a, alive)
+		if !c.ensureExecutorIDs(a, need) {
+			continue
+		}
+		limit := min(a.executorLimit(), len(a.executors)+need)
 		apps = append(apps, placement.App{
 			ID:                  a.rec.ID,
 			CoresLeft:           a.coresLeft(),
@@ -76,13 +82,27 @@ func (c *core) scheduleExecutors(alive []*workerInfo) {
 			c.launchExecutor(a, w, l.Cores, l.MemoryMB)
 		}
 	}
-	// An app that used up its reserved ids gets more now; the write's
-	// continuation schedules it again.
-	for _, pa := range apps {
-		if a := c.apps[pa.ID]; a != nil && a.coresLeft() > 0 {
-			c.ensureExecutorIDs(a)
+}
+
+// appsWantCores reports whether any app could use more executors.
+func (c *core) appsWantCores() bool {
+	for _, a := range c.appOrder {
+		if a.state != wire.AppUnknown && a.coresLeft() > 0 && len(a.executors) < a.executorLimit() {
+			return true
 		}
 	}
+	return false
+}
+
+// executorsWanted bounds the executors one placement round could start for
+// a: no more than its limit allows, than its cores left, and (without a
+// fixed executor size) than one per worker.
+func executorsWanted(a *appInfo, alive []*workerInfo) int {
+	n := max(a.executorLimit()-len(a.executors), 0)
+	if per := a.rec.Desc.CoresPerExecutor; per > 0 {
+		return min(n, a.coresLeft()/per)
+	}
+	return min(n, a.coresLeft(), len(alive))
 }
 
 // launchExecutor starts one executor of a on w.

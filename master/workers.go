@@ -94,17 +94,16 @@ func (c *core) addWorker(rec persistence.WorkerRecord) {
 	addr := hostPort(rec.Host, rec.Port)
 	// As Spark: first forget DEAD workers at this address, then retire an
 	// UNKNOWN one there (it stays listed as DEAD for a while).
-	for id, w := range c.workers {
-		if w.state == wire.WorkerDead && w.hostPort() == addr {
-			delete(c.workers, id)
+	for _, id := range c.deadAt[addr] {
+		if w := c.workers[id]; w != nil && w.state == wire.WorkerDead {
+			c.dropWorker(w)
 		}
 	}
 	if old, ok := c.workerByAddr[addr]; ok && old.rec.ID != rec.ID {
 		c.removeWorker(old, "replaced by a new worker at the same address")
 	}
 	w := newWorkerInfo(rec, wire.WorkerAlive, c.now())
-	c.workers[rec.ID] = w
-	c.workerByAddr[addr] = w
+	c.putWorker(w)
 	c.log.Info("registered worker", "worker", rec.ID, "address", rec.Address, "cores", rec.Cores, "memoryMB", rec.MemoryMB)
 	c.schedule()
 }
@@ -264,6 +263,7 @@ func (c *core) removeWorker(w *workerInfo, reason string) {
 	if c.workerByAddr[w.hostPort()] == w {
 		delete(c.workerByAddr, w.hostPort())
 	}
+	c.deadAt[w.hostPort()] = append(c.deadAt[w.hostPort()], w.rec.ID)
 	msg := "worker lost: " + reason
 	for _, e := range sortedExecutors(w.executors) {
 		c.executorLost(e, msg)
@@ -296,7 +296,7 @@ func (c *core) expireWorkers() {
 	// Runs every tick over every worker: collect first, sort only the few
 	// that go (in id order, so removals are deterministic).
 	var silent []*workerInfo
-	for id, w := range c.workers {
+	for _, w := range c.workers {
 		switch w.state {
 		case wire.WorkerAlive, wire.WorkerDecommissioned:
 			if now.Sub(w.lastHeartbeat) > c.cfg.WorkerTimeout {
@@ -304,7 +304,7 @@ func (c *core) expireWorkers() {
 			}
 		case wire.WorkerDead:
 			if now.Sub(w.deadSince) > reaperIterations*c.cfg.WorkerTimeout {
-				delete(c.workers, id)
+				c.dropWorker(w)
 			}
 		}
 	}
@@ -314,10 +314,35 @@ func (c *core) expireWorkers() {
 	}
 }
 
-// aliveWorkers lists the ALIVE workers by id.
+// putWorker adds a worker to the indexes.
+func (c *core) putWorker(w *workerInfo) {
+	c.workers[w.rec.ID] = w
+	if w.state != wire.WorkerDead {
+		c.workerByAddr[w.hostPort()] = w
+	}
+	c.workersByID = nil
+}
+
+// dropWorker forgets a DEAD worker for good.
+func (c *core) dropWorker(w *workerInfo) {
+	delete(c.workers, w.rec.ID)
+	addr := w.hostPort()
+	c.deadAt[addr] = slices.DeleteFunc(c.deadAt[addr], func(id string) bool { return id == w.rec.ID })
+	if len(c.deadAt[addr]) == 0 {
+		delete(c.deadAt, addr)
+	}
+	c.workersByID = nil
+}
+
+// aliveWorkers lists the ALIVE workers by id. The sorted list of all
+// workers is kept until one is added or dropped, so a scheduling pass costs
+// a scan, not a sort, of a large cluster.
 func (c *core) aliveWorkers() []*workerInfo {
-	var out []*workerInfo
-	for _, w := range sortedWorkers(c.workers) {
+	if c.workersByID == nil {
+		c.workersByID = sortedWorkers(c.workers)
+	}
+	out := make([]*workerInfo, 0, len(c.workersByID))
+	for _, w := range c.workersByID {
 		if w.state == wire.WorkerAlive {
 			out = append(out, w)
 		}

@@ -2,6 +2,7 @@ package master
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"reflect"
 	"testing"
@@ -315,5 +316,25 @@ func TestPausedLoopDoesNotExpireWorkers(t *testing.T) {
 	h.pass(h.c.cfg.WorkerTimeout+h.c.cfg.tickInterval(), "w1")
 	if h.c.workers["w2"].state != wire.WorkerDead || h.c.workers["w1"].state != wire.WorkerAlive {
 		t.Fatalf("after the timeout: w1 %s, w2 %s", h.c.workers["w1"].state, h.c.workers["w2"].state)
+	}
+}
+
+// An app that could start more executors than its first id reservation
+// covers gets the same layout as if ids were unlimited: it waits one write
+// for a larger reservation instead of being cut off at 64 executors.
+func TestLargeAppLayoutNotCutByIDReservation(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MinCoreUnit = 4 })
+	h.lead(nil)
+	for i := range 100 {
+		h.addWorker(fmt.Sprintf("w%03d", i), 8, 8192)
+	}
+	a := h.addApp(wire.AppDescription{MaxCores: 480, MemoryPerExecutorMB: 512})
+	sizes := map[int]int{}
+	for _, e := range a.executors {
+		sizes[e.cores]++
+	}
+	// Spread at unit 4: every worker 4 cores, then 20 of them 4 more.
+	if len(a.executors) != 100 || sizes[4] != 80 || sizes[8] != 20 {
+		t.Fatalf("%d executors, sizes %v; want 100: 80 of 4 cores and 20 of 8", len(a.executors), sizes)
 	}
 }
