@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"debug/buildinfo"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+)
+
+// Machine is where the figures were taken.
+type Machine struct {
+	CPU        string `json:"cpu"`
+	Cores      int    `json:"cores"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	MemoryMB   int    `json:"memoryMB"`
+	Kernel     string `json:"kernel"`
+	OS         string `json:"os"`
+	GoVersion  string `json:"goVersion"` // of this tool
+}
+
+func machine() Machine {
+	m := Machine{
+		Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
+		OS: runtime.GOOS + "/" + runtime.GOARCH, GoVersion: runtime.Version(),
+	}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	if f, err := os.Open("/proc/meminfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var kb int
+			if n, _ := fmt.Sscanf(sc.Text(), "MemTotal: %d kB", &kb); n == 1 {
+				m.MemoryMB = kb / 1024
+				break
+			}
+		}
+		f.Close()
+	}
+	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(data))
+	}
+	return m
+}
+
+// MasterInfo says which master was measured and how it ran.
+type MasterInfo struct {
+	URL       string   `json:"url"`
+	Bin       string   `json:"bin,omitempty"`
+	SHA256    string   `json:"sha256,omitempty"` // first 16 hex digits
+	GoVersion string   `json:"goVersion,omitempty"`
+	Module    string   `json:"module,omitempty"`
+	Revision  string   `json:"revision,omitempty"` // vcs.revision (+ "-dirty" when modified)
+	Args      []string `json:"args,omitempty"`     // the flags it was started with
+	MasterID  string   `json:"masterId,omitempty"`
+	Epoch     uint64   `json:"epoch,omitempty"`
+	// OtherWorkers: workers ALIVE at the start that are not this run's (a
+	// master not started by the tool may place executors on them).
+	OtherWorkers int `json:"otherWorkers,omitempty"`
+}
+
+// binaryInfo reads what the Go toolchain recorded in the master binary.
+func binaryInfo(path string) MasterInfo {
+	mi := MasterInfo{Bin: path}
+	if f, err := os.Open(path); err == nil {
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err == nil {
+			mi.SHA256 = hex.EncodeToString(h.Sum(nil))[:16]
+		}
+		f.Close()
+	}
+	bi, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return mi
+	}
+	mi.GoVersion = bi.GoVersion
+	mi.Module = bi.Main.Path + "@" + bi.Main.Version
+	modified := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			mi.Revision = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if mi.Revision != "" && modified {
+		mi.Revision += "-dirty"
+	}
+	return mi
+}

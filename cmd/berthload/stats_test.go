@@ -1,0 +1,159 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func durations(ms ...int) []time.Duration {
+	out := make([]time.Duration, len(ms))
+	for i, m := range ms {
+		out[i] = time.Duration(m) * time.Millisecond
+	}
+	return out
+}
+
+func TestPercentileNearestRank(t *testing.T) {
+	one := durations(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+	hundred := make([]time.Duration, 100)
+	for i := range hundred {
+		hundred[i] = time.Duration(i+1) * time.Millisecond
+	}
+	cases := []struct {
+		in   []time.Duration
+		p    float64
+		want time.Duration
+	}{
+		{nil, 50, 0},
+		{durations(7), 1, 7 * time.Millisecond},
+		{durations(7), 99, 7 * time.Millisecond},
+		{one, 50, 5 * time.Millisecond},
+		{one, 90, 9 * time.Millisecond},
+		{one, 91, 10 * time.Millisecond},
+		{one, 99, 10 * time.Millisecond},
+		{one, 100, 10 * time.Millisecond},
+		{one, 0, 1 * time.Millisecond},
+		{one, 10, 1 * time.Millisecond},
+		{one, 11, 2 * time.Millisecond},
+		{hundred, 99, 99 * time.Millisecond},
+		{hundred, 99.5, 100 * time.Millisecond},
+		{hundred, 50, 50 * time.Millisecond},
+	}
+	for _, c := range cases {
+		if got := percentile(c.in, c.p); got != c.want {
+			t.Errorf("percentile(%d values, %v) = %v, want %v", len(c.in), c.p, got, c.want)
+		}
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	if s := summarize(nil); s != (Summary{}) {
+		t.Errorf("empty: %+v", s)
+	}
+	in := durations(10, 1, 4, 3, 2, 9, 8, 7, 6, 5)
+	s := summarize(in)
+	want := Summary{N: 10, Min: 1, Mean: 5.5, P50: 5, P90: 9, P99: 10, Max: 10}
+	if s != want {
+		t.Errorf("summarize = %+v, want %+v", s, want)
+	}
+	if !slices.IsSorted(in) {
+		t.Error("summarize sorts its input in place")
+	}
+	// Sub-millisecond values keep microseconds; negatives stay negative.
+	s = summarize([]time.Duration{1500 * time.Microsecond, -250 * time.Microsecond})
+	if s.Min != -0.25 || s.Max != 1.5 || s.Mean != 0.625 {
+		t.Errorf("fractions: %+v", s)
+	}
+}
+
+func TestRate(t *testing.T) {
+	if got := rate(500, 250*time.Millisecond); got != 2000 {
+		t.Errorf("rate = %v", got)
+	}
+	if got := rate(5, 0); got != 0 {
+		t.Errorf("rate over nothing = %v", got)
+	}
+}
+
+func TestHBStatsWindow(t *testing.T) {
+	var s hbStats
+	s.record(true, time.Millisecond, time.Millisecond, 5*time.Second, "w0") // before the window: ignored
+	s.setOn(true)
+	s.record(true, 2*time.Millisecond, 3*time.Millisecond, time.Second, "w1")
+	s.record(false, 0, 0, 0, "w2")
+	s.record(true, 4*time.Millisecond, 5*time.Millisecond, 2*time.Second, "w3")
+	s.setOn(false)
+	s.record(false, 0, 0, 0, "w4")
+	s.noteGap(1500*time.Millisecond, "w5")
+	if s.ok != 2 || s.errs != 1 || len(s.rtt) != 2 || s.maxGap != 2*time.Second || s.gapOf != "w3" {
+		t.Errorf("stats: ok %d errs %d rtt %v gap %v of %s", s.ok, s.errs, s.rtt, s.maxGap, s.gapOf)
+	}
+}
+
+func TestParseInts(t *testing.T) {
+	got, err := parseInts("workers", "1000, 5000,10000")
+	if err != nil || !slices.Equal(got, []int{1000, 5000, 10000}) {
+		t.Errorf("parseInts = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "0", "-3", "1,x", ","} {
+		if _, err := parseInts("workers", bad); err == nil {
+			t.Errorf("parseInts(%q) accepted", bad)
+		}
+	}
+}
+
+func TestCell(t *testing.T) {
+	cases := map[any]string{
+		0.0: "0", 0.123456: "0.12", 12.345: "12.3", 1234.5: "1234", -0.5: "-0.50",
+		3: "3", "x": "x", 1500 * time.Microsecond: "1.50",
+	}
+	for in, want := range cases {
+		if got := cell(in); got != want {
+			t.Errorf("cell(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestScanMasterLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "master.log")
+	log := strings.Join([]string{
+		`{"time":"t","level":"INFO","msg":"master serving","address":"http://127.0.0.1:1234"}`,
+		`{"time":"t","level":"WARN","msg":"` + noSecretWarning + `"}`,
+		`{"time":"t","level":"WARN","msg":"removing worker","worker":"w1"}`,
+		`{"time":"t","level":"WARN","msg":"removing worker","worker":"w2"}`,
+		`{"time":"t","level":"ERROR","msg":"write failed"}`,
+		`panic: boom`,
+		``,
+	}, "\n")
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if addr := servingAddress(path); addr != "http://127.0.0.1:1234" {
+		t.Errorf("servingAddress = %q", addr)
+	}
+	ml := scanMasterLog(path)
+	if ml.Lines != 6 || ml.RemovedWorkers != 2 || ml.Errors["write failed"] != 1 || len(ml.Other) != 1 {
+		t.Errorf("scan: %+v", ml)
+	}
+	probs := ml.problems(noSecretWarning, "removing worker")
+	want := []string{`ERROR "write failed" x1`, "non-log output: panic: boom"}
+	if !slices.Equal(probs, want) {
+		t.Errorf("problems = %q, want %q", probs, want)
+	}
+}
+
+func TestProcCPUTicks(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	if n := procCPUTicks(os.Getpid()); n < 0 {
+		t.Errorf("procCPUTicks(self) = %d", n)
+	}
+	if n := procCPUTicks(-1); n != -1 {
+		t.Errorf("procCPUTicks(-1) = %d", n)
+	}
+}
