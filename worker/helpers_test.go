@@ -27,6 +27,7 @@ import (
 const helperEnv = "BERTH_WORKER_TEST_HELPER"
 
 func TestMain(m *testing.M) {
+	RunGuardianIfAsked() // the workers under test start this binary as their guardian
 	if os.Getenv(helperEnv) == "1" {
 		os.Exit(helperMain(os.Args[1:]))
 	}

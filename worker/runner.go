@@ -222,6 +222,7 @@ func (w *Worker) startAttempt(p *proc, note string) (*exec.Cmd, error) {
 	if err := startProcess(context.Background(), cmd); err != nil {
 		return nil, err
 	}
+	w.guard.track(cmd.Process.Pid) // Setpgid: its pid is its group's id
 	w.procs.mu.Lock()
 	p.process = cmd.Process
 	if p.killReason != "" {
@@ -244,11 +245,12 @@ func (w *Worker) wait(p *proc, cmd *exec.Cmd) (code int, reason string) {
 	p.process = nil
 	reason = p.killReason
 	w.procs.mu.Unlock()
-	if reason != "" {
-		// Sweep what it left in its group (grandchildren ignoring SIGTERM).
-		// The unreaped leader still pins the group id.
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-	}
+	// Sweep what it left in its group (background processes, grandchildren
+	// ignoring SIGTERM): an executor's or driver's processes end with it.
+	// The unreaped leader still pins the group id, so this cannot hit
+	// another group; once swept, the guardian may forget it.
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	w.guard.untrack(pid)
 	err := cmd.Wait()
 	if cmd.ProcessState == nil {
 		w.procLog(p).Error("lost track of the process", "pid", pid, "err", err)

@@ -27,6 +27,7 @@ type Worker struct {
 	epoch   atomic.Uint64 // newest master epoch seen
 	sess    *session
 	reports *reportQueue
+	guard   *guardian // kills every child's process group if the worker dies
 	procs   *procTable
 
 	// Set by Run before ready is closed, read-only afterwards.
@@ -118,6 +119,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.log.Info("worker listening", "id", w.id, "address", w.url, "cores", w.cfg.Cores,
 		"memoryMB", w.cfg.MemoryMB, "workDir", w.cfg.WorkDir, "masters", w.cfg.Masters)
+
+	w.guard = startGuardian(w.log)
+	defer w.guard.stop()
 
 	srv := &http.Server{
 		Handler:           w.handler(),

@@ -47,6 +47,7 @@ Without --secret the API is unauthenticated and --host must be a loopback
 address. Exit status: 0 after a signal, 2 for bad flags, 1 otherwise.`
 
 func main() {
+	worker.RunGuardianIfAsked() // this process may be a worker's guardian
 	os.Exit(run(os.Args, os.Stdout, os.Stderr))
 }
 

@@ -194,10 +194,11 @@ func (m *miniMaster) final(appID string) *wire.ExecutorStateChanged {
 	return nil
 }
 
-// startBin starts the worker binary against m and launches one executor
-// (a shell printing its pid, then exec'ing sleep). It returns the worker
-// process and the executor's pid.
-func startBin(t *testing.T, m *miniMaster, appID string) (*exec.Cmd, int) {
+// startBin starts the worker binary against m and launches one executor: a
+// shell that prints its pid, starts a sleep in the background (a
+// grandchild of the worker), prints its pid and waits. It returns the worker
+// process and the two pids.
+func startBin(t *testing.T, m *miniMaster, appID string) (*exec.Cmd, int, int) {
 	t.Helper()
 	work := t.TempDir()
 	cmd := exec.Command(workerBin, "--master", m.srv.URL, "--work-dir", work, "--kill-grace", "2s", "--log-level", "debug")
@@ -217,18 +218,18 @@ func startBin(t *testing.T, m *miniMaster, appID string) (*exec.Cmd, int) {
 	eventually(t, 10*time.Second, "the worker's registration", func() bool { return m.workerAddress() != "" })
 
 	launch := wire.LaunchExecutor{Epoch: 1, AppID: appID, ExecutorID: 0, Cores: 1, MemoryMB: 10,
-		Command: []string{"sh", "-c", "echo $$; exec sleep 300"}}
+		Command: []string{"sh", "-c", "echo $$; sleep 300 & echo $!; wait"}}
 	var ok struct{}
 	if err := httpx.NewClient("k", 5*time.Second).Do(t.Context(), "POST", m.workerAddress()+"/v1/executors", launch, &ok); err != nil {
 		t.Fatal(err)
 	}
-	pid := 0
-	eventually(t, 10*time.Second, "the executor's pid", func() bool {
+	pid, grandchild := 0, 0
+	eventually(t, 10*time.Second, "the executor's pids", func() bool {
 		data, _ := os.ReadFile(filepath.Join(work, appID, "0", "stdout"))
-		_, err := fmt.Sscanf(string(data), "%d", &pid)
+		_, err := fmt.Sscanf(string(data), "%d\n%d", &pid, &grandchild)
 		return err == nil
 	})
-	return cmd, pid
+	return cmd, pid, grandchild
 }
 
 type lockedBuffer struct {
@@ -263,21 +264,24 @@ func alive(pid int) bool {
 func TestKilledWorkerTakesItsChildren(t *testing.T) {
 	t.Parallel()
 	m := newMiniMaster(t)
-	cmd, pid := startBin(t, m, "app-k9")
-	if !alive(pid) {
+	cmd, pid, grandchild := startBin(t, m, "app-k9")
+	if !alive(pid) || !alive(grandchild) {
 		t.Fatal("the executor is not running")
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
+	// The executor dies through Pdeathsig, what it started through the
+	// worker's guardian.
 	eventually(t, 10*time.Second, "the executor to die with its worker", func() bool { return !alive(pid) })
+	eventually(t, 10*time.Second, "the executor's own child to die with the worker", func() bool { return !alive(grandchild) })
 }
 
 func TestSIGTERMKillsChildrenReportsAndExits0(t *testing.T) {
 	t.Parallel()
 	m := newMiniMaster(t)
-	cmd, pid := startBin(t, m, "app-term")
+	cmd, pid, grandchild := startBin(t, m, "app-term")
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -294,6 +298,7 @@ func TestSIGTERMKillsChildrenReportsAndExits0(t *testing.T) {
 	if alive(pid) {
 		t.Error("the executor survived")
 	}
+	eventually(t, 5*time.Second, "the executor's own child to die", func() bool { return !alive(grandchild) })
 	if s := m.final("app-term"); s == nil || s.State != wire.ExecutorKilled {
 		t.Errorf("final state reported: %+v", s)
 	}
