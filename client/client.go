@@ -115,7 +115,7 @@ func New(masters []string, secret string, opts ...Option) (*Client, error) {
 		requestTimeout:    DefaultRequestTimeout,
 		streamIdleTimeout: DefaultStreamIdleTimeout,
 		minBackoff:        50 * time.Millisecond,
-		maxBackoff:        2 * time.Second,
+		maxBackoff:        500 * time.Millisecond, // a failover takes about 2 s: look often
 	}
 	seen := map[string]bool{}
 	for _, m := range masters {
