@@ -149,7 +149,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringSliceFlag{Name: "master-arg", Usage: "extra flag for every master, e.g. --master-arg=--placement=pack (repeatable)"},
 			&cli.DurationFlag{Name: "poll", Value: 10 * time.Millisecond, Usage: "pause between two GET /v1/cluster of one master while timing a failover"},
 			&cli.DurationFlag{Name: "round-timeout", Value: 2 * time.Minute, Usage: "give up on a failover after this long"},
-			&cli.DurationFlag{Name: "settle", Value: 6 * time.Second, Usage: "pause once the cluster is steady, before the next round; keep it above 5s: the Go client takes an event stream that breaks within 5s of opening for a flapping master and waits up to 2s before reconnecting, which would measure the benchmark's cadence instead of a failover"},
+			&cli.DurationFlag{Name: "settle", Value: 6 * time.Second, Usage: "pause once the cluster is steady, before the next round; keep it above 5s: the Go client takes an event stream that breaks within 5s of opening for a flapping master and backs off (up to 500ms) before reconnecting, which would measure the benchmark's cadence instead of a failover"},
 			&cli.DurationFlag{Name: "slow", Usage: "keep the logs of rounds slower than this (default: more than twice the median and the median + 1s)"},
 			&cli.IntFlag{Name: "submit-count", Value: 2000, Usage: "timed registrations per concurrency"},
 			&cli.IntSliceFlag{Name: "submit-concurrency", Value: cli.NewIntSlice(1, 8, 32), Usage: "concurrent clients of the submit scenario (repeat or comma-separate)"},
