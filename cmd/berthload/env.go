@@ -1,59 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"debug/buildinfo"
 	"encoding/hex"
-	"fmt"
+	"github.com/berth-cluster/berth/internal/benchstat"
 	"io"
 	"os"
-	"runtime"
-	"strings"
 )
 
 // Machine is where the figures were taken.
-type Machine struct {
-	CPU        string `json:"cpu"`
-	Cores      int    `json:"cores"`
-	GOMAXPROCS int    `json:"gomaxprocs"`
-	MemoryMB   int    `json:"memoryMB"`
-	Kernel     string `json:"kernel"`
-	OS         string `json:"os"`
-	GoVersion  string `json:"goVersion"` // of this tool
-}
+type Machine = benchstat.Host
 
-func machine() Machine {
-	m := Machine{
-		Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
-		OS: runtime.GOOS + "/" + runtime.GOARCH, GoVersion: runtime.Version(),
-	}
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPU = strings.TrimSpace(v)
-				break
-			}
-		}
-		f.Close()
-	}
-	if f, err := os.Open("/proc/meminfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			var kb int
-			if n, _ := fmt.Sscanf(sc.Text(), "MemTotal: %d kB", &kb); n == 1 {
-				m.MemoryMB = kb / 1024
-				break
-			}
-		}
-		f.Close()
-	}
-	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(data))
-	}
-	return m
-}
+func machine() Machine { return benchstat.DescribeHost() }
 
 // MasterInfo says which master was measured and how it ran.
 type MasterInfo struct {

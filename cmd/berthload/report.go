@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"github.com/berth-cluster/berth/internal/benchstat"
 	"io"
 	"os"
 	"path/filepath"
@@ -121,17 +123,7 @@ func printFooter(w io.Writer, r *Report) {
 }
 
 // loadAverage is the first three fields of /proc/loadavg.
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(data))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}
+func loadAverage() string { return cmp.Or(benchstat.LoadAverage(), "unknown") }
 
 func writeJSON(path string, r *Report) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

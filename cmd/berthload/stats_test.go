@@ -17,68 +17,6 @@ func durations(ms ...int) []time.Duration {
 	return out
 }
 
-func TestPercentileNearestRank(t *testing.T) {
-	one := durations(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
-	hundred := make([]time.Duration, 100)
-	for i := range hundred {
-		hundred[i] = time.Duration(i+1) * time.Millisecond
-	}
-	cases := []struct {
-		in   []time.Duration
-		p    float64
-		want time.Duration
-	}{
-		{nil, 50, 0},
-		{durations(7), 1, 7 * time.Millisecond},
-		{durations(7), 99, 7 * time.Millisecond},
-		{one, 50, 5 * time.Millisecond},
-		{one, 90, 9 * time.Millisecond},
-		{one, 91, 10 * time.Millisecond},
-		{one, 99, 10 * time.Millisecond},
-		{one, 100, 10 * time.Millisecond},
-		{one, 0, 1 * time.Millisecond},
-		{one, 10, 1 * time.Millisecond},
-		{one, 11, 2 * time.Millisecond},
-		{hundred, 99, 99 * time.Millisecond},
-		{hundred, 99.5, 100 * time.Millisecond},
-		{hundred, 50, 50 * time.Millisecond},
-	}
-	for _, c := range cases {
-		if got := percentile(c.in, c.p); got != c.want {
-			t.Errorf("percentile(%d values, %v) = %v, want %v", len(c.in), c.p, got, c.want)
-		}
-	}
-}
-
-func TestSummarize(t *testing.T) {
-	if s := summarize(nil); s != (Summary{}) {
-		t.Errorf("empty: %+v", s)
-	}
-	in := durations(10, 1, 4, 3, 2, 9, 8, 7, 6, 5)
-	s := summarize(in)
-	want := Summary{N: 10, Min: 1, Mean: 5.5, P50: 5, P90: 9, P99: 10, Max: 10}
-	if s != want {
-		t.Errorf("summarize = %+v, want %+v", s, want)
-	}
-	if !slices.IsSorted(in) {
-		t.Error("summarize sorts its input in place")
-	}
-	// Sub-millisecond values keep microseconds; negatives stay negative.
-	s = summarize([]time.Duration{1500 * time.Microsecond, -250 * time.Microsecond})
-	if s.Min != -0.25 || s.Max != 1.5 || s.Mean != 0.625 {
-		t.Errorf("fractions: %+v", s)
-	}
-}
-
-func TestRate(t *testing.T) {
-	if got := rate(500, 250*time.Millisecond); got != 2000 {
-		t.Errorf("rate = %v", got)
-	}
-	if got := rate(5, 0); got != 0 {
-		t.Errorf("rate over nothing = %v", got)
-	}
-}
-
 func TestHBStatsWindow(t *testing.T) {
 	var s hbStats
 	s.record(true, time.Millisecond, time.Millisecond, 5*time.Second, "w0") // before the window: ignored

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bufio"
+	"cmp"
 	"debug/buildinfo"
 	"encoding/json"
 	"fmt"
+	"github.com/berth-cluster/berth/internal/benchstat"
 	"io"
 	"os"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -36,12 +36,8 @@ type Report struct {
 
 // Machine is where the run happened and what was measured.
 type Machine struct {
-	CPU        string `json:"cpu"`
-	Cores      int    `json:"cores"`
-	MemoryMB   int    `json:"memoryMB"`
-	Kernel     string `json:"kernel"`
+	benchstat.Host
 	FileSystem string `json:"fileSystem"` // of the work directory (fsync cost)
-	GoTool     string `json:"goTool"`     // this tool's Go
 	GoBinaries string `json:"goBinaries"` // the master binary's Go
 	Revision   string `json:"revision,omitempty"`
 	Modified   bool   `json:"modified,omitempty"` // the binaries were built from a tree with changes
@@ -183,7 +179,7 @@ func (r *Report) print(w io.Writer) {
 	if m.Modified {
 		mod = " (modified tree)"
 	}
-	fmt.Fprintf(w, "binaries: %s, revision %s%s; tool %s\n", m.GoBinaries, orDash(m.Revision), mod, m.GoTool)
+	fmt.Fprintf(w, "binaries: %s, revision %s%s; tool %s\n", m.GoBinaries, orDash(m.Revision), mod, m.GoVersion)
 	fmt.Fprintf(w, "command: %s\n", strings.Join(r.Command, " "))
 	keys := make([]string, 0, len(r.Settings))
 	for k := range r.Settings {
@@ -309,26 +305,7 @@ func writeJSON(path string, r *Report, stdout io.Writer) error {
 
 // machine describes this machine and the binaries under test.
 func machine(masterBin, workDir string) Machine {
-	m := Machine{Cores: runtime.NumCPU(), GoTool: runtime.Version()}
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPU = strings.TrimSpace(v)
-				break
-			}
-		}
-		f.Close()
-	}
-	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
-		var kb int
-		if _, err := fmt.Sscanf(string(data), "MemTotal: %d kB", &kb); err == nil {
-			m.MemoryMB = kb / 1024
-		}
-	}
-	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(data))
-	}
+	m := Machine{Host: benchstat.DescribeHost()}
 	m.LoadStart = loadAverage()
 	m.FileSystem = fsType(workDir)
 	if bi, err := buildinfo.ReadFile(masterBin); err == nil {
@@ -346,16 +323,7 @@ func machine(masterBin, workDir string) Machine {
 }
 
 // loadAverage is the 1, 5 and 15 minute load averages.
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	if f := strings.Fields(string(data)); len(f) >= 3 {
-		return strings.Join(f[:3], " ")
-	}
-	return "?"
-}
+func loadAverage() string { return cmp.Or(benchstat.LoadAverage(), "?") }
 
 // fsType names the file system holding dir (the ones likely here).
 func fsType(dir string) string {

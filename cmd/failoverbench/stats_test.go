@@ -17,57 +17,6 @@ func msd(v ...int) []time.Duration {
 	return out
 }
 
-func TestPercentileNearestRank(t *testing.T) {
-	s := msd(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
-	for _, c := range []struct {
-		p    float64
-		want time.Duration
-	}{{0, 1}, {10, 1}, {11, 2}, {50, 5}, {90, 9}, {99, 10}, {100, 10}} {
-		if got := percentile(s, c.p); got != c.want*time.Millisecond {
-			t.Errorf("p%v = %v, want %v", c.p, got, c.want*time.Millisecond)
-		}
-	}
-	if percentile(nil, 50) != 0 {
-		t.Error("percentile of nothing is not 0")
-	}
-	// With 20 samples the p99 is the largest.
-	twenty := msd(20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1)
-	slices.Sort(twenty)
-	if got := percentile(twenty, 99); got != 20*time.Millisecond {
-		t.Errorf("p99 of 20 = %v", got)
-	}
-	if got := percentile(twenty, 50); got != 10*time.Millisecond {
-		t.Errorf("p50 of 20 = %v", got)
-	}
-}
-
-func TestSummarize(t *testing.T) {
-	in := msd(30, 10, 20, 40)
-	s := summarize(in)
-	want := Summary{N: 4, Min: 10, Mean: 25, P50: 20, P90: 40, P99: 40, Max: 40}
-	if s != want {
-		t.Errorf("summarize = %+v, want %+v", s, want)
-	}
-	if !slices.Equal(in, msd(30, 10, 20, 40)) {
-		t.Error("summarize changed its input")
-	}
-	if (summarize(nil) != Summary{}) {
-		t.Error("summary of nothing is not zero")
-	}
-	if got := summarize([]time.Duration{1500 * time.Microsecond}); got.P50 != 1.5 {
-		t.Errorf("1.5 ms reported as %v", got.P50)
-	}
-}
-
-func TestRate(t *testing.T) {
-	if got := rate(500, 2*time.Second); got != 250 {
-		t.Errorf("rate = %v", got)
-	}
-	if got := rate(10, 0); got != 0 {
-		t.Errorf("rate over nothing = %v", got)
-	}
-}
-
 func TestSlowRounds(t *testing.T) {
 	ds := msd(2000, 2100, 1900, 2050, 4500, 2000, 9000)
 	// median 2050: limit max(4100, 3050) = 4100.
