@@ -263,6 +263,11 @@ func childrenOf(parents map[int]bool) map[int]uint64 {
 		if !parents[ppid] {
 			continue
 		}
+		// A worker's guardian leads a session of its own; its executors
+		// lead only their process groups.
+		if sid, _ := strconv.Atoi(fields[3]); sid == pid {
+			continue
+		}
 		if st, err := strconv.ParseUint(fields[19], 10, 64); err == nil {
 			out[pid] = st
 		}
