@@ -14,13 +14,18 @@ import (
 // logs through, so Raft's messages land in the same stream, format and
 // level filter as berth's own.
 func HCLog(l *slog.Logger, name string) hclog.Logger {
-	return &hcAdapter{l: l.With("component", name), name: name}
+	return newHC(l, name, nil)
 }
 
 type hcAdapter struct {
-	l       *slog.Logger
+	base    *slog.Logger // without the component, so renaming replaces it
+	l       *slog.Logger // base with the component and the implied args
 	name    string
 	implied []any
+}
+
+func newHC(base *slog.Logger, name string, implied []any) *hcAdapter {
+	return &hcAdapter{base: base, l: base.With("component", name).With(implied...), name: name, implied: implied}
 }
 
 // levelTrace is below slog's Debug; hclog's Trace maps there.
@@ -61,7 +66,7 @@ func (h *hcAdapter) IsError() bool { return h.enabled(hclog.Error) }
 func (h *hcAdapter) ImpliedArgs() []any { return h.implied }
 
 func (h *hcAdapter) With(args ...any) hclog.Logger {
-	return &hcAdapter{l: h.l.With(args...), name: h.name, implied: append(append([]any{}, h.implied...), args...)}
+	return newHC(h.base, h.name, append(append([]any{}, h.implied...), args...))
 }
 
 func (h *hcAdapter) Name() string { return h.name }
@@ -71,11 +76,11 @@ func (h *hcAdapter) Named(name string) hclog.Logger {
 	if h.name != "" {
 		full = h.name + "." + name
 	}
-	return &hcAdapter{l: h.l.With("component", full), name: full, implied: h.implied}
+	return newHC(h.base, full, h.implied)
 }
 
 func (h *hcAdapter) ResetNamed(name string) hclog.Logger {
-	return &hcAdapter{l: h.l.With("component", name), name: name, implied: h.implied}
+	return newHC(h.base, name, h.implied)
 }
 
 // SetLevel is a no-op: the slog handler's level decides.
