@@ -19,6 +19,28 @@ func (c *Client) Cluster(ctx context.Context) (wire.ClusterStatus, error) {
 	return st, nil
 }
 
+// LeaderCluster returns the cluster's state as the leader sees it when it
+// can: if the master that answers is a follower naming a leader, the leader
+// is asked too. Without a reachable leader it returns the follower's view.
+func (c *Client) LeaderCluster(ctx context.Context) (wire.ClusterStatus, error) {
+	st, err := c.Cluster(ctx)
+	if err != nil || st.View != wire.ViewFollower || st.Leader == "" {
+		return st, err
+	}
+	leader, perr := ParseMasterURL(st.Leader)
+	if perr != nil {
+		return st, nil
+	}
+	var lst wire.ClusterStatus
+	actx, cancel := context.WithTimeout(ctx, c.requestTimeout)
+	defer cancel()
+	if err := c.api.Do(actx, http.MethodGet, leader+"/v1/cluster", nil, &lst); err != nil || lst.View != wire.ViewLeader {
+		return st, nil // the follower's view is all there is
+	}
+	c.setLeader(leader)
+	return lst, nil
+}
+
 // RegisterApp registers an application and returns its id. It is retried
 // only when the master certainly did not process it (see the package doc);
 // otherwise the error may wrap ErrUnknownOutcome.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -289,5 +290,33 @@ func TestTailLines(t *testing.T) {
 		if got := string(tailLines([]byte(c.in), c.n)); got != c.want {
 			t.Errorf("tailLines(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
 		}
+	}
+}
+
+// LeaderCluster goes on to the leader a follower names, and settles for the
+// follower's view when the leader does not answer.
+func TestLeaderClusterPrefersTheLeader(t *testing.T) {
+	leader := httptest.NewServer(httpx.RequireSecret("k", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteJSON(w, 200, wire.ClusterStatus{MasterID: "m2", View: wire.ViewLeader})
+	})))
+	defer leader.Close()
+	names := leader.URL
+	follower := httptest.NewServer(httpx.RequireSecret("k", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteJSON(w, 200, wire.ClusterStatus{MasterID: "m1", View: wire.ViewFollower, Leader: names})
+	})))
+	defer follower.Close()
+	c, err := New([]string{follower.URL}, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.LeaderCluster(context.Background())
+	if err != nil || st.MasterID != "m2" || st.View != wire.ViewLeader {
+		t.Fatalf("LeaderCluster: %+v %v", st, err)
+	}
+	names = "http://127.0.0.1:1" // a leader that does not answer
+	c, _ = New([]string{follower.URL}, "k")
+	st, err = c.LeaderCluster(context.Background())
+	if err != nil || st.MasterID != "m1" || st.View != wire.ViewFollower {
+		t.Fatalf("LeaderCluster with the leader down: %+v %v", st, err)
 	}
 }

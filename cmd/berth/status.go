@@ -17,8 +17,9 @@ func statusCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "status",
 		Usage: "show the masters, workers, apps and drivers",
-		Description: `Asks the first master that answers. A follower answers from its replica
-(view "follower"): durable state only, without executors or heartbeats.`,
+		Description: `Asks the leader: the first master that answers, or the leader it names.
+Without a reachable leader a follower answers from its replica (view
+"follower"): durable state only, without executors or heartbeats.`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", EnvVars: env("status", "json"), Usage: "print the master's ClusterStatus as JSON"},
 		},
@@ -32,7 +33,7 @@ func statusCommand() *cli.Command {
 			}
 			ctx, cancel := callCtx(c)
 			defer cancel()
-			st, err := cl.Cluster(ctx)
+			st, err := cl.LeaderCluster(ctx)
 			if err != nil {
 				return err
 			}
