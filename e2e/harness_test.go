@@ -304,11 +304,12 @@ func newClient(t *testing.T, masters ...string) *client.Client {
 	return c
 }
 
-// cluster fetches the cluster status (with a short deadline).
+// cluster fetches the cluster status, the leader's when one answers (with a
+// short deadline).
 func cluster(t *testing.T, c *client.Client) (wire.ClusterStatus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return c.Cluster(ctx)
+	return c.LeaderCluster(ctx)
 }
 
 // aliveWorkers waits until the leader reports n ALIVE workers and returns
