@@ -21,6 +21,9 @@ import "time"
 //	DELETE /v1/drivers/{id}                  kill the driver (KILLED)
 //	GET    /v1/drivers/{id}/logs/{stream}    stream: stdout|stderr
 //
+// The log endpoints (here and on a worker) answer plain text and take
+// ?tail=N to return only the last N bytes.
+//
 // Every endpoint but /healthz needs "Authorization: Bearer <secret>" when the
 // cluster has a secret. Errors are an Error body with a 4xx or 5xx status; a
 // write sent to a master that is not the leader gets 307 with the leader's
