@@ -9,9 +9,11 @@ import (
 // Engine keeps the durable state. The master writes through it and reads it
 // back when it becomes the leader.
 type Engine interface {
-	// Write applies cmds atomically and in order, and returns once they are
-	// durable: on disk for one master, committed on a quorum for Raft. The
-	// master acknowledges a request only after Write returned nil.
+	// Write applies cmds in order, each on its own (a command that cannot
+	// apply is skipped and reported; it never takes the others with it),
+	// and returns once they are durable: on disk for one master, committed
+	// on a quorum for Raft. The master acknowledges a request only after
+	// Write returned nil.
 	Write(ctx context.Context, cmds []Command) error
 	// Barrier returns once every write committed before it has been applied
 	// to this master's state. A new Raft leader calls it before reading the
@@ -24,8 +26,13 @@ type Engine interface {
 }
 
 // ErrNotLeader wraps a replicated write refused because this master does
-// not lead (or stopped leading before the write committed).
+// not lead: it was certainly not committed.
 var ErrNotLeader = errors.New("not the leader")
+
+// ErrOutcomeUnknown wraps a write whose leader lost leadership before it
+// learned the outcome: the entry may still be committed by the next leader,
+// so retrying a creation could create it twice.
+var ErrOutcomeUnknown = errors.New("outcome unknown: leadership was lost before the write was confirmed")
 
 // ErrClosed is returned by an engine used after Close.
 var ErrClosed = errors.New("persistence engine closed")
@@ -68,15 +75,16 @@ func (m *Memory) Close() error {
 	return nil
 }
 
-// applyAll applies cmds in order and stops at the first that fails (a
-// malformed command, which Apply leaves without effect). Stopping there is
-// as deterministic as applying, so every master that replays the same
-// entry ends in the same state.
+// applyAll applies cmds in order, each on its own: one that fails (a
+// malformed command, which Apply leaves without effect) is skipped, so it
+// cannot take unrelated changes batched with it down too. Deterministic, so
+// every master that replays the same entry ends in the same state.
 func applyAll(s *State, cmds []Command, touched func(Key)) error {
+	var errs []error
 	for _, c := range cmds {
 		if err := s.Apply(c, touched); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -161,7 +161,11 @@ func (r *Raft) Write(ctx context.Context, cmds []Command) error {
 	}
 	f := r.raft.Apply(data, timeoutOf(ctx))
 	if err := f.Error(); err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+		switch {
+		case errors.Is(err, raft.ErrLeadershipLost):
+			// hashicorp/raft: the entry may survive into the next term.
+			return fmt.Errorf("raft apply: %w: %w", ErrOutcomeUnknown, err)
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrEnqueueTimeout):
 			return fmt.Errorf("raft apply: %w: %w", ErrNotLeader, err)
 		}
 		return fmt.Errorf("raft apply: %w", err)

@@ -1,8 +1,8 @@
 // Package persistence keeps the master's durable state: applications,
-// drivers, workers, the masters of the cluster and the epoch (Spark's
-// PersistenceEngine). Everything else the master knows (executors,
-// heartbeats, who answered during recovery) is rebuilt from workers' and
-// clients' reports and never written.
+// drivers, workers, the masters of the cluster, where each live executor
+// was placed, and the epoch (Spark's PersistenceEngine). Everything else the
+// master knows (heartbeats, executor states, who answered during recovery)
+// comes from workers' and clients' reports and is never written.
 //
 // Changes are Commands with a type tag. State.Apply is the one deterministic
 // function that applies them, shared by every engine: a local bbolt file for

@@ -82,12 +82,43 @@ type Key struct {
 
 var errMissingPayload = errors.New("command without its record")
 
+// Check reports whether Apply would accept c, without a state: its type is
+// known (or marked ignorable) and it carries the record its type needs. The
+// master's writer checks every command before batching it with others.
+func (c Command) Check() error {
+	missing := false
+	switch c.Type {
+	case TypeBumpEpoch, TypeDeleteApp, TypeDeleteDriver, TypeDeleteWorker, TypeDeleteMaster, TypeDeleteExecutor:
+	case TypePutApp:
+		missing = c.App == nil || c.App.ID == ""
+	case TypePutDriver:
+		missing = c.Driver == nil || c.Driver.ID == ""
+	case TypePutWorker:
+		missing = c.Worker == nil || c.Worker.ID == ""
+	case TypePutMaster:
+		missing = c.Master == nil || c.Master.ID == ""
+	case TypePutExecutor:
+		missing = c.Executor == nil || c.Executor.AppID == "" || c.Executor.ID < 0
+	default:
+		if c.Type&IgnoreUnknownTypeFlag == 0 {
+			return fmt.Errorf("%w %s", ErrUnknownType, c.Type)
+		}
+	}
+	if missing {
+		return fmt.Errorf("%s: %w", c.Type, errMissingPayload)
+	}
+	return nil
+}
+
 // Apply applies one command. It is deterministic (the same commands in the
 // same order give the same state on every master), never panics on a
 // malformed command, and leaves the state unchanged when it returns an
 // error. touched, if not nil, is told every record put or deleted (the
 // epoch and counters are not records).
 func (s *State) Apply(c Command, touched func(Key)) error {
+	if err := c.Check(); err != nil {
+		return err
+	}
 	if touched == nil {
 		touched = func(Key) {}
 	}
@@ -95,9 +126,6 @@ func (s *State) Apply(c Command, touched func(Key)) error {
 	case TypeBumpEpoch:
 		s.Epoch++
 	case TypePutApp:
-		if c.App == nil || c.App.ID == "" {
-			return fmt.Errorf("%s: %w", c.Type, errMissingPayload)
-		}
 		r := *c.App
 		s.Apps[r.ID] = &r
 		touched(Key{BucketApps, r.ID})
@@ -107,9 +135,6 @@ func (s *State) Apply(c Command, touched func(Key)) error {
 			trim(s.Apps, c.Retain, (*AppRecord).Finished, func(a *AppRecord) string { return sortKey(endedAt(a.EndedAt).UnixNano(), a.ID) }, BucketApps, touched)
 		}
 	case TypePutDriver:
-		if c.Driver == nil || c.Driver.ID == "" {
-			return fmt.Errorf("%s: %w", c.Type, errMissingPayload)
-		}
 		r := *c.Driver
 		s.Drivers[r.ID] = &r
 		touched(Key{BucketDrivers, r.ID})
@@ -118,23 +143,14 @@ func (s *State) Apply(c Command, touched func(Key)) error {
 			trim(s.Drivers, c.Retain, (*DriverRecord).Finished, func(d *DriverRecord) string { return sortKey(endedAt(d.EndedAt).UnixNano(), d.ID) }, BucketDrivers, touched)
 		}
 	case TypePutWorker:
-		if c.Worker == nil || c.Worker.ID == "" {
-			return fmt.Errorf("%s: %w", c.Type, errMissingPayload)
-		}
 		r := *c.Worker
 		s.Workers[r.ID] = &r
 		touched(Key{BucketWorkers, r.ID})
 	case TypePutMaster:
-		if c.Master == nil || c.Master.ID == "" {
-			return fmt.Errorf("%s: %w", c.Type, errMissingPayload)
-		}
 		r := *c.Master
 		s.Masters[r.ID] = &r
 		touched(Key{BucketMasters, r.ID})
 	case TypePutExecutor:
-		if c.Executor == nil || c.Executor.AppID == "" || c.Executor.ID < 0 {
-			return fmt.Errorf("%s: %w", c.Type, errMissingPayload)
-		}
 		r := *c.Executor
 		s.Executors[r.Key()] = &r
 		touched(Key{BucketExecutors, r.Key()})
@@ -149,13 +165,8 @@ func (s *State) Apply(c Command, touched func(Key)) error {
 		deleteKey(s.Workers, BucketWorkers, c.ID, touched)
 	case TypeDeleteMaster:
 		deleteKey(s.Masters, BucketMasters, c.ID, touched)
-	default:
-		if c.Type&IgnoreUnknownTypeFlag != 0 {
-			return nil
-		}
-		return fmt.Errorf("%w %s", ErrUnknownType, c.Type)
 	}
-	return nil
+	return nil // an ignorable unknown type: Check let it through, nothing to do
 }
 
 // dropExecutorsOf deletes the executor records of an app.
