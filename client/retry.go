@@ -163,6 +163,10 @@ func (c *Client) classify(r request, target string, err error) (next string, wai
 			return c.failed(target), true, err
 		case se.Status == http.StatusUnauthorized:
 			return "", false, fmt.Errorf("%s: %w: %w", where, ErrUnauthorized, se)
+		case se.Status == http.StatusGatewayTimeout:
+			// The master lost leadership before it learned whether the
+			// write committed: retrying could repeat it.
+			return "", false, fmt.Errorf("%s: %w: %w", where, ErrUnknownOutcome, se)
 		}
 		// Any other answer is final, 5xx included: the master's log proxy
 		// says 502 when the worker is unreachable, which another master

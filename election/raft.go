@@ -19,11 +19,13 @@ type RaftNode interface {
 }
 
 // RaftAgent turns Raft's leadership notifications into the candidate's
-// ElectedLeader and RevokedLeadership, strictly alternating. If Raft reports
-// leadership while the candidate still leads, leadership was lost and won
-// back before the candidate heard of the loss (a flap, Nomad PR #6977): the
-// candidate is revoked and elected again, so it starts over from the log
-// instead of trusting state another leader may have changed meanwhile.
+// ElectedLeader and RevokedLeadership, strictly alternating. hashicorp/raft
+// delivers every change on the notify channel, so a flap (leadership lost
+// and won back before the master reacted, Nomad PR #6977) arrives as a
+// revocation followed by an election, and the master starts over from the
+// log. Should two elections ever arrive in a row all the same (an engine
+// that coalesces notifications), the candidate is revoked and elected
+// again, for the same reason.
 type RaftAgent struct {
 	node RaftNode
 	log  *slog.Logger

@@ -47,6 +47,7 @@ func (c *core) registerApp(desc wire.AppDescription, reply func(any, error)) {
 			return
 		}
 		a := newAppInfo(rec, wire.AppWaiting, c.now())
+		a.idsDurable = rec.ExecutorIDsReserved
 		c.apps[rec.ID] = a
 		c.appOrder = append(c.appOrder, a)
 		c.log.Info("registered app", "app", rec.ID, "name", desc.Name, "maxCores", desc.MaxCores, "coresPerExecutor", desc.CoresPerExecutor)
@@ -112,6 +113,7 @@ func (c *core) removeApplication(a *appInfo, state wire.AppState, msg string, th
 	}
 	c.fx.persist([]persistence.Command{persistence.PutApp(rec, c.cfg.RetainedApps)}, then)
 	c.schedule()
+	c.maybeCompleteRecovery() // it may have been the last one to wait for
 }
 
 // killExecutor stops an executor now: its resources are free at once (as in
@@ -119,7 +121,7 @@ func (c *core) removeApplication(a *appInfo, state wire.AppState, msg string, th
 func (c *core) killExecutor(e *executorInfo) {
 	e.worker.removeExecutor(e)
 	e.state = wire.ExecutorKilled
-	c.retireExecutor(e)
+	c.retireExecutor(e, nil)
 	c.fx.send(e.worker, c.killExecutorCommand(e.app.rec.ID, e.id))
 }
 
@@ -128,16 +130,19 @@ func (c *core) killExecutorCommand(appID string, id int) workerCommand {
 }
 
 // executorStateChanged applies a worker's report about one executor. A
-// RUNNING executor resets the app's failure count; a FAILED one adds to it,
-// and an app that reaches --max-executor-retries with nothing RUNNING is
-// removed as FAILED rather than relaunched for ever (SPARK-27510).
-func (c *core) executorStateChanged(workerID string, m wire.ExecutorStateChanged) error {
+// final state is acknowledged only once the executor's end is durable: the
+// worker drops a report once acknowledged, and a new leader must not find
+// the executor still placed. A RUNNING executor that stays up resets the
+// app's failure count; a FAILED one adds to it (see executorEnded).
+func (c *core) executorStateChanged(workerID string, m wire.ExecutorStateChanged, reply func(any, error)) {
 	if !c.leading() {
-		return c.notLeader()
+		reply(nil, c.notLeader())
+		return
 	}
-	w := c.workers[workerID]
-	if w == nil || w.state == wire.WorkerDead {
-		return notFound("worker", workerID)
+	w, err := c.reportingWorker(workerID)
+	if err != nil {
+		reply(nil, err)
+		return
 	}
 	a := c.apps[m.AppID]
 	var e *executorInfo
@@ -149,17 +154,32 @@ func (c *core) executorStateChanged(workerID string, m wire.ExecutorStateChanged
 			// Running, but no master accounts for it: stop it.
 			c.fx.send(w, c.killExecutorCommand(m.AppID, m.ExecutorID))
 		}
-		return notFound("executor", fmt.Sprintf("%s/%d", m.AppID, m.ExecutorID))
+		reply(nil, notFound("executor", fmt.Sprintf("%s/%d", m.AppID, m.ExecutorID)))
+		return
 	}
 	if m.State == wire.ExecutorRunning && e.state != wire.ExecutorRunning {
 		e.runningSince = c.now()
 	}
 	e.state, e.message, e.exitCode = m.State, m.Message, m.ExitCode
 	c.publish(a, wire.AppEvent{Type: wire.EventExecutorUpdated, Executor: executorStatus(e)})
-	if m.State.Finished() {
-		c.executorEnded(e)
+	if !m.State.Finished() {
+		reply(struct{}{}, nil)
+		return
 	}
-	return nil
+	c.executorEnded(e, c.ack(reply))
+}
+
+// ack turns a reply into the continuation of a write: success once durable,
+// else the error a client must see.
+func (c *core) ack(reply func(any, error)) func(error) {
+	gen := c.gen
+	return func(err error) {
+		if err != nil {
+			reply(nil, c.persistErr(gen, err))
+			return
+		}
+		reply(struct{}{}, nil)
+	}
 }
 
 // executorStableAfter is how long an executor must stay RUNNING to prove the
@@ -173,10 +193,10 @@ const executorStableAfter = 5 * time.Second
 // FAILED executors count; an executor that ran stably resets the count; an
 // app that reaches --max-executor-retries with no stably running executor
 // ends FAILED.
-func (c *core) executorEnded(e *executorInfo) {
+func (c *core) executorEnded(e *executorInfo, then func(error)) {
 	a := e.app
 	e.worker.removeExecutor(e)
-	c.retireExecutor(e)
+	c.retireExecutor(e, then)
 	if c.stable(e) {
 		a.retryCount = 0
 	}
@@ -215,26 +235,35 @@ func (c *core) resetRetries() {
 }
 
 // setExecutorLimit is dynamic allocation's request for a total number of
-// executors; the limit is durable before it is answered.
+// executors. The scheduler follows it at once; the answer waits until it is
+// durable.
 func (c *core) setExecutorLimit(id string, limit int, reply func(any, error)) {
 	a, err := c.activeApp(id)
 	if err != nil {
 		reply(nil, err)
 		return
 	}
-	rec := a.rec
-	rec.ExecutorLimit = &limit
+	a.rec.ExecutorLimit = &limit
+	c.schedule()
 	gen := c.gen
-	c.fx.persist([]persistence.Command{persistence.PutApp(rec, 0)}, func(err error) {
+	c.persistApp(a, func(err error) {
 		if err != nil {
 			reply(nil, c.persistErr(gen, err))
 			return
 		}
-		if gen == c.gen && c.apps[id] == a {
-			a.rec.ExecutorLimit = &limit
-			c.schedule()
-		}
 		reply(wire.ExecutorLimit{Limit: limit}, nil)
+	})
+}
+
+// persistApp writes the app's desired record as it is now; once committed,
+// the reservation it carried is durable.
+func (c *core) persistApp(a *appInfo, then func(error)) {
+	rec, gen := a.rec, c.gen
+	c.fx.persist([]persistence.Command{persistence.PutApp(rec, 0)}, func(err error) {
+		if err == nil && gen == c.gen && c.apps[rec.ID] == a {
+			a.idsDurable = max(a.idsDurable, rec.ExecutorIDsReserved)
+		}
+		then(err)
 	})
 }
 
@@ -310,34 +339,31 @@ func (c *core) expireApps() {
 	}
 }
 
-// ensureExecutorIDs makes sure a has need executor ids reserved beyond the
-// ones it used, and reports whether it has them now. If not, it writes a
-// larger reservation (need plus a block, so that steady growth costs few
-// writes) whose continuation schedules again.
+// ensureExecutorIDs makes sure a has need executor ids durably reserved
+// beyond the ones it used, and reports whether it has them now. If not, it
+// writes a larger reservation (need plus a block, so that steady growth
+// costs few writes) whose continuation schedules again.
 func (c *core) ensureExecutorIDs(a *appInfo, need int) bool {
-	if a.rec.ExecutorIDsReserved-a.nextExecID >= need {
+	if a.idsDurable-a.nextExecID >= need {
 		return true
 	}
 	if a.reserving {
 		return false
 	}
-	rec := a.rec
-	rec.ExecutorIDsReserved = a.nextExecID + need + executorIDBlock
+	a.rec.ExecutorIDsReserved = max(a.rec.ExecutorIDsReserved, min(a.nextExecID+need+executorIDBlock, maxExecutorID))
 	a.reserving = true
-	gen := c.gen
-	c.fx.persist([]persistence.Command{persistence.PutApp(rec, 0)}, func(err error) {
+	c.persistApp(a, func(err error) {
 		a.reserving = false
 		if err != nil {
-			c.log.Error("reserving executor ids failed", "app", rec.ID, "err", err)
-			return
+			c.log.Error("reserving executor ids failed", "app", a.rec.ID, "err", err)
 		}
-		if gen == c.gen && c.apps[rec.ID] == a {
-			a.rec.ExecutorIDsReserved = rec.ExecutorIDsReserved
-			c.schedule()
-		}
+		c.schedule() // with the ids, or to try again
 	})
 	return false
 }
+
+// maxExecutorID bounds executor ids (and so every sum made of them).
+const maxExecutorID = 1 << 31
 
 func appendBounded[T any](list []T, x T, limit int) []T {
 	list = append(list, x)

@@ -32,7 +32,7 @@ type Config struct {
 	Placement          string // placement policy name
 	WorkerOrder        string // placement worker order
 	MinCoreUnit        int
-	MaxExecutorRetries int // consecutive executor failures that fail an app; < 0 never
+	MaxExecutorRetries int // consecutive executor failures that fail an app; 0: the default (10); < 0: never
 	RetainedApps       int // finished apps kept for status
 	RetainedDrivers    int // finished drivers kept for status
 
@@ -72,6 +72,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.CommandTimeout == 0 {
 		c.CommandTimeout = DefaultCommandTimeout
+	}
+	if c.MaxExecutorRetries == 0 {
+		c.MaxExecutorRetries = DefaultMaxExecutorRetries
 	}
 	if c.RetainedApps == 0 {
 		c.RetainedApps = DefaultRetained

@@ -127,9 +127,15 @@ func errLeadershipLost(err error) error {
 	return httpx.Errorf(http.StatusServiceUnavailable, "not committed, this master lost leadership (%v); retry against the new leader", err)
 }
 
-// persistErr turns a failed write into the error a client sees.
+// persistErr turns a failed write into the error a client sees. Only a
+// write that certainly did not commit gets 503 (which clients retry); one
+// whose outcome is unknown gets 504, so that a creation is not repeated
+// blindly.
 func (c *core) persistErr(gen uint64, err error) error {
-	if gen != c.gen || !c.leading() || errors.Is(err, persistence.ErrNotLeader) {
+	switch {
+	case errors.Is(err, persistence.ErrOutcomeUnknown):
+		return httpx.Errorf(http.StatusGatewayTimeout, "%v: the change may or may not have been made; check before retrying", err)
+	case gen != c.gen || !c.leading() || errors.Is(err, persistence.ErrNotLeader):
 		return errLeadershipLost(err)
 	}
 	return httpx.Errorf(http.StatusServiceUnavailable, "could not persist the change: %v", err)

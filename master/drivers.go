@@ -23,7 +23,7 @@ func (c *core) submitDriver(desc wire.DriverDescription, reply func(any, error))
 		desc.MemoryMB = defaultDriverMemoryMB
 	}
 	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: desc, SubmittedAt: c.now(), State: wire.DriverSubmitted}
-	c.addDriver(rec, func(err error) {
+	c.addDriver(rec, nil, func(err error) {
 		if err != nil {
 			reply(nil, err)
 			return
@@ -32,10 +32,11 @@ func (c *core) submitDriver(desc wire.DriverDescription, reply func(any, error))
 	})
 }
 
-// addDriver writes a new driver and queues it once durable.
-func (c *core) addDriver(rec persistence.DriverRecord, then func(error)) {
+// addDriver writes a new driver (with the writes in before, if any) and
+// queues it once durable.
+func (c *core) addDriver(rec persistence.DriverRecord, before []persistence.Command, then func(error)) {
 	gen := c.gen
-	c.fx.persist([]persistence.Command{persistence.PutDriver(rec, 0)}, func(err error) {
+	c.fx.persist(append(before, persistence.PutDriver(rec, 0)), func(err error) {
 		if err != nil {
 			then(c.persistErr(gen, err))
 			return
@@ -107,34 +108,53 @@ func (c *core) killDriver(id string, reply func(any, error)) {
 	reply(driverStatus(d), nil)
 }
 
-// driverStateChanged applies a worker's report about a driver it runs.
-func (c *core) driverStateChanged(workerID string, m wire.DriverStateChanged) error {
+// driverStateChanged applies a worker's report about a driver it runs. A
+// final state is acknowledged only once durable: a new leader that found the
+// driver still RUNNING, with no worker claiming it, would relaunch it.
+func (c *core) driverStateChanged(workerID string, m wire.DriverStateChanged, reply func(any, error)) {
 	if !c.leading() {
-		return c.notLeader()
+		reply(nil, c.notLeader())
+		return
 	}
-	w := c.workers[workerID]
-	if w == nil || w.state == wire.WorkerDead {
-		return notFound("worker", workerID)
+	w, err := c.reportingWorker(workerID)
+	if err != nil {
+		reply(nil, err)
+		return
 	}
 	d := c.drivers[m.DriverID]
 	if d == nil || d.worker != w {
 		if !m.State.Finished() {
 			c.fx.send(w, workerCommand{path: "/v1/drivers/kill", body: wire.KillDriver{Epoch: c.epoch, DriverID: m.DriverID}, driverID: m.DriverID})
 		}
-		return notFound("driver", m.DriverID)
+		reply(nil, notFound("driver", m.DriverID))
+		return
 	}
-	if m.State.Finished() {
-		c.finishDriver(d, m.State, m.Message, m.ExitCode, nil)
-	} else {
+	if !m.State.Finished() {
 		d.state = m.State
+		reply(struct{}{}, nil)
+		return
 	}
-	return nil
+	c.finishDriver(d, m.State, m.Message, m.ExitCode, c.ack(reply))
 }
 
 // finishDriver ends a driver and writes its final record.
 func (c *core) finishDriver(d *driverInfo, state wire.DriverState, msg string, exitCode *int, then func(error)) {
-	if _, ok := c.drivers[d.rec.ID]; !ok {
+	if then == nil {
+		then = c.logPersistFailure("finish driver " + d.rec.ID)
+	}
+	cmd, ok := c.endDriver(d, state, msg, exitCode)
+	if !ok {
+		then(nil)
 		return
+	}
+	c.fx.persist([]persistence.Command{cmd}, then)
+}
+
+// endDriver ends a driver in memory and returns the write of its final
+// record (false if it had already ended).
+func (c *core) endDriver(d *driverInfo, state wire.DriverState, msg string, exitCode *int) (persistence.Command, bool) {
+	if _, ok := c.drivers[d.rec.ID]; !ok {
+		return persistence.Command{}, false
 	}
 	c.log.Info("driver ended", "driver", d.rec.ID, "state", state, "reason", msg)
 	delete(c.drivers, d.rec.ID)
@@ -145,22 +165,23 @@ func (c *core) finishDriver(d *driverInfo, state wire.DriverState, msg string, e
 		d.worker.removeDriver(d)
 	}
 	c.completedDrivers = appendBounded(c.completedDrivers, d, c.cfg.RetainedDrivers)
-	if then == nil {
-		then = c.logPersistFailure("finish driver " + d.rec.ID)
-	}
-	c.fx.persist([]persistence.Command{persistence.PutDriver(rec, c.cfg.RetainedDrivers)}, then)
 	c.schedule()
+	return persistence.PutDriver(rec, c.cfg.RetainedDrivers), true
 }
 
 // relaunchDriver replaces a supervised driver whose worker was lost with a
 // new one under a new id: the old process may still run on a partitioned
 // worker, and reports about it must not be mistaken for the new one
-// (SPARK-19900).
+// (SPARK-19900). The old driver's end and the new driver are one write, so
+// the driver cannot vanish between the two.
 func (c *core) relaunchDriver(d *driverInfo, reason string) {
 	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: d.rec.Desc, SubmittedAt: c.now(), State: wire.DriverSubmitted, RelaunchOf: d.rec.ID}
 	d.relaunchedAs = rec.ID
-	c.finishDriver(d, wire.DriverRelaunching, reason+"; relaunched as "+rec.ID, nil, nil)
-	c.addDriver(rec, c.logPersistFailure("relaunch driver "+d.rec.ID))
+	end, ok := c.endDriver(d, wire.DriverRelaunching, reason+"; relaunched as "+rec.ID, nil)
+	if !ok {
+		return
+	}
+	c.addDriver(rec, []persistence.Command{end}, c.logPersistFailure("relaunch driver "+d.rec.ID))
 }
 
 func (c *core) completedDriver(id string) *driverInfo {

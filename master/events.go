@@ -48,8 +48,7 @@ func (c *core) unsubscribe(id string, s *subscriber) {
 		return
 	}
 	if _, ok := a.subs[s]; ok {
-		delete(a.subs, s)
-		close(s.ch)
+		c.cut(a, s)
 	}
 	a.lastSeen = c.now() // the app timeout counts from here
 }
@@ -62,8 +61,7 @@ func (c *core) publish(a *appInfo, ev wire.AppEvent) {
 		case s.ch <- ev:
 		default:
 			c.log.Warn("app client too slow; closing its event stream", "app", a.rec.ID)
-			delete(a.subs, s)
-			close(s.ch)
+			c.cut(a, s)
 		}
 	}
 }
@@ -71,7 +69,14 @@ func (c *core) publish(a *appInfo, ev wire.AppEvent) {
 // closeSubscribers ends every stream of the app.
 func (c *core) closeSubscribers(a *appInfo) {
 	for s := range a.subs {
-		delete(a.subs, s)
-		close(s.ch)
+		c.cut(a, s)
 	}
+}
+
+// cut ends one stream. The client was there until now, so its lease runs
+// from now: it has the app timeout to reconnect.
+func (c *core) cut(a *appInfo, s *subscriber) {
+	delete(a.subs, s)
+	close(s.ch)
+	a.lastSeen = c.now()
 }

@@ -135,7 +135,7 @@ func (h *harness) addWorker(id string, cores, memoryMB int) *workerInfo {
 	h.t.Helper()
 	port := 10000 + len(h.c.workers)
 	_, err := h.call(func(reply func(any, error)) {
-		h.c.registerWorker(wire.RegisterWorker{ID: id, Host: "127.0.0.1", Port: port, Cores: cores, MemoryMB: memoryMB, Address: fmt.Sprintf("http://127.0.0.1:%d", port)}, reply)
+		h.c.registerWorker(wire.RegisterWorker{ID: id, Host: "127.0.0.1", Port: port, Cores: cores, MemoryMB: memoryMB, Address: fmt.Sprintf("http://127.0.0.1:%d", port), Incarnation: id + "-1"}, reply)
 	})
 	if err != nil {
 		h.t.Fatalf("registering %s: %v", id, err)
@@ -172,11 +172,12 @@ func (h *harness) takeSent(path string) []sentCommand {
 // report sends a worker's report about an executor.
 func (h *harness) report(e *executorInfo, state wire.ExecutorState, exitCode *int) {
 	h.t.Helper()
-	err := h.c.executorStateChanged(e.worker.rec.ID, wire.ExecutorStateChanged{AppID: e.app.rec.ID, ExecutorID: e.id, State: state, ExitCode: exitCode})
+	_, err := h.call(func(reply func(any, error)) {
+		h.c.executorStateChanged(e.worker.rec.ID, wire.ExecutorStateChanged{AppID: e.app.rec.ID, ExecutorID: e.id, State: state, ExitCode: exitCode}, reply)
+	})
 	if err != nil {
 		h.t.Fatalf("report %s for %s/%d: %v", state, e.app.rec.ID, e.id, err)
 	}
-	h.commit()
 }
 
 // layout is an app's live executors as "worker:cores" sorted.
@@ -203,4 +204,39 @@ func (h *harness) pass(d time.Duration, keepAlive ...string) {
 		h.c.tick()
 		h.commit()
 	}
+}
+
+// step commits one pending write and runs the scheduling pass.
+func (h *harness) step() {
+	h.t.Helper()
+	p := h.fx.pending[0]
+	h.fx.pending = h.fx.pending[1:]
+	for _, c := range p.cmds {
+		if err := h.fx.state.Apply(c, nil); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	p.then(nil)
+	h.c.runSchedule()
+}
+
+// failover makes the core lose and win leadership again over the durable
+// state (the writes not committed are lost with the old leader).
+func (h *harness) failover() {
+	h.t.Helper()
+	h.fx.pending = nil
+	h.c.revoked()
+	h.c.elected()
+	h.fx.state.Epoch++
+	h.c.leadershipReady(h.c.gen, h.fx.state.Clone(), nil)
+}
+
+// reregister registers worker w again (incarnation as given) and returns the
+// error.
+func (h *harness) reregister(w *workerInfo, incarnation string) error {
+	h.t.Helper()
+	_, err := h.call(func(reply func(any, error)) {
+		h.c.registerWorker(wire.RegisterWorker{ID: w.rec.ID, Host: w.rec.Host, Port: w.rec.Port, Cores: w.rec.Cores, MemoryMB: w.rec.MemoryMB, Address: w.rec.Address, Incarnation: incarnation}, reply)
+	})
+	return err
 }

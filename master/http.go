@@ -41,7 +41,9 @@ func (m *Master) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/workers/{id}/executor-state", m.postExecutorState)
 	mux.HandleFunc("POST /v1/workers/{id}/driver-state", m.postDriverState)
 	mux.HandleFunc("POST /v1/workers/{id}/state", m.postLatestState)
-	mux.HandleFunc("POST /v1/workers/{id}/decommission", m.workerNotice((*core).decommissionWorker))
+	mux.HandleFunc("POST /v1/workers/{id}/decommission", m.workerNotice(func(c *core, id string, reply func(any, error)) {
+		reply(struct{}{}, c.decommissionWorker(id))
+	}))
 	mux.HandleFunc("POST /v1/workers/{id}/leave", m.workerNotice((*core).workerLeft))
 
 	mux.HandleFunc("POST /v1/raft/join", m.postJoin)
@@ -222,8 +224,8 @@ func (m *Master) postKillExecutors(w http.ResponseWriter, r *http.Request) {
 	}
 	req, ok := decode(w, r, func(k wire.KillExecutors) error {
 		for _, e := range k.ExecutorIDs {
-			if e < 0 {
-				return badRequest("executor id %d is negative", e)
+			if e < 0 || e >= maxExecutorID {
+				return badRequest("executor id %d is out of range", e)
 			}
 		}
 		return nil
@@ -250,11 +252,26 @@ func (m *Master) appEvents(w http.ResponseWriter, r *http.Request) {
 		sub   *subscriber
 		first []wire.AppEvent
 	}
-	v, err := m.query(r.Context(), func(c *core) (any, error) {
+	// A stream nobody reads must not hold the app's lease: if the client
+	// gave up before the loop got to it, do not subscribe; if it gave up
+	// after, unsubscribe what was created (both closures run in the loop,
+	// so created needs no lock).
+	var created *subscriber
+	ctx := r.Context()
+	v, err := m.query(ctx, func(c *core) (any, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		sub, first, err := c.subscribe(id)
+		created = sub
 		return opened{sub, first}, err
 	})
 	if err != nil {
+		m.post(func(c *core) {
+			if created != nil {
+				c.unsubscribe(id, created)
+			}
+		})
 		respond(w, r, nil, err)
 		return
 	}
@@ -361,8 +378,8 @@ func (m *Master) postExecutorState(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	_, err := m.query(r.Context(), func(c *core) (any, error) { return nil, c.executorStateChanged(id, msg) })
-	respond(w, r, struct{}{}, err)
+	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { c.executorStateChanged(id, msg, reply) })
+	respond(w, r, v, err)
 }
 
 func (m *Master) postDriverState(w http.ResponseWriter, r *http.Request) {
@@ -374,8 +391,8 @@ func (m *Master) postDriverState(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	_, err := m.query(r.Context(), func(c *core) (any, error) { return nil, c.driverStateChanged(id, msg) })
-	respond(w, r, struct{}{}, err)
+	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { c.driverStateChanged(id, msg, reply) })
+	respond(w, r, v, err)
 }
 
 func (m *Master) postLatestState(w http.ResponseWriter, r *http.Request) {
@@ -392,7 +409,7 @@ func (m *Master) postLatestState(w http.ResponseWriter, r *http.Request) {
 }
 
 // workerNotice handles a worker's lifecycle notice (an empty JSON body).
-func (m *Master) workerNotice(apply func(c *core, id string) error) http.HandlerFunc {
+func (m *Master) workerNotice(apply func(c *core, id string, reply func(any, error))) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, ok := pathID(w, r, "worker id")
 		if !ok {
@@ -401,8 +418,8 @@ func (m *Master) workerNotice(apply func(c *core, id string) error) http.Handler
 		if _, ok := decode[struct{}](w, r, nil); !ok {
 			return
 		}
-		_, err := m.query(r.Context(), func(c *core) (any, error) { return nil, apply(c, id) })
-		respond(w, r, struct{}{}, err)
+		v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { apply(c, id, reply) })
+		respond(w, r, v, err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/berth-cluster/berth/election"
@@ -27,6 +28,9 @@ type Master struct {
 	writes   *mailbox[proposal]
 	out      *outbox
 	stopped  chan struct{} // closed when the loop has exited
+	// gen mirrors the core's leadership generation for the writer, which
+	// runs off the loop.
+	gen atomic.Uint64
 
 	// Hooks the Raft engine adds (nil with one master).
 	members Membership
@@ -74,7 +78,7 @@ func New(cfg Config, engine persistence.Engine, agent election.Agent, log *slog.
 func (m *Master) Run(ctx context.Context, ln net.Listener) error {
 	loopCtx, stopLoop := context.WithCancel(context.Background())
 	defer stopLoop()
-	w := &writer{engine: m.engine, queue: m.writes, done: m.post, timeout: 10 * time.Second, log: m.log}
+	w := &writer{engine: m.engine, queue: m.writes, done: m.post, gen: m.gen.Load, timeout: 10 * time.Second, log: m.log}
 	go w.run(loopCtx)
 	go m.loop(loopCtx)
 
@@ -188,20 +192,27 @@ func (m *Master) RevokedLeadership() { m.post(func(c *core) { c.revoked() }) }
 
 // effects, the real ones.
 
+// persist runs in the loop, so reading the core's generation is safe.
 func (m *Master) persist(cmds []persistence.Command, then func(error)) {
-	m.writes.put(proposal{cmds: cmds, then: then})
+	m.writes.put(proposal{cmds: cmds, then: then, gen: m.core.gen})
 }
 
 func (m *Master) send(w *workerInfo, cmd workerCommand) {
 	m.out.send(w.rec.ID, w.rec.Address, cmd)
 }
 
-func (m *Master) dropOutbound() { m.out.drop() }
+// dropOutbound runs in the loop at a revocation: commands still queued for
+// workers are dropped, and writes still queued will be refused.
+func (m *Master) dropOutbound() {
+	m.gen.Store(m.core.gen)
+	m.out.drop()
+}
 
 // prepareLeadership: Barrier so that every earlier write is applied here,
 // then bump the epoch (with this master's address, so followers can point
 // clients at it), then read the state. It ends in leadershipReady.
 func (m *Master) prepareLeadership(gen uint64) {
+	m.gen.Store(gen)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

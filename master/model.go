@@ -21,6 +21,7 @@ type workerInfo struct {
 	// reregistered: an UNKNOWN worker (recovery) registered again; it turns
 	// ALIVE once its latest state arrives.
 	reregistered bool
+	incarnation  string // of the worker process, from its registration
 	coresUsed    int
 	memoryUsed   int
 	executors    map[execKey]*executorInfo
@@ -89,6 +90,11 @@ type appInfo struct {
 	finished   []*executorInfo       // the most recent that ended, for status
 	hosts      map[string]struct{}   // workers that ran an executor of the app
 	nextExecID int
+	// idsDurable: executor ids below it are durably reserved, and no id at
+	// or above it is handed out. rec is the desired record, which every
+	// write of the app carries in full (so a limit change cannot undo a
+	// reservation, or the reverse); idsDurable follows what has committed.
+	idsDurable int
 	// reserving: a write raising rec.ExecutorIDsReserved is in flight.
 	reserving    bool
 	coresGranted int

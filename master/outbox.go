@@ -84,9 +84,14 @@ func (o *outbox) deliver(ctx context.Context, workerID string, q *workerQueue) {
 		case <-ctx.Done():
 			return
 		case <-idle.C:
+			// Idle with nothing queued: end, and forget the queue unless a
+			// newer one (the worker came back at a new address) took its
+			// place.
 			o.mu.Lock()
-			if o.queues[workerID] == q && q.box.empty() {
-				delete(o.queues, workerID)
+			if q.box.empty() {
+				if o.queues[workerID] == q {
+					delete(o.queues, workerID)
+				}
 				o.mu.Unlock()
 				return
 			}

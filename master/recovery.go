@@ -60,25 +60,25 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 	for _, rec := range sortedRecords(s.Workers, func(r *persistence.WorkerRecord) string { return r.ID }) {
 		c.putWorker(newWorkerInfo(*rec, wire.WorkerUnknown, now))
 	}
-	var reserve []persistence.Command
+	var orphans []persistence.Command
+	var apps []*appInfo
 	for _, rec := range sortedRecords(s.Apps, func(r *persistence.AppRecord) string { return sortTime(r.SubmittedAt) + r.ID }) {
 		if rec.Finished() {
 			continue
 		}
 		a := newAppInfo(*rec, wire.AppUnknown, now)
 		// Ids below the reservation may have been used by the previous
-		// leader; start above them and reserve a fresh block.
-		a.nextExecID = rec.ExecutorIDsReserved
-		a.rec.ExecutorIDsReserved += executorIDBlock
-		reserve = append(reserve, persistence.PutApp(a.rec, 0))
+		// leader; start above them (a fresh block is reserved below).
+		a.nextExecID, a.idsDurable = rec.ExecutorIDsReserved, rec.ExecutorIDsReserved
 		c.apps[rec.ID] = a
 		c.appOrder = append(c.appOrder, a)
+		apps = append(apps, a)
 	}
 	// Executors as placed by earlier leaders; workers confirm them (or not).
 	for _, rec := range sortedRecords(s.Executors, func(r *persistence.ExecutorRecord) string { return r.Key() }) {
 		a, w := c.apps[rec.AppID], c.workers[rec.WorkerID]
 		if a == nil || w == nil {
-			reserve = append(reserve, persistence.DeleteExecutor(rec.AppID, rec.ID))
+			orphans = append(orphans, persistence.DeleteExecutor(rec.AppID, rec.ID))
 			continue
 		}
 		e := &executorInfo{app: a, id: rec.ID, worker: w, cores: rec.Cores, memory: rec.MemoryMB, state: wire.ExecutorLaunching}
@@ -99,8 +99,11 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 		}
 		c.drivers[rec.ID] = d
 	}
-	if len(reserve) > 0 {
-		c.fx.persist(reserve, c.logPersistFailure("reserve executor ids"))
+	if len(orphans) > 0 {
+		c.fx.persist(orphans, c.logPersistFailure("forget orphaned executors"))
+	}
+	for _, a := range apps {
+		c.ensureExecutorIDs(a, 1)
 	}
 	c.status = wire.MasterRecovering
 	c.recoveryDeadline = now.Add(c.cfg.RecoveryTimeout)

@@ -47,6 +47,10 @@ func (c *core) scheduleDrivers(alive []*workerInfo) {
 // scheduleExecutors runs one placement round over the apps that want cores,
 // in registration order, and launches what it decides.
 func (c *core) scheduleExecutors(alive []*workerInfo) {
+	coresFree := 0
+	for _, w := range alive {
+		coresFree += max(w.coresFree(), 0)
+	}
 	var apps []placement.App
 	for _, a := range c.appOrder {
 		if a.state == wire.AppUnknown || a.coresLeft() <= 0 {
@@ -55,8 +59,8 @@ func (c *core) scheduleExecutors(alive []*workerInfo) {
 		// Never hand out more executor ids than are reserved. An app that
 		// could start more executors than it has ids for waits for a larger
 		// reservation (one write) rather than get a layout cut short.
-		need := executorsWanted(a, alive)
-		if !c.ensureExecutorIDs(a, need) {
+		need := executorsWanted(a, len(alive), coresFree)
+		if need == 0 || !c.ensureExecutorIDs(a, need) {
 			continue
 		}
 		limit := min(a.executorLimit(), len(a.executors)+need)
@@ -95,15 +99,21 @@ func (c *core) appsWantCores() bool {
 }
 
 // executorsWanted bounds the executors one placement round could start for
-// a: no more than its limit allows, than its cores left, and (without a
-// fixed executor size) than one per worker.
-func executorsWanted(a *appInfo, alive []*workerInfo) int {
+// a: no more than its limit allows, than its cores left or the free cores
+// could hold, and (without a fixed executor size) than one per worker. An
+// app without maxCores would otherwise "want" billions.
+func executorsWanted(a *appInfo, alive, coresFree int) int {
 	n := max(a.executorLimit()-len(a.executors), 0)
 	if per := a.rec.Desc.CoresPerExecutor; per > 0 {
-		return min(n, a.coresLeft()/per)
+		n = min(n, a.coresLeft()/per, coresFree/per)
+	} else {
+		n = min(n, a.coresLeft(), coresFree, alive)
 	}
-	return min(n, a.coresLeft(), len(alive))
+	return min(n, maxExecutorsPerPass)
 }
+
+// maxExecutorsPerPass bounds the executors one app starts in one pass.
+const maxExecutorsPerPass = 1 << 16
 
 // launchExecutor starts one executor of a on w.
 func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int) {
@@ -141,9 +151,14 @@ func (c *core) commandFailed(workerID string, cmd workerCommand, err error) {
 	case "/v1/executors":
 		if a := c.apps[cmd.appID]; a != nil {
 			if e := a.executors[cmd.execID]; e != nil && e.state == wire.ExecutorLaunching {
+				if e.worker.state != wire.WorkerAlive {
+					// Its worker is shutting down or gone: not the app's fault.
+					c.executorLost(e, "launch failed, the worker is going away: "+err.Error())
+					return
+				}
 				e.state, e.message = wire.ExecutorFailed, "launch failed: "+err.Error()
 				c.publish(a, wire.AppEvent{Type: wire.EventExecutorUpdated, Executor: executorStatus(e)})
-				c.executorEnded(e)
+				c.executorEnded(e, nil)
 			}
 		}
 	case "/v1/drivers":
@@ -159,11 +174,15 @@ func (c *core) commandFailed(workerID string, cmd workerCommand, err error) {
 }
 
 // retireExecutor takes an executor that ended out of its app and forgets
-// its placement record.
-func (c *core) retireExecutor(e *executorInfo) {
+// its placement record; then (if not nil) runs once that is durable.
+func (c *core) retireExecutor(e *executorInfo, then func(error)) {
+	if then == nil {
+		then = c.logPersistFailure("forget executor")
+	}
 	if _, live := e.app.executors[e.id]; !live {
+		then(nil)
 		return
 	}
 	e.app.retire(e)
-	c.fx.persist([]persistence.Command{persistence.DeleteExecutor(e.app.rec.ID, e.id)}, c.logPersistFailure("forget executor"))
+	c.fx.persist([]persistence.Command{persistence.DeleteExecutor(e.app.rec.ID, e.id)}, then)
 }

@@ -125,8 +125,8 @@ func validateExecutorState(m wire.ExecutorStateChanged) error {
 	if err := checkID("app id", m.AppID); err != nil {
 		return err
 	}
-	if m.ExecutorID < 0 {
-		return badRequest("executorId %d is negative", m.ExecutorID)
+	if m.ExecutorID < 0 || m.ExecutorID >= maxExecutorID {
+		return badRequest("executorId %d is out of range", m.ExecutorID)
 	}
 	if !m.State.Valid() {
 		return badRequest("unknown executor state %q", m.State)
@@ -149,13 +149,16 @@ func validateLatestState(r wire.WorkerLatestState) error {
 		if err := checkID("app id", e.AppID); err != nil {
 			return err
 		}
-		if e.ExecutorID < 0 || !e.State.Valid() || e.Cores < 0 || e.MemoryMB < 0 {
+		if e.ExecutorID < 0 || e.ExecutorID >= maxExecutorID || !e.State.Valid() || e.Cores < 0 || e.Cores > wire.MaxCores || e.MemoryMB < 0 || e.MemoryMB > wire.MaxMemoryMB {
 			return badRequest("executor %s/%d: bad id, state, cores or memory", e.AppID, e.ExecutorID)
 		}
 	}
 	for _, d := range r.Drivers {
 		if err := checkID("driver id", d.DriverID); err != nil {
 			return err
+		}
+		if !d.State.Valid() || d.State == wire.DriverUnknown || d.State == wire.DriverRelaunching {
+			return badRequest("driver %s: a worker cannot report state %q", d.DriverID, d.State)
 		}
 	}
 	return nil

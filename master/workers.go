@@ -32,9 +32,14 @@ func (c *core) registerWorker(req wire.RegisterWorker, reply func(any, error)) {
 		return
 	}
 	if w, ok := c.workers[req.ID]; ok && w.state != wire.WorkerDead {
-		c.acceptKnownWorker(w)
-		reply(c.registered(true), nil)
-		return
+		if !restarted(w, req) {
+			c.acceptKnownWorker(w, req)
+			reply(c.registered(true), nil)
+			return
+		}
+		// The worker process was restarted under the same id before its
+		// heartbeat timeout: what ran on the old one is gone.
+		c.removeWorker(w, "worker restarted")
 	}
 	if err := c.addressTaken(req); err != nil {
 		reply(nil, err)
@@ -52,8 +57,8 @@ func (c *core) registerWorker(req wire.RegisterWorker, reply func(any, error)) {
 			return
 		}
 		// The world may have moved while the write was in flight.
-		if w, ok := c.workers[req.ID]; ok && w.state != wire.WorkerDead {
-			c.acceptKnownWorker(w)
+		if w, ok := c.workers[req.ID]; ok && w.state != wire.WorkerDead && !restarted(w, req) {
+			c.acceptKnownWorker(w, req)
 			reply(c.registered(true), nil)
 			return
 		}
@@ -62,15 +67,25 @@ func (c *core) registerWorker(req wire.RegisterWorker, reply func(any, error)) {
 			reply(nil, err)
 			return
 		}
-		c.addWorker(rec)
+		c.addWorker(rec, req.Incarnation)
 		reply(c.registered(false), nil)
 	})
 }
 
+// restarted reports whether a registration comes from a new process of a
+// worker the master knows as live. A worker recovered from the log has no
+// known incarnation: its latest state settles what it still runs.
+func restarted(w *workerInfo, req wire.RegisterWorker) bool {
+	return w.state != wire.WorkerUnknown && w.incarnation != "" && req.Incarnation != "" && w.incarnation != req.Incarnation
+}
+
 // acceptKnownWorker handles a registration from a worker the master already
 // knows and has not declared DEAD.
-func (c *core) acceptKnownWorker(w *workerInfo) {
+func (c *core) acceptKnownWorker(w *workerInfo, req wire.RegisterWorker) {
 	w.lastHeartbeat = c.now()
+	if w.incarnation == "" {
+		w.incarnation = req.Incarnation
+	}
 	if w.state == wire.WorkerUnknown {
 		w.reregistered = true // ALIVE once its latest state says what it runs
 		c.log.Info("worker re-registered during recovery", "worker", w.rec.ID)
@@ -90,7 +105,7 @@ func (c *core) addressTaken(req wire.RegisterWorker) error {
 	return httpx.Errorf(http.StatusConflict, "worker %s is already registered at %s; refusing %s", old.rec.ID, old.hostPort(), req.ID)
 }
 
-func (c *core) addWorker(rec persistence.WorkerRecord) {
+func (c *core) addWorker(rec persistence.WorkerRecord, incarnation string) {
 	addr := hostPort(rec.Host, rec.Port)
 	// As Spark: first forget DEAD workers at this address, then retire an
 	// UNKNOWN one there (it stays listed as DEAD for a while).
@@ -103,6 +118,7 @@ func (c *core) addWorker(rec persistence.WorkerRecord) {
 		c.removeWorker(old, "replaced by a new worker at the same address")
 	}
 	w := newWorkerInfo(rec, wire.WorkerAlive, c.now())
+	w.incarnation = incarnation
 	c.putWorker(w)
 	c.log.Info("registered worker", "worker", rec.ID, "address", rec.Address, "cores", rec.Cores, "memoryMB", rec.MemoryMB)
 	c.schedule()
@@ -138,14 +154,26 @@ func (c *core) decommissionWorker(id string) error {
 }
 
 // workerLeft removes a worker that shut down, without waiting for its
-// heartbeat timeout.
-func (c *core) workerLeft(id string) error {
+// heartbeat timeout; it is answered once the removal is durable.
+func (c *core) workerLeft(id string, reply func(any, error)) {
 	w, err := c.liveWorker(id)
 	if err != nil {
-		return err
+		reply(nil, err)
+		return
 	}
-	c.removeWorker(w, "worker shut down")
-	return nil
+	c.removeWorkerThen(w, "worker shut down", c.ack(reply))
+}
+
+// reportingWorker is the worker a state report comes from. A worker that has
+// not answered a new leader yet (UNKNOWN) is told it is unknown, so that it
+// registers and says everything it runs before its reports are taken: a
+// report taken first would find its drivers and executors not yet adopted.
+func (c *core) reportingWorker(id string) (*workerInfo, error) {
+	w, err := c.liveWorker(id)
+	if err == nil && w.state == wire.WorkerUnknown {
+		return nil, notFound("worker", id)
+	}
+	return w, err
 }
 
 func (c *core) liveWorker(id string) (*workerInfo, error) {
@@ -209,6 +237,15 @@ func (c *core) workerLatestState(id string, report wire.WorkerLatestState) (wire
 
 func (c *core) keepReportedExecutor(w *workerInfo, r wire.ExecutorReport, recovering bool) bool {
 	a := c.apps[r.AppID]
+	if r.State.Finished() {
+		// An end no master acknowledged: apply it now; nothing to kill.
+		if e := c.liveExecutor(a, r.ExecutorID); e != nil && e.worker == w {
+			e.state, e.exitCode, e.message = r.State, r.ExitCode, r.Message
+			c.publish(a, wire.AppEvent{Type: wire.EventExecutorUpdated, Executor: executorStatus(e)})
+			c.executorEnded(e, nil)
+		}
+		return true
+	}
 	if a == nil {
 		return false
 	}
@@ -238,6 +275,15 @@ func (c *core) keepReportedExecutor(w *workerInfo, r wire.ExecutorReport, recove
 
 func (c *core) keepReportedDriver(w *workerInfo, r wire.DriverReport) bool {
 	d := c.drivers[r.DriverID]
+	if r.State.Finished() {
+		// An end no master acknowledged: apply it, if the driver was ours
+		// and ran here (a recovered driver knows its worker from its
+		// launch record); nothing to kill.
+		if d != nil && (d.worker == w || (d.worker == nil && d.rec.WorkerID == w.rec.ID)) {
+			c.finishDriver(d, r.State, r.Message, r.ExitCode, nil)
+		}
+		return true
+	}
 	if d == nil || (d.worker != nil && d.worker != w) {
 		return false
 	}
@@ -250,12 +296,28 @@ func (c *core) keepReportedDriver(w *workerInfo, r wire.DriverReport) bool {
 	return true
 }
 
+// liveExecutor is app a's live executor id, or nil.
+func (c *core) liveExecutor(a *appInfo, id int) *executorInfo {
+	if a == nil {
+		return nil
+	}
+	return a.executors[id]
+}
+
 // removeWorker declares a worker DEAD: its executors are LOST and their apps
 // told, their cores return to the apps' demand and are re-placed at once;
 // its supervised drivers are relaunched elsewhere, the others end in ERROR.
 func (c *core) removeWorker(w *workerInfo, reason string) {
+	c.removeWorkerThen(w, reason, nil)
+}
+
+// removeWorkerThen removes a worker; then runs once its removal is durable.
+func (c *core) removeWorkerThen(w *workerInfo, reason string, then func(error)) {
 	if w.state == wire.WorkerDead {
 		return
+	}
+	if then == nil {
+		then = c.logPersistFailure("remove worker " + w.rec.ID)
 	}
 	c.log.Warn("removing worker", "worker", w.rec.ID, "reason", reason, "executors", len(w.executors), "drivers", len(w.drivers))
 	w.state = wire.WorkerDead
@@ -275,8 +337,9 @@ func (c *core) removeWorker(w *workerInfo, reason string) {
 			c.finishDriver(d, wire.DriverError, msg, nil, nil)
 		}
 	}
-	c.fx.persist([]persistence.Command{persistence.DeleteWorker(w.rec.ID)}, c.logPersistFailure("remove worker "+w.rec.ID))
+	c.fx.persist([]persistence.Command{persistence.DeleteWorker(w.rec.ID)}, then)
 	c.schedule()
+	c.maybeCompleteRecovery() // it may have been the last one to wait for
 }
 
 // executorLost ends an executor whose process is gone without a report: its
@@ -284,7 +347,7 @@ func (c *core) removeWorker(w *workerInfo, reason string) {
 func (c *core) executorLost(e *executorInfo, msg string) {
 	e.worker.removeExecutor(e)
 	e.state, e.message = wire.ExecutorLost, msg
-	c.retireExecutor(e)
+	c.retireExecutor(e, nil)
 	c.publish(e.app, wire.AppEvent{Type: wire.EventExecutorLost, Executor: executorStatus(e), Message: msg})
 	c.schedule()
 }

@@ -277,14 +277,14 @@ func TestWorkerDecommissionAndLeave(t *testing.T) {
 	if r, _ := h.c.heartbeat("w1"); r.Reconnect {
 		t.Error("a decommissioned worker was told to reconnect")
 	}
-	if err := h.c.workerLeft("w1"); err != nil {
+	if _, err := h.call(func(reply func(any, error)) { h.c.workerLeft("w1", reply) }); err != nil {
 		t.Fatal(err)
 	}
 	h.commit()
 	if h.c.workers["w1"].state != wire.WorkerDead || h.fx.state.Workers["w1"] != nil {
 		t.Fatalf("after leaving: %s", h.c.workers["w1"].state)
 	}
-	if err := h.c.workerLeft("w1"); statusOf(err) != 404 {
+	if _, err := h.call(func(reply func(any, error)) { h.c.workerLeft("w1", reply) }); statusOf(err) != 404 {
 		t.Errorf("leaving twice: %v", err)
 	}
 }

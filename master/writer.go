@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -12,7 +13,12 @@ import (
 type proposal struct {
 	cmds []persistence.Command
 	then func(error)
+	gen  uint64 // the leadership it was decided under
 }
+
+// errStaleProposal fails a write decided under a leadership that has ended:
+// the state it was decided on is gone, so it must not reach the log.
+var errStaleProposal = fmt.Errorf("%w: leadership changed before the write was sent", persistence.ErrNotLeader)
 
 // writer applies proposals through the engine in order, off the loop. What
 // queued up while a write was in flight goes out as the next single write
@@ -21,8 +27,37 @@ type writer struct {
 	engine  persistence.Engine
 	queue   *mailbox[proposal]
 	done    func(func(*core)) // posts a continuation to the loop
+	gen     func() uint64     // the current leadership generation
 	timeout time.Duration
 	log     *slog.Logger
+}
+
+// admit fails, on their own, the proposals that must not be written: ones
+// from an ended leadership, and ones with a command State.Apply would refuse
+// (which would otherwise be batched with, and reported as the failure of,
+// unrelated writes). It returns the others.
+func (w *writer) admit(ps []proposal) []proposal {
+	gen := w.gen()
+	ok := ps[:0]
+	for _, p := range ps {
+		err := error(nil)
+		if p.gen != gen {
+			err = errStaleProposal
+		}
+		for _, c := range p.cmds {
+			if err == nil {
+				err = c.Check()
+			}
+		}
+		if err != nil {
+			w.log.Warn("write refused before it was sent", "err", err)
+			then, e := p.then, err
+			w.done(func(*core) { then(e) })
+			continue
+		}
+		ok = append(ok, p)
+	}
+	return ok
 }
 
 // maxBatch bounds the commands of one write, so one entry stays small.
@@ -36,7 +71,7 @@ func (w *writer) run(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-w.queue.ready():
-				pending = w.queue.take()
+				pending = w.admit(w.queue.take())
 				continue
 			}
 		}
@@ -63,7 +98,7 @@ func (w *writer) run(ctx context.Context) {
 			}
 		})
 		if len(pending) == 0 {
-			pending = w.queue.take()
+			pending = w.admit(w.queue.take())
 		}
 	}
 }

@@ -43,6 +43,10 @@ type RegisterWorker struct {
 	// Address is the base URL of the worker's API as the master should call
 	// it, e.g. http://127.0.0.1:41234 (it may carry a path prefix).
 	Address string `json:"address"`
+	// Incarnation is random per worker process. A known worker id that
+	// registers with a new incarnation was restarted: what the master had
+	// placed on the old process is gone.
+	Incarnation string `json:"incarnation,omitempty"`
 }
 
 // RegisteredWorker accepts a registration.
@@ -87,26 +91,35 @@ type DriverStateChanged struct {
 	ExitCode *int        `json:"exitCode,omitempty"`
 }
 
-// ExecutorReport is one executor a worker runs.
+// ExecutorReport is one executor a worker runs, or one that ended and whose
+// final state no master has acknowledged yet (then State is final and
+// ExitCode and Message say how it ended).
 type ExecutorReport struct {
 	AppID      string        `json:"appId"`
 	ExecutorID int           `json:"executorId"`
 	Cores      int           `json:"cores"`
 	MemoryMB   int           `json:"memoryMB"`
 	State      ExecutorState `json:"state"`
+	ExitCode   *int          `json:"exitCode,omitempty"`
+	Message    string        `json:"message,omitempty"`
 }
 
-// DriverReport is one driver a worker runs.
+// DriverReport is one driver a worker runs, or one that ended unacknowledged
+// (as ExecutorReport).
 type DriverReport struct {
 	DriverID string      `json:"driverId"`
 	Cores    int         `json:"cores"`
 	MemoryMB int         `json:"memoryMB"`
 	State    DriverState `json:"state"`
+	ExitCode *int        `json:"exitCode,omitempty"`
+	Message  string      `json:"message,omitempty"`
 }
 
-// WorkerLatestState is everything a worker runs. A worker sends it after
-// every registration; the master adopts what it knows (during recovery) and
-// has the worker kill what it does not know (Spark's SPARK-13604).
+// WorkerLatestState is everything a worker runs, plus what ended without a
+// master acknowledging it (so that a new leader learns of those ends in the
+// same breath as of what still runs). A worker sends it after every
+// registration; the master adopts what it knows (during recovery), applies
+// the ends, and has the worker kill what it does not know (SPARK-13604).
 type WorkerLatestState struct {
 	WorkerID  string           `json:"workerId"`
 	Executors []ExecutorReport `json:"executors"`

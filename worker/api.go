@@ -131,5 +131,6 @@ func (w *Worker) handleState(rw http.ResponseWriter, _ *http.Request) {
 // latestState is everything the worker runs (what has not ended).
 func (w *Worker) latestState() wire.WorkerLatestState {
 	execs, drivers := w.procs.snapshot()
-	return wire.WorkerLatestState{WorkerID: w.id, Executors: execs, Drivers: drivers}
+	endedExecs, endedDrivers := w.reports.unacknowledged()
+	return wire.WorkerLatestState{WorkerID: w.id, Executors: append(execs, endedExecs...), Drivers: append(drivers, endedDrivers...)}
 }

@@ -75,7 +75,7 @@ func (w *Worker) masterLoop(ctx context.Context) {
 func (w *Worker) register(ctx context.Context, hint string) (string, wire.RegisteredWorker, error) {
 	req := wire.RegisterWorker{
 		ID: w.id, Host: w.host, Port: w.port, Address: w.url,
-		Cores: w.cfg.Cores, MemoryMB: w.cfg.MemoryMB,
+		Cores: w.cfg.Cores, MemoryMB: w.cfg.MemoryMB, Incarnation: w.incarnation,
 	}
 	for round := 0; ; round++ {
 		slow := false // a wrong secret will not fix itself soon

@@ -26,9 +26,9 @@ func TestRegistrationThenLatestStateThenHeartbeats(t *testing.T) {
 	fm.with(func() { reg = fm.registrations[0] })
 	_, port, _ := httpx.SplitHostPort(w.URL()[len("http://"):])
 	want := wire.RegisterWorker{ID: w.ID(), Host: "127.0.0.1", Port: port, Cores: 4, MemoryMB: 4096,
-		Address: fmt.Sprintf("http://127.0.0.1:%d", port)}
-	if reg != want {
-		t.Errorf("registration %+v, want %+v", reg, want)
+		Address: fmt.Sprintf("http://127.0.0.1:%d", port), Incarnation: reg.Incarnation}
+	if reg != want || len(reg.Incarnation) < 16 {
+		t.Errorf("registration %+v, want %+v with a random incarnation", reg, want)
 	}
 	if !regexp.MustCompile(fmt.Sprintf(`^worker-\d{14}-127\.0\.0\.1-%d$`, port)).MatchString(w.ID()) {
 		t.Errorf("id %q is not Spark-style worker-<time>-<host>-<port>", w.ID())
@@ -246,11 +246,17 @@ func TestReportsAreDeliveredInOrderAfterAnOutage(t *testing.T) {
 	})
 	w.launchExecutor("app-1", 0, helperCmd(t, "exit", "0"))
 	w.launchExecutor("app-1", 1, helperCmd(t, "exit", "4"))
-	eventually(t, 10*time.Second, "both executors ended", func() bool { return len(w.state().Executors) == 0 })
+	// Ended, and not acknowledged: the latest state lists them as such, so
+	// that a new leader would learn of the ends with everything else.
+	eventually(t, 10*time.Second, "both executors ended, unacknowledged", func() bool {
+		execs := w.state().Executors
+		return len(execs) == 2 && execs[0].State == wire.ExecutorExited && execs[1].State == wire.ExecutorFailed && *execs[1].ExitCode == 4
+	})
 	eventually(t, 10*time.Second, "retries", func() bool { return fm.count("executor-state") >= 3 })
 	fm.with(func() { fm.onExecState = nil })
 	fm.waitFinal(t, "app-1", 0)
 	fm.waitFinal(t, "app-1", 1)
+	eventually(t, 10*time.Second, "acknowledged ends to leave the state", func() bool { return len(w.state().Executors) == 0 })
 	for _, id := range []int{0, 1} {
 		if got := execStateNames(fm.execReports("app-1", id)); len(got) != 2 || got[0] != "RUNNING" {
 			t.Errorf("executor %d: reports %v, want RUNNING then a final state", id, got)

@@ -56,6 +56,26 @@ func newReportQueue() *reportQueue {
 	return q
 }
 
+// unacknowledged returns the final states still queued, as they go into a
+// latest state.
+func (q *reportQueue) unacknowledged() ([]wire.ExecutorReport, []wire.DriverReport) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var execs []wire.ExecutorReport
+	var drivers []wire.DriverReport
+	for _, r := range q.items {
+		switch {
+		case r.executor != nil && r.executor.State.Finished():
+			e := r.executor
+			execs = append(execs, wire.ExecutorReport{AppID: e.AppID, ExecutorID: e.ExecutorID, State: e.State, ExitCode: e.ExitCode, Message: e.Message})
+		case r.driver != nil && r.driver.State.Finished():
+			d := r.driver
+			drivers = append(drivers, wire.DriverReport{DriverID: d.DriverID, State: d.State, ExitCode: d.ExitCode, Message: d.Message})
+		}
+	}
+	return execs, drivers
+}
+
 func (q *reportQueue) push(r report) {
 	q.mu.Lock()
 	if len(q.items) == 0 {

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -28,7 +29,9 @@ type Worker struct {
 	sess    *session
 	reports *reportQueue
 	guard   *guardian // kills every child's process group if the worker dies
-	procs   *procTable
+	// incarnation tells this process from an earlier one with the same id.
+	incarnation string
+	procs       *procTable
 
 	// Set by Run before ready is closed, read-only afterwards.
 	ready      chan struct{}
@@ -53,15 +56,16 @@ func New(cfg Config, logger *slog.Logger) (*Worker, error) {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return &Worker{
-		cfg:        cfg,
-		log:        logger,
-		client:     httpx.NewClient(cfg.Secret, cfg.RequestTimeout),
-		sess:       newSession(),
-		reports:    newReportQueue(),
-		procs:      newProcTable(),
-		ready:      make(chan struct{}),
-		host:       cfg.AdvertiseHost,
-		masterList: strings.Join(cfg.Masters, ","),
+		cfg:         cfg,
+		log:         logger,
+		client:      httpx.NewClient(cfg.Secret, cfg.RequestTimeout),
+		sess:        newSession(),
+		incarnation: rand.Text(),
+		reports:     newReportQueue(),
+		procs:       newProcTable(),
+		ready:       make(chan struct{}),
+		host:        cfg.AdvertiseHost,
+		masterList:  strings.Join(cfg.Masters, ","),
 	}, nil
 }
 

@@ -291,7 +291,7 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "placement", Value: "spread", EnvVars: env("PLACEMENT"), Usage: "executor placement policy: spread, pack or bestfit"},
 		&cli.StringFlag{Name: "worker-order", Value: placement.OrderCoresFreeDesc, EnvVars: env("WORKER_ORDER"), Usage: "worker order: cores-free-desc, cores-free-asc, memory-free-desc, memory-free-asc or worker-id"},
 		&cli.IntFlag{Name: "min-core-unit", Value: 1, EnvVars: env("MIN_CORE_UNIT"), Usage: "cores per placement step for apps without coresPerExecutor (1: Spark)"},
-		&cli.IntFlag{Name: "max-executor-retries", Value: master.DefaultMaxExecutorRetries, EnvVars: env("MAX_EXECUTOR_RETRIES"), Usage: "executor failures in a row, with none running, that fail an app (-1: never)"},
+		&cli.IntFlag{Name: "max-executor-retries", Value: master.DefaultMaxExecutorRetries, EnvVars: env("MAX_EXECUTOR_RETRIES"), Usage: "executor failures in a row, with none running, that fail an app (-1: never; 0 means the default)"},
 		&cli.IntFlag{Name: "retained-apps", Value: master.DefaultRetained, EnvVars: env("RETAINED_APPS"), Usage: "finished apps kept for status"},
 		&cli.IntFlag{Name: "retained-drivers", Value: master.DefaultRetained, EnvVars: env("RETAINED_DRIVERS"), Usage: "finished drivers kept for status"},
 		&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: env("LOG_LEVEL"), Usage: "debug, info, warn or error"},
