@@ -249,8 +249,12 @@ func TestReportsAreDeliveredInOrderAfterAnOutage(t *testing.T) {
 	// Ended, and not acknowledged: the latest state lists them as such, so
 	// that a new leader would learn of the ends with everything else.
 	eventually(t, 10*time.Second, "both executors ended, unacknowledged", func() bool {
-		execs := w.state().Executors
-		return len(execs) == 2 && execs[0].State == wire.ExecutorExited && execs[1].State == wire.ExecutorFailed && *execs[1].ExitCode == 4
+		ended := map[int]wire.ExecutorReport{} // they may end in either order
+		for _, e := range w.state().Executors {
+			ended[e.ExecutorID] = e
+		}
+		e0, e1 := ended[0], ended[1]
+		return len(ended) == 2 && e0.State == wire.ExecutorExited && e1.State == wire.ExecutorFailed && e1.ExitCode != nil && *e1.ExitCode == 4
 	})
 	eventually(t, 10*time.Second, "retries", func() bool { return fm.count("executor-state") >= 3 })
 	fm.with(func() { fm.onExecState = nil })
