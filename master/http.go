@@ -37,14 +37,20 @@ func (m *Master) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/drivers/{id}/logs/{stream}", m.driverLogs)
 
 	mux.HandleFunc("POST /v1/workers", m.postWorker)
-	mux.HandleFunc("POST /v1/workers/{id}/heartbeat", m.postHeartbeat)
-	mux.HandleFunc("POST /v1/workers/{id}/executor-state", m.postExecutorState)
-	mux.HandleFunc("POST /v1/workers/{id}/driver-state", m.postDriverState)
-	mux.HandleFunc("POST /v1/workers/{id}/state", m.postLatestState)
-	mux.HandleFunc("POST /v1/workers/{id}/decommission", m.workerNotice(func(c *core, id string, reply func(any, error)) {
+	mux.HandleFunc("POST /v1/workers/{id}/heartbeat", workerPost(m, nil, func(c *core, id string, _ wire.Heartbeat, reply func(any, error)) {
+		reply(c.heartbeat(id))
+	}))
+	mux.HandleFunc("POST /v1/workers/{id}/executor-state", workerPost(m, validateExecutorState, (*core).executorStateChanged))
+	mux.HandleFunc("POST /v1/workers/{id}/driver-state", workerPost(m, validateDriverState, (*core).driverStateChanged))
+	mux.HandleFunc("POST /v1/workers/{id}/state", workerPost(m, validateLatestState, func(c *core, id string, st wire.WorkerLatestState, reply func(any, error)) {
+		reply(c.workerLatestState(id, st))
+	}))
+	mux.HandleFunc("POST /v1/workers/{id}/decommission", workerPost(m, nil, func(c *core, id string, _ struct{}, reply func(any, error)) {
 		reply(struct{}{}, c.decommissionWorker(id))
 	}))
-	mux.HandleFunc("POST /v1/workers/{id}/leave", m.workerNotice((*core).workerLeft))
+	mux.HandleFunc("POST /v1/workers/{id}/leave", workerPost(m, nil, func(c *core, id string, _ struct{}, reply func(any, error)) {
+		c.workerLeft(id, reply)
+	}))
 
 	mux.HandleFunc("POST /v1/raft/join", m.postJoin)
 	mux.HandleFunc("POST /v1/raft/leave", m.postLeave)
@@ -357,68 +363,20 @@ func (m *Master) postWorker(w http.ResponseWriter, r *http.Request) {
 	respond(w, r, v, err)
 }
 
-func (m *Master) postHeartbeat(w http.ResponseWriter, r *http.Request) {
-	id, ok := pathID(w, r, "worker id")
-	if !ok {
-		return
-	}
-	if _, ok := decode[wire.Heartbeat](w, r, nil); !ok {
-		return
-	}
-	v, err := m.query(r.Context(), func(c *core) (any, error) { return c.heartbeat(id) })
-	respond(w, r, v, err)
-}
-
-func (m *Master) postExecutorState(w http.ResponseWriter, r *http.Request) {
-	id, ok := pathID(w, r, "worker id")
-	if !ok {
-		return
-	}
-	msg, ok := decode(w, r, validateExecutorState)
-	if !ok {
-		return
-	}
-	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { c.executorStateChanged(id, msg, reply) })
-	respond(w, r, v, err)
-}
-
-func (m *Master) postDriverState(w http.ResponseWriter, r *http.Request) {
-	id, ok := pathID(w, r, "worker id")
-	if !ok {
-		return
-	}
-	msg, ok := decode(w, r, validateDriverState)
-	if !ok {
-		return
-	}
-	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { c.driverStateChanged(id, msg, reply) })
-	respond(w, r, v, err)
-}
-
-func (m *Master) postLatestState(w http.ResponseWriter, r *http.Request) {
-	id, ok := pathID(w, r, "worker id")
-	if !ok {
-		return
-	}
-	report, ok := decode(w, r, validateLatestState)
-	if !ok {
-		return
-	}
-	v, err := m.query(r.Context(), func(c *core) (any, error) { return c.workerLatestState(id, report) })
-	respond(w, r, v, err)
-}
-
-// workerNotice handles a worker's lifecycle notice (an empty JSON body).
-func (m *Master) workerNotice(apply func(c *core, id string, reply func(any, error))) http.HandlerFunc {
+// workerPost handles a worker's POST /v1/workers/{id}/...: the worker id
+// from the path, a body of type T (checked by check, if not nil), then apply
+// in the loop, which replies.
+func workerPost[T any](m *Master, check func(T) error, apply func(c *core, id string, msg T, reply func(any, error))) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, ok := pathID(w, r, "worker id")
 		if !ok {
 			return
 		}
-		if _, ok := decode[struct{}](w, r, nil); !ok {
+		msg, ok := decode(w, r, check)
+		if !ok {
 			return
 		}
-		v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { apply(c, id, reply) })
+		v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { apply(c, id, msg, reply) })
 		respond(w, r, v, err)
 	}
 }
