@@ -220,14 +220,10 @@ func appSettled(f *fleet, appID string, want int) bool {
 func runFailover(ctx context.Context, cm *common, p *foParams, r *Report) error {
 	res := &foResults{AppCores: p.AppCores, Summary: map[string]Summary{}}
 	r.Results = res
-	tgt, err := cm.openMaster(ctx, "master-failover", p.workerTimeout, p.MinCoreUnit)
+	tgt, mc, err := cm.openReported(ctx, r, "master-failover", p.workerTimeout, p.MinCoreUnit)
 	if err != nil {
 		return err
 	}
-	r.Masters = append(r.Masters, tgt.Info)
-	printMaster(cm.out, tgt.Info)
-	r.Problems = append(r.Problems, tgt.warnings()...)
-	mc := newMasterClient(tgt.URL, cm.secret, cm.inFlight, cm.reqTimeout)
 	var f *fleet
 	defer func() {
 		// The master stops first: it must not see the workers go silent.

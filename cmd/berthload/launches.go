@@ -131,14 +131,10 @@ type appReg struct {
 func runLaunches(ctx context.Context, cm *common, p *lnParams, r *Report) error {
 	res := &lnResults{Apps: p.Apps, Cores: p.Apps * p.AppCores, MasterCPUPercent: -1, Order: p.Order}
 	r.Results = res
-	tgt, err := cm.openMaster(ctx, "master-launches", p.workerTimeout, 1)
+	tgt, mc, err := cm.openReported(ctx, r, "master-launches", p.workerTimeout, 1)
 	if err != nil {
 		return err
 	}
-	r.Masters = append(r.Masters, tgt.Info)
-	printMaster(cm.out, tgt.Info)
-	r.Problems = append(r.Problems, tgt.warnings()...)
-	mc := newMasterClient(tgt.URL, cm.secret, cm.inFlight, cm.reqTimeout)
 	var f *fleet
 	defer func() {
 		// The master stops first: it must not see the workers go silent.

@@ -163,6 +163,20 @@ type target struct {
 }
 
 // openMaster starts a master (--master-bin) or checks the one at --master.
+// openReported opens the scenario's master, records and prints which master
+// it is, and returns a client for it: the start every scenario shares but
+// heartbeats, which reports per cluster size.
+func (cm *common) openReported(ctx context.Context, r *Report, name string, workerTimeout time.Duration, minCoreUnit int) (*target, *masterClient, error) {
+	tgt, err := cm.openMaster(ctx, name, workerTimeout, minCoreUnit)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.Masters = append(r.Masters, tgt.Info)
+	printMaster(cm.out, tgt.Info)
+	r.Problems = append(r.Problems, tgt.warnings()...)
+	return tgt, newMasterClient(tgt.URL, cm.secret, cm.inFlight, cm.reqTimeout), nil
+}
+
 func (cm *common) openMaster(ctx context.Context, name string, workerTimeout time.Duration, minCoreUnit int) (*target, error) {
 	if cm.masterURL != "" {
 		mc := newMasterClient(cm.masterURL, cm.secret, 1, cm.reqTimeout)

@@ -9,14 +9,6 @@ import (
 	"time"
 )
 
-func durations(ms ...int) []time.Duration {
-	out := make([]time.Duration, len(ms))
-	for i, m := range ms {
-		out[i] = time.Duration(m) * time.Millisecond
-	}
-	return out
-}
-
 func TestHBStatsWindow(t *testing.T) {
 	var s hbStats
 	s.record(true, time.Millisecond, time.Millisecond, 5*time.Second, "w0") // before the window: ignored
