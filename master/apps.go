@@ -332,10 +332,15 @@ func (c *core) acknowledge(a *appInfo) {
 // no event stream open and no heartbeat. UNKNOWN apps are left to recovery.
 func (c *core) expireApps() {
 	now := c.now()
-	for _, a := range slices.Clone(c.appOrder) {
+	// Runs every tick: collect first (removing edits appOrder), then remove.
+	var gone []*appInfo
+	for _, a := range c.appOrder {
 		if a.state != wire.AppUnknown && len(a.subs) == 0 && now.Sub(a.lastSeen) > c.cfg.AppTimeout {
-			c.removeApplication(a, wire.AppFinished, fmt.Sprintf("client gone for more than %s", c.cfg.AppTimeout), nil)
+			gone = append(gone, a)
 		}
+	}
+	for _, a := range gone {
+		c.removeApplication(a, wire.AppFinished, fmt.Sprintf("client gone for more than %s", c.cfg.AppTimeout), nil)
 	}
 }
 
