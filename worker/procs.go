@@ -142,6 +142,13 @@ func (t *procTable) setEnded(p *proc, state string) {
 	}
 }
 
+// stateOf reads p's state; its runner may be changing it.
+func (t *procTable) stateOf(p *proc) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return p.state
+}
+
 // setState records a non-final state.
 func (t *procTable) setState(p *proc, state string) {
 	t.mu.Lock()

@@ -76,7 +76,7 @@ func (w *Worker) launch(p *proc) error {
 	case existing == nil:
 		return httpx.Errorf(503, "the worker is shutting down")
 	case !added:
-		w.procLog(p).Info("launch of a process that already exists: nothing to do", "state", existing.state)
+		w.procLog(p).Info("launch of a process that already exists: nothing to do", "state", w.procs.stateOf(existing))
 		return nil
 	}
 	go w.runProc(p)

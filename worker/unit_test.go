@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -204,5 +205,34 @@ func TestSessionRegistrationStates(t *testing.T) {
 	case <-ready:
 	default:
 		t.Error("ready not closed by the registration")
+	}
+}
+
+// A repeated launch reads the existing process's state while its runner
+// changes it: under -race this fails if the read is not guarded (CI caught
+// it once, as a timing-dependent race in TestLaunchIsIdempotent).
+func TestRepeatedLaunchReadsStateUnderLock(t *testing.T) {
+	t.Parallel()
+	w := &Worker{procs: newProcTable(), log: slog.New(slog.DiscardHandler)}
+	p := &proc{kind: kindExecutor, appID: "app-1", execID: 0, state: "LAUNCHING"}
+	if _, added := w.procs.add(p); !added {
+		t.Fatal("first add refused")
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			w.procs.setState(p, "RUNNING")
+		}
+	}()
+	for range 200 {
+		dup := &proc{kind: kindExecutor, appID: "app-1", execID: 0}
+		if err := w.launch(dup); err != nil {
+			t.Fatalf("repeated launch: %v", err)
+		}
+	}
+	<-done
+	if got := w.procs.executor("app-1", 0); got != p {
+		t.Errorf("the repeated launch replaced the process: %p, want %p", got, p)
 	}
 }
