@@ -258,8 +258,11 @@ func TestLogs(t *testing.T) {
 	}
 	data, _ := io.ReadAll(rc)
 	rc.Close()
-	if string(data) != "line 2999\n" || queries[0] != "/v1/apps/app-1/executors/3/logs/stderr?tail=10" {
-		t.Fatalf("tail 10 bytes = %q via %q", data, queries[0])
+	mu.Lock()
+	first := queries[0]
+	mu.Unlock()
+	if string(data) != "line 2999\n" || first != "/v1/apps/app-1/executors/3/logs/stderr?tail=10" {
+		t.Fatalf("tail 10 bytes = %q via %q", data, first)
 	}
 	for _, n := range []int{1, 2, 1500, 2999, 3000, 5000} {
 		data, err := c.DriverLogLines(ctx, "d1", Stdout, n)
@@ -300,9 +303,10 @@ func TestLeaderClusterPrefersTheLeader(t *testing.T) {
 		httpx.WriteJSON(w, 200, wire.ClusterStatus{MasterID: "m2", View: wire.ViewLeader})
 	})))
 	defer leader.Close()
-	names := leader.URL
+	var names atomic.Value // the leader the follower names; changed mid-test
+	names.Store(leader.URL)
 	follower := httptest.NewServer(httpx.RequireSecret("k", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		httpx.WriteJSON(w, 200, wire.ClusterStatus{MasterID: "m1", View: wire.ViewFollower, Leader: names})
+		httpx.WriteJSON(w, 200, wire.ClusterStatus{MasterID: "m1", View: wire.ViewFollower, Leader: names.Load().(string)})
 	})))
 	defer follower.Close()
 	c, err := New([]string{follower.URL}, "k")
@@ -313,7 +317,7 @@ func TestLeaderClusterPrefersTheLeader(t *testing.T) {
 	if err != nil || st.MasterID != "m2" || st.View != wire.ViewLeader {
 		t.Fatalf("LeaderCluster: %+v %v", st, err)
 	}
-	names = "http://127.0.0.1:1" // a leader that does not answer
+	names.Store("http://127.0.0.1:1") // a leader that does not answer
 	c, _ = New([]string{follower.URL}, "k")
 	st, err = c.LeaderCluster(context.Background())
 	if err != nil || st.MasterID != "m1" || st.View != wire.ViewFollower {

@@ -30,10 +30,11 @@ type RaftAgent struct {
 	node RaftNode
 	log  *slog.Logger
 
-	mu      sync.Mutex
-	stop    chan struct{}
-	done    chan struct{}
-	started bool
+	mu       sync.Mutex
+	stop     chan struct{}
+	stopOnce sync.Once // Stop may be called more than once, or concurrently
+	done     chan struct{}
+	started  bool
 }
 
 // NewRaft returns an agent for node.
@@ -100,11 +101,7 @@ func (a *RaftAgent) Stop() {
 		}
 		cancel()
 	}
-	select {
-	case <-a.stop:
-	default:
-		close(a.stop)
-	}
+	a.stopOnce.Do(func() { close(a.stop) })
 	if started {
 		<-a.done
 	}
