@@ -13,7 +13,7 @@ import (
 // follower: check View (a follower knows no executors nor heartbeats).
 func (c *Client) Cluster(ctx context.Context) (wire.ClusterStatus, error) {
 	var st wire.ClusterStatus
-	if err := c.call(ctx, request{method: http.MethodGet, path: "/v1/cluster", idempotent: true}, &st); err != nil {
+	if err := c.call(ctx, request{method: http.MethodGet, path: "/v1/cluster"}, &st); err != nil {
 		return st, fmt.Errorf("cluster status: %w", err)
 	}
 	return st, nil
@@ -41,12 +41,12 @@ func (c *Client) LeaderCluster(ctx context.Context) (wire.ClusterStatus, error) 
 	return lst, nil
 }
 
-// RegisterApp registers an application and returns its id. It is retried
-// only when the master certainly did not process it (see the package doc);
-// otherwise the error may wrap ErrUnknownOutcome.
-func (c *Client) RegisterApp(ctx context.Context, desc wire.AppDescription) (string, error) {
+// RegisterApp registers an application and returns its id. It is sent
+// under an idempotency key, so it is retried through failovers without
+// risk of registering the app twice (see the package doc).
+func (c *Client) RegisterApp(ctx context.Context, desc wire.AppDescription, opts ...SubmitOption) (string, error) {
 	var sub wire.Submitted
-	if err := c.call(ctx, request{method: http.MethodPost, path: "/v1/apps", in: desc}, &sub); err != nil {
+	if err := c.call(ctx, submitRequest("/v1/apps", desc, opts), &sub); err != nil {
 		return "", fmt.Errorf("register app %q: %w", desc.Name, err)
 	}
 	return sub.ID, nil
@@ -55,7 +55,7 @@ func (c *Client) RegisterApp(ctx context.Context, desc wire.AppDescription) (str
 // App returns an application's status.
 func (c *Client) App(ctx context.Context, id string) (wire.AppStatus, error) {
 	var st wire.AppStatus
-	if err := c.call(ctx, request{method: http.MethodGet, path: appPath(id, ""), idempotent: true}, &st); err != nil {
+	if err := c.call(ctx, request{method: http.MethodGet, path: appPath(id, "")}, &st); err != nil {
 		return st, fmt.Errorf("app %s: %w", id, err)
 	}
 	return st, nil
@@ -90,7 +90,7 @@ func (c *Client) KillExecutors(ctx context.Context, id string, executorIDs []int
 // appWrite sends an idempotent write about app id: repeating any of them
 // has the effect of sending it once, so it is retried after any failure.
 func (c *Client) appWrite(ctx context.Context, what, method, id, suffix string, in any) error {
-	if err := c.call(ctx, request{method: method, path: appPath(id, suffix), in: in, idempotent: true}, nil); err != nil {
+	if err := c.call(ctx, request{method: method, path: appPath(id, suffix), in: in}, nil); err != nil {
 		return fmt.Errorf("%s app %s: %w", what, id, err)
 	}
 	return nil

@@ -16,13 +16,16 @@
 //   - Idempotent writes (kill, unregister, heartbeat, executor limit, kill
 //     executors) are retried after any transport error too: doing them twice
 //     has the effect of doing them once.
-//   - RegisterApp and SubmitDriver create something. They are retried only
-//     when the master certainly did not process the request: the connection
-//     was never made (refused, DNS, dial timeout), or the master answered 307
-//     or 503. After a timeout or a connection dropped mid-request the outcome
-//     is unknown and the error wraps ErrUnknownOutcome: retrying could start
-//     the app or the driver twice, so the caller must look (berth status)
-//     before trying again.
+//   - RegisterApp and SubmitDriver create something, so they are sent with
+//     an idempotency key (wire.IdempotencyKeyHeader; random unless the caller
+//     gives one with WithIdempotencyKey). The master answers a repeat with the
+//     first one's id, on any leader, so these too are retried after any
+//     transport error and after a 504 (a leader lost before it learned whether
+//     the write committed). Should the retry budget run out, the outcome may
+//     be unknown: calling again with the same key is safe.
+//   - A write without a key whose outcome is unknown (a 504, a timeout, a
+//     connection dropped mid-request) is not retried: the error wraps
+//     ErrUnknownOutcome.
 //
 // Other 4xx answers are never retried; their reason is in the error, which
 // wraps the *httpx.StatusError (see StatusCode). A wrong secret wraps

@@ -95,8 +95,8 @@ func TestFailoverOnConnectionRefused(t *testing.T) {
 		httpx.WriteJSON(w, 200, wire.Submitted{ID: "app-7"})
 	})
 	c := newTestClient(t, []string{deadAddress(t), live.URL()}, "")
-	// Registering is not idempotent, but a refused connection certainly
-	// did not reach a master: it is retried on the next one.
+	// A refused connection certainly did not reach a master: it is retried
+	// on the next one.
 	id, err := c.RegisterApp(context.Background(), wire.AppDescription{Name: "a", Command: []string{"x"}})
 	if err != nil || id != "app-7" {
 		t.Fatalf("RegisterApp = %q, %v", id, err)
@@ -165,31 +165,84 @@ func TestWrongSecret(t *testing.T) {
 	}
 }
 
-func TestUnknownOutcomeNotRetried(t *testing.T) {
-	// The master reads the request, then the connection dies: it may have
-	// registered the app.
+// A submission whose outcome is unknown (the connection dropped after the
+// master read it, a 504 from a leader that lost its leadership) is retried
+// under the same idempotency key, so the master can tell the repeat.
+func TestSubmissionRetriedUnderItsKey(t *testing.T) {
+	var mu sync.Mutex
+	var keys []string
 	m := newFakeMaster(t, "", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.ReadAll(r.Body)
-		conn, _, err := http.NewResponseController(w).Hijack()
-		if err == nil {
+		mu.Lock()
+		keys = append(keys, r.Header.Get(wire.IdempotencyKeyHeader))
+		n := len(keys)
+		mu.Unlock()
+		switch n {
+		case 1:
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+			}
+		case 2:
+			httpx.WriteError(w, http.StatusGatewayTimeout, "leadership lost; outcome unknown")
+		default:
+			httpx.WriteJSON(w, 200, wire.Submitted{ID: "app-1", Existing: true})
+		}
+	})
+	c := newTestClient(t, []string{m.URL()}, "")
+	id, err := c.RegisterApp(context.Background(), wire.AppDescription{Name: "a", Command: []string{"x"}})
+	if err != nil || id != "app-1" {
+		t.Fatalf("RegisterApp = %q, %v", id, err)
+	}
+	sent := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), keys...)
+	}
+	if k := sent(); len(k) != 3 || k[0] == "" || k[1] != k[0] || k[2] != k[0] {
+		t.Fatalf("keys sent: %q, want one key three times", k)
+	}
+
+	// A key the caller chose is the one sent; each call makes up its own
+	// otherwise.
+	if _, err := c.SubmitDriver(context.Background(), wire.DriverDescription{Command: []string{"x"}}, WithIdempotencyKey("mine")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SubmitDriver(context.Background(), wire.DriverDescription{Command: []string{"x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if k := sent(); len(k) != 5 || k[3] != "mine" || k[4] == "mine" || k[4] == "" || k[4] == k[0] {
+		t.Fatalf("keys sent: %q", k)
+	}
+}
+
+// When the retries run out after an attempt that may have reached the
+// master, the error says the outcome is unknown; after failures that
+// certainly did not, it does not.
+func TestUnknownOutcomeWhenRetriesRunOut(t *testing.T) {
+	drop := newFakeMaster(t, "", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			conn.Close()
 		}
 	})
-	c := newTestClient(t, []string{m.URL()}, "", WithRetryBudget(time.Second))
+	c := newTestClient(t, []string{drop.URL()}, "", WithRetryBudget(300*time.Millisecond))
 	_, err := c.RegisterApp(context.Background(), wire.AppDescription{Name: "a", Command: []string{"x"}})
 	if !errors.Is(err, ErrUnknownOutcome) {
-		t.Fatalf("RegisterApp: %v, want ErrUnknownOutcome", err)
+		t.Fatalf("RegisterApp against a master that drops connections: %v, want ErrUnknownOutcome", err)
 	}
-	if m.count() != 1 {
-		t.Fatalf("master got %d requests, want 1 (a create is not retried)", m.count())
+	if drop.count() < 2 {
+		t.Fatalf("tried %d times, want retries", drop.count())
 	}
-	// An idempotent write is retried after the same failure.
-	before := m.count()
-	if err := c.UnregisterApp(context.Background(), "app-1"); err == nil {
-		t.Fatal("UnregisterApp succeeded against a master that drops every connection")
+	if _, err := c.Cluster(context.Background()); err == nil || errors.Is(err, ErrUnknownOutcome) {
+		t.Fatalf("a read: %v, want an error that is not ErrUnknownOutcome", err)
 	}
-	if m.count()-before < 2 {
-		t.Fatalf("UnregisterApp tried %d times, want retries", m.count()-before)
+	unavailable := newFakeMaster(t, "", func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteError(w, 503, "no leader")
+	})
+	c = newTestClient(t, []string{unavailable.URL()}, "", WithRetryBudget(300*time.Millisecond))
+	_, err = c.SubmitDriver(context.Background(), wire.DriverDescription{Command: []string{"x"}})
+	if StatusCode(err) != 503 || errors.Is(err, ErrUnknownOutcome) {
+		t.Fatalf("SubmitDriver against a master without a leader: %v, want the 503 only", err)
 	}
 }
 

@@ -11,11 +11,11 @@ import (
 )
 
 // SubmitDriver submits a driver to run in the cluster and returns its id.
-// Like RegisterApp, it is retried only when the master certainly did not
-// process it; otherwise the error may wrap ErrUnknownOutcome.
-func (c *Client) SubmitDriver(ctx context.Context, desc wire.DriverDescription) (string, error) {
+// Like RegisterApp, it is sent under an idempotency key and retried through
+// failovers without risk of starting the driver twice.
+func (c *Client) SubmitDriver(ctx context.Context, desc wire.DriverDescription, opts ...SubmitOption) (string, error) {
 	var sub wire.Submitted
-	if err := c.call(ctx, request{method: http.MethodPost, path: "/v1/drivers", in: desc}, &sub); err != nil {
+	if err := c.call(ctx, submitRequest("/v1/drivers", desc, opts), &sub); err != nil {
 		return "", fmt.Errorf("submit driver: %w", err)
 	}
 	return sub.ID, nil
@@ -24,7 +24,7 @@ func (c *Client) SubmitDriver(ctx context.Context, desc wire.DriverDescription) 
 // Driver returns a driver's status.
 func (c *Client) Driver(ctx context.Context, id string) (wire.DriverStatus, error) {
 	var st wire.DriverStatus
-	if err := c.call(ctx, request{method: http.MethodGet, path: driverPath(id, ""), idempotent: true}, &st); err != nil {
+	if err := c.call(ctx, request{method: http.MethodGet, path: driverPath(id, "")}, &st); err != nil {
 		return st, fmt.Errorf("driver %s: %w", id, err)
 	}
 	return st, nil
@@ -32,7 +32,7 @@ func (c *Client) Driver(ctx context.Context, id string) (wire.DriverStatus, erro
 
 // KillDriver kills a driver (it ends KILLED).
 func (c *Client) KillDriver(ctx context.Context, id string) error {
-	if err := c.call(ctx, request{method: http.MethodDelete, path: driverPath(id, ""), idempotent: true}, nil); err != nil {
+	if err := c.call(ctx, request{method: http.MethodDelete, path: driverPath(id, "")}, nil); err != nil {
 		return fmt.Errorf("kill driver %s: %w", id, err)
 	}
 	return nil

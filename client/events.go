@@ -28,7 +28,7 @@ import (
 func (c *Client) Events(ctx context.Context, appID string, handle func(wire.AppEvent) error) error {
 	req := request{
 		method: http.MethodGet, path: appPath(appID, "/events"),
-		idempotent: true, leaderOnly: true, budget: c.streamRetryBudget,
+		leaderOnly: true, budget: c.streamRetryBudget,
 	}
 	pause := time.Duration(0)
 	for {

@@ -70,7 +70,7 @@ func (c *Client) logs(ctx context.Context, path, stream string, tailBytes int) (
 	if tailBytes > 0 {
 		path += "?tail=" + strconv.Itoa(tailBytes)
 	}
-	resp, err := c.open(ctx, request{method: http.MethodGet, path: path, idempotent: true})
+	resp, err := c.open(ctx, request{method: http.MethodGet, path: path})
 	if err != nil {
 		return nil, err
 	}

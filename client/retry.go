@@ -17,9 +17,11 @@ import (
 var (
 	// ErrUnauthorized: the master refused the secret.
 	ErrUnauthorized = errors.New("the master refused the secret (check --secret or BERTH_SECRET)")
-	// ErrUnknownOutcome: a request that creates something (RegisterApp,
-	// SubmitDriver) failed in a way that leaves unknown whether the master
-	// processed it, so it was not retried.
+	// ErrUnknownOutcome: a write gave up (retry budget or context) after an
+	// attempt that may have reached the master (a 504, a timeout, a
+	// connection dropped mid-request), so it may or may not have been done.
+	// Every write is safe to repeat: a submission with the same
+	// idempotency key (WithIdempotencyKey) gets the first one's id.
 	ErrUnknownOutcome = errors.New("outcome unknown: the master may or may not have processed the request")
 )
 
@@ -33,17 +35,19 @@ func StatusCode(err error) int {
 	return 0
 }
 
-// request is one API call.
+// request is one API call. Every request is safe to repeat: reads, writes
+// whose effect does not change when done twice, and submissions under an
+// idempotency key.
 type request struct {
 	method, path string
 	in           any
-	// idempotent: repeating it after an unknown outcome is harmless.
-	idempotent bool
 	// leaderOnly: only the leader answers it with a 2xx (writes, the event
 	// stream), so whoever does is the leader.
 	leaderOnly bool
 	// budget bounds the retries; 0 takes the client's retry budget.
 	budget time.Duration
+	// header is sent with every attempt (an idempotency key).
+	header http.Header
 }
 
 // call runs r and decodes a 2xx answer into out (if not nil).
@@ -85,12 +89,13 @@ func (c *Client) roundTrip(ctx context.Context, r request, stream bool) (*http.R
 	backoff := c.minBackoff
 	redirects := 0
 	var lastErr error // the last failure that was not our own context's
+	unknown := false  // a write attempt may have reached the master
 	for attempt := 1; ; attempt++ {
 		actx, cancel := ctx, context.CancelFunc(func() {})
 		if !stream {
 			actx, cancel = context.WithTimeout(ctx, c.requestTimeout)
 		}
-		resp, err := c.api.Open(actx, r.method, target+r.path, r.in)
+		resp, err := c.api.OpenWith(actx, r.method, target+r.path, r.in, r.header)
 		if err == nil {
 			if r.leaderOnly || r.method != http.MethodGet {
 				c.setLeader(target)
@@ -99,9 +104,10 @@ func (c *Client) roundTrip(ctx context.Context, r request, stream bool) (*http.R
 		}
 		cancel()
 		if ctx.Err() != nil {
-			return nil, nil, c.gaveUp(ctx, r, lastErr, err)
+			return nil, nil, c.gaveUp(ctx, r, lastErr, err, unknown)
 		}
 		lastErr = err
+		unknown = unknown || mayHaveReached(r, err)
 
 		next, wait, err := c.classify(r, target, err)
 		if next == "" {
@@ -115,13 +121,17 @@ func (c *Client) roundTrip(ctx context.Context, r request, stream bool) (*http.R
 			wait, redirects = true, 0
 		}
 		if time.Now().After(deadline) {
-			return nil, nil, fmt.Errorf("%s %s: no master could serve it within %s (%d attempts): %w",
+			err = fmt.Errorf("%s %s: no master could serve it within %s (%d attempts): %w",
 				r.method, r.path, budget, attempt, err)
+			if unknown {
+				err = fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
+			}
+			return nil, nil, err
 		}
 		c.log.Debug("retrying", "method", r.method, "path", r.path, "next", next, "err", err)
 		if wait {
 			if sleep(ctx, jitter(backoff), deadline) != nil {
-				return nil, nil, c.gaveUp(ctx, r, lastErr, nil)
+				return nil, nil, c.gaveUp(ctx, r, lastErr, nil, unknown)
 			}
 			backoff = min(2*backoff, c.maxBackoff)
 		}
@@ -131,14 +141,34 @@ func (c *Client) roundTrip(ctx context.Context, r request, stream bool) (*http.R
 
 // gaveUp explains why ctx ended the call: with the last failure seen, more
 // telling than the context error of the attempt it cut short.
-func (c *Client) gaveUp(ctx context.Context, r request, lastErr, cutErr error) error {
+func (c *Client) gaveUp(ctx context.Context, r request, lastErr, cutErr error, unknown bool) error {
 	if lastErr == nil {
 		lastErr = cutErr
 	}
+	var err error
 	if lastErr == nil {
-		return fmt.Errorf("%s %s: %w", r.method, r.path, ctx.Err())
+		err = fmt.Errorf("%s %s: %w", r.method, r.path, ctx.Err())
+	} else {
+		err = fmt.Errorf("%s %s: %w (last error: %v)", r.method, r.path, ctx.Err(), lastErr)
 	}
-	return fmt.Errorf("%s %s: %w (last error: %v)", r.method, r.path, ctx.Err(), lastErr)
+	if unknown || (cutErr != nil && mayHaveReached(r, cutErr)) {
+		err = fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
+	}
+	return err
+}
+
+// mayHaveReached reports whether a failed write attempt may have been
+// processed by the master: it answered 504, or the request may have been
+// sent before the connection failed.
+func mayHaveReached(r request, err error) bool {
+	if r.method == http.MethodGet {
+		return false
+	}
+	var se *httpx.StatusError
+	if errors.As(err, &se) {
+		return se.Status == http.StatusGatewayTimeout
+	}
+	return !notSent(err)
 }
 
 // classify decides what to do after err from target: the master to try next
@@ -165,18 +195,16 @@ func (c *Client) classify(r request, target string, err error) (next string, wai
 			return "", false, fmt.Errorf("%s: %w: %w", where, ErrUnauthorized, se)
 		case se.Status == http.StatusGatewayTimeout:
 			// The master lost leadership before it learned whether the
-			// write committed: retrying could repeat it.
-			return "", false, fmt.Errorf("%s: %w: %w", where, ErrUnknownOutcome, se)
+			// write committed; repeating it is harmless, and the next
+			// leader knows the outcome.
+			return c.failed(target), true, err
 		}
 		// Any other answer is final, 5xx included: the master's log proxy
 		// says 502 when the worker is unreachable, which another master
 		// would only repeat.
 		return "", false, fmt.Errorf("%s: %w", where, se)
 	}
-	if r.idempotent || notSent(err) {
-		return c.failed(target), true, err
-	}
-	return "", false, fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
+	return c.failed(target), true, err
 }
 
 // notSent reports whether err certainly happened before the request reached

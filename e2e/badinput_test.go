@@ -3,8 +3,10 @@ package e2e
 // Bad requests to the master's and a worker's API.
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -295,6 +297,35 @@ func TestBadInputRefusedWithoutSideEffects(t *testing.T) {
 		}
 	default:
 		t.Errorf("raw ../ path: %d %s (Location %q), want a 4xx or a redirect to a clean path", r.status, r.body, r.header.Get("Location"))
+	}
+
+	// A good submission under a bad idempotency key is refused as a whole.
+	for _, kc := range []struct {
+		path string
+		body []byte
+		keys []string
+	}{
+		{"/v1/apps", app(func(*wire.AppDescription) {}), []string{"has space"}},
+		{"/v1/apps", app(func(*wire.AppDescription) {}), []string{strings.Repeat("k", 129)}},
+		{"/v1/drivers", driver(func(*wire.DriverDescription) {}), []string{"a", "b"}},
+		{"/v1/drivers", driver(func(*wire.DriverDescription) {}), []string{""}},
+	} {
+		req, err := http.NewRequest("POST", cl.m.url+kc.path, bytes.NewReader(kc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+secret)
+		req.Header[wire.IdempotencyKeyHeader] = kc.keys
+		resp, err := httpDefault.Do(req)
+		if err != nil {
+			t.Errorf("POST %s with key %q: %v", kc.path, kc.keys, err)
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), wire.IdempotencyKeyHeader) {
+			t.Errorf("POST %s with key %q: %d %s, want 400 naming the header", kc.path, kc.keys, resp.StatusCode, body)
+		}
 	}
 
 	// Nothing changed.

@@ -50,7 +50,8 @@ func TestHALeaderKilledFailover(t *testing.T) {
 	startWorker(t, hc.urls(), 2, "1g", "--id", "w2")
 	hc.waitWorkers("w1", "w2")
 	c := newClient(t, hc.urls()...)
-	appID, err := c.RegisterApp(haCtx(t, 30*time.Second), hc.app("ha-failover", 2))
+	const key = "ha-failover-registration"
+	appID, err := c.RegisterApp(haCtx(t, 30*time.Second), hc.app("ha-failover", 2), client.WithIdempotencyKey(key))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,8 +110,15 @@ func TestHALeaderKilledFailover(t *testing.T) {
 		t.Errorf("the app's event stream gave up: %v", err)
 	}
 
-	// New work goes through a client that knows nothing of the failover.
+	// A client that never heard the answer and repeats the registration
+	// under its key gets the same app from the new leader, not a second one.
 	c2 := newClient(t, hc.urls()...)
+	again, err := c2.RegisterApp(haCtx(t, 30*time.Second), hc.app("ha-failover", 2), client.WithIdempotencyKey(key))
+	if err != nil || again != appID {
+		t.Errorf("registration repeated under its key after the failover: %q, %v; want %s", again, err, appID)
+	}
+
+	// New work goes through a client that knows nothing of the failover.
 	app2, err := c2.RegisterApp(haCtx(t, 30*time.Second), hc.app("ha-after-failover", 2))
 	if err != nil {
 		t.Fatalf("registering an app after the failover: %v", err)

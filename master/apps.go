@@ -19,7 +19,8 @@ const executorIDBlock = 64
 
 // registerApp registers an application; it exists (and is answered) once its
 // record is durable.
-func (c *core) registerApp(desc wire.AppDescription, reply func(any, error)) {
+// A repeat of a keyed registration gets the first one's id instead.
+func (c *core) registerApp(desc wire.AppDescription, idempotencyKey string, reply func(any, error)) {
 	if !c.leading() {
 		reply(nil, c.notLeader())
 		return
@@ -30,22 +31,32 @@ func (c *core) registerApp(desc wire.AppDescription, reply func(any, error)) {
 	if desc.MemoryPerExecutorMB == 0 {
 		desc.MemoryPerExecutorMB = defaultMemoryPerExecutorMB
 	}
+	key, fp := submissionKey{keyApp, idempotencyKey}, fingerprint(desc)
+	if c.answerRepeat(key, fp, c.listedApp, reply) {
+		return
+	}
 	rec := persistence.AppRecord{
 		ID: c.newAppID(), Desc: desc, SubmittedAt: c.now(), State: wire.AppWaiting,
 		ExecutorLimit: desc.InitialExecutorLimit, ExecutorIDsReserved: executorIDBlock,
+		IdempotencyKey: idempotencyKey,
 	}
 	gen := c.gen
+	c.beginKeyed(key, fp)
 	c.fx.persist([]persistence.Command{persistence.PutApp(rec, 0)}, func(err error) {
 		if err != nil {
-			reply(nil, c.persistErr(gen, err))
+			err = c.persistErr(gen, err)
+			reply(nil, err)
+			c.endKeyed(key, "", err)
 			return
 		}
 		// Durable: the app exists even if leadership moved meanwhile (the
 		// new leader recovers it), so the client gets its id either way.
 		reply(wire.Submitted{ID: rec.ID}, nil)
+		c.endKeyed(key, rec.ID, nil)
 		if gen != c.gen {
 			return
 		}
+		c.rememberKey(key, rec.ID)
 		a := newAppInfo(rec, wire.AppWaiting, c.now())
 		a.idsDurable = rec.ExecutorIDsReserved
 		c.apps[rec.ID] = a
@@ -95,7 +106,9 @@ func (c *core) removeApplication(a *appInfo, state wire.AppState, msg string, th
 		c.killExecutor(e)
 	}
 	a.state, a.endedAt, a.message = state, c.now(), msg
-	c.completedApps = appendBounded(c.completedApps, a, c.cfg.RetainedApps)
+	c.completedApps = appendBounded(c.completedApps, a, c.cfg.RetainedApps, func(old *appInfo) {
+		c.forgetKey(submissionKey{keyApp, old.rec.IdempotencyKey})
+	})
 	c.publish(a, wire.AppEvent{Type: wire.EventAppRemoved, App: appStatus(a), Message: msg})
 	c.closeSubscribers(a)
 	for _, wid := range sortedKeys(a.hosts) {
@@ -370,9 +383,13 @@ func (c *core) ensureExecutorIDs(a *appInfo, need int) bool {
 // maxExecutorID bounds executor ids (and so every sum made of them).
 const maxExecutorID = 1 << 31
 
-func appendBounded[T any](list []T, x T, limit int) []T {
+// appendBounded appends x and drops the oldest beyond limit, telling drop.
+func appendBounded[T any](list []T, x T, limit int, drop func(T)) []T {
 	list = append(list, x)
 	if limit > 0 && len(list) > limit {
+		for _, old := range list[:len(list)-limit] {
+			drop(old)
+		}
 		list = slices.Delete(list, 0, len(list)-limit)
 	}
 	return list

@@ -73,6 +73,7 @@ type core struct {
 	drivers          map[string]*driverInfo // active
 	waitingDrivers   []*driverInfo
 	completedDrivers []*driverInfo
+	keys             submissionKeys // idempotency keys of submissions
 	nextAppNumber    int
 	nextDriverNumber int
 	driverCursor     int
@@ -84,6 +85,9 @@ func newCore(cfg Config, log *slog.Logger, clock Clock, fx effects) (*core, erro
 		return nil, err
 	}
 	c := &core{cfg: cfg, log: log, clock: clock, fx: fx, policy: p, status: wire.MasterStandby}
+	// Keyed writes in flight outlive a leadership: their continuations
+	// still run and answer the repeats that wait on them.
+	c.keys.inFlight = map[submissionKey]*keyedWrite{}
 	c.reset()
 	return c, nil
 }
@@ -100,6 +104,7 @@ func (c *core) reset() {
 	c.drivers = map[string]*driverInfo{}
 	c.waitingDrivers = nil
 	c.completedDrivers = nil
+	c.keys.ids = map[submissionKey]string{}
 	c.needSchedule = false
 }
 

@@ -11,7 +11,8 @@ import (
 
 // submitDriver accepts a driver (cluster mode); it waits for a worker once
 // its record is durable.
-func (c *core) submitDriver(desc wire.DriverDescription, reply func(any, error)) {
+// A repeat of a keyed submission gets the first one's id instead.
+func (c *core) submitDriver(desc wire.DriverDescription, idempotencyKey string, reply func(any, error)) {
 	if !c.leading() {
 		reply(nil, c.notLeader())
 		return
@@ -22,8 +23,14 @@ func (c *core) submitDriver(desc wire.DriverDescription, reply func(any, error))
 	if desc.MemoryMB == 0 {
 		desc.MemoryMB = defaultDriverMemoryMB
 	}
-	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: desc, SubmittedAt: c.now(), State: wire.DriverSubmitted}
+	key, fp := submissionKey{keyDriver, idempotencyKey}, fingerprint(desc)
+	if c.answerRepeat(key, fp, c.listedDriver, reply) {
+		return
+	}
+	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: desc, SubmittedAt: c.now(), State: wire.DriverSubmitted, IdempotencyKey: idempotencyKey}
+	c.beginKeyed(key, fp)
 	c.addDriver(rec, nil, func(err error) {
+		c.endKeyed(key, rec.ID, err)
 		if err != nil {
 			reply(nil, err)
 			return
@@ -47,6 +54,7 @@ func (c *core) addDriver(rec persistence.DriverRecord, before []persistence.Comm
 		}
 		d := &driverInfo{rec: rec, state: wire.DriverSubmitted}
 		c.drivers[rec.ID] = d
+		c.rememberKey(submissionKey{keyDriver, rec.IdempotencyKey}, rec.ID)
 		c.waitingDrivers = append(c.waitingDrivers, d)
 		c.log.Info("driver submitted", "driver", rec.ID, "relaunchOf", rec.RelaunchOf)
 		c.schedule()
@@ -164,7 +172,9 @@ func (c *core) endDriver(d *driverInfo, state wire.DriverState, msg string, exit
 	if d.worker != nil {
 		d.worker.removeDriver(d)
 	}
-	c.completedDrivers = appendBounded(c.completedDrivers, d, c.cfg.RetainedDrivers)
+	c.completedDrivers = appendBounded(c.completedDrivers, d, c.cfg.RetainedDrivers, func(old *driverInfo) {
+		c.forgetKey(submissionKey{keyDriver, old.rec.IdempotencyKey})
+	})
 	c.schedule()
 	return persistence.PutDriver(rec, c.cfg.RetainedDrivers), true
 }

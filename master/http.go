@@ -92,6 +92,16 @@ func decode[T any](w http.ResponseWriter, r *http.Request, check func(T) error) 
 	return v, true
 }
 
+// idempotencyKey reads the request's wire.IdempotencyKeyHeader ("" if none).
+func idempotencyKey(w http.ResponseWriter, r *http.Request) (string, bool) {
+	key, err := checkIdempotencyKey(r.Header.Values(wire.IdempotencyKeyHeader))
+	if err != nil {
+		httpx.WriteErr(w, err)
+		return "", false
+	}
+	return key, true
+}
+
 func pathID(w http.ResponseWriter, r *http.Request, kind string) (string, bool) {
 	id := r.PathValue("id")
 	if err := checkID(kind, id); err != nil {
@@ -167,11 +177,15 @@ func (m *Master) addMasters(ctx context.Context, cs *wire.ClusterStatus) {
 }
 
 func (m *Master) postApp(w http.ResponseWriter, r *http.Request) {
+	key, ok := idempotencyKey(w, r)
+	if !ok {
+		return
+	}
 	desc, ok := decode(w, r, validateApp)
 	if !ok {
 		return
 	}
-	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { c.registerApp(desc, reply) })
+	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { c.registerApp(desc, key, reply) })
 	respond(w, r, v, err)
 }
 
@@ -328,11 +342,15 @@ func (m *Master) appEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *Master) postDriver(w http.ResponseWriter, r *http.Request) {
+	key, ok := idempotencyKey(w, r)
+	if !ok {
+		return
+	}
 	desc, ok := decode(w, r, validateDriver)
 	if !ok {
 		return
 	}
-	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { c.submitDriver(desc, reply) })
+	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { c.submitDriver(desc, key, reply) })
 	respond(w, r, v, err)
 }
 

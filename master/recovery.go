@@ -52,6 +52,7 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 	c.nextAppNumber, c.nextDriverNumber = s.NextAppNumber, s.NextDriverNumber
 	now := c.now()
 	c.loadCompleted(s)
+	c.indexKeys(s)
 	if s.Empty() {
 		c.status = wire.MasterAlive
 		c.log.Info("leader ALIVE; nothing to recover", "epoch", c.epoch)

@@ -56,6 +56,34 @@ func checkRange(name string, v, lo, hi int) error {
 	return nil
 }
 
+// maxIdempotencyKey bounds a key's length: it is stored with the record.
+const maxIdempotencyKey = 128
+
+// checkIdempotencyKey checks the values of an Idempotency-Key header and
+// returns the key without its optional quotes ("" when there is none).
+func checkIdempotencyKey(values []string) (string, error) {
+	switch len(values) {
+	case 0:
+		return "", nil
+	case 1:
+	default:
+		return "", badRequest("%s: one key per request, got %d", wire.IdempotencyKeyHeader, len(values))
+	}
+	key := values[0]
+	if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' {
+		key = key[1 : len(key)-1]
+	}
+	if key == "" || len(key) > maxIdempotencyKey {
+		return "", badRequest("%s: the key must have 1 to %d characters", wire.IdempotencyKeyHeader, maxIdempotencyKey)
+	}
+	for _, r := range key {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:+/=", r)) {
+			return "", badRequest("%s: character %q is not allowed (letters, digits and -_.:+/= are)", wire.IdempotencyKeyHeader, r)
+		}
+	}
+	return key, nil
+}
+
 func validateApp(d wire.AppDescription) error {
 	if len(d.Name) > 256 {
 		return badRequest("name is longer than 256 characters")

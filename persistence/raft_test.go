@@ -195,7 +195,7 @@ func TestFSMSnapshotRestoreRoundTrip(t *testing.T) {
 	entries := [][]Command{
 		{BumpEpoch(), BumpEpoch()},
 		{PutApp(app("app-20261122100000-0003"), 0), PutApp(finishedApp("app-20261122100000-0004", t0), 10)},
-		{PutDriver(DriverRecord{ID: "driver-20261122100000-0002", State: wire.DriverRunning, WorkerID: "w1"}, 0)},
+		{PutDriver(DriverRecord{ID: "driver-20261122100000-0002", State: wire.DriverRunning, WorkerID: "w1", IdempotencyKey: "k-drv"}, 0)},
 		{PutWorker(WorkerRecord{ID: "w1", Host: "h", Port: 1, Cores: 8}), PutMaster(MasterRecord{ID: "m1", APIAddr: "http://x"})},
 	}
 	for i, cmds := range entries {

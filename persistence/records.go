@@ -39,6 +39,9 @@ type AppRecord struct {
 	Message string        `json:"message,omitempty"`
 	// Summary of a finished app, kept for status pages.
 	CoresGranted int `json:"coresGranted,omitempty"`
+	// IdempotencyKey is the key the client registered it with, if any:
+	// a repeat with the same key gets this app's id (wire.IdempotencyKeyHeader).
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 }
 
 // DriverRecord is a submitted driver.
@@ -53,6 +56,9 @@ type DriverRecord struct {
 	RelaunchOf   string                 `json:"relaunchOf,omitempty"`
 	RelaunchedAs string                 `json:"relaunchedAs,omitempty"`
 	EndedAt      *time.Time             `json:"endedAt,omitempty"`
+	// IdempotencyKey is the key it was submitted with, if any; a relaunch
+	// does not carry it (a repeat gets the id of the original).
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 }
 
 // WorkerRecord is a registered worker.

@@ -112,6 +112,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	limit := 3
 	a := app("app-1")
 	a.ExecutorLimit = &limit
+	a.IdempotencyKey = "k-1"
 	cases := [][]Command{
 		{BumpEpoch()},
 		{PutApp(a, 10)},

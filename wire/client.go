@@ -28,6 +28,20 @@ import "time"
 // cluster has a secret. Errors are an Error body with a 4xx or 5xx status; a
 // write sent to a master that is not the leader gets 307 with the leader's
 // address in Location and in Error.Leader (or 503 when there is no leader).
+//
+// POST /v1/apps and POST /v1/drivers create something, so repeating one
+// blindly could start an app or a driver twice. A client makes them safe to
+// repeat with an IdempotencyKeyHeader: a repeat with the same key answers the
+// id of the first (Submitted.Existing set) instead of creating another, on
+// any leader, for as long as the master lists that app or driver (active, or
+// among the completed ones it retains). A repeat while the first is still
+// being committed waits for its outcome; the same key with a different
+// description is refused with 422.
+
+// IdempotencyKeyHeader carries a client's key for a submission (as in the
+// IETF draft "The Idempotency-Key HTTP Header Field"): 1 to 128 characters
+// among letters, digits and "-_.:+/=", optionally in double quotes.
+const IdempotencyKeyHeader = "Idempotency-Key"
 
 // AppDescription is what a client registers.
 type AppDescription struct {
@@ -59,6 +73,9 @@ type DriverDescription struct {
 // Submitted answers a registration or submission with the new id.
 type Submitted struct {
 	ID string `json:"id"`
+	// Existing: the request repeated an earlier one with the same
+	// idempotency key, and ID is that one's.
+	Existing bool `json:"existing,omitempty"`
 }
 
 // ExecutorLimit sets the executors an app may hold in total.

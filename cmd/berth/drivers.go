@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/berth-cluster/berth/client"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -21,7 +23,13 @@ starts ARGV there, with BERTH_MASTER and BERTH_SECRET in its environment so
 the driver can register its app. ARGV must exist on the workers.
 
 With --wait, berth polls until the driver ends, prints its final state and
-exits 0 only if it is FINISHED.`,
+exits 0 only if it is FINISHED.
+
+The submission goes out under an idempotency key, so berth retries it through
+a master failover without ever starting the driver twice. Should it give up
+with the outcome unknown, it prints the key: the same command with
+--idempotency-key KEY is then safe to run again, and prints the driver's id
+if the first attempt did submit it.`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "supervise", EnvVars: env("submit", "supervise"),
 				Usage: "restart the driver if it exits non-zero or its worker is lost"},
@@ -34,6 +42,8 @@ exits 0 only if it is FINISHED.`,
 			&cli.BoolFlag{Name: "wait", EnvVars: env("submit", "wait"),
 				Usage: "wait for the driver to end; exit 0 only if it FINISHED"},
 			pollFlag("submit"),
+			&cli.StringFlag{Name: "idempotency-key", EnvVars: env("submit", "idempotency-key"),
+				Usage: "`KEY` that makes this submission safe to repeat: the same key gets the same driver (default: a random key)"},
 		},
 		Action: func(c *cli.Context) error {
 			cores, err := nonNegative(c, "cores", 1)
@@ -56,11 +66,18 @@ exits 0 only if it is FINISHED.`,
 			if err != nil {
 				return err
 			}
+			key := c.String("idempotency-key")
+			if key == "" {
+				key = client.NewIdempotencyKey()
+			}
 			ctx, cancel := callCtx(c)
 			defer cancel()
 			id, err := cl.SubmitDriver(ctx, wire.DriverDescription{
 				Command: cmd, Env: envs, Cores: cores, MemoryMB: mem, Supervise: c.Bool("supervise"),
-			})
+			}, client.WithIdempotencyKey(key))
+			if errors.Is(err, client.ErrUnknownOutcome) {
+				return fmt.Errorf("%w\nthe driver may have been submitted; to retry safely, run the same command with --idempotency-key %s", err, key)
+			}
 			if err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -45,6 +46,7 @@ type fakeMaster struct {
 
 	mu          sync.Mutex
 	drivers     []wire.DriverDescription
+	keys        []string // the idempotency key of each driver submission
 	apps        []wire.AppDescription
 	unregisters int
 	requests    []string
@@ -65,6 +67,7 @@ func newFakeMaster(t *testing.T) *fakeMaster {
 		}
 		f.mu.Lock()
 		f.drivers = append(f.drivers, d)
+		f.keys = append(f.keys, r.Header.Get(wire.IdempotencyKeyHeader))
 		f.mu.Unlock()
 		httpx.WriteJSON(w, 200, wire.Submitted{ID: "driver-1"})
 	})
@@ -190,6 +193,37 @@ func TestSubmitFlagsFromEnv(t *testing.T) {
 	if d.Cores != 3 || d.MemoryMB != 2048 || !d.Supervise || d.Env["A"] != "1" || d.Env["B"] != "x=y" ||
 		strings.Join(d.Command, " ") != "/opt/pi --tasks 5" {
 		t.Fatalf("driver description %+v", d)
+	}
+}
+
+// submit sends its idempotency key, the one given or a fresh one; when it
+// gives up with the outcome unknown it prints the key to retry with.
+func TestSubmitIdempotencyKey(t *testing.T) {
+	f := newFakeMaster(t)
+	if res := berth(t, f.env(), "submit", "--idempotency-key", "nightly-2026-11-22", "--", "x"); res.code != 0 {
+		t.Fatalf("submit: %+v", res)
+	}
+	if res := berth(t, f.env(), "submit", "--", "x"); res.code != 0 {
+		t.Fatalf("submit: %+v", res)
+	}
+	f.mu.Lock()
+	keys := append([]string(nil), f.keys...)
+	f.mu.Unlock()
+	if len(keys) != 2 || keys[0] != "nightly-2026-11-22" || keys[1] == "" || keys[1] == keys[0] {
+		t.Fatalf("keys sent: %q", keys)
+	}
+
+	// A master that reads the submission and drops the connection.
+	drop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+		}
+	}))
+	defer drop.Close()
+	res := berth(t, []string{"BERTH_MASTER=" + drop.URL, "BERTH_TIMEOUT=300ms"}, "submit", "--idempotency-key", "k1", "--", "x")
+	if res.code == 0 || !strings.Contains(res.stderr, "outcome unknown") || !strings.Contains(res.stderr, "--idempotency-key k1") {
+		t.Fatalf("submit against a master that drops it: %+v", res)
 	}
 }
 

@@ -56,6 +56,11 @@ func (c *Client) Do(ctx context.Context, method, url string, in, out any) error 
 // Open sends the request and returns the response when it is 2xx, for callers
 // that read the body themselves (streams, logs). The caller closes the body.
 func (c *Client) Open(ctx context.Context, method, url string, in any) (*http.Response, error) {
+	return c.OpenWith(ctx, method, url, in, nil)
+}
+
+// OpenWith is Open with extra request headers (nil for none).
+func (c *Client) OpenWith(ctx context.Context, method, url string, in any, header http.Header) (*http.Response, error) {
 	var body io.Reader
 	if in != nil {
 		data, err := json.Marshal(in)
@@ -67,6 +72,9 @@ func (c *Client) Open(ctx context.Context, method, url string, in any) (*http.Re
 	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, url, err)
+	}
+	for k, vs := range header {
+		req.Header[k] = append([]string(nil), vs...)
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")

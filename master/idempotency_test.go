@@ -1,0 +1,224 @@
+package master
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// keyedApp registers an app with an idempotency key, commits, and returns
+// the reply.
+func (h *harness) keyedApp(desc wire.AppDescription, key string) (wire.Submitted, error) {
+	h.t.Helper()
+	v, err := h.call(func(reply func(any, error)) { h.c.registerApp(desc, key, reply) })
+	if err != nil {
+		return wire.Submitted{}, err
+	}
+	return v.(wire.Submitted), nil
+}
+
+func (h *harness) keyedDriver(desc wire.DriverDescription, key string) (wire.Submitted, error) {
+	h.t.Helper()
+	v, err := h.call(func(reply func(any, error)) { h.c.submitDriver(desc, key, reply) })
+	if err != nil {
+		return wire.Submitted{}, err
+	}
+	return v.(wire.Submitted), nil
+}
+
+func TestKeyedRegistrationIsNotRepeated(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lead(nil)
+	desc := wire.AppDescription{Name: "a", Command: []string{"x"}}
+	first, err := h.keyedApp(desc, "k-1")
+	if err != nil || first.Existing {
+		t.Fatalf("first registration: %+v %v", first, err)
+	}
+	again, err := h.keyedApp(desc, "k-1")
+	if err != nil || again.ID != first.ID || !again.Existing {
+		t.Fatalf("repeat: %+v %v, want %s (existing)", again, err, first.ID)
+	}
+	other, err := h.keyedApp(desc, "k-2")
+	if err != nil || other.ID == first.ID || other.Existing {
+		t.Fatalf("another key: %+v %v", other, err)
+	}
+	plain, err := h.keyedApp(desc, "")
+	if err != nil || plain.ID == first.ID || plain.ID == other.ID {
+		t.Fatalf("no key: %+v %v", plain, err)
+	}
+	if n := len(h.fx.state.Apps); n != 3 {
+		t.Errorf("%d apps in the state, want 3", n)
+	}
+	if rec := h.fx.state.Apps[first.ID]; rec == nil || rec.IdempotencyKey != "k-1" {
+		t.Errorf("the key is not in the record: %+v", rec)
+	}
+}
+
+func TestKeyReusedForAnotherDescriptionIsRefused(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lead(nil)
+	first, err := h.keyedApp(wire.AppDescription{Name: "a", Command: []string{"x"}}, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.keyedApp(wire.AppDescription{Name: "b", Command: []string{"x"}}, "k")
+	if statusOf(err) != http.StatusUnprocessableEntity || !strings.Contains(err.Error(), first.ID) {
+		t.Fatalf("key reused for another app: %v, want 422 naming %s", err, first.ID)
+	}
+	// Defaults count as given: omitting the memory is the same as 1024 MB.
+	same, err := h.keyedApp(wire.AppDescription{Name: "a", Command: []string{"x"}, MemoryPerExecutorMB: 1024}, "k")
+	if err != nil || same.ID != first.ID {
+		t.Fatalf("the same description with its default spelled out: %+v %v", same, err)
+	}
+	// Keys of apps and drivers are apart.
+	d, err := h.keyedDriver(wire.DriverDescription{Command: []string{"d"}}, "k")
+	if err != nil || d.Existing {
+		t.Fatalf("driver with an app's key: %+v %v", d, err)
+	}
+	if len(h.fx.state.Apps) != 1 {
+		t.Errorf("refusals changed the state: %d apps", len(h.fx.state.Apps))
+	}
+}
+
+// A repeat that comes while the first is being committed waits for its
+// outcome, whatever it is.
+func TestRepeatWaitsForTheWriteInFlight(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lead(nil)
+	desc := wire.AppDescription{Command: []string{"x"}}
+	var replies []any
+	var errs []error
+	rec := func(v any, err error) { replies, errs = append(replies, v), append(errs, err) }
+	h.c.registerApp(desc, "k", rec)
+	h.c.registerApp(desc, "k", rec)
+	h.c.registerApp(wire.AppDescription{Command: []string{"y"}}, "k", rec) // refused at once
+	if len(replies) != 1 || statusOf(errs[0]) != http.StatusUnprocessableEntity {
+		t.Fatalf("before the commit: %v %v", replies, errs)
+	}
+	if len(h.fx.pending) != 1 {
+		t.Fatalf("%d writes, want 1", len(h.fx.pending))
+	}
+	h.commit()
+	if len(replies) != 3 || errs[1] != nil || errs[2] != nil {
+		t.Fatalf("after the commit: %v %v", replies, errs)
+	}
+	a, b := replies[1].(wire.Submitted), replies[2].(wire.Submitted)
+	if a.ID != b.ID || a.Existing || !b.Existing {
+		t.Fatalf("first %+v, repeat %+v", a, b)
+	}
+
+	// A write whose outcome is unknown: the repeat hears the same 504.
+	replies, errs = nil, nil
+	h.c.registerApp(desc, "k2", rec)
+	h.c.registerApp(desc, "k2", rec)
+	h.failWrites(persistence.ErrOutcomeUnknown)
+	if len(errs) != 2 || statusOf(errs[0]) != http.StatusGatewayTimeout || statusOf(errs[1]) != http.StatusGatewayTimeout {
+		t.Fatalf("outcome unknown: %v", errs)
+	}
+	// The key is free again: a retry creates the app.
+	retry, err := h.keyedApp(desc, "k2")
+	if err != nil || retry.Existing {
+		t.Fatalf("retry after the failed write: %+v %v", retry, err)
+	}
+}
+
+// The key is durable with the record: a new leader answers the repeat.
+func TestKeysSurviveFailover(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lead(nil)
+	app, err := h.keyedApp(wire.AppDescription{Command: []string{"x"}}, "app-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv, err := h.keyedDriver(wire.DriverDescription{Command: []string{"d"}}, "drv-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.failover()
+	h.pass(h.c.cfg.RecoveryTimeout + h.c.cfg.tickInterval())
+	if h.c.status != wire.MasterAlive {
+		t.Fatalf("status %s", h.c.status)
+	}
+	// The app's client never came back, so recovery finished it: it is
+	// listed as completed, and its key still answers.
+	if again, err := h.keyedApp(wire.AppDescription{Command: []string{"x"}}, "app-key"); err != nil || again.ID != app.ID || !again.Existing {
+		t.Fatalf("app repeat after failover: %+v %v, want %s", again, err, app.ID)
+	}
+	if again, err := h.keyedDriver(wire.DriverDescription{Command: []string{"d"}}, "drv-key"); err != nil || again.ID != drv.ID || !again.Existing {
+		t.Fatalf("driver repeat after failover: %+v %v, want %s", again, err, drv.ID)
+	}
+}
+
+// Keys last as long as their app or driver is listed.
+func TestKeyForgottenWithTheHistory(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.RetainedApps = 1 })
+	h.lead(nil)
+	desc := wire.AppDescription{Command: []string{"x"}}
+	end := func(id string) {
+		if _, err := h.call(func(reply func(any, error)) { h.c.endApp(id, wire.AppFinished, "done", reply) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, _ := h.keyedApp(desc, "old")
+	end(first.ID)
+	if again, _ := h.keyedApp(desc, "old"); again.ID != first.ID {
+		t.Fatalf("a completed app's key forgotten too early: %+v", again)
+	}
+	second, _ := h.keyedApp(desc, "new")
+	end(second.ID) // pushes the first out of the completed list
+	if _, ok := h.c.keys.ids[submissionKey{keyApp, "old"}]; ok {
+		t.Error("the key of an app no longer listed is still indexed")
+	}
+	if fresh, err := h.keyedApp(desc, "old"); err != nil || fresh.ID == first.ID || fresh.Existing {
+		t.Fatalf("key of a forgotten app: %+v %v", fresh, err)
+	}
+}
+
+// A supervised driver relaunched under a new id leaves the key with the
+// original: a repeat gets the id the client first got.
+func TestRelaunchedDriverKeepsNoKey(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lead(nil)
+	h.addWorker("w1", 4, 4096)
+	desc := wire.DriverDescription{Command: []string{"d"}, Supervise: true}
+	first, err := h.keyedDriver(desc, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.addWorker("w2", 4, 4096)
+	h.c.removeWorker(h.c.workers["w1"], "test")
+	h.commit()
+	old, _ := h.c.driver(first.ID)
+	if old.RelaunchedAs == "" {
+		t.Fatalf("not relaunched: %+v", old)
+	}
+	if rec := h.fx.state.Drivers[old.RelaunchedAs]; rec == nil || rec.IdempotencyKey != "" {
+		t.Errorf("the relaunch carries a key: %+v", rec)
+	}
+	if again, err := h.keyedDriver(desc, "k"); err != nil || again.ID != first.ID {
+		t.Fatalf("repeat after a relaunch: %+v %v, want %s", again, err, first.ID)
+	}
+}
+
+func TestCheckIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	ok := map[string][]string{
+		"":           nil,
+		"abc":        {"abc"},
+		"a-b_c.d:e+": {`"a-b_c.d:e+"`},
+		"x/y=":       {"x/y="},
+	}
+	for want, values := range ok {
+		if got, err := checkIdempotencyKey(values); err != nil || got != want {
+			t.Errorf("%q: %q %v, want %q", values, got, err, want)
+		}
+	}
+	for _, values := range [][]string{{""}, {`""`}, {"a b"}, {"é"}, {strings.Repeat("k", maxIdempotencyKey+1)}, {"a", "b"}, {"a\x00"}} {
+		if _, err := checkIdempotencyKey(values); statusOf(err) != http.StatusBadRequest || !strings.Contains(err.Error(), wire.IdempotencyKeyHeader) {
+			t.Errorf("%q: %v, want a 400 naming the header", values, err)
+		}
+	}
+}
