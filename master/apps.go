@@ -31,8 +31,8 @@ func (c *core) registerApp(desc wire.AppDescription, idempotencyKey string, repl
 	if desc.MemoryPerExecutorMB == 0 {
 		desc.MemoryPerExecutorMB = defaultMemoryPerExecutorMB
 	}
-	key, fp := submissionKey{keyApp, idempotencyKey}, fingerprint(desc)
-	if c.answerRepeat(key, fp, c.listedApp, reply) {
+	key := submissionKey{keyApp, idempotencyKey}
+	if c.answerRepeat(key, desc, c.listedApp, reply) {
 		return
 	}
 	rec := persistence.AppRecord{
@@ -41,7 +41,7 @@ func (c *core) registerApp(desc wire.AppDescription, idempotencyKey string, repl
 		IdempotencyKey: idempotencyKey,
 	}
 	gen := c.gen
-	c.beginKeyed(key, fp)
+	c.beginKeyed(key, desc)
 	c.fx.persist([]persistence.Command{persistence.PutApp(rec, 0)}, func(err error) {
 		if err != nil {
 			err = c.persistErr(gen, err)

@@ -23,12 +23,12 @@ func (c *core) submitDriver(desc wire.DriverDescription, idempotencyKey string, 
 	if desc.MemoryMB == 0 {
 		desc.MemoryMB = defaultDriverMemoryMB
 	}
-	key, fp := submissionKey{keyDriver, idempotencyKey}, fingerprint(desc)
-	if c.answerRepeat(key, fp, c.listedDriver, reply) {
+	key := submissionKey{keyDriver, idempotencyKey}
+	if c.answerRepeat(key, desc, c.listedDriver, reply) {
 		return
 	}
 	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: desc, SubmittedAt: c.now(), State: wire.DriverSubmitted, IdempotencyKey: idempotencyKey}
-	c.beginKeyed(key, fp)
+	c.beginKeyed(key, desc)
 	c.addDriver(rec, nil, func(err error) {
 		c.endKeyed(key, rec.ID, err)
 		if err != nil {

@@ -30,8 +30,8 @@ type submissionKey struct {
 
 // keyedWrite is a keyed submission being committed; repeats wait for it.
 type keyedWrite struct {
-	fingerprint string
-	waiters     []func(any, error)
+	desc    any // its description, defaults applied
+	waiters []func(any, error)
 }
 
 // submissionKeys maps the keys of the listed apps and drivers to their ids,
@@ -60,15 +60,16 @@ func errKeyReused(k submissionKey, id string) error {
 }
 
 // answerRepeat answers a keyed submission that repeats one in flight or one
-// already listed, and reports whether it did. fp is the submission's
-// fingerprint; listed returns the fingerprint recorded for an id, false
-// when the master no longer lists it.
-func (c *core) answerRepeat(k submissionKey, fp string, listed func(id string) (string, bool), reply func(any, error)) bool {
+// already listed, and reports whether it did. desc is the submission's
+// description (defaults applied); listed returns the fingerprint recorded
+// for an id, false when the master no longer lists it. Fingerprints are
+// only computed for repeats: the loop is the master's bottleneck.
+func (c *core) answerRepeat(k submissionKey, desc any, listed func(id string) (string, bool), reply func(any, error)) bool {
 	if k.key == "" {
 		return false
 	}
 	if w := c.keys.inFlight[k]; w != nil {
-		if w.fingerprint != fp {
+		if fingerprint(w.desc) != fingerprint(desc) {
 			reply(nil, errKeyReused(k, ""))
 		} else {
 			w.waiters = append(w.waiters, reply)
@@ -84,7 +85,7 @@ func (c *core) answerRepeat(k submissionKey, fp string, listed func(id string) (
 		delete(c.keys.ids, k) // gone from the lists: the key is free again
 		return false
 	}
-	if stored != fp {
+	if stored != fingerprint(desc) {
 		reply(nil, errKeyReused(k, id))
 		return true
 	}
@@ -93,9 +94,9 @@ func (c *core) answerRepeat(k submissionKey, fp string, listed func(id string) (
 }
 
 // beginKeyed records a keyed submission as in flight.
-func (c *core) beginKeyed(k submissionKey, fp string) {
+func (c *core) beginKeyed(k submissionKey, desc any) {
 	if k.key != "" {
-		c.keys.inFlight[k] = &keyedWrite{fingerprint: fp}
+		c.keys.inFlight[k] = &keyedWrite{desc: desc}
 	}
 }
 

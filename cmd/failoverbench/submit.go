@@ -82,6 +82,7 @@ func followerRegister(follower, secret string) register {
 			return "", 0, err
 		}
 		url := follower + "/v1/apps"
+		key := client.NewIdempotencyKey() // as the Go client sends; the same on every hop
 		for redirects := 0; redirects < 5; redirects++ {
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 			if err != nil {
@@ -89,6 +90,7 @@ func followerRegister(follower, secret string) register {
 			}
 			req.Header.Set("Authorization", "Bearer "+secret)
 			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(wire.IdempotencyKeyHeader, key)
 			resp, err := hc.Do(req)
 			if err != nil {
 				return "", redirects, err
