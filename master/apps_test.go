@@ -99,7 +99,11 @@ func TestKillAppKillsExecutorsAndTellsWorkers(t *testing.T) {
 	if !reflect.DeepEqual(eventTypes(first), []wire.EventType{wire.EventSnapshot}) {
 		t.Fatalf("first events %v", eventTypes(first))
 	}
+	if !first[0].Time.Equal(h.clock.t) {
+		t.Errorf("snapshot made at %v, the master's clock says %v", first[0].Time, h.clock.t)
+	}
 	h.fx.sent = nil
+	h.clock.advance(time.Second)
 	v, err := h.call(func(reply func(any, error)) { h.c.endApp(a.rec.ID, wire.AppKilled, "killed by request", reply) })
 	if err != nil || v.(*wire.AppStatus).State != wire.AppKilled {
 		t.Fatalf("kill: %+v %v", v, err)
@@ -113,6 +117,9 @@ func TestKillAppKillsExecutorsAndTellsWorkers(t *testing.T) {
 	evs := drain(sub)
 	if len(evs) == 0 || evs[len(evs)-1].Type != wire.EventAppRemoved {
 		t.Fatalf("client not told: %v", eventTypes(evs))
+	}
+	if at := evs[len(evs)-1].Time; !at.Equal(h.clock.t) {
+		t.Errorf("appRemoved made at %v, the master's clock says %v", at, h.clock.t)
 	}
 	if _, open := <-sub.ch; open {
 		t.Error("stream not closed after appRemoved")

@@ -24,17 +24,18 @@ func (c *core) subscribe(id string) (*subscriber, []wire.AppEvent, error) {
 	a := c.apps[id]
 	if a == nil {
 		if done := c.completedApp(id); done != nil {
-			st := appStatus(done)
-			return nil, []wire.AppEvent{{Type: wire.EventSnapshot, AppID: id, App: st}, {Type: wire.EventAppRemoved, AppID: id, App: st, Message: done.message}}, nil
+			st, now := appStatus(done), c.now()
+			return nil, []wire.AppEvent{{Type: wire.EventSnapshot, AppID: id, Time: now, App: st}, {Type: wire.EventAppRemoved, AppID: id, Time: now, App: st, Message: done.message}}, nil
 		}
 		return nil, nil, notFound("application", id)
 	}
 	var first []wire.AppEvent
+	now := c.now()
 	if a.state == wire.AppUnknown {
-		first = append(first, wire.AppEvent{Type: wire.EventMasterChanged, AppID: id, Epoch: c.epoch, Leader: c.cfg.Advertise})
+		first = append(first, wire.AppEvent{Type: wire.EventMasterChanged, AppID: id, Time: now, Epoch: c.epoch, Leader: c.cfg.Advertise})
 		c.acknowledge(a)
 	}
-	first = append(first, wire.AppEvent{Type: wire.EventSnapshot, AppID: id, App: appStatus(a)})
+	first = append(first, wire.AppEvent{Type: wire.EventSnapshot, AppID: id, Time: now, App: appStatus(a)})
 	s := &subscriber{ch: make(chan wire.AppEvent, subscriberBuffer)}
 	a.subs[s] = struct{}{}
 	a.lastSeen = c.now()
@@ -55,7 +56,7 @@ func (c *core) unsubscribe(id string, s *subscriber) {
 
 // publish sends an event to every open stream of the app.
 func (c *core) publish(a *appInfo, ev wire.AppEvent) {
-	ev.AppID = a.rec.ID
+	ev.AppID, ev.Time = a.rec.ID, c.now()
 	for s := range a.subs {
 		select {
 		case s.ch <- ev:

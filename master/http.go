@@ -334,7 +334,7 @@ func (m *Master) appEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-keepAlive.C:
-			if !write(wire.AppEvent{Type: wire.EventHeartbeat}) {
+			if !write(wire.AppEvent{Type: wire.EventHeartbeat, Time: time.Now()}) {
 				return
 			}
 		}

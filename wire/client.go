@@ -198,8 +198,10 @@ const (
 
 // AppEvent is one line of GET /v1/apps/{id}/events.
 type AppEvent struct {
-	Type     EventType       `json:"type"`
-	AppID    string          `json:"appId"`
+	Type  EventType `json:"type"`
+	AppID string    `json:"appId"`
+	// Time is when the master made the event (its clock).
+	Time     time.Time       `json:"time"`
 	Executor *ExecutorStatus `json:"executor,omitempty"`
 	App      *AppStatus      `json:"app,omitempty"`     // snapshot, appRemoved
 	Epoch    uint64          `json:"epoch,omitempty"`   // masterChanged

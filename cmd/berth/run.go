@@ -168,9 +168,14 @@ func appDescription(c *cli.Context) (wire.AppDescription, error) {
 }
 
 // formatEvent renders one event as a line: time, type, then what the event
-// carries.
-func formatEvent(ev wire.AppEvent, now time.Time) string {
-	line := fmt.Sprintf("%s  %-15s", now.Format("2006-01-02 15:04:05.000"), ev.Type)
+// carries. The time is the master's, when it says (in received's zone);
+// else when the event was received.
+func formatEvent(ev wire.AppEvent, received time.Time) string {
+	at := received
+	if !ev.Time.IsZero() {
+		at = ev.Time.In(received.Location())
+	}
+	line := fmt.Sprintf("%s  %-15s", at.Format("2006-01-02 15:04:05.000"), ev.Type)
 	switch ev.Type {
 	case wire.EventSnapshot, wire.EventAppRemoved:
 		if a := ev.App; a != nil {

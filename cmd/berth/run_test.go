@@ -118,4 +118,11 @@ func TestFormatEvent(t *testing.T) {
 	if got != want {
 		t.Fatalf("got  %q\nwant %q", got, want)
 	}
+	// The master's time, when the event carries it, shown in the local zone.
+	madeAt := time.Date(2025, 1, 2, 4, 4, 4, 7e6, time.FixedZone("CET", 3600))
+	got = formatEvent(wire.AppEvent{Type: wire.EventMasterChanged, Time: madeAt, Leader: "http://m2:7077", Epoch: 4}, now)
+	want = "2025-01-02 03:04:04.007  masterChanged    leader=http://m2:7077 epoch=4"
+	if got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
 }
