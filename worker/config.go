@@ -26,8 +26,10 @@ const (
 	DefaultRegisterBackoff     = 4 * time.Second
 	DefaultRequestTimeout      = 5 * time.Second
 	DefaultShutdownReport      = 3 * time.Second
-	DefaultHeartbeatEvery      = 15 * time.Second // when the master does not say
-	reservedMemoryMB           = 1024             // left to the OS, as Spark does
+	DefaultHeartbeatEvery      = 15 * time.Second   // when the master does not say
+	DefaultCleanupTTL          = 7 * 24 * time.Hour // Spark's appDataTtl
+	DefaultCleanupInterval     = 30 * time.Minute   // Spark's cleanup interval
+	reservedMemoryMB           = 1024               // left to the OS, as Spark does
 	minDefaultMemoryMB         = 1024
 	maxFinishedProcsRemembered = 1000
 )
@@ -62,6 +64,13 @@ type Config struct {
 	// KillGrace is the time between SIGTERM and SIGKILL (--kill-grace),
 	// default 5s.
 	KillGrace time.Duration
+	// CleanupTTL is how long the directory of an app or a driver that no
+	// longer runs here stays after its last change (--cleanup-ttl), default
+	// 7 days; negative keeps them for ever.
+	CleanupTTL time.Duration
+	// CleanupInterval is the time between two sweeps of the work directory
+	// (--cleanup-interval), default 30 minutes.
+	CleanupInterval time.Duration
 
 	// Tuning; the cmd leaves them at their defaults, tests shorten them.
 
@@ -171,6 +180,10 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	def(&c.KillGrace, DefaultKillGrace)
+	if c.CleanupTTL == 0 {
+		c.CleanupTTL = DefaultCleanupTTL
+	}
+	def(&c.CleanupInterval, DefaultCleanupInterval)
 	def(&c.DriverRestartMin, DefaultRestartMin)
 	def(&c.DriverRestartMax, DefaultRestartMax)
 	def(&c.RegisterBackoffMax, DefaultRegisterBackoff)

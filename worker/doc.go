@@ -12,7 +12,9 @@
 //	<work-dir>/drivers/<driverId>/{stdout,stderr}     drivers
 //
 // Log files are opened for appending, so a restarted supervised driver keeps
-// the output of its earlier runs. A bare command name is looked up in the
+// the output of its earlier runs. The directory of an app or a driver that no
+// longer runs here is removed once nothing in it changed for the cleanup TTL
+// (cleanup.go). A bare command name is looked up in the
 // child's PATH (absolute entries only); a relative path containing a slash is
 // resolved against the child's work directory.
 //

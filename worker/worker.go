@@ -141,6 +141,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	var bg sync.WaitGroup
 	bg.Go(func() { w.deliverLoop(reportCtx) })
 	bg.Go(func() { w.masterLoop(ctx) })
+	bg.Go(func() { w.cleanupLoop(ctx) })
 
 	select {
 	case <-ctx.Done():

@@ -75,6 +75,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&cli.StringFlag{Name: "memory", Usage: "memory offered to the master, e.g. 512m, 2g (default: the machine's memory minus 1g, at least 1g)", EnvVars: env("MEMORY")},
 			&cli.StringFlag{Name: "work-dir", Value: "./work", Usage: "directory of the children's work directories and logs; created if missing", EnvVars: env("WORK_DIR")},
 			&cli.DurationFlag{Name: "kill-grace", Value: worker.DefaultKillGrace, Usage: "time between SIGTERM and SIGKILL when killing a child", EnvVars: env("KILL_GRACE")},
+			&cli.DurationFlag{Name: "cleanup-ttl", Value: worker.DefaultCleanupTTL, Usage: "remove the directory (and logs) of an app or driver that no longer runs here once nothing in it changed for this long; 0 keeps them for ever", EnvVars: env("CLEANUP_TTL")},
+			&cli.DurationFlag{Name: "cleanup-interval", Value: worker.DefaultCleanupInterval, Usage: "time between two sweeps of the work directory", EnvVars: env("CLEANUP_INTERVAL")},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: env("LOG_LEVEL")},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: env("LOG_FORMAT")},
 		},
@@ -132,14 +134,25 @@ func configFrom(c *cli.Context, stderr io.Writer) (worker.Config, *slog.Logger, 
 		errs = append(errs, err)
 	}
 	cfg := worker.Config{
-		Masters:       masters,
-		Secret:        c.String("secret"),
-		Host:          c.String("host"),
-		AdvertiseHost: c.String("advertise-host"),
-		Port:          c.Int("port"),
-		ID:            c.String("id"),
-		WorkDir:       c.String("work-dir"),
-		KillGrace:     c.Duration("kill-grace"),
+		Masters:         masters,
+		Secret:          c.String("secret"),
+		Host:            c.String("host"),
+		AdvertiseHost:   c.String("advertise-host"),
+		Port:            c.Int("port"),
+		ID:              c.String("id"),
+		WorkDir:         c.String("work-dir"),
+		KillGrace:       c.Duration("kill-grace"),
+		CleanupTTL:      c.Duration("cleanup-ttl"),
+		CleanupInterval: c.Duration("cleanup-interval"),
+	}
+	switch ttl := cfg.CleanupTTL; {
+	case ttl < 0:
+		errs = append(errs, fmt.Errorf("--cleanup-ttl %v: want a positive duration, or 0 to keep everything", ttl))
+	case ttl == 0:
+		cfg.CleanupTTL = -1 // the Config's "keep for ever"
+	}
+	if cfg.CleanupInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--cleanup-interval %v: want a positive duration", cfg.CleanupInterval))
 	}
 	if cfg.Host == "" {
 		errs = append(errs, errors.New("--host is empty"))

@@ -107,6 +107,9 @@ func TestBadInputsAreRefusedNamingTheFlag(t *testing.T) {
 		{nil, append(ok, "--port", "70000"), "--port"},
 		{nil, append(ok, "--id", "../x"), "--id"},
 		{nil, append(ok, "--kill-grace", "-1s"), "--kill-grace"},
+		{nil, append(ok, "--cleanup-ttl", "-1h"), "--cleanup-ttl"},
+		{[]string{"BERTH_WORKER_CLEANUP_TTL=soon"}, ok, "flag cleanup-ttl"},
+		{nil, append(ok, "--cleanup-interval", "0s"), "--cleanup-interval"},
 		{nil, append(ok, "--log-level", "loud"), "--log-level"},
 		{nil, append(ok, "--no-such-flag"), "no-such-flag"},
 	}
@@ -128,7 +131,7 @@ func TestHelp(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, flag := range []string{"--master", "--secret", "--host", "--port", "--cores", "--memory", "--work-dir",
-		"--kill-grace", "--log-level", "--log-format", "--id", "--advertise-host",
+		"--kill-grace", "--cleanup-ttl", "--cleanup-interval", "--log-level", "--log-format", "--id", "--advertise-host",
 		"BERTH_MASTER", "BERTH_SECRET", "BERTH_WORKER_CORES", "PATH, HOME, TMPDIR and LANG"} {
 		if !strings.Contains(string(out), flag) {
 			t.Errorf("--help does not mention %s", flag)
