@@ -375,13 +375,38 @@ func pidsOf(marker string) []int {
 		if err != nil || !strings.Contains(string(cmdline), marker) {
 			continue
 		}
-		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if fields := strings.Fields(string(stat)); len(fields) > 2 && fields[2] == "Z" {
+		state, ppid := procStat(pid)
+		if state == "Z" {
 			continue // exited, waiting to be reaped
+		}
+		// A process forked but not yet exec'd carries its parent's command
+		// line (a shell starting `sleep`): it is the parent, not another.
+		if parent, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(ppid), "cmdline")); err == nil && string(parent) == string(cmdline) {
+			continue
 		}
 		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// procStat returns a process's state letter and parent pid from
+// /proc/PID/stat ("", 0 if it is gone). The command name, in parentheses,
+// may hold spaces: the fields are counted after its closing one.
+func procStat(pid int) (state string, ppid int) {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return "", 0
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return "", 0
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 2 {
+		return "", 0
+	}
+	ppid, _ = strconv.Atoi(fields[1])
+	return fields[0], ppid
 }
 
 // httpGet returns the status of an unauthenticated GET.
