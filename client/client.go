@@ -14,18 +14,20 @@
 //   - Reads (GET) may be answered by any master, a follower included (see
 //     wire.ClusterStatus.View); they are retried after any transport error.
 //   - Idempotent writes (kill, unregister, heartbeat, executor limit, kill
-//     executors) are retried after any transport error too: doing them twice
-//     has the effect of doing them once.
+//     executors, join and leave) are retried after any transport error and
+//     after a 504 too: doing them twice has the effect of doing them once (a
+//     second kill answers the final status).
 //   - RegisterApp and SubmitDriver create something, so they are sent with
 //     an idempotency key (wire.IdempotencyKeyHeader; random unless the caller
 //     gives one with WithIdempotencyKey). The master answers a repeat with the
 //     first one's id, on any leader, so these too are retried after any
 //     transport error and after a 504 (a leader lost before it learned whether
-//     the write committed). Should the retry budget run out, the outcome may
-//     be unknown: calling again with the same key is safe.
-//   - A write without a key whose outcome is unknown (a 504, a timeout, a
-//     connection dropped mid-request) is not retried: the error wraps
-//     ErrUnknownOutcome.
+//     the write committed).
+//   - A write that fails after an attempt that may have reached a master (a
+//     504, a timeout, a connection dropped mid-request), because the retry
+//     budget ran out or a later answer was final, returns an error wrapping
+//     ErrUnknownOutcome: it may have been done. Calling again is safe (with
+//     the same key, for a submission).
 //
 // Other 4xx answers are never retried; their reason is in the error, which
 // wraps the *httpx.StatusError (see StatusCode). A wrong secret wraps

@@ -236,6 +236,24 @@ func TestUnknownOutcomeWhenRetriesRunOut(t *testing.T) {
 	if _, err := c.Cluster(context.Background()); err == nil || errors.Is(err, ErrUnknownOutcome) {
 		t.Fatalf("a read: %v, want an error that is not ErrUnknownOutcome", err)
 	}
+	// A final answer after an attempt that may have reached the master:
+	// the first attempt's outcome is still unknown.
+	var calls atomic.Int32
+	dropThenRefuse := newFakeMaster(t, "", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		if calls.Add(1) == 1 {
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+			}
+			return
+		}
+		httpx.WriteError(w, http.StatusUnprocessableEntity, "idempotency key reused")
+	})
+	c = newTestClient(t, []string{dropThenRefuse.URL()}, "")
+	_, err = c.SubmitDriver(context.Background(), wire.DriverDescription{Command: []string{"x"}})
+	if !errors.Is(err, ErrUnknownOutcome) || StatusCode(err) != http.StatusUnprocessableEntity {
+		t.Fatalf("SubmitDriver dropped, then refused: %v, want ErrUnknownOutcome and the 422", err)
+	}
 	unavailable := newFakeMaster(t, "", func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, 503, "no leader")
 	})

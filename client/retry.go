@@ -111,6 +111,10 @@ func (c *Client) roundTrip(ctx context.Context, r request, stream bool) (*http.R
 
 		next, wait, err := c.classify(r, target, err)
 		if next == "" {
+			if unknown && !errors.Is(err, ErrUnknownOutcome) {
+				// An earlier attempt may have done it all the same.
+				err = fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
+			}
 			return nil, nil, err
 		}
 		if wait {

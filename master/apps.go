@@ -20,7 +20,7 @@ const executorIDBlock = 64
 // registerApp registers an application; it exists (and is answered) once its
 // record is durable.
 // A repeat of a keyed registration gets the first one's id instead.
-func (c *core) registerApp(desc wire.AppDescription, idempotencyKey string, reply func(any, error)) {
+func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply func(any, error)) {
 	if !c.leading() {
 		reply(nil, c.notLeader())
 		return
@@ -31,17 +31,17 @@ func (c *core) registerApp(desc wire.AppDescription, idempotencyKey string, repl
 	if desc.MemoryPerExecutorMB == 0 {
 		desc.MemoryPerExecutorMB = defaultMemoryPerExecutorMB
 	}
-	key := submissionKey{keyApp, idempotencyKey}
-	if c.answerRepeat(key, desc, c.listedApp, reply) {
+	key := submissionKey{keyApp, idem.key}
+	if c.answerRepeat(key, idem.hash, c.listedApp, reply) {
 		return
 	}
 	rec := persistence.AppRecord{
 		ID: c.newAppID(), Desc: desc, SubmittedAt: c.now(), State: wire.AppWaiting,
 		ExecutorLimit: desc.InitialExecutorLimit, ExecutorIDsReserved: executorIDBlock,
-		IdempotencyKey: idempotencyKey,
+		IdempotencyKey: idem.key, IdempotencyHash: idem.hash,
 	}
 	gen := c.gen
-	c.beginKeyed(key, desc)
+	c.beginKeyed(key, idem.hash)
 	c.fx.persist([]persistence.Command{persistence.PutApp(rec, 0)}, func(err error) {
 		if err != nil {
 			err = c.persistErr(gen, err)
@@ -107,7 +107,7 @@ func (c *core) removeApplication(a *appInfo, state wire.AppState, msg string, th
 	}
 	a.state, a.endedAt, a.message = state, c.now(), msg
 	c.completedApps = appendBounded(c.completedApps, a, c.cfg.RetainedApps, func(old *appInfo) {
-		c.forgetKey(submissionKey{keyApp, old.rec.IdempotencyKey})
+		c.forgetKey(submissionKey{keyApp, old.rec.IdempotencyKey}, old.rec.ID)
 	})
 	c.publish(a, wire.AppEvent{Type: wire.EventAppRemoved, App: appStatus(a), Message: msg})
 	c.closeSubscribers(a)

@@ -14,7 +14,7 @@ func TestAppRegistrationWaitsForTheWrite(t *testing.T) {
 	h.lead(nil)
 	h.addWorker("w1", 8, 8192)
 	var reply any
-	h.c.registerApp(wire.AppDescription{Name: "a", Command: []string{"x"}}, "", func(v any, err error) { reply = v })
+	h.c.registerApp(wire.AppDescription{Name: "a", Command: []string{"x"}}, keyed{}, func(v any, err error) { reply = v })
 	if reply != nil || len(h.c.apps) != 0 || len(h.fx.sent) != 0 {
 		t.Fatal("app visible or scheduled before its record was durable")
 	}

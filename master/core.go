@@ -139,7 +139,7 @@ func errLeadershipLost(err error) error {
 func (c *core) persistErr(gen uint64, err error) error {
 	switch {
 	case errors.Is(err, persistence.ErrOutcomeUnknown):
-		return httpx.Errorf(http.StatusGatewayTimeout, "%v: the change may or may not have been made; check before retrying", err)
+		return httpx.Errorf(http.StatusGatewayTimeout, "%v: the change may or may not have been made; a retry is safe if the request is idempotent (kills, or a submission with an Idempotency-Key)", err)
 	case gen != c.gen || !c.leading() || errors.Is(err, persistence.ErrNotLeader):
 		return errLeadershipLost(err)
 	}

@@ -1,10 +1,8 @@
 package master
 
 import (
-	"net/http"
 	"slices"
 
-	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -12,7 +10,7 @@ import (
 // submitDriver accepts a driver (cluster mode); it waits for a worker once
 // its record is durable.
 // A repeat of a keyed submission gets the first one's id instead.
-func (c *core) submitDriver(desc wire.DriverDescription, idempotencyKey string, reply func(any, error)) {
+func (c *core) submitDriver(desc wire.DriverDescription, idem keyed, reply func(any, error)) {
 	if !c.leading() {
 		reply(nil, c.notLeader())
 		return
@@ -23,12 +21,13 @@ func (c *core) submitDriver(desc wire.DriverDescription, idempotencyKey string, 
 	if desc.MemoryMB == 0 {
 		desc.MemoryMB = defaultDriverMemoryMB
 	}
-	key := submissionKey{keyDriver, idempotencyKey}
-	if c.answerRepeat(key, desc, c.listedDriver, reply) {
+	key := submissionKey{keyDriver, idem.key}
+	if c.answerRepeat(key, idem.hash, c.listedDriver, reply) {
 		return
 	}
-	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: desc, SubmittedAt: c.now(), State: wire.DriverSubmitted, IdempotencyKey: idempotencyKey}
-	c.beginKeyed(key, desc)
+	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: desc, SubmittedAt: c.now(), State: wire.DriverSubmitted,
+		IdempotencyKey: idem.key, IdempotencyHash: idem.hash}
+	c.beginKeyed(key, idem.hash)
 	c.addDriver(rec, nil, func(err error) {
 		c.endKeyed(key, rec.ID, err)
 		if err != nil {
@@ -94,7 +93,7 @@ func (c *core) killDriver(id string, reply func(any, error)) {
 	d := c.drivers[id]
 	if d == nil {
 		if done := c.completedDriver(id); done != nil {
-			reply(nil, httpx.Errorf(http.StatusConflict, "driver %s has already ended (%s)", id, done.state))
+			reply(driverStatus(done), nil) // already over: nothing to do, as for apps
 			return
 		}
 		reply(nil, notFound("driver", id))
@@ -173,7 +172,7 @@ func (c *core) endDriver(d *driverInfo, state wire.DriverState, msg string, exit
 		d.worker.removeDriver(d)
 	}
 	c.completedDrivers = appendBounded(c.completedDrivers, d, c.cfg.RetainedDrivers, func(old *driverInfo) {
-		c.forgetKey(submissionKey{keyDriver, old.rec.IdempotencyKey})
+		c.forgetKey(submissionKey{keyDriver, old.rec.IdempotencyKey}, old.rec.ID)
 	})
 	c.schedule()
 	return persistence.PutDriver(rec, c.cfg.RetainedDrivers), true
@@ -185,7 +184,10 @@ func (c *core) endDriver(d *driverInfo, state wire.DriverState, msg string, exit
 // (SPARK-19900). The old driver's end and the new driver are one write, so
 // the driver cannot vanish between the two.
 func (c *core) relaunchDriver(d *driverInfo, reason string) {
-	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: d.rec.Desc, SubmittedAt: c.now(), State: wire.DriverSubmitted, RelaunchOf: d.rec.ID}
+	// The relaunch inherits the key: a repeat of the submission gets the
+	// driver that runs now, and the key lives as long as the chain does.
+	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: d.rec.Desc, SubmittedAt: c.now(), State: wire.DriverSubmitted, RelaunchOf: d.rec.ID,
+		IdempotencyKey: d.rec.IdempotencyKey, IdempotencyHash: d.rec.IdempotencyHash}
 	d.relaunchedAs = rec.ID
 	end, ok := c.endDriver(d, wire.DriverRelaunching, reason+"; relaunched as "+rec.ID, nil)
 	if !ok {

@@ -148,7 +148,7 @@ func (h *harness) addApp(desc wire.AppDescription) *appInfo {
 	if desc.Command == nil {
 		desc.Command = []string{"executor"}
 	}
-	v, err := h.call(func(reply func(any, error)) { h.c.registerApp(desc, "", reply) })
+	v, err := h.call(func(reply func(any, error)) { h.c.registerApp(desc, keyed{}, reply) })
 	if err != nil {
 		h.t.Fatalf("registering app: %v", err)
 	}

@@ -185,7 +185,8 @@ func (m *Master) postApp(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { c.registerApp(desc, key, reply) })
+	idem := keyedRequest(key, desc)
+	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { c.registerApp(desc, idem, reply) })
 	respond(w, r, v, err)
 }
 
@@ -350,7 +351,8 @@ func (m *Master) postDriver(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { c.submitDriver(desc, key, reply) })
+	idem := keyedRequest(key, desc)
+	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { c.submitDriver(desc, idem, reply) })
 	respond(w, r, v, err)
 }
 

@@ -1,6 +1,8 @@
 package master
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 
@@ -28,9 +30,29 @@ type submissionKey struct {
 	key  string
 }
 
+// keyed is what a submission says of its idempotency: its key ("" for
+// none) and the hash of its description as the client sent it. The hash is
+// taken before the master fills in defaults, some of which are its
+// configuration (--default-cores): a retry that reaches a master configured
+// otherwise is still the same request.
+type keyed struct {
+	key, hash string
+}
+
+// keyedRequest returns the idempotency of a submission of desc under key.
+// The HTTP handler calls it, off the loop.
+func keyedRequest(key string, desc any) keyed {
+	if key == "" {
+		return keyed{}
+	}
+	data, _ := json.Marshal(desc) // wire types always marshal
+	sum := sha256.Sum256(data)
+	return keyed{key: key, hash: hex.EncodeToString(sum[:])}
+}
+
 // keyedWrite is a keyed submission being committed; repeats wait for it.
 type keyedWrite struct {
-	desc    any // its description, defaults applied
+	hash    string
 	waiters []func(any, error)
 }
 
@@ -41,17 +63,6 @@ type submissionKeys struct {
 	inFlight map[submissionKey]*keyedWrite
 }
 
-// fingerprint identifies a submission's description (defaults applied), so
-// that a key reused for something else is refused rather than answered
-// with the id of an unrelated app.
-func fingerprint(desc any) string {
-	data, err := json.Marshal(desc)
-	if err != nil {
-		return "" // cannot happen for wire types
-	}
-	return string(data)
-}
-
 func errKeyReused(k submissionKey, id string) error {
 	if id == "" {
 		return httpx.Errorf(http.StatusUnprocessableEntity, "idempotency key %q is in use by another %s submission being committed, with a different description", k.key, k.kind)
@@ -60,16 +71,14 @@ func errKeyReused(k submissionKey, id string) error {
 }
 
 // answerRepeat answers a keyed submission that repeats one in flight or one
-// already listed, and reports whether it did. desc is the submission's
-// description (defaults applied); listed returns the fingerprint recorded
-// for an id, false when the master no longer lists it. Fingerprints are
-// only computed for repeats: the loop is the master's bottleneck.
-func (c *core) answerRepeat(k submissionKey, desc any, listed func(id string) (string, bool), reply func(any, error)) bool {
+// already listed, and reports whether it did. listed returns the hash
+// recorded for an id, false when the master no longer lists it.
+func (c *core) answerRepeat(k submissionKey, hash string, listed func(id string) (string, bool), reply func(any, error)) bool {
 	if k.key == "" {
 		return false
 	}
 	if w := c.keys.inFlight[k]; w != nil {
-		if fingerprint(w.desc) != fingerprint(desc) {
+		if w.hash != hash {
 			reply(nil, errKeyReused(k, ""))
 		} else {
 			w.waiters = append(w.waiters, reply)
@@ -85,7 +94,7 @@ func (c *core) answerRepeat(k submissionKey, desc any, listed func(id string) (s
 		delete(c.keys.ids, k) // gone from the lists: the key is free again
 		return false
 	}
-	if stored != fingerprint(desc) {
+	if stored != hash {
 		reply(nil, errKeyReused(k, id))
 		return true
 	}
@@ -94,9 +103,9 @@ func (c *core) answerRepeat(k submissionKey, desc any, listed func(id string) (s
 }
 
 // beginKeyed records a keyed submission as in flight.
-func (c *core) beginKeyed(k submissionKey, desc any) {
+func (c *core) beginKeyed(k submissionKey, hash string) {
 	if k.key != "" {
-		c.keys.inFlight[k] = &keyedWrite{desc: desc}
+		c.keys.inFlight[k] = &keyedWrite{hash: hash}
 	}
 }
 
@@ -123,24 +132,27 @@ func (c *core) rememberKey(k submissionKey, id string) {
 	}
 }
 
-func (c *core) forgetKey(k submissionKey) {
-	if k.key != "" {
+// forgetKey forgets k if it still names id: the key of a relaunched driver
+// names the newest of the chain, which outlives the others in the lists.
+func (c *core) forgetKey(k submissionKey, id string) {
+	if k.key != "" && c.keys.ids[k] == id {
 		delete(c.keys.ids, k)
 	}
 }
 
-// indexKeys rebuilds the key index from the state a new leader starts from.
+// indexKeys rebuilds the key index from the state a new leader starts from,
+// oldest first, so that a key shared by a relaunch chain names its newest.
 func (c *core) indexKeys(s *persistence.State) {
-	for _, r := range s.Apps {
+	for _, r := range sortedRecords(s.Apps, func(r *persistence.AppRecord) string { return sortTime(r.SubmittedAt) + r.ID }) {
 		c.rememberKey(submissionKey{keyApp, r.IdempotencyKey}, r.ID)
 	}
-	for _, r := range s.Drivers {
+	for _, r := range sortedRecords(s.Drivers, func(r *persistence.DriverRecord) string { return sortTime(r.SubmittedAt) + r.ID }) {
 		c.rememberKey(submissionKey{keyDriver, r.IdempotencyKey}, r.ID)
 	}
 }
 
-// listedApp and listedDriver return the fingerprint of a listed app's or
-// driver's description.
+// listedApp and listedDriver return the description hash of a listed app
+// or driver.
 func (c *core) listedApp(id string) (string, bool) {
 	a := c.apps[id]
 	if a == nil {
@@ -149,7 +161,7 @@ func (c *core) listedApp(id string) (string, bool) {
 	if a == nil {
 		return "", false
 	}
-	return fingerprint(a.rec.Desc), true
+	return a.rec.IdempotencyHash, true
 }
 
 func (c *core) listedDriver(id string) (string, bool) {
@@ -160,5 +172,5 @@ func (c *core) listedDriver(id string) (string, bool) {
 	if d == nil {
 		return "", false
 	}
-	return fingerprint(d.rec.Desc), true
+	return d.rec.IdempotencyHash, true
 }

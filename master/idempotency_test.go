@@ -13,7 +13,7 @@ import (
 // the reply.
 func (h *harness) keyedApp(desc wire.AppDescription, key string) (wire.Submitted, error) {
 	h.t.Helper()
-	v, err := h.call(func(reply func(any, error)) { h.c.registerApp(desc, key, reply) })
+	v, err := h.call(func(reply func(any, error)) { h.c.registerApp(desc, keyedRequest(key, desc), reply) })
 	if err != nil {
 		return wire.Submitted{}, err
 	}
@@ -22,11 +22,16 @@ func (h *harness) keyedApp(desc wire.AppDescription, key string) (wire.Submitted
 
 func (h *harness) keyedDriver(desc wire.DriverDescription, key string) (wire.Submitted, error) {
 	h.t.Helper()
-	v, err := h.call(func(reply func(any, error)) { h.c.submitDriver(desc, key, reply) })
+	v, err := h.call(func(reply func(any, error)) { h.c.submitDriver(desc, keyedRequest(key, desc), reply) })
 	if err != nil {
 		return wire.Submitted{}, err
 	}
 	return v.(wire.Submitted), nil
+}
+
+// recordReplies returns a reply function that appends to replies and errs.
+func recordReplies(replies *[]any, errs *[]error) func(any, error) {
+	return func(v any, err error) { *replies, *errs = append(*replies, v), append(*errs, err) }
 }
 
 func TestKeyedRegistrationIsNotRepeated(t *testing.T) {
@@ -68,10 +73,10 @@ func TestKeyReusedForAnotherDescriptionIsRefused(t *testing.T) {
 	if statusOf(err) != http.StatusUnprocessableEntity || !strings.Contains(err.Error(), first.ID) {
 		t.Fatalf("key reused for another app: %v, want 422 naming %s", err, first.ID)
 	}
-	// Defaults count as given: omitting the memory is the same as 1024 MB.
-	same, err := h.keyedApp(wire.AppDescription{Name: "a", Command: []string{"x"}, MemoryPerExecutorMB: 1024}, "k")
-	if err != nil || same.ID != first.ID {
-		t.Fatalf("the same description with its default spelled out: %+v %v", same, err)
+	// The description counts as sent: spelling out a default is another
+	// request (a retry repeats the request byte for byte).
+	if _, err := h.keyedApp(wire.AppDescription{Name: "a", Command: []string{"x"}, MemoryPerExecutorMB: 1024}, "k"); statusOf(err) != http.StatusUnprocessableEntity {
+		t.Fatalf("the description with a default spelled out: %v, want 422", err)
 	}
 	// Keys of apps and drivers are apart.
 	d, err := h.keyedDriver(wire.DriverDescription{Command: []string{"d"}}, "k")
@@ -91,10 +96,11 @@ func TestRepeatWaitsForTheWriteInFlight(t *testing.T) {
 	desc := wire.AppDescription{Command: []string{"x"}}
 	var replies []any
 	var errs []error
-	rec := func(v any, err error) { replies, errs = append(replies, v), append(errs, err) }
-	h.c.registerApp(desc, "k", rec)
-	h.c.registerApp(desc, "k", rec)
-	h.c.registerApp(wire.AppDescription{Command: []string{"y"}}, "k", rec) // refused at once
+	rec := recordReplies(&replies, &errs)
+	other := wire.AppDescription{Command: []string{"y"}}
+	h.c.registerApp(desc, keyedRequest("k", desc), rec)
+	h.c.registerApp(desc, keyedRequest("k", desc), rec)
+	h.c.registerApp(other, keyedRequest("k", other), rec) // refused at once
 	if len(replies) != 1 || statusOf(errs[0]) != http.StatusUnprocessableEntity {
 		t.Fatalf("before the commit: %v %v", replies, errs)
 	}
@@ -112,8 +118,8 @@ func TestRepeatWaitsForTheWriteInFlight(t *testing.T) {
 
 	// A write whose outcome is unknown: the repeat hears the same 504.
 	replies, errs = nil, nil
-	h.c.registerApp(desc, "k2", rec)
-	h.c.registerApp(desc, "k2", rec)
+	h.c.registerApp(desc, keyedRequest("k2", desc), rec)
+	h.c.registerApp(desc, keyedRequest("k2", desc), rec)
 	h.failWrites(persistence.ErrOutcomeUnknown)
 	if len(errs) != 2 || statusOf(errs[0]) != http.StatusGatewayTimeout || statusOf(errs[1]) != http.StatusGatewayTimeout {
 		t.Fatalf("outcome unknown: %v", errs)
@@ -177,10 +183,11 @@ func TestKeyForgottenWithTheHistory(t *testing.T) {
 	}
 }
 
-// A supervised driver relaunched under a new id leaves the key with the
-// original: a repeat gets the id the client first got.
-func TestRelaunchedDriverKeepsNoKey(t *testing.T) {
-	h := newHarness(t, nil)
+// A supervised driver relaunched under a new id takes the key along: a
+// repeat gets the driver that runs now, and the key outlives the original's
+// place in the history.
+func TestKeyFollowsARelaunchedDriver(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.RetainedDrivers = 1 })
 	h.lead(nil)
 	h.addWorker("w1", 4, 4096)
 	desc := wire.DriverDescription{Command: []string{"d"}, Supervise: true}
@@ -192,14 +199,125 @@ func TestRelaunchedDriverKeepsNoKey(t *testing.T) {
 	h.c.removeWorker(h.c.workers["w1"], "test")
 	h.commit()
 	old, _ := h.c.driver(first.ID)
-	if old.RelaunchedAs == "" {
+	relaunch := old.RelaunchedAs
+	if relaunch == "" {
 		t.Fatalf("not relaunched: %+v", old)
 	}
-	if rec := h.fx.state.Drivers[old.RelaunchedAs]; rec == nil || rec.IdempotencyKey != "" {
-		t.Errorf("the relaunch carries a key: %+v", rec)
+	if rec := h.fx.state.Drivers[relaunch]; rec == nil || rec.IdempotencyKey != "k" {
+		t.Errorf("the relaunch does not carry the key: %+v", rec)
 	}
-	if again, err := h.keyedDriver(desc, "k"); err != nil || again.ID != first.ID {
-		t.Fatalf("repeat after a relaunch: %+v %v, want %s", again, err, first.ID)
+	if again, err := h.keyedDriver(desc, "k"); err != nil || again.ID != relaunch || !again.Existing {
+		t.Fatalf("repeat after a relaunch: %+v %v, want %s", again, err, relaunch)
+	}
+	// Another driver ends and pushes the original out of the history: the
+	// key stays with the running relaunch, here and on a new leader.
+	waiting := wire.DriverDescription{Command: []string{"p"}, Cores: 64} // no worker fits: it waits
+	p, _ := h.keyedDriver(waiting, "")
+	if _, err := h.call(func(reply func(any, error)) { h.c.killDriver(p.ID, reply) }); err != nil {
+		t.Fatal(err)
+	}
+	// Killing it again (a client retrying a kill whose answer it lost)
+	// answers its final status.
+	if v, err := h.call(func(reply func(any, error)) { h.c.killDriver(p.ID, reply) }); err != nil || v.(*wire.DriverStatus).State != wire.DriverKilled {
+		t.Fatalf("second kill: %+v %v, want the KILLED status", v, err)
+	}
+	if d, err := h.c.driver(first.ID); err == nil {
+		t.Fatalf("the original is still listed: %+v", d)
+	}
+	if again, err := h.keyedDriver(desc, "k"); err != nil || again.ID != relaunch {
+		t.Fatalf("repeat once the original left the history: %+v %v, want %s", again, err, relaunch)
+	}
+	h.failover()
+	if again, err := h.keyedDriver(desc, "k"); err != nil || again.ID != relaunch {
+		t.Fatalf("repeat on a new leader: %+v %v, want %s", again, err, relaunch)
+	}
+	// No worker claims it in recovery (the fake workers do not answer), so
+	// it is relaunched again: the key follows.
+	h.pass(h.c.cfg.RecoveryTimeout+h.c.cfg.tickInterval(), "w2")
+	st, _ := h.c.driver(relaunch)
+	if st == nil || st.RelaunchedAs == "" {
+		t.Fatalf("not relaunched after recovery: %+v", st)
+	}
+	if again, err := h.keyedDriver(desc, "k"); err != nil || again.ID != st.RelaunchedAs {
+		t.Fatalf("repeat after a second relaunch: %+v %v, want %s", again, err, st.RelaunchedAs)
+	}
+}
+
+// The hash is of the description as sent, before the master's own
+// defaults: a retry that reaches a master with another --default-cores is
+// the same request.
+func TestKeyIgnoresTheMastersDefaults(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.DefaultCores = 4 })
+	h.lead(nil)
+	desc := wire.AppDescription{Command: []string{"x"}}
+	first, err := h.keyedApp(desc, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.c.cfg.DefaultCores = 8 // the next leader is configured otherwise
+	h.failover()
+	again, err := h.keyedApp(desc, "k")
+	if err != nil || again.ID != first.ID {
+		t.Fatalf("repeat on a master with other defaults: %+v %v, want %s", again, err, first.ID)
+	}
+}
+
+// A keyed write in flight when leadership is lost and won again in the
+// same process: its continuation still runs (the writer refuses or commits
+// it), and the repeats that waited hear its outcome.
+func TestKeyedWriteAcrossLeadershipChange(t *testing.T) {
+	for _, committed := range []bool{false, true} {
+		h := newHarness(t, nil)
+		h.lead(nil)
+		desc := wire.AppDescription{Command: []string{"x"}}
+		var replies []any
+		var errs []error
+		rec := recordReplies(&replies, &errs)
+		h.c.registerApp(desc, keyedRequest("k", desc), rec)
+		h.c.registerApp(desc, keyedRequest("k", desc), rec)
+		stale := h.fx.pending
+		h.fx.pending = nil
+		if committed { // it reached the log before the leadership changed
+			for _, c := range stale[0].cmds {
+				if err := h.fx.state.Apply(c, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		h.c.revoked()
+		h.c.elected()
+		h.fx.state.Epoch++
+		h.c.leadershipReady(h.c.gen, h.fx.state.Clone(), nil)
+		// A repeat on the new leadership joins the write in flight.
+		h.c.registerApp(desc, keyedRequest("k", desc), rec)
+		if committed {
+			stale[0].then(nil)
+		} else {
+			stale[0].then(errStaleProposal)
+		}
+		h.commit()
+		if len(errs) != 3 {
+			t.Fatalf("committed=%v: %d replies, want 3", committed, len(errs))
+		}
+		for i := range errs {
+			if committed && (errs[i] != nil || replies[i].(wire.Submitted).ID != replies[0].(wire.Submitted).ID) {
+				t.Errorf("committed: reply %d: %v %v, want the app's id", i, replies[i], errs[i])
+			}
+			if !committed && errs[i] == nil {
+				t.Errorf("not committed: reply %d: %v, want an error", i, replies[i])
+			}
+		}
+		// Either way, a retry now settles it: the app exists once.
+		again, err := h.keyedApp(desc, "k")
+		if err != nil {
+			t.Fatalf("committed=%v: retry: %v", committed, err)
+		}
+		if n := len(h.fx.state.Apps); n != 1 {
+			t.Errorf("committed=%v: %d apps in the state, want 1", committed, n)
+		}
+		if committed && (!again.Existing || again.ID != replies[0].(wire.Submitted).ID) {
+			t.Errorf("committed: retry %+v, want the committed app", again)
+		}
 	}
 }
 

@@ -22,7 +22,7 @@ func cluster(t *testing.T) (*harness, *appInfo, map[string]string) {
 	drivers := map[string]string{}
 	for _, sup := range []bool{true, false} {
 		v, err := h.call(func(reply func(any, error)) {
-			h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 256, Supervise: sup}, "", reply)
+			h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 256, Supervise: sup}, keyed{}, reply)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -199,7 +199,7 @@ func TestRevocationStopsEverything(t *testing.T) {
 	// A registration in flight when leadership goes: it was committed, so
 	// its client still gets the id; the new leader will recover the app.
 	var got any
-	h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, "", func(v any, err error) { got = v })
+	h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{}, func(v any, err error) { got = v })
 	// And a kill whose write fails.
 	var killErr error
 	killReply := func(_ any, err error) { killErr = err }

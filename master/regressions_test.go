@@ -23,7 +23,7 @@ func TestUnlimitedAppWithFixedExecutorSizeStarts(t *testing.T) {
 	h.lead(nil)
 	h.addWorker("w1", 8, 8192)
 	var id string
-	h.c.registerApp(wire.AppDescription{Command: []string{"x"}, CoresPerExecutor: 1, MemoryPerExecutorMB: 1}, "",
+	h.c.registerApp(wire.AppDescription{Command: []string{"x"}, CoresPerExecutor: 1, MemoryPerExecutorMB: 1}, keyed{},
 		func(v any, err error) { id = v.(wire.Submitted).ID })
 	writes := 0
 	for ; writes < 50 && len(h.fx.pending) > 0; writes++ {
@@ -54,7 +54,7 @@ func TestExecutorLimitDoesNotUndoReservation(t *testing.T) {
 	h.lead(nil)
 	h.addWorker("w1", 150, 150)
 	var id string
-	h.c.registerApp(wire.AppDescription{Command: []string{"x"}, CoresPerExecutor: 1, MemoryPerExecutorMB: 1, MaxCores: 150}, "",
+	h.c.registerApp(wire.AppDescription{Command: []string{"x"}, CoresPerExecutor: 1, MemoryPerExecutorMB: 1, MaxCores: 150}, keyed{},
 		func(v any, err error) { id = v.(wire.Submitted).ID })
 	h.step() // the app; scheduling asks for a larger reservation
 	if len(h.fx.pending) != 1 {
@@ -107,7 +107,7 @@ func TestDriverEndSurvivesFailover(t *testing.T) {
 	h.lead(nil)
 	w := h.addWorker("w1", 4, 4096)
 	v, err := h.call(func(reply func(any, error)) {
-		h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 256, Supervise: true}, "", reply)
+		h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 256, Supervise: true}, keyed{}, reply)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestReportsFromUnknownWorkersWaitForRegistration(t *testing.T) {
 	h.lead(nil)
 	h.addWorker("w1", 4, 4096)
 	v, _ := h.call(func(reply func(any, error)) {
-		h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 256, Supervise: true}, "", reply)
+		h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 256, Supervise: true}, keyed{}, reply)
 	})
 	id := v.(wire.Submitted).ID
 	h.failover()
@@ -250,7 +250,7 @@ func TestAbandonedStreamDoesNotHoldTheLease(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for id == "" && time.Now().Before(deadline) {
 		v, err := m.call(ctx, func(c *core, reply func(any, error)) {
-			c.registerApp(wire.AppDescription{Command: []string{"x"}}, "", reply)
+			c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{}, reply)
 		})
 		if err == nil {
 			id = v.(wire.Submitted).ID

@@ -178,7 +178,7 @@ func TestDriversOnWorkerLoss(t *testing.T) {
 	h.addWorker("w1", 4, 4096)
 	submit := func(supervise bool) string {
 		v, err := h.call(func(reply func(any, error)) {
-			h.c.submitDriver(wire.DriverDescription{Command: []string{"drv"}, Cores: 1, MemoryMB: 512, Supervise: supervise}, "", reply)
+			h.c.submitDriver(wire.DriverDescription{Command: []string{"drv"}, Cores: 1, MemoryMB: 512, Supervise: supervise}, keyed{}, reply)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -212,12 +212,16 @@ func TestDriversOnWorkerLoss(t *testing.T) {
 
 func TestNotLeaderAnswers(t *testing.T) {
 	h := newHarness(t, nil)
-	_, err := h.call(func(reply func(any, error)) { h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, "", reply) })
+	_, err := h.call(func(reply func(any, error)) {
+		h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{}, reply)
+	})
 	if statusOf(err) != http.StatusServiceUnavailable {
 		t.Fatalf("no leader known: %v", err)
 	}
 	h.fx.leader = "http://127.0.0.2:7077"
-	_, err = h.call(func(reply func(any, error)) { h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, "", reply) })
+	_, err = h.call(func(reply func(any, error)) {
+		h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{}, reply)
+	})
 	var se *httpx.StatusError
 	if !errors.As(err, &se) || se.Status != http.StatusTemporaryRedirect || se.Leader != "http://127.0.0.2:7077" {
 		t.Fatalf("follower with a known leader: %v", err)
@@ -225,7 +229,7 @@ func TestNotLeaderAnswers(t *testing.T) {
 	// A failed write is reported, and the app does not exist.
 	h.lead(nil)
 	var replyErr error
-	h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, "", func(_ any, err error) { replyErr = err })
+	h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{}, func(_ any, err error) { replyErr = err })
 	h.failWrites(errors.New("disk full"))
 	if statusOf(replyErr) != http.StatusServiceUnavailable || len(h.c.apps) != 0 {
 		t.Fatalf("failed write: %v, %d apps", replyErr, len(h.c.apps))

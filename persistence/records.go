@@ -41,7 +41,10 @@ type AppRecord struct {
 	CoresGranted int `json:"coresGranted,omitempty"`
 	// IdempotencyKey is the key the client registered it with, if any:
 	// a repeat with the same key gets this app's id (wire.IdempotencyKeyHeader).
-	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	// IdempotencyHash identifies the description as the client sent it, so
+	// a key reused for something else is told apart.
+	IdempotencyKey  string `json:"idempotencyKey,omitempty"`
+	IdempotencyHash string `json:"idempotencyHash,omitempty"`
 }
 
 // DriverRecord is a submitted driver.
@@ -56,9 +59,11 @@ type DriverRecord struct {
 	RelaunchOf   string                 `json:"relaunchOf,omitempty"`
 	RelaunchedAs string                 `json:"relaunchedAs,omitempty"`
 	EndedAt      *time.Time             `json:"endedAt,omitempty"`
-	// IdempotencyKey is the key it was submitted with, if any; a relaunch
-	// does not carry it (a repeat gets the id of the original).
-	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	// IdempotencyKey is the key it was submitted with, if any, and
+	// IdempotencyHash its description's as the client sent it. A relaunch
+	// carries both: a repeat gets the newest driver of the chain.
+	IdempotencyKey  string `json:"idempotencyKey,omitempty"`
+	IdempotencyHash string `json:"idempotencyHash,omitempty"`
 }
 
 // WorkerRecord is a registered worker.
