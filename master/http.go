@@ -177,16 +177,28 @@ func (m *Master) addMasters(ctx context.Context, cs *wire.ClusterStatus) {
 }
 
 func (m *Master) postApp(w http.ResponseWriter, r *http.Request) {
+	submit(m, w, r, validateApp, (*core).registerApp)
+}
+
+func (m *Master) postDriver(w http.ResponseWriter, r *http.Request) {
+	submit(m, w, r, validateDriver, (*core).submitDriver)
+}
+
+// submit serves a submission: its idempotency key and description are
+// checked (400), the description hashed off the loop, then the loop
+// creates it (or answers a repeat).
+func submit[T any](m *Master, w http.ResponseWriter, r *http.Request, validate func(T) error,
+	create func(c *core, desc T, idem keyed, reply func(any, error))) {
 	key, ok := idempotencyKey(w, r)
 	if !ok {
 		return
 	}
-	desc, ok := decode(w, r, validateApp)
+	desc, ok := decode(w, r, validate)
 	if !ok {
 		return
 	}
 	idem := keyedRequest(key, desc)
-	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { c.registerApp(desc, idem, reply) })
+	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { create(c, desc, idem, reply) })
 	respond(w, r, v, err)
 }
 
@@ -340,20 +352,6 @@ func (m *Master) appEvents(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-}
-
-func (m *Master) postDriver(w http.ResponseWriter, r *http.Request) {
-	key, ok := idempotencyKey(w, r)
-	if !ok {
-		return
-	}
-	desc, ok := decode(w, r, validateDriver)
-	if !ok {
-		return
-	}
-	idem := keyedRequest(key, desc)
-	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { c.submitDriver(desc, idem, reply) })
-	respond(w, r, v, err)
 }
 
 func (m *Master) getDriver(w http.ResponseWriter, r *http.Request) {
