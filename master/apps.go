@@ -148,11 +148,7 @@ func (c *core) killExecutorCommand(appID string, id int) workerCommand {
 // the executor still placed. A RUNNING executor that stays up resets the
 // app's failure count; a FAILED one adds to it (see executorEnded).
 func (c *core) executorStateChanged(workerID string, m wire.ExecutorStateChanged, reply func(any, error)) {
-	if !c.leading() {
-		reply(nil, c.notLeader())
-		return
-	}
-	w, err := c.reportingWorker(workerID)
+	w, err := c.reportingWorker(workerID) // refuses too when not leading
 	if err != nil {
 		reply(nil, err)
 		return

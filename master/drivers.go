@@ -119,11 +119,7 @@ func (c *core) killDriver(id string, reply func(any, error)) {
 // final state is acknowledged only once durable: a new leader that found the
 // driver still RUNNING, with no worker claiming it, would relaunch it.
 func (c *core) driverStateChanged(workerID string, m wire.DriverStateChanged, reply func(any, error)) {
-	if !c.leading() {
-		reply(nil, c.notLeader())
-		return
-	}
-	w, err := c.reportingWorker(workerID)
+	w, err := c.reportingWorker(workerID) // refuses too when not leading
 	if err != nil {
 		reply(nil, err)
 		return

@@ -226,11 +226,7 @@ func runFailover(ctx context.Context, cm *common, p *foParams, r *Report) error 
 	}
 	var f *fleet
 	defer func() {
-		// The master stops first: it must not see the workers go silent.
-		ml := tgt.close(mc)
-		if f != nil {
-			f.close()
-		}
+		ml := tgt.shutdown(mc, f)
 		if ml != nil {
 			res.MasterLog = ml
 			r.Problems = append(r.Problems, ml.problems(noSecretWarning, "removing worker")...)

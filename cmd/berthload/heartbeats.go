@@ -183,11 +183,7 @@ func heartbeatStep(ctx context.Context, cm *common, p *hbParams, step, workers, 
 	mc := newMasterClient(tgt.URL, cm.secret, cm.inFlight, cm.reqTimeout)
 	var f *fleet
 	defer func() {
-		// The master stops first: it must not see the workers go silent.
-		ml := tgt.close(mc)
-		if f != nil {
-			f.close()
-		}
+		ml := tgt.shutdown(mc, f)
 		if ml != nil {
 			row.MasterLog = ml
 			row.MasterRemoved = ml.RemovedWorkers

@@ -137,11 +137,7 @@ func runLaunches(ctx context.Context, cm *common, p *lnParams, r *Report) error 
 	}
 	var f *fleet
 	defer func() {
-		// The master stops first: it must not see the workers go silent.
-		ml := tgt.close(mc)
-		if f != nil {
-			f.close()
-		}
+		ml := tgt.shutdown(mc, f)
 		if ml != nil {
 			res.MasterLog = ml
 			r.Problems = append(r.Problems, ml.problems(noSecretWarning)...)

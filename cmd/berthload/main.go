@@ -212,6 +212,16 @@ func (t *target) warnings() []string {
 	return nil
 }
 
+// shutdown stops the master, then the simulated workers (f, nil if none
+// started): the master must not see the workers go silent.
+func (t *target) shutdown(mc *masterClient, f *fleet) *MasterLog {
+	ml := t.close(mc)
+	if f != nil {
+		f.close()
+	}
+	return ml
+}
+
 // close stops a master this tool started and summarizes its log. The
 // client's idle connections are closed first: the master's graceful
 // shutdown would wait for any it has not seen a request on yet.
