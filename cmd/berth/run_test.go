@@ -1,43 +1,23 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
-// syncBuffer is a bytes.Buffer safe to read while a process writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startRun starts `berth run` and waits until it printed the executor the
 // fake master streams.
-func startRun(t *testing.T, f *fakeMaster) (*exec.Cmd, *syncBuffer, *syncBuffer) {
+func startRun(t *testing.T, f *fakeMaster) (*exec.Cmd, *testproc.Buffer, *testproc.Buffer) {
 	t.Helper()
 	cmd := exec.Command(berthBin, "run", "--executor-limit", "2", "--env", "K=V", "--", "/opt/loop", "{{EXECUTOR_ID}}")
 	cmd.Env = append(cleanEnv(), f.env()...)
-	var stdout, stderr syncBuffer
+	var stdout, stderr testproc.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -53,33 +33,13 @@ func startRun(t *testing.T, f *fakeMaster) (*exec.Cmd, *syncBuffer, *syncBuffer)
 	return cmd, &stdout, &stderr
 }
 
-func exitCode(t *testing.T, cmd *exec.Cmd) int {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return exit.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return 0
-	case <-time.After(20 * time.Second):
-		t.Fatal("berth run did not exit")
-		return -1
-	}
-}
-
 func TestRunUnregistersOnSignal(t *testing.T) {
 	f := newFakeMaster(t)
 	cmd, stdout, stderr := startRun(t, f)
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	if code := exitCode(t, cmd); code != 0 {
+	if code := testproc.ExitCode(t, cmd, 20*time.Second); code != 0 {
 		t.Fatalf("exit %d after Ctrl-C; stderr %q", code, stderr.String())
 	}
 	f.mu.Lock()
@@ -104,7 +64,7 @@ func TestRunFailsWhenAppKilled(t *testing.T) {
 	f := newFakeMaster(t)
 	cmd, _, stderr := startRun(t, f)
 	f.removed <- wire.AppKilled
-	if code := exitCode(t, cmd); code != 1 || !strings.Contains(stderr.String(), "KILLED") {
+	if code := testproc.ExitCode(t, cmd, 20*time.Second); code != 1 || !strings.Contains(stderr.String(), "KILLED") {
 		t.Fatalf("exit %d, stderr %q; want 1 and KILLED", code, stderr.String())
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -206,7 +207,7 @@ func startBin(t *testing.T, m *miniMaster, appID string) (*exec.Cmd, int, int) {
 	work := t.TempDir()
 	cmd := exec.Command(workerBin, "--master", m.srv.URL, "--work-dir", work, "--kill-grace", "2s", "--log-level", "debug")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "BERTH_SECRET=k"}
-	var stderr lockedBuffer
+	var stderr testproc.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -233,23 +234,6 @@ func startBin(t *testing.T, m *miniMaster, appID string) (*exec.Cmd, int, int) {
 		return err == nil
 	})
 	return cmd, pid, grandchild
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // alive reports whether pid runs; a zombie (dead, not yet reaped by its new

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -14,7 +15,7 @@ import (
 type job struct {
 	f    *fakeMaster
 	cfg  driverConfig
-	out  *syncBuffer
+	out  *testproc.Buffer
 	done chan error
 	desc wire.AppDescription
 }
@@ -22,7 +23,7 @@ type job struct {
 func startJob(t *testing.T, cfg driverConfig, f *fakeMaster) *job {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	j := &job{f: f, cfg: cfg, out: &syncBuffer{}, done: make(chan error, 1)}
+	j := &job{f: f, cfg: cfg, out: &testproc.Buffer{}, done: make(chan error, 1)}
 	go func() { j.done <- runDriver(ctx, cfg, j.out, testLogger()) }()
 	j.desc = f.waitRegistered(t)
 	return j

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -33,7 +33,7 @@ func TestProcessesSurviveKilledExecutor(t *testing.T) {
 	const tasks, samples = 30, 50000
 	driver := exec.Command(bin, "--tasks", fmt.Sprint(tasks), "--samples", fmt.Sprint(samples), "--seed", "3")
 	driver.Env = append(os.Environ(), wire.EnvMaster+"="+f.srv.URL, wire.EnvSecret+"=cluster-secret", wire.EnvWorkerHost+"=127.0.0.1")
-	var stdout, stderr syncBuffer
+	var stdout, stderr testproc.Buffer
 	driver.Stdout, driver.Stderr = &stdout, &stderr
 	if err := driver.Start(); err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ func TestProcessesSurviveKilledExecutor(t *testing.T) {
 		t.Fatalf("executors would run %q, want this binary %q", desc.Command[0], bin)
 	}
 
-	var execStderr [2]syncBuffer
+	var execStderr [2]testproc.Buffer
 	execs := make([]*exec.Cmd, 2)
 	for id := range execs {
 		cmd := exec.Command(desc.Command[0], desc.Command[1:]...)
@@ -73,7 +73,7 @@ func TestProcessesSurviveKilledExecutor(t *testing.T) {
 			t.Logf("driver stderr:\n%s\nexecutor 0:\n%s\nexecutor 1:\n%s", stderr.String(), execStderr[0].String(), execStderr[1].String())
 		}
 	})
-	if code := exitCode(t, driver); code != 0 {
+	if code := testproc.ExitCode(t, driver, 30*time.Second); code != 0 {
 		t.Fatalf("driver exit %d; stderr:\n%s", code, stderr.String())
 	}
 	inside, n := directEstimate(makeTasks(tasks, samples, 3))
@@ -81,7 +81,7 @@ func TestProcessesSurviveKilledExecutor(t *testing.T) {
 	if stdout.String() != want {
 		t.Fatalf("driver printed %q, want %q", stdout.String(), want)
 	}
-	if code := exitCode(t, execs[1]); code != 0 {
+	if code := testproc.ExitCode(t, execs[1], 30*time.Second); code != 0 {
 		t.Fatalf("executor 1 exit %d; stderr:\n%s", code, execStderr[1].String())
 	}
 	if !f.wasUnregistered() {
@@ -97,25 +97,5 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func exitCode(t *testing.T, cmd *exec.Cmd) int {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return exit.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return 0
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s %q did not exit", cmd.Path, cmd.Args[1:])
-		return -1
 	}
 }
