@@ -16,9 +16,7 @@ import (
 func TestCleanupRemovesOnlyStaleDirectoriesOfEndedWork(t *testing.T) {
 	t.Parallel()
 	const ttl = time.Hour
-	fm := newFakeMaster(t)
-	w := startWorker(t, []string{fm.URL()}, func(c *Config) { c.CleanupTTL = ttl })
-	fm.waitRegistered(t)
+	fm, w := startRegistered(t, func(c *Config) { c.CleanupTTL = ttl })
 	root := w.Config().WorkDir
 
 	w.launchExecutor("app-live", 0, helperCmd(t, "sleep"))
@@ -76,9 +74,7 @@ func TestCleanupRemovesOnlyStaleDirectoriesOfEndedWork(t *testing.T) {
 // A TTL below zero (--cleanup-ttl 0) keeps everything.
 func TestCleanupDisabled(t *testing.T) {
 	t.Parallel()
-	fm := newFakeMaster(t)
-	w := startWorker(t, []string{fm.URL()}, func(c *Config) { c.CleanupTTL = -1 })
-	fm.waitRegistered(t)
+	fm, w := startRegistered(t, func(c *Config) { c.CleanupTTL = -1 })
 	w.launchExecutor("app-old", 0, helperCmd(t, "exit", "0"))
 	fm.waitFinal(t, "app-old", 0)
 	done := make(chan struct{})

@@ -168,6 +168,16 @@ func startWorker(t *testing.T, masters []string, mod func(*Config)) *testWorker 
 	return tw
 }
 
+// startRegistered runs a worker against a fake master of its own and
+// waits until it has registered.
+func startRegistered(t *testing.T, mod func(*Config)) (*fakeMaster, *testWorker) {
+	t.Helper()
+	fm := newFakeMaster(t)
+	w := startWorker(t, []string{fm.URL()}, mod)
+	fm.waitRegistered(t)
+	return fm, w
+}
+
 // stop cancels Run and waits for it.
 func (tw *testWorker) stop() {
 	tw.once.Do(func() {

@@ -13,9 +13,7 @@ import (
 
 func TestRegistrationThenLatestStateThenHeartbeats(t *testing.T) {
 	t.Parallel()
-	fm := newFakeMaster(t)
-	w := startWorker(t, []string{fm.URL()}, nil)
-	fm.waitRegistered(t)
+	fm, w := startRegistered(t, nil)
 	eventually(t, 5*time.Second, "heartbeats", func() bool { return fm.count("heartbeat") >= 2 })
 
 	calls := fm.callLog()
@@ -115,9 +113,7 @@ func TestRegistrationRefusalsAreRetried(t *testing.T) {
 
 func TestReconnectReplyRegistersAgainKeepingChildren(t *testing.T) {
 	t.Parallel()
-	fm := newFakeMaster(t)
-	w := startWorker(t, []string{fm.URL()}, nil)
-	fm.waitRegistered(t)
+	fm, w := startRegistered(t, nil)
 	w.launchExecutor("app-1", 0, helperCmd(t, "sleep"))
 	pid := w.runningPid("app-1", 0)
 	eventually(t, 5*time.Second, "a heartbeat counting the executor", func() bool {
@@ -199,9 +195,7 @@ func TestReconnectCommand(t *testing.T) {
 
 func TestUnknownWorkerReportMakesItRegisterAgain(t *testing.T) {
 	t.Parallel()
-	fm := newFakeMaster(t)
-	w := startWorker(t, []string{fm.URL()}, nil)
-	fm.waitRegistered(t)
+	fm, w := startRegistered(t, nil)
 	refused := 0
 	fm.with(func() {
 		fm.onExecState = func(s wire.ExecutorStateChanged) error {
@@ -236,9 +230,7 @@ func TestUnknownWorkerReportMakesItRegisterAgain(t *testing.T) {
 // Reports wait, in order, while the master does not take them.
 func TestReportsAreDeliveredInOrderAfterAnOutage(t *testing.T) {
 	t.Parallel()
-	fm := newFakeMaster(t)
-	w := startWorker(t, []string{fm.URL()}, nil)
-	fm.waitRegistered(t)
+	fm, w := startRegistered(t, nil)
 	fm.with(func() {
 		fm.onExecState = func(wire.ExecutorStateChanged) error {
 			return &httpx.StatusError{Status: 503, Message: "busy"}

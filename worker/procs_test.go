@@ -15,9 +15,7 @@ import (
 
 func TestExecutorExitStates(t *testing.T) {
 	t.Parallel()
-	fm := newFakeMaster(t)
-	w := startWorker(t, []string{fm.URL()}, nil)
-	fm.waitRegistered(t)
+	fm, w := startRegistered(t, nil)
 
 	notExec := filepath.Join(t.TempDir(), "not-executable")
 	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
@@ -68,9 +66,7 @@ func TestExecutorExitStates(t *testing.T) {
 
 func TestKillExecutor(t *testing.T) {
 	t.Parallel()
-	fm := newFakeMaster(t)
-	w := startWorker(t, []string{fm.URL()}, nil)
-	fm.waitRegistered(t)
+	fm, w := startRegistered(t, nil)
 
 	w.launchExecutor("app-1", 0, helperCmd(t, "sleep"))
 	w.launchExecutor("app-1", 1, helperCmd(t, "ignore-term"))
@@ -150,9 +146,7 @@ func TestStaleEpochIsRefused(t *testing.T) {
 
 func TestLaunchIsIdempotent(t *testing.T) {
 	t.Parallel()
-	fm := newFakeMaster(t)
-	w := startWorker(t, []string{fm.URL()}, nil)
-	fm.waitRegistered(t)
+	fm, w := startRegistered(t, nil)
 	for range 3 {
 		w.launchExecutor("app-1", 0, helperCmd(t, "sleep"))
 	}
@@ -282,9 +276,7 @@ func TestChildEnvironmentArgsAndNoShell(t *testing.T) {
 
 func TestLogsEndpoint(t *testing.T) {
 	t.Parallel()
-	fm := newFakeMaster(t)
-	w := startWorker(t, []string{fm.URL()}, nil)
-	fm.waitRegistered(t)
+	_, w := startRegistered(t, nil)
 	w.launchExecutor("app-1", 0, helperCmd(t, "sleep"))
 	pid := w.runningPid("app-1", 0)
 	whole := w.mustCall(200, "GET", "/v1/executors/app-1/0/logs/stdout", nil)
@@ -312,9 +304,7 @@ func TestLogsEndpoint(t *testing.T) {
 
 func TestApplicationFinishedKillsItsExecutors(t *testing.T) {
 	t.Parallel()
-	fm := newFakeMaster(t)
-	w := startWorker(t, []string{fm.URL()}, nil)
-	fm.waitRegistered(t)
+	fm, w := startRegistered(t, nil)
 	w.launchExecutor("app-a", 0, helperCmd(t, "sleep"))
 	w.launchExecutor("app-a", 1, helperCmd(t, "sleep"))
 	w.launchExecutor("app-b", 0, helperCmd(t, "sleep"))
@@ -339,9 +329,7 @@ func TestApplicationFinishedKillsItsExecutors(t *testing.T) {
 
 func TestDrivers(t *testing.T) {
 	t.Parallel()
-	fm := newFakeMaster(t)
-	w := startWorker(t, []string{fm.URL()}, nil)
-	fm.waitRegistered(t)
+	fm, w := startRegistered(t, nil)
 	launch := func(id string, supervise bool, argv []string) {
 		w.mustCall(200, "POST", "/v1/drivers", wire.LaunchDriver{Epoch: 5, DriverID: id, Cores: 1, MemoryMB: 100,
 			Supervise: supervise, Command: argv, Env: helperEnvMap})
@@ -390,9 +378,7 @@ func TestDrivers(t *testing.T) {
 // final states and returns.
 func TestShutdownKillsAndReports(t *testing.T) {
 	t.Parallel()
-	fm := newFakeMaster(t)
-	w := startWorker(t, []string{fm.URL()}, nil)
-	fm.waitRegistered(t)
+	fm, w := startRegistered(t, nil)
 	w.launchExecutor("app-1", 0, helperCmd(t, "sleep"))
 	w.launchExecutor("app-1", 1, helperCmd(t, "ignore-term"))
 	w.mustCall(200, "POST", "/v1/drivers", wire.LaunchDriver{Epoch: 5, DriverID: "drv-1", Cores: 1,
