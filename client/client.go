@@ -52,9 +52,16 @@ const (
 	DefaultRequestTimeout    = 10 * time.Second
 	// DefaultStreamIdleTimeout bounds the silence on an event stream before
 	// the client assumes the connection is dead (a master that vanished
-	// without closing its sockets) and reconnects. Masters send heartbeat
-	// lines on idle streams, well within this.
+	// without closing its sockets) and reconnects, when the master does
+	// not say how soon its next line comes (wire.AppEvent.NextWithinMs);
+	// current masters promise one within a second.
 	DefaultStreamIdleTimeout = 30 * time.Second
+	// DefaultStreamOpenTimeout bounds the wait for a stream's headers: a
+	// master that accepts the connection and says nothing is frozen.
+	DefaultStreamOpenTimeout = 2 * time.Second
+	// suspectFor is how long a master that did not answer in time is tried
+	// after the others.
+	suspectFor = 10 * time.Second
 )
 
 // Client calls the masters of one cluster. It is safe for concurrent use.
@@ -67,12 +74,16 @@ type Client struct {
 	streamRetryBudget time.Duration
 	requestTimeout    time.Duration
 	streamIdleTimeout time.Duration
+	streamOpenTimeout time.Duration
 	minBackoff        time.Duration
 	maxBackoff        time.Duration
 
 	mu     sync.Mutex
 	leader string // last master known to lead; "" when unknown
 	cursor int    // next index into masters when the leader is unknown
+	// suspect: masters that did not answer in time (frozen, cut off), and
+	// until when they are tried only after the others.
+	suspect map[string]time.Time
 }
 
 // Option configures a Client.
@@ -98,6 +109,11 @@ func WithStreamIdleTimeout(d time.Duration) Option {
 	return func(c *Client) { c.streamIdleTimeout = d }
 }
 
+// WithStreamOpenTimeout bounds the wait for an event stream's headers.
+func WithStreamOpenTimeout(d time.Duration) Option {
+	return func(c *Client) { c.streamOpenTimeout = d }
+}
+
 // WithBackoff sets the first and the largest pause between retries.
 func WithBackoff(first, largest time.Duration) Option {
 	return func(c *Client) { c.minBackoff, c.maxBackoff = first, largest }
@@ -119,6 +135,8 @@ func New(masters []string, secret string, opts ...Option) (*Client, error) {
 		streamRetryBudget: DefaultStreamRetryBudget,
 		requestTimeout:    DefaultRequestTimeout,
 		streamIdleTimeout: DefaultStreamIdleTimeout,
+		streamOpenTimeout: DefaultStreamOpenTimeout,
+		suspect:           map[string]time.Time{},
 		minBackoff:        50 * time.Millisecond,
 		maxBackoff:        500 * time.Millisecond, // a failover takes about 2 s: look often
 	}
@@ -136,7 +154,7 @@ func New(masters []string, secret string, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(c)
 	}
-	if c.requestTimeout <= 0 || c.streamIdleTimeout <= 0 || c.minBackoff <= 0 || c.maxBackoff < c.minBackoff {
+	if c.requestTimeout <= 0 || c.streamIdleTimeout <= 0 || c.streamOpenTimeout <= 0 || c.minBackoff <= 0 || c.maxBackoff < c.minBackoff {
 		return nil, errors.New("client options: timeouts and backoffs must be positive, and max backoff >= min backoff")
 	}
 	c.api = &httpx.Client{Secret: secret, HTTP: newHTTPClient(c.requestTimeout)}
@@ -174,7 +192,7 @@ func (c *Client) target() string {
 	return c.masters[c.cursor%len(c.masters)]
 }
 
-// setLeader remembers base as the leader.
+// setLeader remembers base as the leader, which answered.
 func (c *Client) setLeader(base string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -182,25 +200,37 @@ func (c *Client) setLeader(base string) {
 		c.log.Info("leader found", "master", base)
 	}
 	c.leader = base
+	delete(c.suspect, base)
 }
 
 // failed forgets base as the leader (it did not answer, or has no leader)
-// and returns the next master of the list to try.
-func (c *Client) failed(base string) string {
+// and returns the next master of the list to try. A master that timed out
+// is suspect for a while: the others are tried first, so that one frozen
+// master does not cost every retry its timeout.
+func (c *Client) failed(base string, timedOut bool) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.leader == base {
 		c.leader = ""
 	}
+	now := time.Now()
+	if timedOut {
+		c.suspect[base] = now.Add(suspectFor)
+	}
 	for i, m := range c.masters {
 		if m == base {
 			c.cursor = i + 1
-			return c.masters[c.cursor%len(c.masters)]
+			break
 		}
 	}
-	// base came from a redirect and is not in the list: start from the
-	// cursor, which has not moved since.
-	m := c.masters[c.cursor%len(c.masters)]
-	c.cursor++
-	return m
+	// base may have come from a redirect and not be in the list: then
+	// start from the cursor, which has not moved since.
+	for range len(c.masters) {
+		m := c.masters[c.cursor%len(c.masters)]
+		if until, ok := c.suspect[m]; !ok || now.After(until) {
+			return m
+		}
+		c.cursor++
+	}
+	return c.masters[c.cursor%len(c.masters)] // all suspect: round robin
 }

@@ -69,10 +69,13 @@ func (c *Client) Events(ctx context.Context, appID string, handle func(wire.AppE
 // readEvents reads one connection's events. final reports that Events is
 // over: the app was removed (err nil) or handle failed (err is its error).
 // Otherwise err says why the stream broke. A stream silent for longer than
-// the idle timeout is cut through cancel, which ends the pending read.
+// its master promised (an event's NextWithinMs; else the idle timeout) is
+// cut through cancel, which ends the pending read: the master froze, was
+// cut off or was deposed, and another one may lead by now.
 func (c *Client) readEvents(ctx context.Context, cancel context.CancelFunc, resp *http.Response, handle func(wire.AppEvent) error) (final bool, err error) {
 	defer resp.Body.Close()
-	idle := time.AfterFunc(c.streamIdleTimeout, cancel)
+	silence := c.streamIdleTimeout
+	idle := time.AfterFunc(silence, cancel)
 	defer idle.Stop()
 	// A clean EOF without appRemoved is a broken stream like any other.
 	dec := json.NewDecoder(resp.Body)
@@ -80,11 +83,14 @@ func (c *Client) readEvents(ctx context.Context, cancel context.CancelFunc, resp
 		var ev wire.AppEvent
 		if err := dec.Decode(&ev); err != nil {
 			if ctx.Err() != nil && !idle.Stop() {
-				return false, fmt.Errorf("no event for %s: %w", c.streamIdleTimeout, err)
+				return false, fmt.Errorf("no event for %s: %w", silence, err)
 			}
 			return false, err
 		}
-		idle.Reset(c.streamIdleTimeout)
+		if ev.NextWithinMs > 0 {
+			silence = time.Duration(ev.NextWithinMs) * time.Millisecond
+		}
+		idle.Reset(silence)
 		if ev.Type == wire.EventHeartbeat {
 			continue
 		}

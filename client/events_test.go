@@ -185,3 +185,56 @@ func TestEventsUnknownApp(t *testing.T) {
 		t.Fatalf("Events of an unknown app: %v after %d requests", err, m.count())
 	}
 }
+
+// A master that freezes (SIGSTOP) keeps its connections open and says
+// nothing. Its stream goes silent past the master's own promise
+// (NextWithinMs) and new requests to it get no headers: the client gives
+// up on it within about a second each way, moves to the next master, and
+// tries the frozen one last from then on.
+func TestEventsLeaveAFrozenMaster(t *testing.T) {
+	thaw := make(chan struct{})
+	defer close(thaw)
+	var frozenHits atomic.Int32
+	streamed := make(chan struct{})
+	a := newFakeMaster(t, "", func(w http.ResponseWriter, r *http.Request) {
+		if frozenHits.Add(1) == 1 {
+			writeEvents(w, wire.AppEvent{Type: wire.EventSnapshot, AppID: "app-1", NextWithinMs: 300})
+			close(streamed)
+		}
+		<-thaw // frozen from here on: no line, no headers
+	})
+	var bHits atomic.Int32
+	b := newFakeMaster(t, "", func(w http.ResponseWriter, r *http.Request) {
+		if bHits.Add(1) == 1 {
+			// Not the leader yet the first time: come back.
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		writeEvents(w, evSnapshot, evChanged, evRemoved)
+	})
+	c := newTestClient(t, []string{a.URL(), b.URL()}, "", WithStreamOpenTimeout(500*time.Millisecond))
+	var rec recorder
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- c.Events(context.Background(), "app-1", rec.handle) }()
+	<-streamed
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Events: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Events stuck on the frozen master")
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("took %v to leave the frozen master (stream promise 300ms, open timeout 500ms)", took)
+	}
+	if got := rec.got(); !sameTypes(got, "snapshot", "snapshot", "masterChanged", "appRemoved") {
+		t.Fatalf("events %v", got)
+	}
+	// The stream, then at most one reopening attempt: after it timed out,
+	// the frozen master is tried after the other.
+	if n := frozenHits.Load(); n > 2 {
+		t.Fatalf("frozen master tried %d times", n)
+	}
+}

@@ -91,11 +91,25 @@ func (c *Client) roundTrip(ctx context.Context, r request, stream bool) (*http.R
 	var lastErr error // the last failure that was not our own context's
 	unknown := false  // a write attempt may have reached the master
 	for attempt := 1; ; attempt++ {
-		actx, cancel := ctx, context.CancelFunc(func() {})
-		if !stream {
+		var actx context.Context
+		var cancel context.CancelFunc
+		var opening *time.Timer
+		if stream {
+			// Only the wait for the headers is bounded: the stream lives on.
+			actx, cancel = context.WithCancel(ctx)
+			opening = time.AfterFunc(c.streamOpenTimeout, cancel)
+		} else {
 			actx, cancel = context.WithTimeout(ctx, c.requestTimeout)
 		}
 		resp, err := c.api.OpenWith(actx, r.method, target+r.path, r.in, r.header)
+		if opening != nil && !opening.Stop() && ctx.Err() == nil {
+			// No headers in time (or just as the timer fired, and the
+			// stream is cut already): the master is frozen or cut off.
+			if err == nil {
+				resp.Body.Close()
+			}
+			err = fmt.Errorf("%s %s%s: no answer within %s: %w", r.method, target, r.path, c.streamOpenTimeout, context.DeadlineExceeded)
+		}
 		if err == nil {
 			if r.leaderOnly || r.method != http.MethodGet {
 				c.setLeader(target)
@@ -188,27 +202,33 @@ func (c *Client) classify(r request, target string, err error) (next string, wai
 				return "", false, fmt.Errorf("%s: redirected to a bad leader address %q: %w", where, se.Leader, perr)
 			}
 			if leader == target {
-				return c.failed(target), true, err
+				return c.failed(target, false), true, err
 			}
 			c.setLeader(leader)
 			return leader, false, err
 		case se.Status == http.StatusTemporaryRedirect || se.Status == http.StatusServiceUnavailable:
 			// No leader known yet (an election): another master may know.
-			return c.failed(target), true, err
+			return c.failed(target, false), true, err
 		case se.Status == http.StatusUnauthorized:
 			return "", false, fmt.Errorf("%s: %w: %w", where, ErrUnauthorized, se)
 		case se.Status == http.StatusGatewayTimeout:
 			// The master lost leadership before it learned whether the
 			// write committed; repeating it is harmless, and the next
 			// leader knows the outcome.
-			return c.failed(target), true, err
+			return c.failed(target, false), true, err
 		}
 		// Any other answer is final, 5xx included: the master's log proxy
 		// says 502 when the worker is unreachable, which another master
 		// would only repeat.
 		return "", false, fmt.Errorf("%s: %w", where, se)
 	}
-	return c.failed(target), true, err
+	return c.failed(target, timedOut(err)), true, err
+}
+
+// timedOut reports whether err is a request that got no answer in time.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // notSent reports whether err certainly happened before the request reached

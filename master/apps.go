@@ -40,34 +40,48 @@ func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply func(any,
 		ExecutorLimit: desc.InitialExecutorLimit, ExecutorIDsReserved: executorIDBlock,
 		IdempotencyKey: idem.key, IdempotencyHash: idem.hash,
 	}
-	gen := c.gen
 	c.beginKeyed(key, idem.hash)
-	c.fx.persist([]persistence.Command{persistence.PutApp(rec, 0)}, func(err error) {
-		if err != nil {
-			err = c.persistErr(gen, err)
-			reply(nil, err)
-			c.endKeyed(key, "", err)
-			return
-		}
-		// Durable: the app exists even if leadership moved meanwhile (the
-		// new leader recovers it), so the client gets its id either way.
-		reply(wire.Submitted{ID: rec.ID}, nil)
-		c.endKeyed(key, rec.ID, nil)
-		if gen != c.gen {
-			return
-		}
+	c.commit([]persistence.Command{persistence.PutApp(rec, 0)}, func() {
 		c.rememberKey(key, rec.ID)
 		a := newAppInfo(rec, wire.AppWaiting, c.now())
-		a.idsDurable = rec.ExecutorIDsReserved
 		c.apps[rec.ID] = a
 		c.appOrder = append(c.appOrder, a)
 		c.log.Info("registered app", "app", rec.ID, "name", desc.Name, "maxCores", desc.MaxCores, "coresPerExecutor", desc.CoresPerExecutor)
 		c.schedule()
+	}, func(err error) {
+		// Durable: the app exists even if leadership moved meanwhile (the
+		// new leader recovers it), so the client gets its id either way.
+		if err != nil {
+			reply(nil, err)
+		} else {
+			reply(wire.Submitted{ID: rec.ID}, nil)
+		}
+		c.endKeyed(key, rec.ID, err)
 	})
 }
 
+// updateApp writes a's record as change makes it, after the writes of a
+// already in flight. Once durable, a.rec is the written record and apply
+// runs (if this leadership goes on); done learns the outcome. A write that
+// finds the app gone (ended, or this leadership over) by its turn is not
+// made.
+func (c *core) updateApp(a *appInfo, retain int, change func(*persistence.AppRecord), apply func(), done func(error)) {
+	writeRecord(c, &a.writes, &a.rec, func() bool { return c.apps[a.rec.ID] == a }, func() error { return c.appGone(a) },
+		func(r persistence.AppRecord) []persistence.Command { return []persistence.Command{persistence.PutApp(r, retain)} },
+		change, apply, done)
+}
+
+// appGone is the answer to a write of an app that is no longer active here.
+func (c *core) appGone(a *appInfo) error {
+	if !c.leading() {
+		return c.notLeader()
+	}
+	return httpx.Errorf(http.StatusConflict, "application %s has ended", a.rec.ID)
+}
+
 // endApp ends an app on request: its client finished (FINISHED) or someone
-// killed it (KILLED). The answer waits for the final record to be durable.
+// killed it (KILLED). The answer waits for the final record to be durable;
+// an app that already ended answers its final status.
 func (c *core) endApp(id string, state wire.AppState, msg string, reply func(any, error)) {
 	if !c.leading() {
 		reply(nil, c.notLeader())
@@ -82,30 +96,69 @@ func (c *core) endApp(id string, state wire.AppState, msg string, reply func(any
 		reply(nil, notFound("application", id))
 		return
 	}
-	gen := c.gen
-	c.removeApplication(a, state, msg, func(err error) {
+	c.finishApp(a, state, msg, func(err error) {
 		if err != nil {
-			reply(nil, c.persistErr(gen, err))
+			reply(nil, err)
 			return
 		}
-		reply(appStatus(a), nil)
+		reply(endedAppStatus(a), nil)
 	})
 }
 
-// removeApplication ends an app: its executors are killed, its client told,
-// the workers that ran it told to clean up, and its final record written.
-func (c *core) removeApplication(a *appInfo, state wire.AppState, msg string, then func(error)) {
-	if _, ok := c.apps[a.rec.ID]; !ok {
+// endedAppStatus is the status of an app whose end is durable: from the
+// master's memory, or from the final record if this leadership ended
+// before applying it.
+func endedAppStatus(a *appInfo) *wire.AppStatus {
+	if a.state.Finished() {
+		return appStatus(a)
+	}
+	st := recordAppStatus(&a.rec)
+	return &st
+}
+
+// finishApp ends an app: its final record is written; once that is durable
+// its executors are killed, its client told, and the workers that ran it
+// told to clean up. Until then the app is listed as it was and gets no new
+// executors; further requests to end it wait for this one's outcome, and a
+// failed end leaves the app as it was. done may be nil.
+func (c *core) finishApp(a *appInfo, state wire.AppState, msg string, done func(error)) {
+	if a.ending != nil {
+		a.ending.add(done)
 		return
 	}
-	c.log.Info("removing app", "app", a.rec.ID, "state", state, "reason", msg)
+	a.ending = &waiters{}
+	a.ending.add(done)
+	c.log.Info("ending app", "app", a.rec.ID, "state", state, "reason", msg)
+	endedAt := c.now()
+	c.updateApp(a, c.cfg.RetainedApps, func(rec *persistence.AppRecord) {
+		rec.State, rec.Message, rec.CoresGranted = state, msg, a.coresShown()
+		rec.EndedAt = &endedAt
+	}, func() {
+		c.appEnded(a, state, msg, endedAt)
+	}, func(err error) {
+		w := *a.ending
+		if err != nil {
+			c.log.Warn("ending app failed; it stays as it was", "app", a.rec.ID, "err", err)
+			a.ending = nil
+		}
+		w.finish(err)
+	})
+}
+
+// appEnded applies an app's durable end.
+func (c *core) appEnded(a *appInfo, state wire.AppState, msg string, endedAt time.Time) {
 	delete(c.apps, a.rec.ID)
 	c.appOrder = slices.DeleteFunc(c.appOrder, func(x *appInfo) bool { return x == a })
-	granted := a.coresGranted
 	for _, e := range sortedExecutors(a.executors) {
-		c.killExecutor(e)
+		// The final record dropped their placements: end them in memory.
+		e.worker.removeExecutor(e)
+		e.state = wire.ExecutorKilled
+		a.retire(e)
+		if !e.launching {
+			c.fx.send(e.worker, c.killExecutorCommand(a.rec.ID, e.id))
+		}
 	}
-	a.state, a.endedAt, a.message = state, c.now(), msg
+	a.state, a.endedAt, a.message = state, endedAt, msg
 	c.completedApps = appendBounded(c.completedApps, a, c.cfg.RetainedApps, func(old *appInfo) {
 		c.forgetKey(submissionKey{keyApp, old.rec.IdempotencyKey}, old.rec.ID)
 	})
@@ -113,186 +166,28 @@ func (c *core) removeApplication(a *appInfo, state wire.AppState, msg string, th
 	c.closeSubscribers(a)
 	for _, wid := range sortedKeys(a.hosts) {
 		if w := c.workers[wid]; w != nil && w.state != wire.WorkerDead {
-			c.fx.send(w, workerCommand{path: "/v1/apps/finished", body: wire.ApplicationFinished{Epoch: c.epoch, AppID: a.rec.ID}, appID: a.rec.ID})
+			c.fx.send(w, workerCommand{kind: cmdAppFinished, body: wire.ApplicationFinished{Epoch: c.epoch, AppID: a.rec.ID}, appID: a.rec.ID})
 		}
 	}
-	rec := a.rec
-	rec.State, rec.Message, rec.CoresGranted = state, msg, granted
-	ended := a.endedAt
-	rec.EndedAt = &ended
-	a.rec = rec
-	if then == nil {
-		then = c.logPersistFailure("finish app " + a.rec.ID)
-	}
-	c.fx.persist([]persistence.Command{persistence.PutApp(rec, c.cfg.RetainedApps)}, then)
 	c.schedule()
 	c.maybeCompleteRecovery() // it may have been the last one to wait for
 }
 
-// killExecutor stops an executor now: its resources are free at once (as in
-// Spark) and the worker is told to kill the process.
-func (c *core) killExecutor(e *executorInfo) {
-	e.worker.removeExecutor(e)
-	e.state = wire.ExecutorKilled
-	c.retireExecutor(e, nil)
-	c.fx.send(e.worker, c.killExecutorCommand(e.app.rec.ID, e.id))
-}
-
-func (c *core) killExecutorCommand(appID string, id int) workerCommand {
-	return workerCommand{path: "/v1/executors/kill", body: wire.KillExecutor{Epoch: c.epoch, AppID: appID, ExecutorID: id}, appID: appID, execID: id}
-}
-
-// executorStateChanged applies a worker's report about one executor. A
-// final state is acknowledged only once the executor's end is durable: the
-// worker drops a report once acknowledged, and a new leader must not find
-// the executor still placed. A RUNNING executor that stays up resets the
-// app's failure count; a FAILED one adds to it (see executorEnded).
-func (c *core) executorStateChanged(workerID string, m wire.ExecutorStateChanged, reply func(any, error)) {
-	w, err := c.reportingWorker(workerID) // refuses too when not leading
-	if err != nil {
-		reply(nil, err)
-		return
-	}
-	a := c.apps[m.AppID]
-	var e *executorInfo
-	if a != nil {
-		e = a.executors[m.ExecutorID]
-	}
-	if e == nil || e.worker != w {
-		if !m.State.Finished() {
-			// Running, but no master accounts for it: stop it.
-			c.fx.send(w, c.killExecutorCommand(m.AppID, m.ExecutorID))
-		}
-		reply(nil, notFound("executor", fmt.Sprintf("%s/%d", m.AppID, m.ExecutorID)))
-		return
-	}
-	if m.State == wire.ExecutorRunning && e.state != wire.ExecutorRunning {
-		e.runningSince = c.now()
-	}
-	e.state, e.message, e.exitCode = m.State, m.Message, m.ExitCode
-	c.publish(a, wire.AppEvent{Type: wire.EventExecutorUpdated, Executor: executorStatus(e)})
-	if !m.State.Finished() {
-		reply(struct{}{}, nil)
-		return
-	}
-	c.executorEnded(e, c.ack(reply))
-}
-
-// ack turns a reply into the continuation of a write: success once durable,
-// else the error a client must see.
-func (c *core) ack(reply func(any, error)) func(error) {
-	gen := c.gen
-	return func(err error) {
-		if err != nil {
-			reply(nil, c.persistErr(gen, err))
-			return
-		}
-		reply(struct{}{}, nil)
-	}
-}
-
-// executorStableAfter is how long an executor must stay RUNNING to prove the
-// app's command works. A worker reports RUNNING as soon as the process
-// starts, so a command that exits non-zero at once is RUNNING for a moment
-// every time: resetting the failure count on that moment would relaunch it
-// forever (the loop SPARK-27510 set out to stop).
-const executorStableAfter = 5 * time.Second
-
-// executorEnded frees a finished executor and applies the retry limit:
-// FAILED executors count; an executor that ran stably resets the count; an
-// app that reaches --max-executor-retries with no stably running executor
-// ends FAILED.
-func (c *core) executorEnded(e *executorInfo, then func(error)) {
-	a := e.app
-	e.worker.removeExecutor(e)
-	c.retireExecutor(e, then)
-	if c.stable(e) {
-		a.retryCount = 0
-	}
-	if e.state == wire.ExecutorFailed {
-		a.retryCount++
-		if limit := c.cfg.MaxExecutorRetries; limit >= 0 && a.retryCount >= limit && !c.hasStableExecutor(a) {
-			c.removeApplication(a, wire.AppFailed, fmt.Sprintf("%d executors failed in a row with none running (last: %s)", a.retryCount, e.message), nil)
-			return
-		}
-	}
-	c.schedule()
-}
-
-// stable reports whether e has been RUNNING for executorStableAfter.
-func (c *core) stable(e *executorInfo) bool {
-	return !e.runningSince.IsZero() && c.now().Sub(e.runningSince) >= executorStableAfter
-}
-
-func (c *core) hasStableExecutor(a *appInfo) bool {
-	for _, e := range a.executors {
-		if e.state == wire.ExecutorRunning && c.stable(e) {
-			return true
-		}
-	}
-	return false
-}
-
-// resetRetries clears the failure count of apps with an executor that has
-// proved it runs (called from tick).
-func (c *core) resetRetries() {
-	for _, a := range c.appOrder {
-		if a.retryCount > 0 && c.hasStableExecutor(a) {
-			a.retryCount = 0
-		}
-	}
-}
-
 // setExecutorLimit is dynamic allocation's request for a total number of
-// executors. The scheduler follows it at once; the answer waits until it is
-// durable.
+// executors. It takes effect, and is answered, once durable.
 func (c *core) setExecutorLimit(id string, limit int, reply func(any, error)) {
 	a, err := c.activeApp(id)
 	if err != nil {
 		reply(nil, err)
 		return
 	}
-	a.rec.ExecutorLimit = &limit
-	c.schedule()
-	gen := c.gen
-	c.persistApp(a, func(err error) {
+	c.updateApp(a, 0, func(rec *persistence.AppRecord) { rec.ExecutorLimit = &limit }, func() {}, func(err error) {
 		if err != nil {
-			reply(nil, c.persistErr(gen, err))
+			reply(nil, err)
 			return
 		}
 		reply(wire.ExecutorLimit{Limit: limit}, nil)
 	})
-}
-
-// persistApp writes the app's desired record as it is now; once committed,
-// the reservation it carried is durable.
-func (c *core) persistApp(a *appInfo, then func(error)) {
-	rec, gen := a.rec, c.gen
-	c.fx.persist([]persistence.Command{persistence.PutApp(rec, 0)}, func(err error) {
-		if err == nil && gen == c.gen && c.apps[rec.ID] == a {
-			a.idsDurable = max(a.idsDurable, rec.ExecutorIDsReserved)
-		}
-		then(err)
-	})
-}
-
-// killExecutors kills chosen executors of an app (dynamic allocation) and
-// answers with the ids it killed; unknown ids are skipped.
-func (c *core) killExecutors(id string, ids []int) (wire.KillExecutors, error) {
-	a, err := c.activeApp(id)
-	if err != nil {
-		return wire.KillExecutors{}, err
-	}
-	killed := []int{}
-	for _, eid := range ids {
-		if e, ok := a.executors[eid]; ok {
-			c.killExecutor(e)
-			c.publish(a, wire.AppEvent{Type: wire.EventExecutorUpdated, Executor: executorStatus(e), Message: "killed by request"})
-			killed = append(killed, eid)
-		}
-	}
-	c.schedule()
-	return wire.KillExecutors{ExecutorIDs: killed}, nil
 }
 
 // appHeartbeat keeps an app's lease for a client without an event stream.
@@ -333,46 +228,51 @@ func (c *core) completedApp(id string) *appInfo {
 // acknowledge records that an app's client answered a new leader.
 func (c *core) acknowledge(a *appInfo) {
 	a.state = wire.AppWaiting
-	c.log.Info("app client answered recovery", "app", a.rec.ID)
+	if len(a.executors) > 0 && c.status == wire.MasterAlive {
+		a.state = wire.AppRunning
+	}
+	c.log.Info("app client answered the new leader", "app", a.rec.ID)
 	c.maybeCompleteRecovery()
+	c.schedule() // an UNKNOWN app gets no executors; now it may
 }
 
 // expireApps finishes apps whose client has been gone for --app-timeout:
-// no event stream open and no heartbeat. UNKNOWN apps are left to recovery.
+// no event stream open and no heartbeat. That includes an app whose client
+// has not answered a new leader yet: recovery does not end it (its
+// executors keep running), its lease does.
 func (c *core) expireApps() {
 	now := c.now()
 	// Runs every tick: collect first (removing edits appOrder), then remove.
 	var gone []*appInfo
 	for _, a := range c.appOrder {
-		if a.state != wire.AppUnknown && len(a.subs) == 0 && now.Sub(a.lastSeen) > c.cfg.AppTimeout {
+		if a.ending == nil && len(a.subs) == 0 && now.Sub(a.lastSeen) > c.cfg.AppTimeout {
 			gone = append(gone, a)
 		}
 	}
 	for _, a := range gone {
-		c.removeApplication(a, wire.AppFinished, fmt.Sprintf("client gone for more than %s", c.cfg.AppTimeout), nil)
+		msg := fmt.Sprintf("client gone for more than %s", c.cfg.AppTimeout)
+		if a.state == wire.AppUnknown {
+			msg = fmt.Sprintf("client did not answer the new leader within %s (--app-timeout)", c.cfg.AppTimeout)
+		}
+		c.finishApp(a, wire.AppFinished, msg, nil)
 	}
 }
 
 // ensureExecutorIDs makes sure a has need executor ids durably reserved
 // beyond the ones it used, and reports whether it has them now. If not, it
 // writes a larger reservation (need plus a block, so that steady growth
-// costs few writes) whose continuation schedules again.
+// costs few writes) whose outcome schedules again.
 func (c *core) ensureExecutorIDs(a *appInfo, need int) bool {
-	if a.idsDurable-a.nextExecID >= need {
+	if a.rec.ExecutorIDsReserved-a.nextExecID >= need {
 		return true
 	}
-	if a.reserving {
-		return false
+	if a.writes.busy || a.ending != nil {
+		return false // the write in flight schedules again when done
 	}
-	a.rec.ExecutorIDsReserved = max(a.rec.ExecutorIDsReserved, min(a.nextExecID+need+executorIDBlock, maxExecutorID))
-	a.reserving = true
-	c.persistApp(a, func(err error) {
-		a.reserving = false
-		if err != nil {
-			c.log.Error("reserving executor ids failed", "app", a.rec.ID, "err", err)
-		}
-		c.schedule() // with the ids, or to try again
-	})
+	want := min(a.nextExecID+need+executorIDBlock, maxExecutorID)
+	c.updateApp(a, 0, func(rec *persistence.AppRecord) {
+		rec.ExecutorIDsReserved = max(rec.ExecutorIDsReserved, want)
+	}, func() {}, c.logPersistFailure("reserve executor ids of "+a.rec.ID))
 	return false
 }
 

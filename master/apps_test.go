@@ -176,8 +176,8 @@ func TestDynamicAllocation(t *testing.T) {
 	if _, err := h.call(func(reply func(any, error)) { h.c.setExecutorLimit(a.rec.ID, 3, reply) }); err != nil {
 		t.Fatal(err)
 	}
-	res, err := h.c.killExecutors(a.rec.ID, []int{0, 1, 77})
-	h.commit()
+	v, err := h.call(func(reply func(any, error)) { h.c.killExecutors(a.rec.ID, []int{0, 1, 77}, reply) })
+	res, _ := v.(wire.KillExecutors)
 	if err != nil || !reflect.DeepEqual(res.ExecutorIDs, []int{0, 1}) {
 		t.Fatalf("kill executors: %+v %v", res, err)
 	}

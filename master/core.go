@@ -36,13 +36,39 @@ type effects interface {
 
 // workerCommand is one master → worker request.
 type workerCommand struct {
-	path string // under the worker's address, e.g. /v1/executors
-	body any    // carries the epoch
+	kind commandKind
+	body any // carries the epoch
 	// What it concerns, for commandFailed.
 	appID    string
 	execID   int
 	driverID string
 }
+
+// commandKind names a master → worker command; its route is path().
+type commandKind int
+
+const (
+	cmdLaunchExecutor commandKind = iota + 1
+	cmdKillExecutor
+	cmdLaunchDriver
+	cmdKillDriver
+	cmdAppFinished
+	cmdReconnect
+)
+
+var commandPaths = map[commandKind]string{
+	cmdLaunchExecutor: "/v1/executors",
+	cmdKillExecutor:   "/v1/executors/kill",
+	cmdLaunchDriver:   "/v1/drivers",
+	cmdKillDriver:     "/v1/drivers/kill",
+	cmdAppFinished:    "/v1/apps/finished",
+	cmdReconnect:      "/v1/reconnect",
+}
+
+// path is the command's route under the worker's address.
+func (k commandKind) path() string { return commandPaths[k] }
+
+func (k commandKind) String() string { return k.path() }
 
 // core is the master's state and its transitions. Only the loop touches it.
 type core struct {
@@ -59,6 +85,7 @@ type core struct {
 	epoch uint64
 	// preparing: elected, but Barrier/epoch/state not done yet.
 	preparing        bool
+	leaderSince      time.Time // when this leadership began
 	recoveryDeadline time.Time
 	needSchedule     bool
 	lastTick         time.Time // when tick last ran, to notice a paused loop

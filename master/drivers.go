@@ -1,8 +1,11 @@
 package master
 
 import (
+	"net/http"
 	"slices"
+	"time"
 
+	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -28,63 +31,91 @@ func (c *core) submitDriver(desc wire.DriverDescription, idem keyed, reply func(
 	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: desc, SubmittedAt: c.now(), State: wire.DriverSubmitted,
 		IdempotencyKey: idem.key, IdempotencyHash: idem.hash}
 	c.beginKeyed(key, idem.hash)
-	c.addDriver(rec, nil, func(err error) {
-		c.endKeyed(key, rec.ID, err)
+	c.commit([]persistence.Command{persistence.PutDriver(rec, 0)}, func() { c.driverAdded(rec) }, func(err error) {
 		if err != nil {
 			reply(nil, err)
-			return
+		} else {
+			reply(wire.Submitted{ID: rec.ID}, nil)
 		}
-		reply(wire.Submitted{ID: rec.ID}, nil)
+		c.endKeyed(key, rec.ID, err)
 	})
 }
 
-// addDriver writes a new driver (with the writes in before, if any) and
-// queues it once durable.
-func (c *core) addDriver(rec persistence.DriverRecord, before []persistence.Command, then func(error)) {
-	gen := c.gen
-	c.fx.persist(append(before, persistence.PutDriver(rec, 0)), func(err error) {
-		if err != nil {
-			then(c.persistErr(gen, err))
+// driverAdded applies a durable new driver: it waits for a worker.
+func (c *core) driverAdded(rec persistence.DriverRecord) {
+	d := &driverInfo{rec: rec, state: wire.DriverSubmitted}
+	c.drivers[rec.ID] = d
+	c.rememberKey(submissionKey{keyDriver, rec.IdempotencyKey}, rec.ID)
+	c.waitingDrivers = append(c.waitingDrivers, d)
+	c.log.Info("driver submitted", "driver", rec.ID, "relaunchOf", rec.RelaunchOf)
+	c.schedule()
+}
+
+// updateDriver writes d's record as change makes it (with extra commands in
+// the same write), after the writes of d already in flight. Once durable,
+// d.rec is the written record and apply runs (if this leadership goes on);
+// done, if not nil, learns the outcome.
+func (c *core) updateDriver(d *driverInfo, retain int, change func(*persistence.DriverRecord), extra []persistence.Command, apply func(), done func(error)) {
+	if done == nil {
+		done = c.logPersistFailure("write driver " + d.rec.ID)
+	}
+	writeRecord(c, &d.writes, &d.rec, func() bool { return c.drivers[d.rec.ID] == d }, func() error { return c.driverGone(d) },
+		func(r persistence.DriverRecord) []persistence.Command {
+			return append([]persistence.Command{persistence.PutDriver(r, retain)}, extra...)
+		},
+		change, apply, done)
+}
+
+func (c *core) driverGone(d *driverInfo) error {
+	if !c.leading() {
+		return c.notLeader()
+	}
+	return httpx.Errorf(http.StatusConflict, "driver %s has ended", d.rec.ID)
+}
+
+// launchDriver starts a waiting driver on w. The driver holds w's resources
+// at once, but its launch record (state RUNNING and its worker) is durable
+// before the launch is sent, so a new leader can tell a driver that may run
+// (and must be claimed by its worker) from one that never started.
+func (c *core) launchDriver(w *workerInfo, d *driverInfo) {
+	c.waitingDrivers = slices.DeleteFunc(c.waitingDrivers, func(x *driverInfo) bool { return x == d })
+	d.worker, d.launching = w, true
+	w.addDriver(d)
+	c.log.Info("launching driver", "driver", d.rec.ID, "worker", w.rec.ID)
+	c.updateDriver(d, 0, func(rec *persistence.DriverRecord) {
+		rec.State, rec.WorkerID = wire.DriverRunning, w.rec.ID
+	}, nil, func() {
+		d.launching, d.state = false, wire.DriverRunning
+		c.fx.send(w, workerCommand{
+			kind: cmdLaunchDriver,
+			body: wire.LaunchDriver{
+				Epoch: c.epoch, MasterURL: c.cfg.Advertise, DriverID: d.rec.ID,
+				Command: d.rec.Desc.Command, Env: d.rec.Desc.Env, Cores: d.rec.Desc.Cores,
+				MemoryMB: d.rec.Desc.MemoryMB, Supervise: d.rec.Desc.Supervise,
+			},
+			driverID: d.rec.ID,
+		})
+	}, func(err error) {
+		if err == nil || c.drivers[d.rec.ID] != d || !d.launching {
 			return
 		}
-		then(nil)
-		if gen != c.gen {
-			return
-		}
-		d := &driverInfo{rec: rec, state: wire.DriverSubmitted}
-		c.drivers[rec.ID] = d
-		c.rememberKey(submissionKey{keyDriver, rec.IdempotencyKey}, rec.ID)
-		c.waitingDrivers = append(c.waitingDrivers, d)
-		c.log.Info("driver submitted", "driver", rec.ID, "relaunchOf", rec.RelaunchOf)
+		c.log.Error("driver launch not committed; it waits again", "driver", d.rec.ID, "err", err)
+		w.removeDriver(d)
+		d.worker, d.launching = nil, false
+		c.waitingDrivers = append([]*driverInfo{d}, c.waitingDrivers...)
 		c.schedule()
 	})
 }
 
-// launchDriver starts a waiting driver on w. Its placement is written, so a
-// new leader can tell a driver that was running (and must be claimed by its
-// worker) from one that never started.
-func (c *core) launchDriver(w *workerInfo, d *driverInfo) {
-	c.waitingDrivers = slices.DeleteFunc(c.waitingDrivers, func(x *driverInfo) bool { return x == d })
-	d.worker, d.state = w, wire.DriverRunning
-	w.addDriver(d)
-	rec := d.rec
-	rec.State, rec.WorkerID = wire.DriverRunning, w.rec.ID
-	d.rec = rec
-	c.fx.persist([]persistence.Command{persistence.PutDriver(rec, 0)}, c.logPersistFailure("launch driver "+rec.ID))
-	c.log.Info("launching driver", "driver", rec.ID, "worker", w.rec.ID)
-	c.fx.send(w, workerCommand{
-		path: "/v1/drivers",
-		body: wire.LaunchDriver{
-			Epoch: c.epoch, MasterURL: c.cfg.Advertise, DriverID: rec.ID,
-			Command: rec.Desc.Command, Env: rec.Desc.Env, Cores: rec.Desc.Cores,
-			MemoryMB: rec.Desc.MemoryMB, Supervise: rec.Desc.Supervise,
-		},
-		driverID: rec.ID,
-	})
+func killDriverCommand(epoch uint64, id string) workerCommand {
+	return workerCommand{kind: cmdKillDriver, body: wire.KillDriver{Epoch: epoch, DriverID: id}, driverID: id}
 }
 
-// killDriver kills a driver on request: a waiting one ends at once, a running
-// one is killed by its worker, which then reports KILLED.
+// killDriver kills a driver on request. A waiting one ends KILLED. For one
+// that runs, the request is made durable (so a new leader kills it too,
+// and does not relaunch it) before its worker is told and the request is
+// answered; the worker then reports KILLED. Killing a driver that ended
+// answers its final status.
 func (c *core) killDriver(id string, reply func(any, error)) {
 	if !c.leading() {
 		reply(nil, c.notLeader())
@@ -99,20 +130,36 @@ func (c *core) killDriver(id string, reply func(any, error)) {
 		reply(nil, notFound("driver", id))
 		return
 	}
-	if d.worker == nil {
-		gen := c.gen
-		c.finishDriver(d, wire.DriverKilled, "killed by request", nil, func(err error) {
-			if err != nil {
-				reply(nil, c.persistErr(gen, err))
-				return
-			}
+	answer := func(err error) {
+		if err != nil {
+			reply(nil, err)
+		} else if d.rec.Finished() && !d.state.Finished() {
+			// Durable, but this leadership ended before applying it.
+			st := recordDriverStatus(&d.rec)
+			reply(&st, nil)
+		} else {
 			reply(driverStatus(d), nil)
-		})
-		return
+		}
 	}
-	d.killRequested = true
-	c.fx.send(d.worker, workerCommand{path: "/v1/drivers/kill", body: wire.KillDriver{Epoch: c.epoch, DriverID: id}, driverID: id})
-	reply(driverStatus(d), nil)
+	switch {
+	case d.ending != nil:
+		d.ending.add(answer)
+	case d.writes.busy:
+		// Decide against the record as the writes in flight leave it
+		// (a launch being committed, say).
+		d.writes.then(func() { c.killDriver(id, reply) })
+	case d.worker == nil:
+		c.finishDriver(d, wire.DriverKilled, "killed by request", nil, answer)
+	case d.rec.KillRequested:
+		c.fx.send(d.worker, killDriverCommand(c.epoch, id)) // again: harmless
+		answer(nil)
+	default:
+		c.updateDriver(d, 0, func(rec *persistence.DriverRecord) { rec.KillRequested = true }, nil, func() {
+			if d.worker != nil {
+				c.fx.send(d.worker, killDriverCommand(c.epoch, id))
+			}
+		}, answer)
+	}
 }
 
 // driverStateChanged applies a worker's report about a driver it runs. A
@@ -125,9 +172,9 @@ func (c *core) driverStateChanged(workerID string, m wire.DriverStateChanged, re
 		return
 	}
 	d := c.drivers[m.DriverID]
-	if d == nil || d.worker != w {
+	if d == nil || d.worker != w || d.launching {
 		if !m.State.Finished() {
-			c.fx.send(w, workerCommand{path: "/v1/drivers/kill", body: wire.KillDriver{Epoch: c.epoch, DriverID: m.DriverID}, driverID: m.DriverID})
+			c.fx.send(w, killDriverCommand(c.epoch, m.DriverID))
 		}
 		reply(nil, notFound("driver", m.DriverID))
 		return
@@ -140,30 +187,68 @@ func (c *core) driverStateChanged(workerID string, m wire.DriverStateChanged, re
 	c.finishDriver(d, m.State, m.Message, m.ExitCode, c.ack(reply))
 }
 
-// finishDriver ends a driver and writes its final record.
-func (c *core) finishDriver(d *driverInfo, state wire.DriverState, msg string, exitCode *int, then func(error)) {
-	if then == nil {
-		then = c.logPersistFailure("finish driver " + d.rec.ID)
-	}
-	cmd, ok := c.endDriver(d, state, msg, exitCode)
-	if !ok {
-		then(nil)
-		return
-	}
-	c.fx.persist([]persistence.Command{cmd}, then)
+// driverEnd is how a driver ends; relaunch, if set, is the driver that
+// replaces it, written in the same write.
+type driverEnd struct {
+	state    wire.DriverState
+	message  string
+	exitCode *int
+	relaunch *persistence.DriverRecord
 }
 
-// endDriver ends a driver in memory and returns the write of its final
-// record (false if it had already ended).
-func (c *core) endDriver(d *driverInfo, state wire.DriverState, msg string, exitCode *int) (persistence.Command, bool) {
-	if _, ok := c.drivers[d.rec.ID]; !ok {
-		return persistence.Command{}, false
+// finishDriver ends a driver: its final record is written and, once
+// durable, the driver leaves the active list and its worker. Until then it
+// is listed as it was; other ends of it wait for this one's outcome. done
+// may be nil.
+func (c *core) finishDriver(d *driverInfo, state wire.DriverState, msg string, exitCode *int, done func(error)) {
+	c.endDriver(d, driverEnd{state: state, message: msg, exitCode: exitCode}, done)
+}
+
+func (c *core) endDriver(d *driverInfo, end driverEnd, done func(error)) {
+	if d.ending != nil {
+		d.ending.add(done)
+		return
 	}
-	c.log.Info("driver ended", "driver", d.rec.ID, "state", state, "reason", msg)
+	d.ending = &waiters{}
+	d.ending.add(done)
+	endedAt := c.now()
+	var extra []persistence.Command
+	if end.relaunch != nil {
+		extra = append(extra, persistence.PutDriver(*end.relaunch, 0))
+	}
+	c.updateDriver(d, c.cfg.RetainedDrivers, func(rec *persistence.DriverRecord) {
+		rec.State, rec.Message, rec.ExitCode = end.state, end.message, end.exitCode
+		rec.EndedAt = &endedAt
+		if d.worker != nil {
+			rec.WorkerID = d.worker.rec.ID
+		}
+		if end.relaunch != nil {
+			rec.RelaunchedAs = end.relaunch.ID
+		}
+	}, extra, func() {
+		c.driverEnded(d, endedAt)
+		if end.relaunch != nil {
+			c.driverAdded(*end.relaunch)
+		}
+	}, func(err error) {
+		w := *d.ending
+		if err != nil {
+			c.log.Warn("ending driver failed; it stays as it was", "driver", d.rec.ID, "err", err)
+			d.ending = nil
+		}
+		w.finish(err)
+	})
+}
+
+// driverEnded applies a driver's durable end, as its record (d.rec) says.
+func (c *core) driverEnded(d *driverInfo, endedAt time.Time) {
+	if c.drivers[d.rec.ID] != d {
+		return
+	}
+	c.log.Info("driver ended", "driver", d.rec.ID, "state", d.rec.State, "reason", d.rec.Message)
 	delete(c.drivers, d.rec.ID)
 	c.waitingDrivers = slices.DeleteFunc(c.waitingDrivers, func(x *driverInfo) bool { return x == d })
-	d.state, d.message, d.exitCode, d.endedAt = state, msg, exitCode, c.now()
-	rec := d.finalRecord()
+	d.state, d.message, d.exitCode, d.relaunchedAs, d.endedAt = d.rec.State, d.rec.Message, d.rec.ExitCode, d.rec.RelaunchedAs, endedAt
 	if d.worker != nil {
 		d.worker.removeDriver(d)
 	}
@@ -171,7 +256,21 @@ func (c *core) endDriver(d *driverInfo, state wire.DriverState, msg string, exit
 		c.forgetKey(submissionKey{keyDriver, old.rec.IdempotencyKey}, old.rec.ID)
 	})
 	c.schedule()
-	return persistence.PutDriver(rec, c.cfg.RetainedDrivers), true
+}
+
+// driverLost ends a driver whose process is gone or unaccounted for (its
+// worker was lost, its launch failed, no worker claimed it after a
+// failover): a supervised one is relaunched, one whose kill was requested
+// ends KILLED, any other ends in ERROR.
+func (c *core) driverLost(d *driverInfo, msg string) {
+	switch {
+	case d.rec.KillRequested:
+		c.finishDriver(d, wire.DriverKilled, "killed by request; "+msg, nil, nil)
+	case d.rec.Desc.Supervise:
+		c.relaunchDriver(d, msg)
+	default:
+		c.finishDriver(d, wire.DriverError, msg, nil, nil)
+	}
 }
 
 // relaunchDriver replaces a supervised driver whose worker was lost with a
@@ -184,12 +283,7 @@ func (c *core) relaunchDriver(d *driverInfo, reason string) {
 	// driver that runs now, and the key lives as long as the chain does.
 	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: d.rec.Desc, SubmittedAt: c.now(), State: wire.DriverSubmitted, RelaunchOf: d.rec.ID,
 		IdempotencyKey: d.rec.IdempotencyKey, IdempotencyHash: d.rec.IdempotencyHash}
-	d.relaunchedAs = rec.ID
-	end, ok := c.endDriver(d, wire.DriverRelaunching, reason+"; relaunched as "+rec.ID, nil)
-	if !ok {
-		return
-	}
-	c.addDriver(rec, []persistence.Command{end}, c.logPersistFailure("relaunch driver "+d.rec.ID))
+	c.endDriver(d, driverEnd{state: wire.DriverRelaunching, message: reason + "; relaunched as " + rec.ID, relaunch: &rec}, nil)
 }
 
 func (c *core) completedDriver(id string) *driverInfo {

@@ -112,6 +112,12 @@ func pathID(w http.ResponseWriter, r *http.Request, kind string) (string, bool) 
 }
 
 func (m *Master) readyz(w http.ResponseWriter, r *http.Request) {
+	if m.lease.leading.Load() {
+		if err := m.lease.confirm(r.Context()); err != nil {
+			httpx.WriteError(w, http.StatusServiceUnavailable, "master could not confirm it leads: %v", err)
+			return
+		}
+	}
 	v, err := m.query(r.Context(), func(c *core) (any, error) { return c.status, nil })
 	if err != nil {
 		respond(w, r, nil, err)
@@ -125,13 +131,20 @@ func (m *Master) readyz(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, "ALIVE\n")
 }
 
-// getCluster answers from the loop when leading, else from the replica.
+// getCluster answers from the loop when this master leads and has
+// confirmed it, else from its replica (marked as a follower's view).
 func (m *Master) getCluster(w http.ResponseWriter, r *http.Request) {
-	v, err := m.query(r.Context(), func(c *core) (any, error) {
-		if c.leading() {
-			return c.clusterStatus(), nil
+	confirmed := m.confirmedLeader(r.Context())
+	v, err := m.ask(r.Context(), func(c *core, reply func(any, error)) {
+		if confirmed && c.leading() {
+			reply(c.clusterStatus(), nil)
+			return
 		}
-		return c.status, nil
+		status := c.status
+		if !confirmed && status != wire.MasterStandby {
+			status = wire.MasterStandby // leads by its own account only: not an answer as the leader
+		}
+		reply(status, nil)
 	})
 	if err != nil {
 		respond(w, r, nil, err)
@@ -266,13 +279,18 @@ func (m *Master) postKillExecutors(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v, err := m.query(r.Context(), func(c *core) (any, error) { return c.killExecutors(id, req.ExecutorIDs) })
+	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { c.killExecutors(id, req.ExecutorIDs, reply) })
 	respond(w, r, v, err)
 }
 
-// appEventsKeepAlive is how often an idle stream carries a heartbeat line,
-// so that a vanished client is noticed and proxies keep the connection.
-const appEventsKeepAlive = 10 * time.Second
+// An idle stream carries a heartbeat line every appEventsKeepAlive, while
+// this master's leadership is confirmed (leaderLease). Every line promises
+// the next within appEventsDeadline, so a client whose master froze, was cut
+// off or was deposed notices within about a second and moves on.
+const (
+	appEventsKeepAlive = 250 * time.Millisecond
+	appEventsDeadline  = time.Second
+)
 
 // appEvents streams an app's events as one JSON object per line. The open
 // stream is the client's lease on the app.
@@ -320,6 +338,7 @@ func (m *Master) appEvents(w http.ResponseWriter, r *http.Request) {
 		if ev.AppID == "" {
 			ev.AppID = id
 		}
+		ev.NextWithinMs = appEventsDeadline.Milliseconds()
 		if enc.Encode(ev) != nil {
 			return false
 		}
@@ -347,6 +366,9 @@ func (m *Master) appEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-keepAlive.C:
+			if !m.lease.fresh() {
+				continue // silence: the client moves on if this lasts
+			}
 			if !write(wire.AppEvent{Type: wire.EventHeartbeat, Time: time.Now()}) {
 				return
 			}

@@ -196,7 +196,7 @@ func TestKeyFollowsARelaunchedDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.addWorker("w2", 4, 4096)
-	h.c.removeWorker(h.c.workers["w1"], "test")
+	h.c.removeWorker(h.c.workers["w1"], "test", nil)
 	h.commit()
 	old, _ := h.c.driver(first.ID)
 	relaunch := old.RelaunchedAs

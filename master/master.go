@@ -27,6 +27,7 @@ type Master struct {
 	internal *mailbox[func(*core)] // from the master's own goroutines: never blocks
 	writes   *mailbox[proposal]
 	out      *outbox
+	lease    *leaderLease
 	stopped  chan struct{} // closed when the loop has exited
 	// gen mirrors the core's leadership generation for the writer, which
 	// runs off the loop.
@@ -58,6 +59,7 @@ func New(cfg Config, engine persistence.Engine, agent election.Agent, log *slog.
 		calls:    make(chan func(*core), 1024),
 		internal: newMailbox[func(*core)](),
 		writes:   newMailbox[proposal](),
+		lease:    newLeaderLease(engine),
 		stopped:  make(chan struct{}),
 	}
 	if mem, ok := engine.(Membership); ok {
@@ -81,6 +83,7 @@ func (m *Master) Run(ctx context.Context, ln net.Listener) error {
 	w := &writer{engine: m.engine, queue: m.writes, done: m.post, gen: m.gen.Load, timeout: 10 * time.Second, log: m.log}
 	go w.run(loopCtx)
 	go m.loop(loopCtx)
+	go m.lease.refresh(loopCtx)
 
 	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
@@ -94,6 +97,9 @@ func (m *Master) Run(ctx context.Context, ln net.Listener) error {
 	case err = <-served:
 		err = fmt.Errorf("serving API: %w", err)
 	}
+	// Stop answering as the leader before handing over: the transfer may
+	// elect another master at once.
+	m.lease.handingOver.Store(true)
 	m.agent.Stop() // hands leadership over first, with Raft
 	m.post(func(c *core) {
 		for _, a := range c.appOrder {
@@ -148,9 +154,29 @@ func (m *Master) post(fn func(*core)) { m.internal.put(fn) }
 
 var errStopped = httpx.Errorf(http.StatusServiceUnavailable, "master is shutting down")
 
-// call runs fn in the loop and waits for it to reply (possibly later, from a
+// call runs fn in the loop, once this master has confirmed it leads (see
+// leaderLease), and waits for it to reply (possibly later, from a
 // continuation). It gives up when ctx ends; the reply is then dropped.
 func (m *Master) call(ctx context.Context, fn func(c *core, reply func(any, error))) (any, error) {
+	// A master that does not lead by its own account is answered by the
+	// loop (a redirect, or "no leader"): only a leader must prove it.
+	if m.lease.leading.Load() {
+		if err := m.lease.confirm(ctx); err != nil {
+			return nil, m.notConfirmed(err)
+		}
+	}
+	return m.ask(ctx, fn)
+}
+
+// confirmedLeader reports whether this master leads by its own account and
+// has confirmed it with a quorum.
+func (m *Master) confirmedLeader(ctx context.Context) bool {
+	return m.lease.leading.Load() && m.lease.confirm(ctx) == nil
+}
+
+// ask is call without confirming leadership, for answers that do not claim
+// to be the leader's.
+func (m *Master) ask(ctx context.Context, fn func(c *core, reply func(any, error))) (any, error) {
 	type result struct {
 		v   any
 		err error
@@ -205,6 +231,7 @@ func (m *Master) send(w *workerInfo, cmd workerCommand) {
 // workers are dropped, and writes still queued will be refused.
 func (m *Master) dropOutbound() {
 	m.gen.Store(m.core.gen)
+	m.lease.drop()
 	m.out.drop()
 }
 
@@ -213,6 +240,7 @@ func (m *Master) dropOutbound() {
 // clients at it), then read the state. It ends in leadershipReady.
 func (m *Master) prepareLeadership(gen uint64) {
 	m.gen.Store(gen)
+	m.lease.leading.Store(true)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

@@ -22,10 +22,39 @@ type workerInfo struct {
 	// ALIVE once its latest state arrives.
 	reregistered bool
 	incarnation  string // of the worker process, from its registration
-	coresUsed    int
-	memoryUsed   int
-	executors    map[execKey]*executorInfo
-	drivers      map[string]*driverInfo
+	// coresUsed and memoryUsed count what is placed here, launches still
+	// being committed included (placement must not reuse them).
+	coresUsed  int
+	memoryUsed int
+	executors  map[execKey]*executorInfo
+	drivers    map[string]*driverInfo
+	// removing: the worker's removal is being committed; it takes nothing
+	// new, and these wait for the outcome.
+	removing *waiters
+}
+
+// schedulable reports whether new work may be placed on the worker.
+func (w *workerInfo) schedulable() bool {
+	return w.state == wire.WorkerAlive && w.removing == nil
+}
+
+// committedUse is what the worker holds by the committed state: launches
+// still being committed are not shown.
+func (w *workerInfo) committedUse() (cores, memory int) {
+	cores, memory = w.coresUsed, w.memoryUsed
+	for _, e := range w.executors {
+		if e.launching {
+			cores -= e.cores
+			memory -= e.memory
+		}
+	}
+	for _, d := range w.drivers {
+		if d.launching {
+			cores -= d.rec.Desc.Cores
+			memory -= d.rec.Desc.MemoryMB
+		}
+	}
+	return cores, memory
 }
 
 type execKey struct {
@@ -84,19 +113,18 @@ func (w *workerInfo) removeDriver(d *driverInfo) {
 }
 
 type appInfo struct {
+	// rec is the app's committed record. Its writes go one at a time
+	// (writes), each carrying rec plus its own change.
 	rec        persistence.AppRecord
+	writes     serial
 	state      wire.AppState
-	executors  map[int]*executorInfo // live ones
+	executors  map[int]*executorInfo // live ones, launches being committed included
 	finished   []*executorInfo       // the most recent that ended, for status
 	hosts      map[string]struct{}   // workers that ran an executor of the app
-	nextExecID int
-	// idsDurable: executor ids below it are durably reserved, and no id at
-	// or above it is handed out. rec is the desired record, which every
-	// write of the app carries in full (so a limit change cannot undo a
-	// reservation, or the reverse); idsDurable follows what has committed.
-	idsDurable int
-	// reserving: a write raising rec.ExecutorIDsReserved is in flight.
-	reserving    bool
+	nextExecID int                   // below rec.ExecutorIDsReserved, which is durable
+	// ending: the app's end is being committed (or waits for an earlier
+	// write of the app); it gets no more executors, and these wait.
+	ending       *waiters
 	coresGranted int
 	retryCount   int
 	subs         map[*subscriber]struct{}
@@ -147,7 +175,10 @@ func (a *appInfo) retire(e *executorInfo) {
 }
 
 type executorInfo struct {
-	app          *appInfo
+	app *appInfo
+	// launching: its placement record is being committed; it holds its
+	// cores but is not shown, nor launched, until then.
+	launching    bool
 	id           int
 	worker       *workerInfo
 	cores        int
@@ -159,24 +190,29 @@ type executorInfo struct {
 }
 
 type driverInfo struct {
-	rec           persistence.DriverRecord
-	state         wire.DriverState
-	worker        *workerInfo
-	exitCode      *int
-	message       string
-	relaunchedAs  string
-	endedAt       time.Time
-	killRequested bool
+	// rec is the driver's committed record, written one change at a time.
+	rec          persistence.DriverRecord
+	writes       serial
+	state        wire.DriverState
+	worker       *workerInfo
+	exitCode     *int
+	message      string
+	relaunchedAs string
+	endedAt      time.Time
+	// launching: its launch record is being committed; it holds its
+	// worker's resources but shows as waiting until then.
+	launching bool
+	// ending: its end is being committed; these wait for it.
+	ending *waiters
 }
 
-// finalRecord is the record of a driver that ended.
-func (d *driverInfo) finalRecord() persistence.DriverRecord {
-	r := d.rec
-	r.State, r.ExitCode, r.Message, r.RelaunchedAs = d.state, d.exitCode, d.message, d.relaunchedAs
-	ended := d.endedAt
-	r.EndedAt = &ended
-	if d.worker != nil {
-		r.WorkerID = d.worker.rec.ID
+// coresShown is the cores the app holds by the committed state.
+func (a *appInfo) coresShown() int {
+	n := a.coresGranted
+	for _, e := range a.executors {
+		if e.launching {
+			n -= e.cores
+		}
 	}
-	return r
+	return n
 }

@@ -115,7 +115,7 @@ func (o *outbox) deliver(ctx context.Context, workerID string, q *workerQueue) {
 // the worker has seen a newer epoch: this master was deposed, and retrying
 // cannot help.
 func (o *outbox) post(ctx context.Context, address string, cmd workerCommand) error {
-	url := strings.TrimSuffix(address, "/") + cmd.path
+	url := strings.TrimSuffix(address, "/") + cmd.kind.path()
 	var err error
 	for attempt := 0; ; attempt++ {
 		err = o.client.Do(ctx, http.MethodPost, url, cmd.body, nil)

@@ -14,6 +14,7 @@ import (
 func (c *core) elected() {
 	c.gen++
 	c.status, c.preparing = wire.MasterRecovering, true
+	c.leaderSince = c.now()
 	c.reset()
 	c.log.Info("elected leader; preparing", "gen", c.gen)
 	c.fx.prepareLeadership(c.gen)
@@ -70,7 +71,7 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 		a := newAppInfo(*rec, wire.AppUnknown, now)
 		// Ids below the reservation may have been used by the previous
 		// leader; start above them (a fresh block is reserved below).
-		a.nextExecID, a.idsDurable = rec.ExecutorIDsReserved, rec.ExecutorIDsReserved
+		a.nextExecID = rec.ExecutorIDsReserved
 		c.apps[rec.ID] = a
 		c.appOrder = append(c.appOrder, a)
 		apps = append(apps, a)
@@ -110,7 +111,7 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 	c.recoveryDeadline = now.Add(c.cfg.RecoveryTimeout)
 	c.log.Info("leader RECOVERING", "epoch", c.epoch, "workers", len(c.workers), "apps", len(c.apps), "drivers", len(c.drivers), "timeout", c.cfg.RecoveryTimeout)
 	for _, w := range sortedWorkers(c.workers) {
-		c.fx.send(w, workerCommand{path: "/v1/reconnect", body: wire.Reconnect{Epoch: c.epoch, Master: c.cfg.Advertise}})
+		c.fx.send(w, workerCommand{kind: cmdReconnect, body: wire.Reconnect{Epoch: c.epoch, Master: c.cfg.Advertise}})
 	}
 	c.maybeCompleteRecovery()
 }
@@ -154,31 +155,49 @@ func (c *core) maybeCompleteRecovery() {
 }
 
 // completeRecovery removes what did not answer and starts scheduling:
-// silent workers are removed (their executors LOST), apps whose client did
-// not come back are finished, drivers no worker claimed are relaunched if
-// supervised or end in ERROR. Heartbeat timers restart, so no worker is
-// expired because the leader changed.
+// silent workers are removed (their executors LOST), drivers no worker
+// claimed are relaunched if supervised or end (driverLost). Heartbeat
+// timers restart, so no worker is expired because the leader changed.
+//
+// An app whose client has not answered is not ended here: its workers may
+// well have reported its executors running, and a client that reconnects
+// within its lease finds them still there. It stays UNKNOWN (it gets no
+// new executors) until its client answers, or until --app-timeout passes
+// with no sign of it (expireApps), like any app whose client went away.
 func (c *core) completeRecovery() {
 	c.status = wire.MasterCompletingRecovery
-	for _, w := range sortedWorkers(c.workers) {
-		if w.state == wire.WorkerUnknown {
-			c.removeWorker(w, "did not answer the new leader within the recovery timeout")
+	gen := c.gen
+	pending := 1 // released below, once everything is issued
+	removed := func(error) {
+		if pending--; pending == 0 && gen == c.gen {
+			c.recoveryCompleted()
 		}
 	}
-	for _, a := range slices.Clone(c.appOrder) {
-		if a.state == wire.AppUnknown {
-			c.removeApplication(a, wire.AppFinished, "client did not reconnect to the new leader within the recovery timeout", nil)
-		} else if a.state == wire.AppWaiting && len(a.executors) > 0 {
-			a.state = wire.AppRunning
+	for _, w := range sortedWorkers(c.workers) {
+		if w.state == wire.WorkerUnknown {
+			pending++
+			c.removeWorker(w, "did not answer the new leader within the recovery timeout", removed)
 		}
 	}
 	for _, d := range sortedDrivers(c.drivers) {
 		if d.worker == nil && d.state == wire.DriverUnknown {
-			if d.rec.Desc.Supervise {
-				c.relaunchDriver(d, "no worker claimed it after the master changed")
-			} else {
-				c.finishDriver(d, wire.DriverError, "driver lost: no worker claimed it after the master changed", nil, nil)
-			}
+			c.driverLost(d, "no worker claimed it after the master changed")
+		}
+	}
+	removed(nil)
+}
+
+// recoveryCompleted starts the ALIVE leadership once the silent workers'
+// removals are done: their executors are LOST by then, so the snapshot each
+// app's client gets lists exactly what runs.
+func (c *core) recoveryCompleted() {
+	unknownApps := 0
+	for _, a := range c.appOrder {
+		switch {
+		case a.state == wire.AppUnknown:
+			unknownApps++
+		case a.state == wire.AppWaiting && len(a.executors) > 0:
+			a.state = wire.AppRunning
 		}
 	}
 	c.rearm(c.now())
@@ -186,7 +205,8 @@ func (c *core) completeRecovery() {
 	for _, a := range c.appOrder {
 		c.publish(a, wire.AppEvent{Type: wire.EventSnapshot, App: appStatus(a)})
 	}
-	c.log.Info("recovery complete; leader ALIVE", "epoch", c.epoch, "workers", len(c.aliveWorkers()), "apps", len(c.apps))
+	c.log.Info("recovery complete; leader ALIVE", "epoch", c.epoch, "workers", len(c.aliveWorkers()), "apps", len(c.apps),
+		"appsAwaitingClient", unknownApps)
 	c.schedule()
 }
 
@@ -209,11 +229,14 @@ func (c *core) tick() {
 		c.rearm(now)
 		return
 	}
-	if c.status == wire.MasterRecovering {
+	switch c.status {
+	case wire.MasterRecovering:
 		if !c.now().Before(c.recoveryDeadline) {
 			c.completeRecovery()
 		}
 		return
+	case wire.MasterCompletingRecovery:
+		return // the silent workers' removals are being committed
 	}
 	c.expireWorkers()
 	c.expireApps()

@@ -104,9 +104,14 @@ func TestRecoveryAdoptsEverythingThatAnswers(t *testing.T) {
 	}
 }
 
+// At the recovery timeout the silent workers are removed and unclaimed
+// drivers end or are relaunched. An app whose client has not answered is
+// not ended by recovery: its executors the workers reported keep running
+// until the app's lease (--app-timeout) runs out without a sign of its
+// client.
 func TestRecoveryTimeoutRemovesTheSilent(t *testing.T) {
 	old, a, drivers := cluster(t)
-	h := newHarness(t, func(c *Config) { c.RecoveryTimeout = 5 * time.Second })
+	h := newHarness(t, func(c *Config) { c.RecoveryTimeout = 5 * time.Second; c.AppTimeout = 30 * time.Second })
 	h.fx.state = old.fx.state.Clone()
 	h.lead(h.fx.state)
 	// Only w1 answers; the app's client never comes back.
@@ -124,9 +129,18 @@ func TestRecoveryTimeoutRemovesTheSilent(t *testing.T) {
 	if h.c.status != wire.MasterAlive || h.c.workers["w2"].state != wire.WorkerDead || h.c.workers["w1"].state != wire.WorkerAlive {
 		t.Fatalf("after the timeout: %s, w1 %s, w2 %s", h.c.status, h.c.workers["w1"].state, h.c.workers["w2"].state)
 	}
+	st, _ := h.c.app(a.rec.ID)
+	if st.State != wire.AppUnknown || len(h.c.apps[a.rec.ID].executors) != 1 || len(h.takeSent("/v1/executors/kill")) != 0 {
+		t.Fatalf("app whose client has not come back, at the recovery timeout: %s, %d executors", st.State, len(h.c.apps[a.rec.ID].executors))
+	}
+	h.pass(29*time.Second, "w1")
+	if st, _ := h.c.app(a.rec.ID); st.State != wire.AppUnknown {
+		t.Fatalf("app ended within its lease: %s %s", st.State, st.Message)
+	}
+	h.pass(2*time.Second, "w1")
 	done, _ := h.c.app(a.rec.ID)
-	if done.State != wire.AppFinished {
-		t.Fatalf("app whose client never came back: %s", done.State)
+	if done.State != wire.AppFinished || len(h.takeSent("/v1/executors/kill")) != 1 {
+		t.Fatalf("app whose client never came back, past its lease: %s", done.State)
 	}
 	for id, wid := range drivers {
 		d, _ := h.c.driver(id)
@@ -263,6 +277,10 @@ func TestRecoveryReportsExecutorsOfSilentWorkersLost(t *testing.T) {
 	if _, err := h.c.workerLatestState("w1", report); err != nil {
 		t.Fatal(err)
 	}
+	if evs := drain(sub); len(evs) != 0 {
+		t.Fatalf("client told before the executor's end was durable: %v", eventTypes(evs))
+	}
+	h.commit()
 	evs := drain(sub)
 	if len(evs) != 1 || evs[0].Type != wire.EventExecutorLost || evs[0].Executor.ID != gone.ExecutorID {
 		t.Fatalf("events after w1 answered: %+v", evs)

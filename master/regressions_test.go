@@ -41,8 +41,8 @@ func TestUnlimitedAppWithFixedExecutorSizeStarts(t *testing.T) {
 	h.failover()
 	b := h.c.apps[id]
 	h.commit()
-	if b.nextExecID < 8 || b.idsDurable <= b.nextExecID || b.idsDurable > 1<<20 {
-		t.Fatalf("after a failover: next id %d, durable reservation %d", b.nextExecID, b.idsDurable)
+	if b.nextExecID < 8 || b.rec.ExecutorIDsReserved <= b.nextExecID || b.rec.ExecutorIDsReserved > 1<<20 {
+		t.Fatalf("after a failover: next id %d, durable reservation %d", b.nextExecID, b.rec.ExecutorIDsReserved)
 	}
 }
 
@@ -148,6 +148,10 @@ func TestExecutorEndInLatestState(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := h.c.apps[a.rec.ID]
+	if _, live := b.executors[e.id]; !live {
+		t.Fatal("executor ended before its end was durable")
+	}
+	h.commit()
 	if _, live := b.executors[e.id]; live || b.retryCount != 1 || len(h.takeSent("/v1/executors/kill")) != 0 {
 		t.Fatalf("executor %d still live %v, retry count %d", e.id, live, b.retryCount)
 	}

@@ -1,7 +1,6 @@
 package master
 
 import (
-	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/placement"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -33,6 +32,9 @@ func (c *core) scheduleNow() {
 // drivers spread over the workers instead of piling onto the first.
 func (c *core) scheduleDrivers(alive []*workerInfo) {
 	for _, d := range append([]*driverInfo(nil), c.waitingDrivers...) {
+		if d.ending != nil || d.writes.busy {
+			continue // being killed: decided when that write is done
+		}
 		for range len(alive) {
 			w := alive[c.driverCursor%len(alive)]
 			c.driverCursor++
@@ -53,7 +55,7 @@ func (c *core) scheduleExecutors(alive []*workerInfo) {
 	}
 	var apps []placement.App
 	for _, a := range c.appOrder {
-		if a.state == wire.AppUnknown || a.coresLeft() <= 0 {
+		if !wantsCores(a) {
 			continue
 		}
 		// Never hand out more executor ids than are reserved. An app that
@@ -91,11 +93,17 @@ func (c *core) scheduleExecutors(alive []*workerInfo) {
 // appsWantCores reports whether any app could use more executors.
 func (c *core) appsWantCores() bool {
 	for _, a := range c.appOrder {
-		if a.state != wire.AppUnknown && a.coresLeft() > 0 && len(a.executors) < a.executorLimit() {
+		if wantsCores(a) && len(a.executors) < a.executorLimit() {
 			return true
 		}
 	}
 	return false
+}
+
+// wantsCores reports whether a may get executors: its client has answered
+// this leader, it is not ending, and it has cores left to get.
+func wantsCores(a *appInfo) bool {
+	return a.state != wire.AppUnknown && a.ending == nil && a.coresLeft() > 0
 }
 
 // executorsWanted bounds the executors one placement round could start for
@@ -115,29 +123,6 @@ func executorsWanted(a *appInfo, alive, coresFree int) int {
 // maxExecutorsPerPass bounds the executors one app starts in one pass.
 const maxExecutorsPerPass = 1 << 16
 
-// launchExecutor starts one executor of a on w.
-func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int) {
-	e := &executorInfo{app: a, id: a.nextExecID, worker: w, cores: cores, memory: memory, state: wire.ExecutorLaunching}
-	a.nextExecID++
-	a.executors[e.id] = e
-	a.coresGranted += cores
-	a.hosts[w.rec.ID] = struct{}{}
-	a.state = wire.AppRunning
-	w.addExecutor(e)
-	c.fx.persist([]persistence.Command{persistence.PutExecutor(persistence.ExecutorRecord{
-		AppID: a.rec.ID, ID: e.id, WorkerID: w.rec.ID, Cores: cores, MemoryMB: memory,
-	})}, c.logPersistFailure("record executor"))
-	c.fx.send(w, workerCommand{
-		path: "/v1/executors",
-		body: wire.LaunchExecutor{
-			Epoch: c.epoch, MasterURL: c.cfg.Advertise, AppID: a.rec.ID, ExecutorID: e.id,
-			Cores: cores, MemoryMB: memory, Command: a.rec.Desc.Command, Env: a.rec.Desc.Env,
-		},
-		appID: a.rec.ID, execID: e.id,
-	})
-	c.publish(a, wire.AppEvent{Type: wire.EventExecutorAdded, Executor: executorStatus(e)})
-}
-
 // commandFailed handles a command no worker accepted after retries. A
 // launch that never reached its worker counts as a failed executor (so a
 // worker that fails every launch cannot make an app relaunch for ever); a
@@ -146,43 +131,26 @@ func (c *core) commandFailed(workerID string, cmd workerCommand, err error) {
 	if !c.leading() {
 		return
 	}
-	c.log.Warn("command to worker failed", "worker", workerID, "path", cmd.path, "err", err)
-	switch cmd.path {
-	case "/v1/executors":
-		if a := c.apps[cmd.appID]; a != nil {
-			if e := a.executors[cmd.execID]; e != nil && e.state == wire.ExecutorLaunching {
-				if e.worker.state != wire.WorkerAlive {
-					// Its worker is shutting down or gone: not the app's fault.
-					c.executorLost(e, "launch failed, the worker is going away: "+err.Error())
-					return
-				}
-				e.state, e.message = wire.ExecutorFailed, "launch failed: "+err.Error()
-				c.publish(a, wire.AppEvent{Type: wire.EventExecutorUpdated, Executor: executorStatus(e)})
-				c.executorEnded(e, nil)
-			}
+	c.log.Warn("command to worker failed", "worker", workerID, "command", cmd.kind, "err", err)
+	switch cmd.kind {
+	case cmdLaunchExecutor:
+		a := c.apps[cmd.appID]
+		if a == nil {
+			return
 		}
-	case "/v1/drivers":
-		if d := c.drivers[cmd.driverID]; d != nil && d.worker != nil && d.worker.rec.ID == workerID {
-			msg := "launch failed: " + err.Error()
-			if d.rec.Desc.Supervise {
-				c.relaunchDriver(d, msg)
-			} else {
-				c.finishDriver(d, wire.DriverError, msg, nil, nil)
-			}
+		e := a.executors[cmd.execID]
+		if e == nil || e.launching || e.state != wire.ExecutorLaunching {
+			return
+		}
+		if !e.worker.schedulable() {
+			// Its worker is shutting down or gone: not the app's fault.
+			c.executorLost(e, "launch failed, the worker is going away: "+err.Error())
+			return
+		}
+		c.endExecutor(e, executorEnd{state: wire.ExecutorFailed, message: "launch failed: " + err.Error(), event: wire.EventExecutorUpdated}, nil)
+	case cmdLaunchDriver:
+		if d := c.drivers[cmd.driverID]; d != nil && d.worker != nil && d.worker.rec.ID == workerID && !d.launching {
+			c.driverLost(d, "launch failed: "+err.Error())
 		}
 	}
-}
-
-// retireExecutor takes an executor that ended out of its app and forgets
-// its placement record; then (if not nil) runs once that is durable.
-func (c *core) retireExecutor(e *executorInfo, then func(error)) {
-	if then == nil {
-		then = c.logPersistFailure("forget executor")
-	}
-	if _, live := e.app.executors[e.id]; !live {
-		then(nil)
-		return
-	}
-	e.app.retire(e)
-	c.fx.persist([]persistence.Command{persistence.DeleteExecutor(e.app.rec.ID, e.id)}, then)
 }

@@ -17,7 +17,7 @@ func executorStatus(e *executorInfo) *wire.ExecutorStatus {
 func appStatus(a *appInfo) *wire.AppStatus {
 	s := &wire.AppStatus{
 		ID: a.rec.ID, Name: a.rec.Desc.Name, State: a.state, SubmittedAt: a.rec.SubmittedAt,
-		MaxCores: a.rec.Desc.MaxCores, CoresGranted: a.coresGranted,
+		MaxCores: a.rec.Desc.MaxCores, CoresGranted: a.coresShown(),
 		CoresPerExecutor: a.rec.Desc.CoresPerExecutor, MemoryPerExecutorMB: a.rec.Desc.MemoryPerExecutorMB,
 		ExecutorLimit: a.rec.ExecutorLimit, RetryCount: a.retryCount, Message: a.message,
 		Executors: []wire.ExecutorStatus{},
@@ -28,7 +28,9 @@ func appStatus(a *appInfo) *wire.AppStatus {
 		s.CoresGranted = a.rec.CoresGranted
 	}
 	for _, e := range sortedExecutors(a.executors) {
-		s.Executors = append(s.Executors, *executorStatus(e))
+		if !e.launching { // not placed until its record is durable
+			s.Executors = append(s.Executors, *executorStatus(e))
+		}
 	}
 	for _, e := range a.finished {
 		s.Executors = append(s.Executors, *executorStatus(e))
@@ -42,26 +44,32 @@ func driverStatus(d *driverInfo) *wire.DriverStatus {
 		Cores: d.rec.Desc.Cores, MemoryMB: d.rec.Desc.MemoryMB, Supervise: d.rec.Desc.Supervise,
 		Command: d.rec.Desc.Command, ExitCode: d.exitCode, Message: d.message,
 		RelaunchOf: d.rec.RelaunchOf, RelaunchedAs: d.relaunchedAs, WorkerID: d.rec.WorkerID,
+		KillRequested: d.rec.KillRequested,
 	}
-	if d.worker != nil {
+	switch {
+	case d.launching: // its launch is not durable yet: it still waits
+		s.State, s.WorkerID = wire.DriverSubmitted, ""
+	case d.worker != nil:
 		s.WorkerID = d.worker.rec.ID
 	}
 	return s
 }
 
 func workerStatus(w *workerInfo) wire.WorkerStatus {
+	cores, memory := w.committedUse()
 	return wire.WorkerStatus{
 		ID: w.rec.ID, Host: w.rec.Host, Port: w.rec.Port, Address: w.rec.Address,
-		Cores: w.rec.Cores, CoresUsed: w.coresUsed, MemoryMB: w.rec.MemoryMB, MemoryUsedMB: w.memoryUsed,
+		Cores: w.rec.Cores, CoresUsed: cores, MemoryMB: w.rec.MemoryMB, MemoryUsedMB: memory,
 		State: w.state, LastHeartbeat: w.lastHeartbeat,
 	}
 }
 
 // clusterStatus is the leader's view.
 func (c *core) clusterStatus() *wire.ClusterStatus {
+	since := c.leaderSince // a copy: the answer is encoded off the loop
 	s := &wire.ClusterStatus{
 		MasterID: c.cfg.ID, Status: c.status, View: wire.ViewLeader, Leader: c.cfg.Advertise,
-		LeaderID: c.cfg.ID, Epoch: c.epoch,
+		LeaderID: c.cfg.ID, Epoch: c.epoch, LeaderSince: &since,
 		Workers: []wire.WorkerStatus{}, ActiveApps: []wire.AppStatus{}, CompletedApps: []wire.AppStatus{},
 		ActiveDrivers: []wire.DriverStatus{}, CompletedDrivers: []wire.DriverStatus{},
 	}
@@ -160,6 +168,6 @@ func recordDriverStatus(r *persistence.DriverRecord) wire.DriverStatus {
 	return wire.DriverStatus{
 		ID: r.ID, State: r.State, SubmittedAt: r.SubmittedAt, Cores: r.Desc.Cores, MemoryMB: r.Desc.MemoryMB,
 		Supervise: r.Desc.Supervise, Command: r.Desc.Command, WorkerID: r.WorkerID, ExitCode: r.ExitCode,
-		Message: r.Message, RelaunchOf: r.RelaunchOf, RelaunchedAs: r.RelaunchedAs,
+		Message: r.Message, RelaunchOf: r.RelaunchOf, RelaunchedAs: r.RelaunchedAs, KillRequested: r.KillRequested,
 	}
 }

@@ -38,8 +38,16 @@ func (c *core) registerWorker(req wire.RegisterWorker, reply func(any, error)) {
 			return
 		}
 		// The worker process was restarted under the same id before its
-		// heartbeat timeout: what ran on the old one is gone.
-		c.removeWorker(w, "worker restarted")
+		// heartbeat timeout: what ran on the old one is gone. Once that is
+		// durable, register the new process.
+		c.removeWorker(w, "worker restarted", func(err error) {
+			if err != nil {
+				reply(nil, err)
+				return
+			}
+			c.registerWorker(req, reply)
+		})
+		return
 	}
 	if err := c.addressTaken(req); err != nil {
 		reply(nil, err)
@@ -57,7 +65,11 @@ func (c *core) registerWorker(req wire.RegisterWorker, reply func(any, error)) {
 			return
 		}
 		// The world may have moved while the write was in flight.
-		if w, ok := c.workers[req.ID]; ok && w.state != wire.WorkerDead && !restarted(w, req) {
+		if w, ok := c.workers[req.ID]; ok && w.state != wire.WorkerDead {
+			if restarted(w, req) {
+				reply(nil, httpx.Errorf(http.StatusServiceUnavailable, "worker %s registered twice at once; retry", req.ID))
+				return
+			}
 			c.acceptKnownWorker(w, req)
 			reply(c.registered(true), nil)
 			return
@@ -115,7 +127,8 @@ func (c *core) addWorker(rec persistence.WorkerRecord, incarnation string) {
 		}
 	}
 	if old, ok := c.workerByAddr[addr]; ok && old.rec.ID != rec.ID {
-		c.removeWorker(old, "replaced by a new worker at the same address")
+		c.removeWorker(old, "replaced by a new worker at the same address", nil)
+		delete(c.workerByAddr, addr) // the newcomer's address from now on
 	}
 	w := newWorkerInfo(rec, wire.WorkerAlive, c.now())
 	w.incarnation = incarnation
@@ -161,16 +174,17 @@ func (c *core) workerLeft(id string, reply func(any, error)) {
 		reply(nil, err)
 		return
 	}
-	c.removeWorkerThen(w, "worker shut down", c.ack(reply))
+	c.removeWorker(w, "worker shut down", c.ack(reply))
 }
 
 // reportingWorker is the worker a state report comes from. A worker that has
 // not answered a new leader yet (UNKNOWN) is told it is unknown, so that it
 // registers and says everything it runs before its reports are taken: a
 // report taken first would find its drivers and executors not yet adopted.
+// A worker being removed is unknown too: it registers again once removed.
 func (c *core) reportingWorker(id string) (*workerInfo, error) {
 	w, err := c.liveWorker(id)
-	if err == nil && w.state == wire.WorkerUnknown {
+	if err == nil && (w.state == wire.WorkerUnknown || w.removing != nil) {
 		return nil, notFound("worker", id)
 	}
 	return w, err
@@ -196,7 +210,7 @@ func (c *core) workerLatestState(id string, report wire.WorkerLatestState) (wire
 		return wire.LatestStateReply{}, c.notLeader()
 	}
 	w, ok := c.workers[id]
-	if !ok || w.state == wire.WorkerDead {
+	if !ok || w.state == wire.WorkerDead || w.removing != nil {
 		return wire.LatestStateReply{}, notFound("worker", id)
 	}
 	recovering := w.state == wire.WorkerUnknown
@@ -221,7 +235,7 @@ func (c *core) workerLatestState(id string, report wire.WorkerLatestState) (wire
 	}
 	for _, r := range report.Drivers {
 		if !c.keepReportedDriver(w, r) {
-			c.fx.send(w, workerCommand{path: "/v1/drivers/kill", body: wire.KillDriver{Epoch: c.epoch, DriverID: r.DriverID}, driverID: r.DriverID})
+			c.fx.send(w, killDriverCommand(c.epoch, r.DriverID))
 			reply.KilledDrivers = append(reply.KilledDrivers, r.DriverID)
 		}
 	}
@@ -239,10 +253,8 @@ func (c *core) keepReportedExecutor(w *workerInfo, r wire.ExecutorReport, recove
 	a := c.apps[r.AppID]
 	if r.State.Finished() {
 		// An end no master acknowledged: apply it now; nothing to kill.
-		if e := c.liveExecutor(a, r.ExecutorID); e != nil && e.worker == w {
-			e.state, e.exitCode, e.message = r.State, r.ExitCode, r.Message
-			c.publish(a, wire.AppEvent{Type: wire.EventExecutorUpdated, Executor: executorStatus(e)})
-			c.executorEnded(e, nil)
+		if e := c.liveExecutor(a, r.ExecutorID); e != nil && e.worker == w && !e.launching {
+			c.endExecutor(e, executorEnd{state: r.State, message: r.Message, exitCode: r.ExitCode, event: wire.EventExecutorUpdated}, nil)
 		}
 		return true
 	}
@@ -250,15 +262,15 @@ func (c *core) keepReportedExecutor(w *workerInfo, r wire.ExecutorReport, recove
 		return false
 	}
 	if e, ok := a.executors[r.ExecutorID]; ok {
-		if e.worker == w && !r.State.Finished() {
+		if e.worker == w && !e.launching {
 			if r.State == wire.ExecutorRunning && e.state != wire.ExecutorRunning {
 				e.runningSince = c.now()
 			}
 			e.state = r.State
 		}
-		return e.worker == w
+		return e.worker == w && !e.launching
 	}
-	if !recovering || r.State.Finished() || r.Cores <= 0 {
+	if !recovering || a.ending != nil || r.Cores <= 0 {
 		return false
 	}
 	e := &executorInfo{app: a, id: r.ExecutorID, worker: w, cores: r.Cores, memory: r.MemoryMB, state: r.State}
@@ -279,12 +291,12 @@ func (c *core) keepReportedDriver(w *workerInfo, r wire.DriverReport) bool {
 		// An end no master acknowledged: apply it, if the driver was ours
 		// and ran here (a recovered driver knows its worker from its
 		// launch record); nothing to kill.
-		if d != nil && (d.worker == w || (d.worker == nil && d.rec.WorkerID == w.rec.ID)) {
+		if d != nil && !d.launching && (d.worker == w || (d.worker == nil && d.rec.WorkerID == w.rec.ID)) {
 			c.finishDriver(d, r.State, r.Message, r.ExitCode, nil)
 		}
 		return true
 	}
-	if d == nil || (d.worker != nil && d.worker != w) {
+	if d == nil || d.launching || (d.worker != nil && d.worker != w) {
 		return false
 	}
 	if d.worker == nil {
@@ -293,6 +305,10 @@ func (c *core) keepReportedDriver(w *workerInfo, r wire.DriverReport) bool {
 		w.addDriver(d)
 	}
 	d.state = wire.DriverRunning
+	if d.rec.KillRequested {
+		// Its kill was acknowledged under an earlier leader: finish it.
+		c.fx.send(w, killDriverCommand(c.epoch, d.rec.ID))
+	}
 	return true
 }
 
@@ -304,22 +320,45 @@ func (c *core) liveExecutor(a *appInfo, id int) *executorInfo {
 	return a.executors[id]
 }
 
-// removeWorker declares a worker DEAD: its executors are LOST and their apps
-// told, their cores return to the apps' demand and are re-placed at once;
-// its supervised drivers are relaunched elsewhere, the others end in ERROR.
-func (c *core) removeWorker(w *workerInfo, reason string) {
-	c.removeWorkerThen(w, reason, nil)
-}
-
-// removeWorkerThen removes a worker; then runs once its removal is durable.
-func (c *core) removeWorkerThen(w *workerInfo, reason string, then func(error)) {
+// removeWorker declares a worker DEAD. The worker's deletion and the end of
+// every executor placed on it are one write; once durable, its executors
+// are LOST (their apps told, their cores re-placed at once) and each of its
+// drivers is relaunched elsewhere if supervised, or ends (driverLost), each
+// through its own write. Until then the worker takes nothing new. done, if
+// not nil, learns the outcome.
+func (c *core) removeWorker(w *workerInfo, reason string, done func(error)) {
 	if w.state == wire.WorkerDead {
+		if done != nil {
+			done(nil)
+		}
 		return
 	}
-	if then == nil {
-		then = c.logPersistFailure("remove worker " + w.rec.ID)
+	if w.removing != nil {
+		w.removing.add(done)
+		return
 	}
+	w.removing = &waiters{}
+	w.removing.add(done)
 	c.log.Warn("removing worker", "worker", w.rec.ID, "reason", reason, "executors", len(w.executors), "drivers", len(w.drivers))
+	cmds := []persistence.Command{persistence.DeleteWorker(w.rec.ID)}
+	for _, e := range sortedExecutors(w.executors) {
+		cmds = append(cmds, persistence.DeleteExecutor(e.app.rec.ID, e.id))
+	}
+	c.commit(cmds, func() { c.workerRemoved(w, reason) }, func(err error) {
+		ws := *w.removing
+		if err != nil {
+			c.log.Warn("removing worker failed; it stays as it was", "worker", w.rec.ID, "err", err)
+			w.removing = nil
+		}
+		ws.finish(err)
+	})
+}
+
+// workerRemoved applies a worker's durable removal.
+func (c *core) workerRemoved(w *workerInfo, reason string) {
+	if w.state == wire.WorkerDead || c.workers[w.rec.ID] != w {
+		return
+	}
 	w.state = wire.WorkerDead
 	w.deadSince = c.now()
 	if c.workerByAddr[w.hostPort()] == w {
@@ -328,28 +367,13 @@ func (c *core) removeWorkerThen(w *workerInfo, reason string, then func(error)) 
 	c.deadAt[w.hostPort()] = append(c.deadAt[w.hostPort()], w.rec.ID)
 	msg := "worker lost: " + reason
 	for _, e := range sortedExecutors(w.executors) {
-		c.executorLost(e, msg)
+		c.executorEnded(e, executorEnd{state: wire.ExecutorLost, message: msg, event: wire.EventExecutorLost, note: msg})
 	}
 	for _, d := range sortedDrivers(w.drivers) {
-		if d.rec.Desc.Supervise {
-			c.relaunchDriver(d, msg)
-		} else {
-			c.finishDriver(d, wire.DriverError, msg, nil, nil)
-		}
+		c.driverLost(d, msg)
 	}
-	c.fx.persist([]persistence.Command{persistence.DeleteWorker(w.rec.ID)}, then)
 	c.schedule()
 	c.maybeCompleteRecovery() // it may have been the last one to wait for
-}
-
-// executorLost ends an executor whose process is gone without a report: its
-// app is told, its cores return to the app's demand.
-func (c *core) executorLost(e *executorInfo, msg string) {
-	e.worker.removeExecutor(e)
-	e.state, e.message = wire.ExecutorLost, msg
-	c.retireExecutor(e, nil)
-	c.publish(e.app, wire.AppEvent{Type: wire.EventExecutorLost, Executor: executorStatus(e), Message: msg})
-	c.schedule()
 }
 
 // expireWorkers removes ALIVE workers silent for the worker timeout and
@@ -362,7 +386,7 @@ func (c *core) expireWorkers() {
 	for _, w := range c.workers {
 		switch w.state {
 		case wire.WorkerAlive, wire.WorkerDecommissioned:
-			if now.Sub(w.lastHeartbeat) > c.cfg.WorkerTimeout {
+			if w.removing == nil && now.Sub(w.lastHeartbeat) > c.cfg.WorkerTimeout {
 				silent = append(silent, w)
 			}
 		case wire.WorkerDead:
@@ -373,7 +397,7 @@ func (c *core) expireWorkers() {
 	}
 	slices.SortFunc(silent, func(a, b *workerInfo) int { return cmp.Compare(a.rec.ID, b.rec.ID) })
 	for _, w := range silent {
-		c.removeWorker(w, fmt.Sprintf("no heartbeat for %s (timeout %s)", now.Sub(w.lastHeartbeat).Round(time.Millisecond), c.cfg.WorkerTimeout))
+		c.removeWorker(w, fmt.Sprintf("no heartbeat for %s (timeout %s)", now.Sub(w.lastHeartbeat).Round(time.Millisecond), c.cfg.WorkerTimeout), nil)
 	}
 }
 
@@ -397,7 +421,7 @@ func (c *core) dropWorker(w *workerInfo) {
 	c.workersByID = nil
 }
 
-// aliveWorkers lists the ALIVE workers by id. The sorted list of all
+// aliveWorkers lists the ALIVE workers by id, but those being removed. The sorted list of all
 // workers is kept until one is added or dropped, so a scheduling pass costs
 // a scan, not a sort, of a large cluster.
 func (c *core) aliveWorkers() []*workerInfo {
@@ -406,7 +430,7 @@ func (c *core) aliveWorkers() []*workerInfo {
 	}
 	out := make([]*workerInfo, 0, len(c.workersByID))
 	for _, w := range c.workersByID {
-		if w.state == wire.WorkerAlive {
+		if w.schedulable() {
 			out = append(out, w)
 		}
 	}

@@ -52,7 +52,7 @@ func TestRegistrationRules(t *testing.T) {
 
 	// Once the first is DEAD, a new worker at its address is accepted and
 	// the DEAD entry dropped.
-	h.c.removeWorker(h.c.workers["w1"], "test")
+	h.c.removeWorker(h.c.workers["w1"], "test", nil)
 	h.commit()
 	if _, err := h.call(func(reply func(any, error)) { h.c.registerWorker(other, reply) }); err != nil {
 		t.Fatalf("worker at a DEAD worker's address: %v", err)
@@ -74,7 +74,11 @@ func TestHeartbeats(t *testing.T) {
 	if r, _ := h.c.heartbeat("nobody"); !r.Reconnect {
 		t.Error("unknown worker not told to reconnect")
 	}
-	h.c.removeWorker(w, "test")
+	h.c.removeWorker(w, "test", nil)
+	if r, _ := h.c.heartbeat("w1"); r.Reconnect {
+		t.Error("worker told to reconnect before its removal committed")
+	}
+	h.commit()
 	if r, _ := h.c.heartbeat("w1"); !r.Reconnect {
 		t.Error("expired worker not told to reconnect")
 	}
@@ -190,7 +194,7 @@ func TestDriversOnWorkerLoss(t *testing.T) {
 		t.Fatalf("%d driver launches, want 2", n)
 	}
 	h.addWorker("w2", 4, 4096)
-	h.c.removeWorker(h.c.workers["w1"], "test")
+	h.c.removeWorker(h.c.workers["w1"], "test", nil)
 	h.commit()
 
 	old, _ := h.c.driver(sup)

@@ -183,6 +183,30 @@ func (r *Raft) Barrier(ctx context.Context) error {
 	return nil
 }
 
+// VerifyLeader confirms with a quorum that this master still leads. It
+// fails at once on a master that knows it no longer does, and otherwise
+// when ctx ends first.
+func (r *Raft) VerifyLeader(ctx context.Context) error {
+	f := r.raft.VerifyLeader()
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("verifying leadership: %w: %w", ErrNotLeader, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("verifying leadership: %w", ctx.Err())
+	}
+}
+
+// LeaseTimeout is how long a verified leadership stays certain: no other
+// master can be elected while a quorum has heard from this one within the
+// heartbeat timeout (followers refuse to vote while they know a leader), so
+// half of it leaves a wide margin.
+func (r *Raft) LeaseTimeout() time.Duration { return raftConfig(r.cfg).HeartbeatTimeout / 2 }
+
 func (r *Raft) Load(context.Context) (*State, error) { return r.fsm.snapshotState(), nil }
 
 // Close stops the node; its data stays for the next start.

@@ -59,6 +59,10 @@ type DriverRecord struct {
 	RelaunchOf   string                 `json:"relaunchOf,omitempty"`
 	RelaunchedAs string                 `json:"relaunchedAs,omitempty"`
 	EndedAt      *time.Time             `json:"endedAt,omitempty"`
+	// KillRequested: someone asked to kill the driver while it ran. The
+	// request is durable before it is acknowledged, so a new leader still
+	// kills the driver (and does not relaunch it) if the old one could not.
+	KillRequested bool `json:"killRequested,omitempty"`
 	// IdempotencyKey is the key it was submitted with, if any, and
 	// IdempotencyHash its description's as the client sent it. A relaunch
 	// carries both: a repeat gets the newest driver of the chain.

@@ -127,6 +127,12 @@ func (s *State) Apply(c Command, touched func(Key)) error {
 		s.Epoch++
 	case TypePutApp:
 		r := *c.App
+		if old := s.Apps[r.ID]; old != nil && old.Finished() {
+			// An app ends once. A later write of it (a change decided
+			// before its end committed, or a second end) changes nothing,
+			// so no order of writes can bring an ended app back.
+			return nil
+		}
 		s.Apps[r.ID] = &r
 		touched(Key{BucketApps, r.ID})
 		s.NextAppNumber = max(s.NextAppNumber, idNumber(r.ID)+1)
@@ -136,6 +142,9 @@ func (s *State) Apply(c Command, touched func(Key)) error {
 		}
 	case TypePutDriver:
 		r := *c.Driver
+		if old := s.Drivers[r.ID]; old != nil && old.Finished() {
+			return nil // a driver ends once, as an app
+		}
 		s.Drivers[r.ID] = &r
 		touched(Key{BucketDrivers, r.ID})
 		s.NextDriverNumber = max(s.NextDriverNumber, idNumber(r.ID)+1)
@@ -152,6 +161,9 @@ func (s *State) Apply(c Command, touched func(Key)) error {
 		touched(Key{BucketMasters, r.ID})
 	case TypePutExecutor:
 		r := *c.Executor
+		if app := s.Apps[r.AppID]; app == nil || app.Finished() {
+			return nil // an ended (or unknown) app places nothing more
+		}
 		s.Executors[r.Key()] = &r
 		touched(Key{BucketExecutors, r.Key()})
 	case TypeDeleteExecutor:

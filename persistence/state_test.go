@@ -275,3 +275,48 @@ func TestExecutorRecordsFollowTheirApp(t *testing.T) {
 		t.Fatal("an executor record without its app was accepted")
 	}
 }
+
+// An app or driver ends once: a later write of it (decided before its end
+// committed, or a second end) changes nothing, in whatever order writes
+// reach the log. An ended app places no executor.
+func TestEndedRecordsStayEnded(t *testing.T) {
+	s := NewState()
+	ended := t0.Add(time.Minute)
+	killed := app("app-20261122100000-0001")
+	killed.State, killed.EndedAt = wire.AppKilled, &ended
+	limited := app("app-20261122100000-0001")
+	limited.ExecutorLimit = new(int)
+	finished := finishedApp("app-20261122100000-0001", ended.Add(time.Second))
+	steps := []Command{
+		PutApp(app("app-20261122100000-0001"), 0),
+		PutApp(killed, 0),
+		PutApp(limited, 0),  // a limit change decided before the kill committed
+		PutApp(finished, 0), // a second end
+		PutExecutor(ExecutorRecord{AppID: "app-20261122100000-0001", ID: 3, WorkerID: "w1", Cores: 1}),
+		PutExecutor(ExecutorRecord{AppID: "app-unknown-0001", ID: 0, WorkerID: "w1", Cores: 1}),
+	}
+	for _, c := range steps {
+		if err := s.Apply(c, nil); err != nil {
+			t.Fatalf("%s: %v", c.Type, err)
+		}
+	}
+	if got := s.Apps["app-20261122100000-0001"]; got.State != wire.AppKilled || got.ExecutorLimit != nil {
+		t.Fatalf("app after later writes: %s limit %v, want KILLED with no limit", got.State, got.ExecutorLimit)
+	}
+	if len(s.Executors) != 0 {
+		t.Fatalf("executors placed for an ended or unknown app: %v", s.Executors)
+	}
+	d := DriverRecord{ID: "driver-20261122100000-0001", State: wire.DriverSubmitted}
+	dKilled := d
+	dKilled.State, dKilled.EndedAt = wire.DriverKilled, &ended
+	dRunning := d
+	dRunning.State, dRunning.WorkerID = wire.DriverRunning, "w1"
+	for _, c := range []Command{PutDriver(d, 0), PutDriver(dKilled, 0), PutDriver(dRunning, 0)} {
+		if err := s.Apply(c, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.Drivers[d.ID]; got.State != wire.DriverKilled {
+		t.Fatalf("driver after a late launch record: %s, want KILLED", got.State)
+	}
+}

@@ -130,6 +130,9 @@ type DriverStatus struct {
 	Message      string      `json:"message,omitempty"`
 	RelaunchOf   string      `json:"relaunchOf,omitempty"`   // the driver this one replaces
 	RelaunchedAs string      `json:"relaunchedAs,omitempty"` // the driver that replaced this one
+	// KillRequested: a kill was accepted (and is durable) while the driver
+	// ran; its worker reports KILLED once the process is gone.
+	KillRequested bool `json:"killRequested,omitempty"`
 }
 
 // WorkerStatus is a worker as the master sees it.
@@ -165,6 +168,8 @@ type ClusterStatus struct {
 	Leader   string `json:"leader,omitempty"` // API address of the leader, if known
 	LeaderID string `json:"leaderId,omitempty"`
 	Epoch    uint64 `json:"epoch"`
+	// LeaderSince is when this master's leadership began (leader view only).
+	LeaderSince *time.Time `json:"leaderSince,omitempty"`
 
 	Workers          []WorkerStatus `json:"workers"`
 	ActiveApps       []AppStatus    `json:"activeApps"`
@@ -193,7 +198,12 @@ const (
 	EventExecutorLost    EventType = "executorLost" // its worker was lost
 	EventAppRemoved      EventType = "appRemoved"   // final; the stream ends
 	EventMasterChanged   EventType = "masterChanged"
-	EventHeartbeat       EventType = "heartbeat" // keeps idle connections alive
+	// EventHeartbeat: the master still leads and the stream is alive. An
+	// idle stream carries one every few hundred milliseconds, and only
+	// while the master has confirmed its leadership with a quorum, so a
+	// client notices within a second that its master froze, was cut off
+	// or was deposed (see AppEvent.NextWithinMs).
+	EventHeartbeat EventType = "heartbeat"
 )
 
 // AppEvent is one line of GET /v1/apps/{id}/events.
@@ -207,6 +217,11 @@ type AppEvent struct {
 	Epoch    uint64          `json:"epoch,omitempty"`   // masterChanged
 	Leader   string          `json:"leader,omitempty"`  // masterChanged
 	Message  string          `json:"message,omitempty"` // appRemoved, executorLost
+	// NextWithinMs promises the next line of the stream within this many
+	// milliseconds (snapshot, heartbeat). A client that hears nothing for
+	// that long treats the stream as dead and reconnects, to whichever
+	// master leads by then.
+	NextWithinMs int64 `json:"nextWithinMs,omitempty"`
 }
 
 // Error is the body of every error response.

@@ -20,6 +20,25 @@ import (
 
 const registerBackoffBase = 100 * time.Millisecond
 
+// A heartbeat or a registration attempt that gets no answer this quickly
+// is abandoned: the master froze or is cut off, and a new leader may
+// already be waiting for us. A master answers both in milliseconds.
+const (
+	heartbeatTimeout       = 2 * time.Second
+	registerAttemptTimeout = 3 * time.Second
+)
+
+// within returns a context for one request: done when parent or reg ends,
+// or after timeout.
+func within(parent, reg context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	stop := context.AfterFunc(reg, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
+
 // masterLoop runs until ctx ends.
 func (w *Worker) masterLoop(ctx context.Context) {
 	failures := 0 // consecutive registrations not followed by a heartbeat
@@ -80,17 +99,32 @@ func (w *Worker) register(ctx context.Context, hint string) (string, wire.Regist
 	for round := 0; ; round++ {
 		slow := false // a wrong secret will not fix itself soon
 		var lastErr error
+		relooked := w.sess.relookSignal()
+	candidates:
 		for _, first := range w.candidates(hint) {
 			target := first
 			for hops := 0; target != "" && hops < 4; hops++ {
 				var reg wire.RegisteredWorker
-				err := w.client.Do(ctx, http.MethodPost, target+"/v1/workers", req, &reg)
+				actx, cancel := within(ctx, relooked, min(w.cfg.RequestTimeout, registerAttemptTimeout))
+				err := w.client.Do(actx, http.MethodPost, target+"/v1/workers", req, &reg)
+				cancel()
 				if err == nil {
 					w.lastMaster = target
 					return target, reg, nil
 				}
 				if ctx.Err() != nil {
 					return "", reg, ctx.Err()
+				}
+				select {
+				case <-relooked.Done():
+					// A master (a new leader) told us where to go: go there
+					// now rather than wait on this one.
+					if _, h := w.sess.take(); h != "" {
+						hint = h
+					}
+					w.log.Info("registration redirected by a reconnect", "from", target, "to", hint)
+					break candidates
+				default:
 				}
 				lastErr = err
 				next := ""
@@ -115,6 +149,11 @@ func (w *Worker) register(ctx context.Context, hint string) (string, wire.Regist
 				}
 				target = next
 			}
+		}
+		select {
+		case <-relooked.Done():
+			continue // straight to the hint
+		default:
 		}
 		d := backoff(round+1, registerBackoffBase, w.cfg.RegisterBackoffMax)
 		if slow {
@@ -174,7 +213,7 @@ func (w *Worker) sendLatestState(ctx context.Context, master string) error {
 // for again; then the session is no longer registered. It reports whether at
 // least one heartbeat went through, and a master to try first if one is known.
 func (w *Worker) heartbeatLoop(ctx context.Context, master string, interval time.Duration) (ok bool, hint string) {
-	_, gen, _ := w.sess.current()
+	_, gen, _, regCtx := w.sess.current()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -195,10 +234,15 @@ func (w *Worker) heartbeatLoop(ctx context.Context, master string, interval time
 		}
 		used := w.procs.used()
 		var reply wire.HeartbeatReply
-		err := w.client.Do(ctx, http.MethodPost, w.workerURL(master, "heartbeat"),
+		hctx, cancel := within(ctx, regCtx, min(w.cfg.RequestTimeout, heartbeatTimeout))
+		err := w.client.Do(hctx, http.MethodPost, w.workerURL(master, "heartbeat"),
 			wire.Heartbeat{CoresUsed: used.cores, MemoryUsedMB: used.memoryMB}, &reply)
+		cancel()
 		if ctx.Err() != nil {
 			return ok, ""
+		}
+		if regCtx.Err() != nil {
+			continue // a reconnect came while it was in flight: act on it
 		}
 		if err != nil {
 			switch {

@@ -259,3 +259,40 @@ func TestReportsAreDeliveredInOrderAfterAnOutage(t *testing.T) {
 		}
 	}
 }
+
+// A master that froze (SIGSTOP: it accepts connections and never answers)
+// holds a heartbeat until its timeout. A new leader's reconnect must not
+// wait for that: the worker drops the request in flight and registers with
+// the new leader at once.
+func TestReconnectCancelsHeartbeatToFrozenMaster(t *testing.T) {
+	t.Parallel()
+	frozen := newFakeMaster(t)
+	next := newFakeMaster(t)
+	next.epoch = 9
+	thaw := make(chan struct{})
+	defer close(thaw)
+	inFlight := make(chan struct{}, 1)
+	w := startWorker(t, []string{frozen.URL()}, func(c *Config) { c.RequestTimeout = 30 * time.Second })
+	frozen.waitRegistered(t)
+	frozen.with(func() {
+		frozen.onHeartbeat = func() (bool, error) {
+			select {
+			case inFlight <- struct{}{}:
+			default:
+			}
+			<-thaw // frozen: never answers while the test runs
+			return false, nil
+		}
+	})
+	select {
+	case <-inFlight:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no heartbeat reached the master")
+	}
+	start := time.Now()
+	w.mustCall(200, "POST", "/v1/reconnect", wire.Reconnect{Epoch: 9, Master: next.URL()})
+	next.waitRegistered(t)
+	if took := time.Since(start); took > heartbeatTimeout*3/4 {
+		t.Fatalf("registered with the new leader %v after its reconnect: the heartbeat to the frozen master held it", took)
+	}
+}

@@ -142,7 +142,7 @@ func (w *Worker) deliverLoop(ctx context.Context) {
 		if !ok {
 			return
 		}
-		master, gen, ready := w.sess.current()
+		master, gen, ready, regCtx := w.sess.current()
 		if master == "" {
 			select {
 			case <-ctx.Done():
@@ -151,9 +151,14 @@ func (w *Worker) deliverLoop(ctx context.Context) {
 				continue
 			}
 		}
-		err := w.client.Do(ctx, http.MethodPost, w.workerURL(master, r.endpoint()), r.body(), nil)
+		rctx, cancel := within(ctx, regCtx, w.cfg.RequestTimeout)
+		err := w.client.Do(rctx, http.MethodPost, w.workerURL(master, r.endpoint()), r.body(), nil)
+		cancel()
 		if ctx.Err() != nil {
 			return
+		}
+		if regCtx.Err() != nil {
+			continue // registered again meanwhile: send it to the new master
 		}
 		var se *httpx.StatusError
 		switch {

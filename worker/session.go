@@ -1,6 +1,9 @@
 package worker
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // session is the worker's registration: which master it is registered with,
 // if any. The master loop owns registration; the reporter and the command
@@ -11,25 +14,46 @@ type session struct {
 	master string        // the master we are registered with; "" while not
 	gen    uint64        // bumped at every registration
 	ready  chan struct{} // closed while registered
+	// ctx lives as long as the registration: requests to its master use
+	// it, so that a new leader's reconnect (or any loss) cancels whatever
+	// is still waiting on the old one, a frozen master included.
+	ctx    context.Context
+	cancel context.CancelFunc
 	// relook asks the master loop to register again, at hint first if set.
 	relook bool
 	hint   string
 	wake   chan struct{} // capacity 1: a relook is pending
+	// relooked is cancelled, and replaced, at every relook request: a
+	// registration attempt in flight gives up on it.
+	relooked     context.Context
+	signalRelook context.CancelFunc
 }
 
 func newSession() *session {
-	return &session{ready: make(chan struct{}), wake: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // not registered yet
+	s := &session{ready: make(chan struct{}), wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+	s.relooked, s.signalRelook = context.WithCancel(context.Background())
+	return s
 }
 
-// current returns the master we are registered with and the registration's
-// generation, or "" and a channel closed at the next registration.
-func (s *session) current() (master string, gen uint64, ready <-chan struct{}) {
+// relookSignal returns a context cancelled at the next relook request.
+func (s *session) relookSignal() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.relooked
+}
+
+// current returns the master we are registered with, the registration's
+// generation and its context, or "" and a channel closed at the next
+// registration.
+func (s *session) current() (master string, gen uint64, ready <-chan struct{}, ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.master != "" {
-		return s.master, s.gen, nil
+		return s.master, s.gen, nil, s.ctx
 	}
-	return "", s.gen, s.ready
+	return "", s.gen, s.ready, s.ctx
 }
 
 // registered records a successful registration (with the latest state sent).
@@ -40,6 +64,8 @@ func (s *session) registered(master string) {
 	if s.master == "" {
 		close(s.ready)
 	}
+	s.cancel()
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.master = master
 	s.gen++
 }
@@ -54,6 +80,7 @@ func (s *session) unregister() {
 
 // unregisterLocked forgets the registration; the reporter then waits.
 func (s *session) unregisterLocked() {
+	s.cancel()
 	if s.master != "" {
 		s.master = ""
 		s.ready = make(chan struct{})
@@ -90,6 +117,8 @@ func (s *session) requestLocked(hint string) {
 	if hint != "" {
 		s.hint = hint
 	}
+	s.signalRelook()
+	s.relooked, s.signalRelook = context.WithCancel(context.Background())
 }
 
 func (s *session) signal() {

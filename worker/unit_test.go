@@ -173,25 +173,29 @@ func TestLookPath(t *testing.T) {
 func TestSessionRegistrationStates(t *testing.T) {
 	t.Parallel()
 	s := newSession()
-	if m, _, ready := s.current(); m != "" || ready == nil {
+	if m, _, ready, ctx := s.current(); m != "" || ready == nil || ctx.Err() == nil {
 		t.Fatal("a new session is registered")
 	}
 	s.reconnect("http://b:1") // before the registration completes
 	s.registered("http://a:1")
 	s.registered("http://a:1") // must not close ready twice
-	m, gen, ready := s.current()
-	if m != "http://a:1" || ready != nil {
+	m, gen, ready, regCtx := s.current()
+	if m != "http://a:1" || ready != nil || regCtx.Err() != nil {
 		t.Fatalf("current %q %v", m, ready)
 	}
 	if relook, hint := s.take(); !relook || hint != "http://b:1" {
 		t.Errorf("pending relook %v %q", relook, hint)
 	}
 	s.lost(gen-1, "") // about an older registration: ignored
-	if m, _, _ := s.current(); m == "" {
+	if m, _, _, _ := s.current(); m == "" || regCtx.Err() != nil {
 		t.Error("a stale loss unregistered the session")
 	}
+	relooked := s.relookSignal()
 	s.lost(gen, "http://c:1")
-	_, _, ready = s.current()
+	if regCtx.Err() == nil || relooked.Err() == nil {
+		t.Error("losing the registration did not cancel what waits on its master")
+	}
+	_, _, ready, _ = s.current()
 	select {
 	case <-ready:
 		t.Error("ready while unregistered")

@@ -1,0 +1,123 @@
+package master
+
+import (
+	"github.com/berth-cluster/berth/persistence"
+)
+
+// Every change to durable state is made commit-first. A transition decides
+// a change and writes it; only once the write is durable does the change
+// happen in memory and does anything follow from it: an event to a client,
+// a command to a worker, an answer to a request. A write that fails leaves
+// the master as it was, so nothing is ever seen, acknowledged or acted on
+// that a new leader would not find in the log.
+//
+// While a change is in flight the entity is marked (an app ending, a
+// worker being removed, an executor launching), so that no second decision
+// contradicts the first: an ending app gets no executors, a worker being
+// removed gets no work. The marks are internal; what the master shows is
+// the committed state.
+
+// commit writes cmds. Once they are durable, and if this master still has
+// the leadership it decided them under, apply makes the change in memory.
+// done, if not nil, then learns the outcome: nil, or the error a client
+// must see (persistErr). A durable write from an ended leadership is
+// reported as a success without being applied: the new leader recovers it
+// from the log.
+func (c *core) commit(cmds []persistence.Command, apply func(), done func(error)) {
+	gen := c.gen
+	c.fx.persist(cmds, func(err error) {
+		if err != nil {
+			err = c.persistErr(gen, err)
+		} else if gen == c.gen {
+			apply()
+		}
+		if done != nil {
+			done(err)
+		}
+	})
+}
+
+// writeRecord writes a change of one record (*rec, the committed record)
+// after the writes of it already in flight (q): cmds builds the write from
+// the changed record. Once durable, *rec is the new record and apply runs
+// (if this leadership goes on); done learns the outcome. A write that finds
+// its entity no longer listed by its turn is not made: done gets gone().
+func writeRecord[R any](c *core, q *serial, rec *R, listed func() bool, gone func() error,
+	cmds func(R) []persistence.Command, change func(*R), apply func(), done func(error)) {
+	q.do(func() {
+		if !listed() {
+			q.done()
+			done(gone())
+			return
+		}
+		next := *rec
+		change(&next)
+		c.commit(cmds(next), func() {
+			*rec = next
+			apply()
+		}, func(err error) {
+			if err == nil {
+				*rec = next // durable, even if this leadership ended before applying it
+			}
+			q.done()
+			c.schedule()
+			done(err)
+		})
+	})
+}
+
+// serial runs the writes of one record one after another, so that each
+// write carries the committed record plus its own change only: a change
+// whose write failed is never carried by a later write of the record.
+type serial struct {
+	busy   bool
+	queued []func()
+}
+
+// do runs start now if no write of the record is in flight, else once the
+// writes queued before it are done. start must call done when its write
+// has finished (or when it decided not to write).
+func (s *serial) do(start func()) {
+	if s.busy {
+		s.queued = append(s.queued, start)
+		return
+	}
+	s.busy = true
+	start()
+}
+
+// done ends the write in flight and starts the next queued one.
+func (s *serial) done() {
+	if len(s.queued) == 0 {
+		s.busy = false
+		return
+	}
+	next := s.queued[0]
+	s.queued = s.queued[1:]
+	next()
+}
+
+// then runs fn once the writes queued before it are done, to decide
+// something against the record as it will then be committed.
+func (s *serial) then(fn func()) {
+	s.do(func() {
+		s.done()
+		fn()
+	})
+}
+
+// waiters are the requests waiting for a change in flight.
+type waiters []func(error)
+
+func (w *waiters) add(fn func(error)) {
+	if fn != nil {
+		*w = append(*w, fn)
+	}
+}
+
+// finish tells every waiter the change's outcome.
+func (w waiters) finish(err error) {
+	for _, fn := range w {
+		fn(err)
+	}
+}

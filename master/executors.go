@@ -1,0 +1,224 @@
+package master
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// launchExecutor places one executor of a on w. Its cores are taken at once,
+// so the next placement does not reuse them, but the executor is neither
+// shown nor launched until its placement record is durable: a new leader
+// then knows where it runs, and a leader that cannot commit launches
+// nothing. A placement that fails to commit gives its cores back.
+func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int) {
+	e := &executorInfo{app: a, id: a.nextExecID, worker: w, cores: cores, memory: memory, state: wire.ExecutorLaunching, launching: true}
+	a.nextExecID++
+	a.executors[e.id] = e
+	a.coresGranted += cores
+	w.addExecutor(e)
+	rec := persistence.ExecutorRecord{AppID: a.rec.ID, ID: e.id, WorkerID: w.rec.ID, Cores: cores, MemoryMB: memory}
+	c.commit([]persistence.Command{persistence.PutExecutor(rec)}, func() {
+		if !c.live(e) {
+			return
+		}
+		e.launching = false
+		a.hosts[w.rec.ID] = struct{}{}
+		a.state = wire.AppRunning
+		c.fx.send(w, workerCommand{
+			kind: cmdLaunchExecutor,
+			body: wire.LaunchExecutor{
+				Epoch: c.epoch, MasterURL: c.cfg.Advertise, AppID: a.rec.ID, ExecutorID: e.id,
+				Cores: cores, MemoryMB: memory, Command: a.rec.Desc.Command, Env: a.rec.Desc.Env,
+			},
+			appID: a.rec.ID, execID: e.id,
+		})
+		c.publish(a, wire.AppEvent{Type: wire.EventExecutorAdded, Executor: executorStatus(e)})
+	}, func(err error) {
+		if err == nil || !c.live(e) || !e.launching {
+			return
+		}
+		c.log.Error("executor placement not committed; its cores are free again", "app", a.rec.ID, "executor", e.id, "err", err)
+		w.removeExecutor(e)
+		delete(a.executors, e.id)
+		a.coresGranted -= cores
+		c.schedule()
+	})
+}
+
+// live reports whether e is still a live executor of an active app.
+func (c *core) live(e *executorInfo) bool {
+	return c.apps[e.app.rec.ID] == e.app && e.app.executors[e.id] == e
+}
+
+func (c *core) killExecutorCommand(appID string, id int) workerCommand {
+	return workerCommand{kind: cmdKillExecutor, body: wire.KillExecutor{Epoch: c.epoch, AppID: appID, ExecutorID: id}, appID: appID, execID: id}
+}
+
+// executorEnd is how an executor ended.
+type executorEnd struct {
+	state    wire.ExecutorState
+	message  string
+	exitCode *int
+	event    wire.EventType // what the app's client is told
+	note     string         // the event's message
+	kill     bool           // the worker must still kill the process
+}
+
+// endExecutor writes an executor's end (its placement record goes); once
+// durable the executor leaves its app and worker (executorEnded).
+func (c *core) endExecutor(e *executorInfo, end executorEnd, done func(error)) {
+	c.commit([]persistence.Command{persistence.DeleteExecutor(e.app.rec.ID, e.id)}, func() { c.executorEnded(e, end) }, done)
+}
+
+// executorEnded applies an executor's durable end: its resources are free,
+// its app's client told, and the retry limit applied: FAILED executors
+// count; an executor that ran stably resets the count; an app that reaches
+// --max-executor-retries with no stably running executor ends FAILED. An
+// executor that another durable write ended first is left alone.
+func (c *core) executorEnded(e *executorInfo, end executorEnd) {
+	if !c.live(e) {
+		return
+	}
+	a := e.app
+	e.worker.removeExecutor(e)
+	e.state, e.message, e.exitCode = end.state, end.message, end.exitCode
+	a.retire(e)
+	if end.kill && !e.launching {
+		c.fx.send(e.worker, c.killExecutorCommand(a.rec.ID, e.id))
+	}
+	if !e.launching {
+		c.publish(a, wire.AppEvent{Type: end.event, Executor: executorStatus(e), Message: end.note})
+	}
+	if c.stable(e) {
+		a.retryCount = 0
+	}
+	if e.state == wire.ExecutorFailed {
+		a.retryCount++
+		if limit := c.cfg.MaxExecutorRetries; limit >= 0 && a.retryCount >= limit && !c.hasStableExecutor(a) {
+			c.finishApp(a, wire.AppFailed, fmt.Sprintf("%d executors failed in a row with none running (last: %s)", a.retryCount, e.message), nil)
+		}
+	}
+	c.schedule()
+}
+
+// executorLost ends an executor whose process is gone without a report.
+func (c *core) executorLost(e *executorInfo, msg string) {
+	c.endExecutor(e, executorEnd{state: wire.ExecutorLost, message: msg, event: wire.EventExecutorLost, note: msg}, nil)
+}
+
+// executorStateChanged applies a worker's report about one executor. A
+// final state is acknowledged only once the executor's end is durable: the
+// worker drops a report once acknowledged, and a new leader must not find
+// the executor still placed. A RUNNING executor that stays up resets the
+// app's failure count; a FAILED one adds to it (see executorEnded).
+func (c *core) executorStateChanged(workerID string, m wire.ExecutorStateChanged, reply func(any, error)) {
+	w, err := c.reportingWorker(workerID) // refuses too when not leading
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	var e *executorInfo
+	if a := c.apps[m.AppID]; a != nil {
+		e = a.executors[m.ExecutorID]
+	}
+	if e == nil || e.worker != w || e.launching {
+		if !m.State.Finished() {
+			// Running, but no master accounts for it: stop it.
+			c.fx.send(w, c.killExecutorCommand(m.AppID, m.ExecutorID))
+		}
+		reply(nil, notFound("executor", fmt.Sprintf("%s/%d", m.AppID, m.ExecutorID)))
+		return
+	}
+	if !m.State.Finished() {
+		if m.State == wire.ExecutorRunning && e.state != wire.ExecutorRunning {
+			e.runningSince = c.now()
+		}
+		e.state, e.message, e.exitCode = m.State, m.Message, m.ExitCode
+		c.publish(e.app, wire.AppEvent{Type: wire.EventExecutorUpdated, Executor: executorStatus(e)})
+		reply(struct{}{}, nil)
+		return
+	}
+	c.endExecutor(e, executorEnd{state: m.State, message: m.Message, exitCode: m.ExitCode, event: wire.EventExecutorUpdated}, c.ack(reply))
+}
+
+// ack turns a reply into the done of a write: success once durable, else
+// the error a client must see.
+func (c *core) ack(reply func(any, error)) func(error) {
+	return func(err error) {
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		reply(struct{}{}, nil)
+	}
+}
+
+// killExecutors kills chosen executors of an app (dynamic allocation) and
+// answers, once their ends are durable, with the ids it killed; ids the
+// master does not list are skipped.
+func (c *core) killExecutors(id string, ids []int, reply func(any, error)) {
+	a, err := c.activeApp(id)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	killed := []int{}
+	var chosen []*executorInfo
+	var cmds []persistence.Command
+	for _, eid := range ids {
+		if e, ok := a.executors[eid]; ok && !e.launching {
+			chosen = append(chosen, e)
+			killed = append(killed, eid)
+			cmds = append(cmds, persistence.DeleteExecutor(a.rec.ID, eid))
+		}
+	}
+	if len(chosen) == 0 {
+		reply(wire.KillExecutors{ExecutorIDs: killed}, nil)
+		return
+	}
+	c.commit(cmds, func() {
+		for _, e := range chosen {
+			c.executorEnded(e, executorEnd{state: wire.ExecutorKilled, event: wire.EventExecutorUpdated, note: "killed by request", kill: true})
+		}
+	}, func(err error) {
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		reply(wire.KillExecutors{ExecutorIDs: killed}, nil)
+	})
+}
+
+// executorStableAfter is how long an executor must stay RUNNING to prove the
+// app's command works. A worker reports RUNNING as soon as the process
+// starts, so a command that exits non-zero at once is RUNNING for a moment
+// every time: resetting the failure count on that moment would relaunch it
+// forever (the loop SPARK-27510 set out to stop).
+const executorStableAfter = 5 * time.Second
+
+// stable reports whether e has been RUNNING for executorStableAfter.
+func (c *core) stable(e *executorInfo) bool {
+	return !e.runningSince.IsZero() && c.now().Sub(e.runningSince) >= executorStableAfter
+}
+
+func (c *core) hasStableExecutor(a *appInfo) bool {
+	for _, e := range a.executors {
+		if e.state == wire.ExecutorRunning && c.stable(e) {
+			return true
+		}
+	}
+	return false
+}
+
+// resetRetries clears the failure count of apps with an executor that has
+// proved it runs (called from tick).
+func (c *core) resetRetries() {
+	for _, a := range c.appOrder {
+		if a.retryCount > 0 && c.hasStableExecutor(a) {
+			a.retryCount = 0
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package master
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/persistence"
+)
+
+// leaderLease decides whether this master may answer as the leader now.
+//
+// A Raft leader does not know it was deposed until it hears so: one frozen
+// by SIGSTOP, or cut off from the others, would otherwise answer from a
+// state that a new leader has already moved past. So before a request is
+// answered as the leader's view, leadership is confirmed: a quorum answered
+// a VerifyLeader that began less than the lease ago. No other master can
+// be elected within that time (followers refuse to vote while they heard
+// from a leader within their heartbeat timeout, and the lease is half of
+// it), so everything acknowledged anywhere before the request arrived is in
+// this master's state. A background refresh keeps the lease fresh while
+// this master leads, so a read usually costs an atomic load; once the lease
+// lapses, a read waits for a fresh VerifyLeader.
+//
+// A master handing leadership over (SIGTERM) gives up its lease first: the
+// transfer may elect the other master at once.
+type leaderLease struct {
+	verify   func(context.Context) error // nil for a lone master, which leads while it runs
+	duration time.Duration
+
+	mu          sync.Mutex
+	until       time.Time // monotonic; zero when not confirmed
+	handingOver atomic.Bool
+	leading     atomic.Bool // the loop's view: this master leads (refresh runs)
+}
+
+// newLeaderLease uses engine's leader verification, if it has one.
+func newLeaderLease(engine persistence.Engine) *leaderLease {
+	l := &leaderLease{}
+	if v, ok := engine.(interface {
+		persistence.LeaderVerifier
+		LeaseTimeout() time.Duration
+	}); ok {
+		l.verify, l.duration = v.VerifyLeader, v.LeaseTimeout()
+	}
+	return l
+}
+
+var errHandingOver = httpx.Errorf(http.StatusServiceUnavailable, "this master is handing leadership over; retry against the new leader")
+
+// fresh reports whether leadership is confirmed now, without asking.
+func (l *leaderLease) fresh() bool {
+	if l.handingOver.Load() {
+		return false
+	}
+	if l.verify == nil {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return time.Now().Before(l.until)
+}
+
+// confirm returns nil once leadership is confirmed: at once while the lease
+// is fresh, else after a VerifyLeader. The error says why not.
+func (l *leaderLease) confirm(ctx context.Context) error {
+	if l.handingOver.Load() {
+		return errHandingOver
+	}
+	if l.fresh() {
+		return nil
+	}
+	return l.renew(ctx)
+}
+
+// renew runs a VerifyLeader and, if a quorum confirms, extends the lease
+// from the moment the verification began.
+func (l *leaderLease) renew(ctx context.Context) error {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, 4*l.duration)
+	defer cancel()
+	if err := l.verify(ctx); err != nil {
+		return err
+	}
+	if l.handingOver.Load() {
+		return errHandingOver
+	}
+	l.mu.Lock()
+	if until := start.Add(l.duration); until.After(l.until) {
+		l.until = until
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+// drop forgets the lease: leadership ended.
+func (l *leaderLease) drop() {
+	l.leading.Store(false)
+	l.mu.Lock()
+	l.until = time.Time{}
+	l.mu.Unlock()
+}
+
+// refresh keeps the lease fresh while the master leads, until ctx ends.
+func (l *leaderLease) refresh(ctx context.Context) {
+	if l.verify == nil {
+		return
+	}
+	t := time.NewTicker(l.duration / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if l.leading.Load() && !l.handingOver.Load() {
+			_ = l.renew(ctx) // a failure lets the lease lapse
+		}
+	}
+}
+
+// notConfirmed is the answer to a request this master could not confirm it
+// leads for: a redirect to the leader Raft knows, or a 503.
+func (m *Master) notConfirmed(err error) error {
+	if se, ok := err.(*httpx.StatusError); ok {
+		return se
+	}
+	if addr := m.leaderAddress(); addr != "" {
+		return &httpx.StatusError{Status: http.StatusTemporaryRedirect, Message: "not the leader", Leader: addr}
+	}
+	return httpx.Errorf(http.StatusServiceUnavailable, "this master could not confirm it still leads (%v); retry, another master may lead", err)
+}
