@@ -67,7 +67,9 @@ func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply func(any,
 // made.
 func (c *core) updateApp(a *appInfo, retain int, change func(*persistence.AppRecord), apply func(), done func(error)) {
 	writeRecord(c, &a.writes, &a.rec, func() bool { return c.apps[a.rec.ID] == a }, func() error { return c.appGone(a) },
-		func(r persistence.AppRecord) []persistence.Command { return []persistence.Command{persistence.PutApp(r, retain)} },
+		func(r persistence.AppRecord) []persistence.Command {
+			return []persistence.Command{persistence.PutApp(r, retain)}
+		},
 		change, apply, done)
 }
 
