@@ -5,7 +5,7 @@ PKGS     := ./...
 # CI has 2 cores; the race detector and the end-to-end tests share them.
 TESTFLAGS ?= -race -count=1 -timeout 14m
 
-.PHONY: all build test bench demo lint fuzz clean
+.PHONY: all build test test-deps chaos bench demo lint fuzz clean
 
 all: build
 
@@ -13,9 +13,20 @@ build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 	$(GO) build -o $(BIN)/pi ./examples/pi
 
-test:
+test: test-deps
 	$(GO) vet $(PKGS)
 	$(GO) test $(TESTFLAGS) $(PKGS)
+
+# What the tests need beyond Go (nftables for the partition fault).
+test-deps:
+	scripts/test-deps.sh
+
+# The fault-injection run: 100 faults on a 3-master cluster under load
+# (about 10 minutes), then its report; CHAOS_FAULTS=n for another count.
+CHAOS_FAULTS ?= 100
+chaos: test-deps
+	$(GO) test -count=1 -timeout 60m -run TestChaos -v ./e2e/chaos -args -chaos.faults=$(CHAOS_FAULTS) -chaos.report=$(CURDIR)/out/chaos-report.md
+	@echo "report: out/chaos-report.md"
 
 # Go micro-benchmarks (placement round at 100..100,000 workers).
 bench:

@@ -61,9 +61,15 @@ func (c *Client) App(ctx context.Context, id string) (wire.AppStatus, error) {
 	return st, nil
 }
 
-// KillApp kills an application (it ends KILLED).
-func (c *Client) KillApp(ctx context.Context, id string) error {
-	return c.appWrite(ctx, "kill", http.MethodDelete, id, "", nil)
+// KillApp kills an application (it ends KILLED) and returns its status
+// once the kill is durable; killing an app that already ended returns its
+// final status.
+func (c *Client) KillApp(ctx context.Context, id string) (wire.AppStatus, error) {
+	var st wire.AppStatus
+	if err := c.call(ctx, request{method: http.MethodDelete, path: appPath(id, "")}, &st); err != nil {
+		return st, fmt.Errorf("kill app %s: %w", id, err)
+	}
+	return st, nil
 }
 
 // UnregisterApp tells the master the app's client is done (it ends FINISHED).

@@ -60,8 +60,11 @@ const (
 	// master that accepts the connection and says nothing is frozen.
 	DefaultStreamOpenTimeout = 2 * time.Second
 	// suspectFor is how long a master that did not answer in time is tried
-	// after the others.
-	suspectFor = 10 * time.Second
+	// after the others, and redirects to it are not followed: long enough
+	// for followers to stop naming a frozen leader (their heartbeat
+	// timeout) and elect another, short enough that a master frozen once
+	// and elected again soon after is not shunned.
+	suspectFor = 3 * time.Second
 )
 
 // Client calls the masters of one cluster. It is safe for concurrent use.
@@ -192,7 +195,7 @@ func (c *Client) target() string {
 	return c.masters[c.cursor%len(c.masters)]
 }
 
-// setLeader remembers base as the leader, which answered.
+// setLeader remembers base as the leader, which answered as such.
 func (c *Client) setLeader(base string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -201,6 +204,20 @@ func (c *Client) setLeader(base string) {
 	}
 	c.leader = base
 	delete(c.suspect, base)
+}
+
+// redirectedTo takes a follower's word that base leads, and reports
+// whether to go there now: not if base did not answer in time lately, since
+// followers keep naming a frozen or cut-off leader until their heartbeat
+// timeout, and the election that replaces it comes soon after.
+func (c *Client) redirectedTo(base string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if until, ok := c.suspect[base]; ok && time.Now().Before(until) {
+		return false
+	}
+	c.leader = base
+	return true
 }
 
 // failed forgets base as the leader (it did not answer, or has no leader)

@@ -63,7 +63,7 @@ func TestRedirectToLeaderKeepsSecret(t *testing.T) {
 		t.Fatalf("leader saw Authorization %q, want the secret", got)
 	}
 	// The leader is remembered: the next write goes straight to it.
-	if err := c.KillApp(context.Background(), "app-1"); err != nil {
+	if _, err := c.KillApp(context.Background(), "app-1"); err != nil {
 		t.Fatal(err)
 	}
 	if follower.count() != 1 || leader.count() != 2 {
@@ -143,7 +143,7 @@ func TestClientErrorNotRetried(t *testing.T) {
 	if StatusCode(err) != 400 || !strings.Contains(err.Error(), "cores must be positive") {
 		t.Fatalf("SubmitDriver: %v, want the 400 and its reason", err)
 	}
-	if err := c.KillDriver(context.Background(), "d"); StatusCode(err) != 400 {
+	if _, err := c.KillDriver(context.Background(), "d"); StatusCode(err) != 400 {
 		t.Fatalf("KillDriver: %v", err)
 	}
 	if m.count() != 2 {

@@ -30,12 +30,16 @@ func (c *Client) Driver(ctx context.Context, id string) (wire.DriverStatus, erro
 	return st, nil
 }
 
-// KillDriver kills a driver (it ends KILLED).
-func (c *Client) KillDriver(ctx context.Context, id string) error {
-	if err := c.call(ctx, request{method: http.MethodDelete, path: driverPath(id, "")}, nil); err != nil {
-		return fmt.Errorf("kill driver %s: %w", id, err)
+// KillDriver kills a driver and returns its status once the kill is
+// durable: KILLED for one that was waiting, else still running with
+// KillRequested set (its worker reports KILLED once the process is gone);
+// a driver that already ended returns its final status.
+func (c *Client) KillDriver(ctx context.Context, id string) (wire.DriverStatus, error) {
+	var st wire.DriverStatus
+	if err := c.call(ctx, request{method: http.MethodDelete, path: driverPath(id, "")}, &st); err != nil {
+		return st, fmt.Errorf("kill driver %s: %w", id, err)
 	}
-	return nil
+	return st, nil
 }
 
 // WaitDriver polls the driver every pollEvery until it is in a final state

@@ -42,7 +42,7 @@ func (c *Client) Events(ctx context.Context, appID string, handle func(wire.AppE
 			return fmt.Errorf("events of app %s: %w", appID, err)
 		}
 		started := time.Now()
-		final, err := c.readEvents(connCtx, cancel, resp, handle)
+		final, silent, err := c.readEvents(connCtx, cancel, resp, handle)
 		cancel()
 		if final {
 			return err
@@ -50,9 +50,15 @@ func (c *Client) Events(ctx context.Context, appID string, handle func(wire.AppE
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if silent {
+			// The master broke its promise of a line: it froze, was cut
+			// off or was deposed. Look elsewhere first.
+			c.failed(baseOf(resp), true)
+		}
 		// A master that accepts the stream and drops it at once must not
-		// make us spin; a stream that lived a while reconnects at once.
-		if time.Since(started) > 5*time.Second {
+		// make us spin; a stream that lived a while (a second is several
+		// heartbeats) reconnects at once: failovers may come close together.
+		if time.Since(started) > time.Second {
 			pause = 0
 		} else {
 			pause = min(max(2*pause, c.minBackoff), c.maxBackoff)
@@ -72,7 +78,7 @@ func (c *Client) Events(ctx context.Context, appID string, handle func(wire.AppE
 // its master promised (an event's NextWithinMs; else the idle timeout) is
 // cut through cancel, which ends the pending read: the master froze, was
 // cut off or was deposed, and another one may lead by now.
-func (c *Client) readEvents(ctx context.Context, cancel context.CancelFunc, resp *http.Response, handle func(wire.AppEvent) error) (final bool, err error) {
+func (c *Client) readEvents(ctx context.Context, cancel context.CancelFunc, resp *http.Response, handle func(wire.AppEvent) error) (final, silent bool, err error) {
 	defer resp.Body.Close()
 	silence := c.streamIdleTimeout
 	idle := time.AfterFunc(silence, cancel)
@@ -83,9 +89,9 @@ func (c *Client) readEvents(ctx context.Context, cancel context.CancelFunc, resp
 		var ev wire.AppEvent
 		if err := dec.Decode(&ev); err != nil {
 			if ctx.Err() != nil && !idle.Stop() {
-				return false, fmt.Errorf("no event for %s: %w", silence, err)
+				return false, true, fmt.Errorf("no event for %s: %w", silence, err)
 			}
-			return false, err
+			return false, false, err
 		}
 		if ev.NextWithinMs > 0 {
 			silence = time.Duration(ev.NextWithinMs) * time.Millisecond
@@ -95,10 +101,16 @@ func (c *Client) readEvents(ctx context.Context, cancel context.CancelFunc, resp
 			continue
 		}
 		if err := handle(ev); err != nil {
-			return true, err
+			return true, false, err
 		}
 		if ev.Type == wire.EventAppRemoved {
-			return true, nil
+			return true, false, nil
 		}
 	}
+}
+
+// baseOf is the master base URL a response came from.
+func baseOf(resp *http.Response) string {
+	u := resp.Request.URL
+	return u.Scheme + "://" + u.Host
 }

@@ -201,10 +201,9 @@ func (c *Client) classify(r request, target string, err error) (next string, wai
 			if perr != nil {
 				return "", false, fmt.Errorf("%s: redirected to a bad leader address %q: %w", where, se.Leader, perr)
 			}
-			if leader == target {
+			if leader == target || !c.redirectedTo(leader) {
 				return c.failed(target, false), true, err
 			}
-			c.setLeader(leader)
 			return leader, false, err
 		case se.Status == http.StatusTemporaryRedirect || se.Status == http.StatusServiceUnavailable:
 			// No leader known yet (an election): another master may know.

@@ -746,7 +746,7 @@ func haWrites(t *testing.T, c *client.Client, n int) int {
 			for i := range next {
 				id, err := c.RegisterApp(ctx, wire.AppDescription{Name: fmt.Sprintf("ha-write-%d", i), Command: []string{"true"}})
 				if err == nil {
-					err = c.KillApp(ctx, id)
+					_, err = c.KillApp(ctx, id)
 				}
 				if err != nil {
 					errs <- err
@@ -903,7 +903,7 @@ func haRegisterAndKill(t *testing.T, c *client.Client, name string) string {
 	if err != nil {
 		t.Fatalf("registering app %s: %v", name, err)
 	}
-	if err := c.KillApp(ctx, id); err != nil {
+	if _, err := c.KillApp(ctx, id); err != nil {
 		t.Fatalf("killing app %s: %v", id, err)
 	}
 	return id

@@ -133,11 +133,21 @@ func (m *Master) readyz(w http.ResponseWriter, r *http.Request) {
 
 // getCluster answers from the loop when this master leads and has
 // confirmed it, else from its replica (marked as a follower's view).
+// ?completed=false leaves the finished apps and drivers out.
 func (m *Master) getCluster(w http.ResponseWriter, r *http.Request) {
+	completed := true
+	switch q := r.URL.Query().Get("completed"); q {
+	case "", "true":
+	case "false":
+		completed = false
+	default:
+		httpx.WriteError(w, http.StatusBadRequest, "completed %q: want true or false", q)
+		return
+	}
 	confirmed := m.confirmedLeader(r.Context())
 	v, err := m.ask(r.Context(), func(c *core, reply func(any, error)) {
 		if confirmed && c.leading() {
-			reply(c.clusterStatus(), nil)
+			reply(c.clusterStatus(completed), nil)
 			return
 		}
 		status := c.status
@@ -160,7 +170,7 @@ func (m *Master) getCluster(w http.ResponseWriter, r *http.Request) {
 		respond(w, r, nil, err)
 		return
 	}
-	cs := followerStatus(m.cfg.ID, v.(wire.MasterStatus), m.agent.Leader(), m.leaderAddress(), s)
+	cs := followerStatus(m.cfg.ID, v.(wire.MasterStatus), m.agent.Leader(), m.leaderAddress(), s, completed)
 	m.addMasters(r.Context(), cs)
 	respond(w, r, cs, nil)
 }

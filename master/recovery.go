@@ -135,19 +135,17 @@ func (c *core) loadCompleted(s *persistence.State) {
 	}
 }
 
-// maybeCompleteRecovery ends recovery as soon as every worker and app has
-// answered.
+// maybeCompleteRecovery ends recovery as soon as every worker has answered.
+// What recovery must learn is what runs where, and only workers say that;
+// app clients answer in their own time (an app whose client has not
+// answered keeps its executors and gets no new ones until it does, see
+// completeRecovery), so the master does not wait for them.
 func (c *core) maybeCompleteRecovery() {
 	if c.status != wire.MasterRecovering || c.preparing {
 		return
 	}
 	for _, w := range c.workers {
 		if w.state == wire.WorkerUnknown {
-			return
-		}
-	}
-	for _, a := range c.apps {
-		if a.state == wire.AppUnknown {
 			return
 		}
 	}

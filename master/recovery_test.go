@@ -75,18 +75,22 @@ func TestRecoveryAdoptsEverythingThatAnswers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if h.c.status != wire.MasterRecovering {
-		t.Fatal("recovery completed before the app's client answered")
+	// Every worker said what it runs: recovery is complete. The app's
+	// client has not answered yet: its app keeps its executors, gets no
+	// new ones, and is not ended.
+	h.commit()
+	if h.c.status != wire.MasterAlive {
+		t.Fatalf("status %s after every worker answered", h.c.status)
+	}
+	b := h.c.apps[a.rec.ID]
+	if b.state != wire.AppUnknown || !reflect.DeepEqual(layout(b), layout(a)) {
+		t.Fatalf("app whose client has not answered: %s with %v", b.state, layout(b))
 	}
 	_, first, err := h.c.subscribe(a.rec.ID)
 	if err != nil || !reflect.DeepEqual(eventTypes(first), []wire.EventType{wire.EventMasterChanged, wire.EventSnapshot}) {
 		t.Fatalf("client reconnect: %v %v", eventTypes(first), err)
 	}
 	h.commit()
-	if h.c.status != wire.MasterAlive {
-		t.Fatalf("status %s after every worker and app answered", h.c.status)
-	}
-	b := h.c.apps[a.rec.ID]
 	if !reflect.DeepEqual(layout(b), layout(a)) || b.state != wire.AppRunning {
 		t.Fatalf("executors after recovery %v (%s), before %v", layout(b), b.state, layout(a))
 	}

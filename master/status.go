@@ -65,7 +65,9 @@ func workerStatus(w *workerInfo) wire.WorkerStatus {
 }
 
 // clusterStatus is the leader's view.
-func (c *core) clusterStatus() *wire.ClusterStatus {
+// Without completed, the finished apps and drivers are left out (a cheap
+// answer for monitoring; the lists may be long).
+func (c *core) clusterStatus(completed bool) *wire.ClusterStatus {
 	since := c.leaderSince // a copy: the answer is encoded off the loop
 	s := &wire.ClusterStatus{
 		MasterID: c.cfg.ID, Status: c.status, View: wire.ViewLeader, Leader: c.cfg.Advertise,
@@ -80,12 +82,18 @@ func (c *core) clusterStatus() *wire.ClusterStatus {
 		s.ActiveApps = append(s.ActiveApps, *appStatus(a))
 	}
 	for _, a := range slices.Backward(c.completedApps) {
+		if !completed {
+			break
+		}
 		s.CompletedApps = append(s.CompletedApps, *appStatus(a))
 	}
 	for _, d := range sortedDrivers(c.drivers) {
 		s.ActiveDrivers = append(s.ActiveDrivers, *driverStatus(d))
 	}
 	for _, d := range slices.Backward(c.completedDrivers) {
+		if !completed {
+			break
+		}
 		s.CompletedDrivers = append(s.CompletedDrivers, *driverStatus(d))
 	}
 	return s
@@ -121,7 +129,7 @@ func (c *core) driver(id string) (*wire.DriverStatus, error) {
 
 // followerStatus is what a master that does not lead can tell from its
 // replica of the durable state: records only, no executors, no heartbeats.
-func followerStatus(id string, status wire.MasterStatus, leaderID, leader string, s *persistence.State) *wire.ClusterStatus {
+func followerStatus(id string, status wire.MasterStatus, leaderID, leader string, s *persistence.State, completed bool) *wire.ClusterStatus {
 	out := &wire.ClusterStatus{
 		MasterID: id, Status: status, View: wire.ViewFollower, Leader: leader, LeaderID: leaderID, Epoch: s.Epoch,
 		Workers: []wire.WorkerStatus{}, ActiveApps: []wire.AppStatus{}, CompletedApps: []wire.AppStatus{},
@@ -136,7 +144,9 @@ func followerStatus(id string, status wire.MasterStatus, leaderID, leader string
 	for _, r := range sortedRecords(s.Apps, func(r *persistence.AppRecord) string { return sortTime(r.SubmittedAt) + r.ID }) {
 		st := recordAppStatus(r)
 		if r.Finished() {
-			out.CompletedApps = append(out.CompletedApps, st)
+			if completed {
+				out.CompletedApps = append(out.CompletedApps, st)
+			}
 		} else {
 			out.ActiveApps = append(out.ActiveApps, st)
 		}
@@ -144,7 +154,9 @@ func followerStatus(id string, status wire.MasterStatus, leaderID, leader string
 	for _, r := range sortedRecords(s.Drivers, func(r *persistence.DriverRecord) string { return sortTime(r.SubmittedAt) + r.ID }) {
 		st := recordDriverStatus(r)
 		if r.Finished() {
-			out.CompletedDrivers = append(out.CompletedDrivers, st)
+			if completed {
+				out.CompletedDrivers = append(out.CompletedDrivers, st)
+			}
 		} else {
 			out.ActiveDrivers = append(out.ActiveDrivers, st)
 		}

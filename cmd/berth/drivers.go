@@ -163,10 +163,15 @@ func killCommand() *cli.Command {
 						if err != nil {
 							return err
 						}
-						if err := cl.KillApp(ctx, id); err != nil {
+						st, err := cl.KillApp(ctx, id)
+						if err != nil {
 							return err
 						}
-						fmt.Fprintln(c.App.Writer, "killed app", id)
+						if st.State == wire.AppKilled {
+							fmt.Fprintln(c.App.Writer, "killed app", id)
+						} else {
+							fmt.Fprintf(c.App.Writer, "app %s had already ended %s\n", id, st.State)
+						}
 						return nil
 					})
 				},
@@ -179,10 +184,18 @@ func killCommand() *cli.Command {
 						if err != nil {
 							return err
 						}
-						if err := cl.KillDriver(ctx, id); err != nil {
+						st, err := cl.KillDriver(ctx, id)
+						if err != nil {
 							return err
 						}
-						fmt.Fprintln(c.App.Writer, "killed driver", id)
+						switch {
+						case st.State == wire.DriverKilled:
+							fmt.Fprintln(c.App.Writer, "killed driver", id)
+						case st.State.Finished():
+							fmt.Fprintf(c.App.Writer, "driver %s had already ended %s\n", id, st.State)
+						default:
+							fmt.Fprintf(c.App.Writer, "killing driver %s: its worker is stopping it (berth wait driver %s)\n", id, id)
+						}
 						return nil
 					})
 				},

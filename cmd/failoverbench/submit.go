@@ -208,7 +208,7 @@ func submitBatch(ctx context.Context, setup string, conc, count int, newRegister
 				}
 				rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 				t := time.Now()
-				err := killer.KillApp(rctx, ids[i])
+				_, err := killer.KillApp(rctx, ids[i])
 				d := time.Since(t)
 				cancel()
 				mu.Lock()

@@ -1,0 +1,326 @@
+// Package chaos checks berth's failover promises from the outside: a real
+// three-master cluster with workers, a concurrent workload of submissions,
+// kills, reads and limit changes under idempotency keys, long-running apps
+// whose clients stay connected and whose executor pids are watched, and
+// faults injected one after another: kill -9, SIGTERM handover, SIGSTOP
+// shorter and longer than every timeout, kill -9 of a follower, an
+// asymmetric partition of the leader's Raft traffic (nftables), and a
+// restart of each master. The whole history is checked with porcupine for
+// linearizability; and every acknowledged write must still be there, every
+// watched executor keep its pid, every client stay alive, no two masters
+// answer as the leader at once, and no daemon panic.
+//
+// `go test ./e2e/chaos` runs two faults of each kind; `make chaos` runs 100
+// and prints the report (-chaos.faults, -chaos.report).
+package chaos
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/berth-cluster/berth/client"
+	"github.com/berth-cluster/berth/internal/testcluster"
+)
+
+var (
+	faultsFlag = flag.Int("chaos.faults", 2*len(faultKinds), "faults to inject, round robin over the kinds")
+	reportFlag = flag.String("chaos.report", "", "also write the report (markdown) to this file")
+	onlyFlag   = flag.String("chaos.only", "", "inject only the fault kinds whose name contains this")
+	keepFlag   = flag.Bool("chaos.keep", false, "keep the cluster's logs and data even if the run passes")
+)
+
+var bin testcluster.Binaries
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "berth-chaos-bin-")
+	if err == nil {
+		bin, err = testcluster.Build("../..", dir)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const (
+	secret        = "chaos-secret"
+	longApps      = 3
+	longExecutors = 2
+	workloads     = 4
+)
+
+// chaos is one run: the cluster, what watches it, and the results.
+type chaos struct {
+	t      *testing.T
+	cl     *testcluster.Cluster
+	cut    *testcluster.NetCut // nil when no partition can be made here
+	cutErr error
+	long   []*longApp
+}
+
+// longApp is an app whose `berth run` client stays connected all along and
+// whose executors must never be killed.
+type longApp struct {
+	name, marker string
+	client       *testcluster.Proc
+}
+
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the fault-injection run takes minutes")
+	}
+	dir, err := os.MkdirTemp("", "berth-chaos-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755) // masters run as other users
+	t.Cleanup(func() {
+		if !t.Failed() && !*keepFlag {
+			os.RemoveAll(dir)
+		} else {
+			t.Logf("logs kept in %s", dir)
+		}
+	})
+	ch := &chaos{t: t}
+	var uids []uint32
+	if ch.cut, ch.cutErr = testcluster.NewNetCut(t); ch.cutErr == nil {
+		uids = []uint32{64101, 64102, 64103}
+	}
+	ch.cl, err = testcluster.StartCluster(t, testcluster.Options{
+		Bin: bin, Dir: dir, Secret: secret, Masters: 3, UIDs: uids,
+		MasterFlags: []string{
+			"--worker-timeout", workerTimeout.String(), "--recovery-timeout", recoveryTimeout.String(),
+			"--app-timeout", appTimeout.String(), "--retained-apps", "100000", "--retained-drivers", "100000",
+		},
+		Workers: []testcluster.WorkerSpec{{Cores: 8, Memory: "4g"}, {Cores: 8, Memory: "4g"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Markers tell this run's processes apart; sleep adds up its
+	// arguments, so they are numbers (a fraction of a second more).
+	marker := fmt.Sprintf("0.0%d", os.Getpid())
+	t.Cleanup(func() { killMarked(marker) })
+	ch.startLongApps(dir, marker)
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var wg sync.WaitGroup
+	lw := &leaderWatch{}
+	pw := &pidWatch{}
+	var markers []string
+	for _, la := range ch.long {
+		markers = append(markers, la.marker)
+	}
+	w := &workload{rec: &recorder{start: time.Now()}, marker: marker + "9"}
+	for i := range workloads {
+		w.clients = append(w.clients, ch.client(i))
+	}
+	spawn := func(fn func()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn()
+		}()
+	}
+	spawn(func() { lw.run(ctx, ch.cl) })
+	spawn(func() { pw.run(ctx, markers) })
+	spawn(func() { w.keepLeases(ctx, ch.client(workloads, client.WithRequestTimeout(time.Second))) })
+	for i := range workloads {
+		spawn(func() { w.run(ctx, i, 1_000_000) })
+	}
+
+	kinds := faultKinds
+	if *onlyFlag != "" {
+		kinds = nil
+		for _, k := range faultKinds {
+			if strings.Contains(k.name, *onlyFlag) {
+				kinds = append(kinds, k)
+			}
+		}
+	}
+	var results []faultResult
+	var faultErr error
+	for i := 0; i < *faultsFlag && faultErr == nil && len(kinds) > 0; i++ {
+		k := kinds[i%len(kinds)]
+		if k.name == "partition leader's Raft" && ch.cut == nil {
+			t.Logf("fault %d: %s not possible here (%v): skipped", i+1, k.name, ch.cutErr)
+			continue
+		}
+		rs, err := k.run(ch)
+		for _, r := range rs {
+			t.Logf("fault %d: %s: back in %s (%s after the election)", i+1, r.kind, r.failover.Round(time.Millisecond), r.sinceElection.Round(time.Millisecond))
+		}
+		results = append(results, rs...)
+		if err != nil {
+			faultErr = fmt.Errorf("fault %d (%s): %w", i+1, k.name, err)
+		}
+		time.Sleep(500 * time.Millisecond) // the load runs on between faults
+	}
+	stop()
+	wg.Wait()
+	if faultErr != nil {
+		t.Error(faultErr)
+	}
+	fctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	w.finalReads(fctx)
+	cancel()
+
+	v := ch.verify(w, lw, pw, dir)
+	rep := report(results, w, lw, v)
+	t.Log("\n" + rep)
+	if *reportFlag != "" {
+		os.MkdirAll(filepath.Dir(*reportFlag), 0o755)
+		if err := os.WriteFile(*reportFlag, []byte(rep), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, line := range v.problems {
+		t.Error(line)
+	}
+}
+
+// client returns a workload client entering the cluster through master i
+// first, so that requests reach every master (followers redirect).
+func (ch *chaos) client(i int, opts ...client.Option) *client.Client {
+	urls := ch.cl.URLs()
+	rot := append(urls[i%len(urls):], urls[:i%len(urls)]...)
+	c, err := client.New(rot, secret, append([]client.Option{
+		client.WithRequestTimeout(2 * time.Second), client.WithRetryBudget(15 * time.Second),
+		client.WithBackoff(20*time.Millisecond, 300*time.Millisecond)}, opts...)...)
+	if err != nil {
+		ch.t.Fatal(err)
+	}
+	return c
+}
+
+// startLongApps starts the `berth run` clients and waits for their
+// executors to run.
+func (ch *chaos) startLongApps(dir, marker string) {
+	for i := range longApps {
+		la := &longApp{name: fmt.Sprintf("long-%d", i+1), marker: fmt.Sprintf("%s%d", marker, i+1)}
+		p, err := testcluster.Start(ch.t, "berth-run-"+la.name, bin.Berth, filepath.Join(dir, "client-"+la.name+".log"),
+			[]string{"--master", strings.Join(ch.cl.URLs(), ","), "--log-level", "debug", "run", "--name", la.name,
+				"--max-cores", fmt.Sprint(longExecutors), "--cores-per-executor", "1", "--executor-memory", "64m",
+				"--", "sleep", "3600", la.marker},
+			testcluster.ProcOptions{Env: []string{"BERTH_SECRET=" + secret}})
+		if err != nil {
+			ch.t.Fatal(err)
+		}
+		la.client = p
+		ch.long = append(ch.long, la)
+	}
+	if _, err := ch.back("start", time.Now(), 0); err != nil {
+		ch.t.Fatal(err)
+	}
+}
+
+// verdict is what the checks found.
+type verdict struct {
+	linearizable porcupine.CheckResult
+	checked      int // ops in the history
+	acked        int // acknowledged writes
+	lost         []string
+	problems     []string
+}
+
+func (ch *chaos) verify(w *workload, lw *leaderWatch, pw *pidWatch, dir string) verdict {
+	var v verdict
+	history := w.rec.history()
+	v.checked = len(history)
+	res, info := porcupine.CheckOperationsVerbose(model.ToModel(), history, 2*time.Minute)
+	v.linearizable = res
+	if res != porcupine.Ok {
+		path := filepath.Join(dir, "history.html")
+		if f, err := os.Create(path); err == nil {
+			porcupine.Visualize(model.ToModel(), info, f)
+			f.Close()
+		}
+		v.problems = append(v.problems, fmt.Sprintf("history of %d ops is %s; see %s", len(history), res, path))
+	}
+	v.acked, v.lost = losses(history)
+	for _, l := range v.lost {
+		v.problems = append(v.problems, "lost: "+l)
+	}
+	for _, p := range lw.violations() {
+		v.problems = append(v.problems, "two leaders: "+p)
+	}
+	for _, p := range pw.violations() {
+		v.problems = append(v.problems, "executor killed: "+p)
+	}
+	for _, la := range ch.long {
+		if la.client.Exited() {
+			v.problems = append(v.problems, fmt.Sprintf("client of %s exited: %v", la.name, la.client.Err()))
+		}
+	}
+	crash := regexp.MustCompile(`^(panic:|fatal error:)|DATA RACE`)
+	for _, m := range ch.cl.Masters {
+		for _, line := range m.Proc().LogMatches(crash) {
+			v.problems = append(v.problems, fmt.Sprintf("master %s: %s", m.ID, line))
+		}
+	}
+	for _, wk := range ch.cl.Workers {
+		for _, line := range wk.LogMatches(crash) {
+			v.problems = append(v.problems, fmt.Sprintf("worker %s: %s", wk.ID, line))
+		}
+	}
+	return v
+}
+
+// losses counts the acknowledged writes and lists those the final reads
+// did not find: a registration or submission answered with an id whose
+// app or driver is gone, a kill answered KILLED whose app is not.
+func losses(history []porcupine.Operation) (acked int, lost []string) {
+	final := map[string]output{} // the last read of each key
+	for _, op := range history {
+		in, out := op.Input.(input), op.Output.(output)
+		if (in.kind == opRead || in.kind == opReadDriver) && !out.unknown {
+			final[in.key] = out
+		}
+	}
+	for _, op := range history {
+		in, out := op.Input.(input), op.Output.(output)
+		if out.unknown || out.status != 0 {
+			continue
+		}
+		f, read := final[in.key]
+		switch in.kind {
+		case opRegister, opSubmitDriver:
+			acked++
+			if read && f.status == 404 {
+				lost = append(lost, fmt.Sprintf("%s %s acknowledged as %s, then unknown", in.kind, in.key, out.id))
+			}
+		case opKill:
+			acked++
+			if read && f.state != "KILLED" {
+				lost = append(lost, fmt.Sprintf("kill of %s acknowledged, then read %s", in.id, f.state))
+			}
+		case opKillDriver, opLimit:
+			acked++
+		}
+	}
+	return acked, lost
+}
+
+// killMarked kills, by pid, any process of this run left behind (the
+// workers' children die with them; this is in case one did not).
+func killMarked(marker string) {
+	for _, pid := range pidsContaining(marker) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}

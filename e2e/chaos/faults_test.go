@@ -1,0 +1,296 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// The cluster's timeouts (master flags), short so that every freeze can be
+// longer than all of them.
+const (
+	workerTimeout   = 8 * time.Second
+	recoveryTimeout = 4 * time.Second
+	appTimeout      = 10 * time.Second
+	shortFreeze     = 3 * time.Second  // under the recovery timeout
+	longFreeze      = 12 * time.Second // over every timeout
+	backWithin      = 30 * time.Second // a fault after which the cluster is not back by then fails the run
+)
+
+// faultKind is one kind of fault: inject, measure until everything is back,
+// restore.
+type faultKind struct {
+	name string
+	run  func(ch *chaos) ([]faultResult, error)
+}
+
+// faultResult is one fault's measure. failover runs from the injection to
+// the moment a leader was ALIVE with every worker and every long-running
+// app's client back; sinceElection from the new leader's election to
+// then (leader faults only).
+type faultResult struct {
+	kind          string
+	failover      time.Duration
+	sinceElection time.Duration
+	newLeader     bool
+}
+
+var faultKinds = []faultKind{
+	{"kill -9 leader", func(ch *chaos) ([]faultResult, error) {
+		return ch.leaderFault("kill -9 leader", func(m *testcluster.Master) error { m.Proc().Kill(); return nil },
+			func(m *testcluster.Master) error { return ch.cl.StartMaster(m) })
+	}},
+	{"SIGTERM handover", func(ch *chaos) ([]faultResult, error) {
+		return ch.leaderFault("SIGTERM handover", func(m *testcluster.Master) error { return m.Proc().Signal(syscall.SIGTERM) },
+			func(m *testcluster.Master) error { return ch.restartAfterExit(m) })
+	}},
+	{"SIGSTOP < recovery timeout", func(ch *chaos) ([]faultResult, error) { return ch.freeze("SIGSTOP < recovery timeout", shortFreeze) }},
+	{"SIGSTOP > every timeout", func(ch *chaos) ([]faultResult, error) { return ch.freeze("SIGSTOP > every timeout", longFreeze) }},
+	{"kill -9 follower", func(ch *chaos) ([]faultResult, error) { return ch.followerKill() }},
+	{"partition leader's Raft", func(ch *chaos) ([]faultResult, error) { return ch.partition() }},
+	{"restart each master", func(ch *chaos) ([]faultResult, error) { return ch.restartEach() }},
+}
+
+// leaderFault injects a fault into the leader, measures the failover, then
+// restores the master and waits until it has caught up as a follower.
+func (ch *chaos) leaderFault(kind string, inject, restore func(*testcluster.Master) error) ([]faultResult, error) {
+	m, st, err := ch.leader()
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	if err := inject(m); err != nil {
+		return nil, err
+	}
+	res, err := ch.back(kind, t0, st.Epoch+1)
+	if err != nil {
+		return nil, err
+	}
+	if err := restore(m); err != nil {
+		return nil, err
+	}
+	return []faultResult{res}, ch.caughtUp(m)
+}
+
+func (ch *chaos) restartAfterExit(m *testcluster.Master) error {
+	select {
+	case <-m.Proc().Done():
+	case <-time.After(15 * time.Second):
+		return fmt.Errorf("%s did not exit within 15s of SIGTERM", m.ID)
+	}
+	return ch.cl.StartMaster(m)
+}
+
+// freeze stops the leader for d (SIGSTOP), then lets it go on (SIGCONT): by
+// then it must be a follower that answers nothing as the leader.
+func (ch *chaos) freeze(kind string, d time.Duration) ([]faultResult, error) {
+	m, st, err := ch.leader()
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	if err := m.Proc().Signal(syscall.SIGSTOP); err != nil {
+		return nil, err
+	}
+	res, err := ch.back(kind, t0, st.Epoch+1)
+	if rest := time.Until(t0.Add(d)); rest > 0 {
+		time.Sleep(rest) // the freeze itself: its length is the fault
+	}
+	if cerr := m.Proc().Signal(syscall.SIGCONT); cerr != nil {
+		return nil, errors.Join(err, cerr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []faultResult{res}, ch.caughtUp(m)
+}
+
+// followerKill kills a follower, holds it down while the load goes on,
+// then restarts it.
+func (ch *chaos) followerKill() ([]faultResult, error) {
+	leader, st, err := ch.leader()
+	if err != nil {
+		return nil, err
+	}
+	var f *testcluster.Master
+	for _, m := range ch.cl.Masters {
+		if m != leader {
+			f = m
+			break
+		}
+	}
+	t0 := time.Now()
+	f.Proc().Kill()
+	res, err := ch.back("kill -9 follower", t0, st.Epoch)
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(2 * time.Second) // the follower stays down under load: the fault's length
+	if err := ch.cl.StartMaster(f); err != nil {
+		return nil, err
+	}
+	return []faultResult{res}, ch.caughtUp(f)
+}
+
+// partition cuts the leader's Raft traffic while workers and clients still
+// reach its API, holds the cut a while after the others elected a leader,
+// then heals it.
+func (ch *chaos) partition() ([]faultResult, error) {
+	if ch.cut == nil {
+		return nil, fmt.Errorf("no partition possible here: %w", ch.cutErr)
+	}
+	m, st, err := ch.leader()
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	if err := ch.cut.CutRaft(m, ch.cl.Masters); err != nil {
+		return nil, err
+	}
+	res, err := ch.back("partition leader's Raft", t0, st.Epoch+1)
+	if err == nil {
+		time.Sleep(2 * time.Second) // the cut lasts on: its length is the fault
+	}
+	if herr := ch.cut.Heal(); herr != nil {
+		return nil, errors.Join(err, herr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []faultResult{res}, ch.caughtUp(m)
+}
+
+// restartEach restarts every master in turn (SIGTERM, start again),
+// waiting each time until everything is back and the master caught up.
+func (ch *chaos) restartEach() ([]faultResult, error) {
+	var out []faultResult
+	for _, m := range ch.cl.Masters {
+		leader, st, err := ch.leader()
+		if err != nil {
+			return out, err
+		}
+		minEpoch, kind := st.Epoch, "restart follower"
+		if leader == m {
+			minEpoch, kind = st.Epoch+1, "restart leader"
+		}
+		t0 := time.Now()
+		if err := m.Proc().Signal(syscall.SIGTERM); err != nil {
+			return out, err
+		}
+		if err := ch.restartAfterExit(m); err != nil {
+			return out, err
+		}
+		res, err := ch.back(kind, t0, minEpoch)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, res)
+		if err := ch.caughtUp(m); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// leader waits for the current ALIVE leader.
+func (ch *chaos) leader() (*testcluster.Master, wire.ClusterStatus, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), backWithin)
+	defer cancel()
+	return ch.cl.WaitLeader(ctx)
+}
+
+// back polls until a leader of at least minEpoch is ALIVE with every
+// worker ALIVE and every long-running app RUNNING its executors with its
+// client answered, and measures the time since t0.
+func (ch *chaos) back(kind string, t0 time.Time, minEpoch uint64) (faultResult, error) {
+	deadline := t0.Add(backWithin)
+	last := "no leader answered"
+	for time.Now().Before(deadline) {
+		// A master that does not answer this quickly is frozen or cut
+		// off; waiting longer would only blur the measure.
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		_, st, err := ch.cl.Leader(ctx)
+		cancel()
+		if err != nil {
+			last = err.Error()
+		} else if why := ch.missing(st, minEpoch); why != "" {
+			last = why
+		} else {
+			now := time.Now()
+			res := faultResult{kind: kind, failover: now.Sub(t0), newLeader: minEpoch > 0 && st.Epoch >= minEpoch}
+			if st.LeaderSince != nil && st.LeaderSince.After(t0) {
+				res.sinceElection = now.Sub(*st.LeaderSince)
+			}
+			return res, nil
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+	return faultResult{}, fmt.Errorf("%s: cluster not back within %s: %s", kind, backWithin, last)
+}
+
+// missing says what is not back yet in a leader's status, "" if nothing.
+func (ch *chaos) missing(st wire.ClusterStatus, minEpoch uint64) string {
+	if st.Epoch < minEpoch {
+		return fmt.Sprintf("the leader is still of epoch %d", st.Epoch)
+	}
+	alive := 0
+	for _, w := range st.Workers {
+		if w.State == wire.WorkerAlive {
+			alive++
+		}
+	}
+	if alive != len(ch.cl.Workers) {
+		return fmt.Sprintf("%d of %d workers ALIVE", alive, len(ch.cl.Workers))
+	}
+	for _, la := range ch.long {
+		var app *wire.AppStatus
+		for i := range st.ActiveApps {
+			if st.ActiveApps[i].Name == la.name {
+				app = &st.ActiveApps[i]
+			}
+		}
+		if app == nil {
+			return la.name + " is not active"
+		}
+		running := 0
+		for _, e := range app.Executors {
+			if e.State == wire.ExecutorRunning {
+				running++
+			}
+		}
+		if app.State != wire.AppRunning || running != longExecutors {
+			return fmt.Sprintf("%s is %s with %d executors RUNNING", la.name, app.State, running)
+		}
+	}
+	return ""
+}
+
+// caughtUp waits until m answers as a follower of the current leader's
+// epoch, or leads.
+func (ch *chaos) caughtUp(m *testcluster.Master) error {
+	deadline := time.Now().Add(backWithin)
+	last := ""
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, lst, lerr := ch.cl.Leader(ctx)
+		st, err := ch.cl.Status(ctx, m)
+		cancel()
+		switch {
+		case lerr != nil:
+			last = lerr.Error()
+		case err != nil:
+			last = err.Error()
+		case st.Epoch == lst.Epoch:
+			return nil
+		default:
+			last = fmt.Sprintf("%s at epoch %d (%s), the leader at %d", m.ID, st.Epoch, st.View, lst.Epoch)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("%s did not catch up within %s: %s", m.ID, backWithin, last)
+}

@@ -1,0 +1,198 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// leaderWatch asks every master for its view, all along, and records the
+// answers given as the leader's, to check that two masters never answered
+// as the leader at once.
+type leaderWatch struct {
+	mu  sync.Mutex
+	obs []leaderObs
+	n   int // answers seen, of any view
+}
+
+// leaderObs is one answer given as the leader's view.
+type leaderObs struct {
+	master     string
+	epoch      uint64
+	start, end time.Time
+}
+
+func (lw *leaderWatch) run(ctx context.Context, cl *testcluster.Cluster) {
+	for ctx.Err() == nil {
+		var wg sync.WaitGroup
+		for _, m := range cl.Masters {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				qctx, cancel := context.WithTimeout(ctx, time.Second)
+				defer cancel()
+				start := time.Now()
+				st, err := cl.Status(qctx, m)
+				end := time.Now()
+				if err != nil {
+					return
+				}
+				lw.mu.Lock()
+				defer lw.mu.Unlock()
+				lw.n++
+				if st.View == wire.ViewLeader {
+					lw.obs = append(lw.obs, leaderObs{master: m.ID, epoch: st.Epoch, start: start, end: end})
+				}
+			}()
+		}
+		wg.Wait()
+		select {
+		case <-ctx.Done():
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+// violations lists the pairs of leader answers that no single leader at a
+// time could have given: an answer with an older epoch than one completed
+// before it started, or one epoch answered by two masters.
+func (lw *leaderWatch) violations() []string {
+	lw.mu.Lock()
+	obs := slices.Clone(lw.obs)
+	lw.mu.Unlock()
+	var out []string
+	byEpoch := map[uint64]string{}
+	for _, o := range obs {
+		if m, ok := byEpoch[o.epoch]; ok && m != o.master {
+			out = append(out, fmt.Sprintf("epoch %d answered as the leader by %s and %s", o.epoch, m, o.master))
+		}
+		byEpoch[o.epoch] = o.master
+	}
+	byEnd := slices.Clone(obs)
+	sort.Slice(byEnd, func(i, j int) bool { return byEnd[i].end.Before(byEnd[j].end) })
+	sort.Slice(obs, func(i, j int) bool { return obs[i].start.Before(obs[j].start) })
+	var newest leaderObs // highest epoch among answers completed so far
+	k := 0
+	for _, o := range obs {
+		for ; k < len(byEnd) && byEnd[k].end.Before(o.start); k++ {
+			if byEnd[k].epoch > newest.epoch {
+				newest = byEnd[k]
+			}
+		}
+		if o.epoch < newest.epoch {
+			out = append(out, fmt.Sprintf("%s answered as the leader of epoch %d at %s, after %s had answered for epoch %d",
+				o.master, o.epoch, o.start.Format("15:04:05.000"), newest.master, newest.epoch))
+		}
+	}
+	return out
+}
+
+func (lw *leaderWatch) counts() (answers, asLeader int) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.n, len(lw.obs)
+}
+
+// pidWatch samples the executor processes of the long-running apps: each
+// must keep the same pids for the whole run.
+type pidWatch struct {
+	mu       sync.Mutex
+	baseline map[string][]int // marker → pids
+	changes  []string
+}
+
+// cmdlines reads every process's command line and parent.
+func cmdlines() (lines map[int]string, parents map[int]int) {
+	lines, parents = map[int]string{}, map[int]int{}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		lines[pid] = strings.TrimSpace(string(bytes.ReplaceAll(data, []byte{0}, []byte{' '})))
+		if stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat")); err == nil {
+			// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
+			if i := bytes.LastIndexByte(stat, ')'); i > 0 {
+				if f := strings.Fields(string(stat[i+1:])); len(f) > 1 {
+					parents[pid], _ = strconv.Atoi(f[1])
+				}
+			}
+		}
+	}
+	return lines, parents
+}
+
+// pidsContaining lists the processes whose command line contains s.
+func pidsContaining(s string) []int {
+	lines, _ := cmdlines()
+	var out []int
+	for pid, cl := range lines {
+		if strings.Contains(cl, s) && pid != os.Getpid() {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// executorPids finds the processes whose command line ends with one of the
+// markers (a forked child not yet exec'd has its parent's command line:
+// skipped).
+func executorPids(markers []string) map[string][]int {
+	out := map[string][]int{}
+	lines, parents := cmdlines()
+	for pid, cl := range lines {
+		for _, m := range markers {
+			if strings.HasPrefix(cl, "sleep ") && strings.HasSuffix(cl, " "+m) && lines[parents[pid]] != cl {
+				out[m] = append(out[m], pid)
+			}
+		}
+	}
+	for m := range out {
+		slices.Sort(out[m])
+	}
+	return out
+}
+
+func (pw *pidWatch) run(ctx context.Context, markers []string) {
+	pw.mu.Lock()
+	pw.baseline = executorPids(markers)
+	pw.mu.Unlock()
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		now := executorPids(markers)
+		pw.mu.Lock()
+		for _, m := range markers {
+			if !slices.Equal(now[m], pw.baseline[m]) {
+				pw.changes = append(pw.changes, fmt.Sprintf("%s: executor pids %v, were %v at %s", m, now[m], pw.baseline[m], time.Now().Format("15:04:05.000")))
+				pw.baseline[m] = now[m]
+			}
+		}
+		pw.mu.Unlock()
+	}
+}
+
+func (pw *pidWatch) violations() []string {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	return slices.Clone(pw.changes)
+}

@@ -1,0 +1,77 @@
+package chaos
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// report is the run's figures as markdown: failover per fault kind, then
+// what was checked and what broke.
+func report(results []faultResult, w *workload, lw *leaderWatch, v verdict) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Fault-injection run, %s, %d CPUs (%s/%s)\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(&b, "| fault | n | back: p50 | p99 | max | after the election: p50 | max |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	var kinds []string
+	byKind := map[string][]faultResult{}
+	for _, r := range results {
+		if _, ok := byKind[r.kind]; !ok {
+			kinds = append(kinds, r.kind)
+		}
+		byKind[r.kind] = append(byKind[r.kind], r)
+	}
+	for _, k := range kinds {
+		rs := byKind[k]
+		var back, elect []time.Duration
+		for _, r := range rs {
+			back = append(back, r.failover)
+			if r.sinceElection > 0 {
+				elect = append(elect, r.sinceElection)
+			}
+		}
+		e50, emax := "–", "–"
+		if len(elect) > 0 {
+			e50, emax = ms(quantile(elect, 0.5)), ms(quantile(elect, 1))
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s |\n", k, len(rs), ms(quantile(back, 0.5)), ms(quantile(back, 0.99)), ms(quantile(back, 1)), e50, emax)
+	}
+	answers, asLeader := lw.counts()
+	w.mu.Lock()
+	apps, drivers, doubt := len(w.apps), len(w.drivers), w.doubt
+	w.mu.Unlock()
+	fmt.Fprintf(&b, "\n\"back\": from the fault to a leader ALIVE with both workers ALIVE and the %d long-running apps RUNNING their %d executors each, their clients answered.\n\n", longApps, longExecutors)
+	fmt.Fprintf(&b, "- operations checked: %d (%s), linearizable: %s\n", v.checked, opCounts(w), v.linearizable)
+	fmt.Fprintf(&b, "- acknowledged writes: %d, lost: %d; apps %d, drivers %d, submissions left in doubt: %d\n", v.acked, len(v.lost), apps, drivers, doubt)
+	fmt.Fprintf(&b, "- masters' views sampled: %d, %d of them as the leader\n", answers, asLeader)
+	fmt.Fprintf(&b, "- problems: %d\n", len(v.problems))
+	for _, p := range v.problems {
+		fmt.Fprintf(&b, "  - %s\n", p)
+	}
+	return b.String()
+}
+
+func opCounts(w *workload) string {
+	var parts []string
+	for k := opRegister; k <= opReadDriver; k++ {
+		if v, ok := w.counts.Load(k); ok {
+			parts = append(parts, fmt.Sprintf("%s %d", k, v.(*atomic.Int64).Load()))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// quantile is the q-quantile (nearest rank) of ds.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(q*float64(len(s))+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+func ms(d time.Duration) string { return d.Round(time.Millisecond).String() }

@@ -1,0 +1,86 @@
+package testcluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// NetCut cuts masters' Raft traffic with nftables while their APIs stay
+// reachable: an asymmetric partition on one machine. Loopback connections
+// all leave from 127.0.0.1, so a master's outgoing Raft connections are
+// told apart by their socket's owner: each master must run as its own user
+// (Options.UIDs). Its Raft listener is matched by address.
+type NetCut struct {
+	table string
+}
+
+// ErrNoNetCut says why a cut cannot be made here.
+var ErrNoNetCut = errors.New("an asymmetric partition needs root and nft (Debian's nftables)")
+
+// NewNetCut creates this run's nftables table; the host deletes it at
+// cleanup.
+func NewNetCut(h Host) (*NetCut, error) {
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("%w: not root", ErrNoNetCut)
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoNetCut, err)
+	}
+	n := &NetCut{table: fmt.Sprintf("berth_cut_%d", os.Getpid())}
+	if err := nft("add", "table", "inet", n.table); err != nil {
+		return nil, err
+	}
+	h.Cleanup(func() { _ = nft("delete", "table", "inet", n.table) })
+	if err := nft("add", "chain", "inet", n.table, "out", "{ type filter hook output priority 0 ; policy accept ; }"); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// CutRaft drops every Raft packet to and from m: its connections to the
+// other masters' Raft ports, and everything to or from its own.
+func (n *NetCut) CutRaft(m *Master, all []*Master) error {
+	if m.UID == 0 {
+		return fmt.Errorf("master %s runs as root: its sockets cannot be told apart", m.ID)
+	}
+	host, port, err := net.SplitHostPort(m.RaftAddr)
+	if err != nil {
+		return err
+	}
+	var others []string
+	for _, o := range all {
+		if o != m {
+			_, p, err := net.SplitHostPort(o.RaftAddr)
+			if err != nil {
+				return err
+			}
+			others = append(others, p)
+		}
+	}
+	rules := [][]string{
+		{"meta", "skuid", fmt.Sprint(m.UID), "tcp", "dport", "{ " + strings.Join(others, ", ") + " }", "drop"},
+		{"ip", "daddr", host, "tcp", "dport", port, "drop"},
+		{"ip", "saddr", host, "tcp", "sport", port, "drop"},
+	}
+	for _, r := range rules {
+		if err := nft(append([]string{"add", "rule", "inet", n.table, "out"}, r...)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Heal removes every cut.
+func (n *NetCut) Heal() error { return nft("flush", "chain", "inet", n.table, "out") }
+
+func nft(args ...string) error {
+	out, err := exec.Command("nft", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("nft %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

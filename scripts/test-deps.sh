@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what the tests need beyond Go, when it is missing: nftables, for
+# the fault-injection suite's asymmetric partition (e2e/chaos). Installing
+# needs root (as CI runs); without it, the suite says it cannot cut the
+# network and skips that fault kind only.
+set -euo pipefail
+need=()
+command -v nft >/dev/null 2>&1 || need+=(nftables)
+if [ ${#need[@]} -eq 0 ]; then
+	exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+	echo "test-deps: ${need[*]} missing and not root: the partition fault of e2e/chaos will be skipped" >&2
+	exit 0
+fi
+echo "test-deps: installing ${need[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
