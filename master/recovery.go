@@ -254,12 +254,23 @@ func (c *core) rearm(now time.Time) {
 	}
 }
 
+// sortedRecords returns the records of m ordered by key, each key computed
+// once (keys format times: computing them in the comparison would cost
+// n log n formats).
 func sortedRecords[R any](m map[string]*R, key func(*R) string) []*R {
-	out := make([]*R, 0, len(m))
-	for _, r := range m {
-		out = append(out, r)
+	type keyed struct {
+		k string
+		r *R
 	}
-	slices.SortFunc(out, func(a, b *R) int { return cmp.Compare(key(a), key(b)) })
+	ks := make([]keyed, 0, len(m))
+	for _, r := range m {
+		ks = append(ks, keyed{key(r), r})
+	}
+	slices.SortFunc(ks, func(a, b keyed) int { return cmp.Compare(a.k, b.k) })
+	out := make([]*R, len(ks))
+	for i, x := range ks {
+		out[i] = x.r
+	}
 	return out
 }
 

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -213,7 +212,7 @@ func TestFSMSnapshotRestoreRoundTrip(t *testing.T) {
 	if err := g.Restore(io.NopCloser(&buf)); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(g.snapshotState(), f.snapshotState()) {
+	if !g.snapshotState().Equal(f.snapshotState()) {
 		t.Fatalf("restored state differs:\n got %+v\nwant %+v", g.snapshotState(), f.snapshotState())
 	}
 	// An empty state round-trips to usable maps.
@@ -244,7 +243,7 @@ func FuzzFSMApply(f *testing.F) {
 		_ = m.state.Apply(PutApp(app("a-1"), 0), nil)
 		before := m.snapshotState()
 		if err, _ := m.Apply(&raft.Log{Type: raft.LogCommand, Data: data}).(error); err != nil {
-			if cmds, derr := Decode(data); derr != nil && !reflect.DeepEqual(m.snapshotState(), before) {
+			if cmds, derr := Decode(data); derr != nil && !m.snapshotState().Equal(before) {
 				t.Fatalf("an unreadable entry changed the state (%d commands)", len(cmds))
 			}
 		}

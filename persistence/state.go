@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // State is everything the master keeps durably.
@@ -22,6 +24,74 @@ type State struct {
 	// new leader never hands out an id twice.
 	NextAppNumber    int `json:"nextAppNumber"`
 	NextDriverNumber int `json:"nextDriverNumber"`
+
+	// The ended apps and drivers, oldest first, indexed once and then kept
+	// by Apply, so that trimming the oldest costs a lookup, not a scan of
+	// every record at every end (a Raft log replayed at start applies
+	// thousands of ends in a row).
+	endedApps, endedDrivers endedIndex
+}
+
+// endedIndex orders finished records by end time, then id: the order in
+// which trim drops them, the same on every master.
+type endedIndex struct {
+	known bool
+	order []aged
+}
+
+type aged struct {
+	at int64 // end time, Unix nanoseconds
+	id string
+}
+
+func (a aged) cmp(b aged) int {
+	if c := cmpInt(a.at, b.at); c != 0 {
+		return c
+	}
+	return strings.Compare(a.id, b.id)
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// build indexes m's finished records, the first time it is needed.
+func build[V any](x *endedIndex, m map[string]V, finished func(V) bool, ended func(V) *time.Time) {
+	if x.known {
+		return
+	}
+	x.known, x.order = true, x.order[:0]
+	for id, r := range m {
+		if finished(r) {
+			x.order = append(x.order, aged{endedAt(ended(r)).UnixNano(), id})
+		}
+	}
+	slices.SortFunc(x.order, aged.cmp)
+}
+
+// add indexes a record that ended (usually the newest: an append).
+func (x *endedIndex) add(a aged) {
+	if !x.known {
+		return // indexed whole when first needed
+	}
+	i, _ := slices.BinarySearchFunc(x.order, a, aged.cmp)
+	x.order = slices.Insert(x.order, i, a)
+}
+
+// remove forgets a finished record that was deleted.
+func (x *endedIndex) remove(a aged) {
+	if !x.known {
+		return
+	}
+	if i, ok := slices.BinarySearchFunc(x.order, a, aged.cmp); ok {
+		x.order = slices.Delete(x.order, i, i+1)
+	}
 }
 
 // NewState returns an empty state.
@@ -44,7 +114,17 @@ func (s *State) Clone() *State {
 	c.Workers = maps.Clone(s.Workers)
 	c.Masters = maps.Clone(s.Masters)
 	c.Executors = maps.Clone(s.Executors)
+	c.endedApps, c.endedDrivers = endedIndex{}, endedIndex{} // rebuilt if the copy is ever trimmed
 	return &c
+}
+
+// Equal reports whether s and o hold the same durable state: what a
+// snapshot of each would hold.
+func (s *State) Equal(o *State) bool {
+	a, b := *s, *o
+	a.endedApps, a.endedDrivers = endedIndex{}, endedIndex{}
+	b.endedApps, b.endedDrivers = endedIndex{}, endedIndex{}
+	return reflect.DeepEqual(&a, &b)
 }
 
 // Empty reports whether there is nothing to recover: no active app or
@@ -137,8 +217,9 @@ func (s *State) Apply(c Command, touched func(Key)) error {
 		touched(Key{BucketApps, r.ID})
 		s.NextAppNumber = max(s.NextAppNumber, idNumber(r.ID)+1)
 		if r.Finished() {
+			s.endedApps.add(aged{endedAt(r.EndedAt).UnixNano(), r.ID})
 			s.dropExecutorsOf(r.ID, touched) // an ended app has none
-			trim(s.Apps, c.Retain, (*AppRecord).Finished, func(a *AppRecord) string { return sortKey(endedAt(a.EndedAt).UnixNano(), a.ID) }, BucketApps, touched)
+			trim(s.Apps, &s.endedApps, c.Retain, (*AppRecord).Finished, func(a *AppRecord) *time.Time { return a.EndedAt }, BucketApps, touched)
 		}
 	case TypePutDriver:
 		r := *c.Driver
@@ -149,7 +230,8 @@ func (s *State) Apply(c Command, touched func(Key)) error {
 		touched(Key{BucketDrivers, r.ID})
 		s.NextDriverNumber = max(s.NextDriverNumber, idNumber(r.ID)+1)
 		if r.Finished() {
-			trim(s.Drivers, c.Retain, (*DriverRecord).Finished, func(d *DriverRecord) string { return sortKey(endedAt(d.EndedAt).UnixNano(), d.ID) }, BucketDrivers, touched)
+			s.endedDrivers.add(aged{endedAt(r.EndedAt).UnixNano(), r.ID})
+			trim(s.Drivers, &s.endedDrivers, c.Retain, (*DriverRecord).Finished, func(d *DriverRecord) *time.Time { return d.EndedAt }, BucketDrivers, touched)
 		}
 	case TypePutWorker:
 		r := *c.Worker
@@ -169,9 +251,15 @@ func (s *State) Apply(c Command, touched func(Key)) error {
 	case TypeDeleteExecutor:
 		deleteKey(s.Executors, BucketExecutors, c.ID, touched)
 	case TypeDeleteApp:
+		if old := s.Apps[c.ID]; old != nil && old.Finished() {
+			s.endedApps.remove(aged{endedAt(old.EndedAt).UnixNano(), old.ID})
+		}
 		deleteKey(s.Apps, BucketApps, c.ID, touched)
 		s.dropExecutorsOf(c.ID, touched)
 	case TypeDeleteDriver:
+		if old := s.Drivers[c.ID]; old != nil && old.Finished() {
+			s.endedDrivers.remove(aged{endedAt(old.EndedAt).UnixNano(), old.ID})
+		}
 		deleteKey(s.Drivers, BucketDrivers, c.ID, touched)
 	case TypeDeleteWorker:
 		deleteKey(s.Workers, BucketWorkers, c.ID, touched)
@@ -201,33 +289,21 @@ func deleteKey[V any](m map[string]V, b Bucket, id string, touched func(Key)) {
 
 // trim drops the oldest finished records beyond retain (retain < 1 keeps
 // them all). Age is by end time then id, so every master drops the same.
-func trim[V any](m map[string]V, retain int, finished func(V) bool, key func(V) string, b Bucket, touched func(Key)) {
+func trim[V any](m map[string]V, x *endedIndex, retain int, finished func(V) bool, ended func(V) *time.Time, b Bucket, touched func(Key)) {
 	if retain < 1 {
 		return
 	}
-	var done []string
-	byID := map[string]string{}
-	for id, r := range m {
-		if finished(r) {
-			k := key(r)
-			done = append(done, k)
-			byID[k] = id
-		}
-	}
-	if len(done) <= retain {
+	build(x, m, finished, ended)
+	excess := len(x.order) - retain
+	if excess <= 0 {
 		return
 	}
-	slices.Sort(done)
-	for _, k := range done[:len(done)-retain] {
-		id := byID[k]
-		delete(m, id)
-		touched(Key{b, id})
+	for _, a := range x.order[:excess] {
+		delete(m, a.id)
+		touched(Key{b, a.id})
 	}
-}
-
-// sortKey orders by time then id as one string (times are fixed-width).
-func sortKey(nanos int64, id string) string {
-	return fmt.Sprintf("%020d/%s", nanos, id)
+	clear(x.order[:excess])    // let the dropped ids go
+	x.order = x.order[excess:] // no copy: appends reallocate the live part only
 }
 
 // idNumber is the sequence number at the end of an id like

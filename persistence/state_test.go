@@ -1,12 +1,14 @@
 package persistence
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -82,7 +84,7 @@ func TestApplyMalformedLeavesStateUnchanged(t *testing.T) {
 			t.Errorf("%s with a bad payload applied without error", c.Type)
 		}
 	}
-	if !reflect.DeepEqual(s, before) {
+	if !s.Equal(before) {
 		t.Fatalf("state changed by malformed commands")
 	}
 	// An unknown type marked ignorable is skipped without an error.
@@ -191,7 +193,7 @@ func TestBoltSurvivesReopen(t *testing.T) {
 	}
 	defer b2.Close()
 	got, _ := b2.Load(ctx)
-	if !reflect.DeepEqual(got, want) {
+	if !got.Equal(want) {
 		t.Fatalf("after reopen:\n got %+v\nwant %+v", got, want)
 	}
 	if got.Epoch != 2 || len(got.Apps) != 1 || got.NextAppNumber != 3 || got.NextDriverNumber != 5 {
@@ -235,7 +237,7 @@ func FuzzApply(f *testing.F) {
 		}
 		for _, c := range cmds {
 			before := s.Clone()
-			if err := s.Apply(c, nil); err != nil && !reflect.DeepEqual(s, before) {
+			if err := s.Apply(c, nil); err != nil && !s.Equal(before) {
 				t.Fatalf("a rejected %s changed the state", c.Type)
 			}
 		}
@@ -318,5 +320,62 @@ func TestEndedRecordsStayEnded(t *testing.T) {
 	}
 	if got := s.Drivers[d.ID]; got.State != wire.DriverKilled {
 		t.Fatalf("driver after a late launch record: %s, want KILLED", got.State)
+	}
+}
+
+// The count of ended records that trimming relies on is rebuilt from a
+// state read back (a snapshot), and kept exact by every later apply.
+func TestTrimAfterSnapshotAndDeletes(t *testing.T) {
+	s := NewState()
+	for i := range 5 {
+		a := finishedApp(fmt.Sprintf("app-20261122100000-%04d", i), t0.Add(time.Duration(i)*time.Second))
+		if err := s.Apply(PutApp(a, 0), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := decodeSnapshot(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Apply(DeleteApp("app-20261122100000-0004"), nil); err != nil { // an ended one goes
+		t.Fatal(err)
+	}
+	newest := finishedApp("app-20261122100000-0009", t0.Add(time.Hour))
+	if err := r.Apply(PutApp(newest, 3), nil); err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for id := range r.Apps {
+		kept = append(kept, id)
+	}
+	slices.Sort(kept)
+	want := []string{"app-20261122100000-0002", "app-20261122100000-0003", "app-20261122100000-0009"}
+	if !slices.Equal(kept, want) {
+		t.Fatalf("kept %v, want the 3 newest %v", kept, want)
+	}
+}
+
+// One app ending while many ended ones are retained: what every master
+// applies at every end, and a restarted one thousands of times in a row.
+func BenchmarkApplyAppEnd(b *testing.B) {
+	for _, retained := range []int{1000, 100000} {
+		b.Run(fmt.Sprintf("retained=%d", retained), func(b *testing.B) {
+			s := NewState()
+			for i := range retained {
+				a := finishedApp(fmt.Sprintf("app-20261122100000-%06d", i), t0.Add(time.Duration(i)*time.Millisecond))
+				s.Apps[a.ID] = &a
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				a := finishedApp(fmt.Sprintf("app-20261122110000-%06d", i), t0.Add(time.Hour+time.Duration(i)))
+				if err := s.Apply(PutApp(a, retained), nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

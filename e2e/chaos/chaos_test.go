@@ -38,6 +38,7 @@ var (
 	reportFlag = flag.String("chaos.report", "", "also write the report (markdown) to this file")
 	onlyFlag   = flag.String("chaos.only", "", "inject only the fault kinds whose name contains this")
 	keepFlag   = flag.Bool("chaos.keep", false, "keep the cluster's logs and data even if the run passes")
+	debugFlag  = flag.Bool("chaos.debug", false, "run the masters with --log-level debug (Raft's messages included)")
 )
 
 var bin testcluster.Binaries
@@ -101,12 +102,15 @@ func TestChaos(t *testing.T) {
 	if ch.cut, ch.cutErr = testcluster.NewNetCut(t); ch.cutErr == nil {
 		uids = []uint32{64101, 64102, 64103}
 	}
+	masterFlags := []string{
+		"--worker-timeout", workerTimeout.String(), "--recovery-timeout", recoveryTimeout.String(),
+		"--app-timeout", appTimeout.String(), "--retained-apps", "100000", "--retained-drivers", "100000",
+	}
+	if *debugFlag {
+		masterFlags = append(masterFlags, "--log-level", "debug")
+	}
 	ch.cl, err = testcluster.StartCluster(t, testcluster.Options{
-		Bin: bin, Dir: dir, Secret: secret, Masters: 3, UIDs: uids,
-		MasterFlags: []string{
-			"--worker-timeout", workerTimeout.String(), "--recovery-timeout", recoveryTimeout.String(),
-			"--app-timeout", appTimeout.String(), "--retained-apps", "100000", "--retained-drivers", "100000",
-		},
+		Bin: bin, Dir: dir, Secret: secret, Masters: 3, UIDs: uids, MasterFlags: masterFlags,
 		Workers: []testcluster.WorkerSpec{{Cores: 8, Memory: "4g"}, {Cores: 8, Memory: "4g"}},
 	})
 	if err != nil {

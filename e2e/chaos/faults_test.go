@@ -292,5 +292,7 @@ func (ch *chaos) caughtUp(m *testcluster.Master) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return fmt.Errorf("%s did not catch up within %s: %s", m.ID, backWithin, last)
+	// Stuck: have it print every goroutine's stack into its log.
+	m.Proc().Signal(syscall.SIGQUIT)
+	return fmt.Errorf("%s did not catch up within %s (its goroutines are in its log): %s", m.ID, backWithin, last)
 }
