@@ -59,11 +59,10 @@ const (
 	// DefaultStreamOpenTimeout bounds the wait for a stream's headers: a
 	// master that accepts the connection and says nothing is frozen.
 	DefaultStreamOpenTimeout = 2 * time.Second
-	// suspectFor is how long a master that did not answer in time is tried
-	// after the others, and redirects to it are not followed: long enough
-	// for followers to stop naming a frozen leader (their heartbeat
-	// timeout) and elect another, short enough that a master frozen once
-	// and elected again soon after is not shunned.
+	// suspectFor is how long a master that did not answer (refused,
+	// reset, timed out) is tried after the others: long enough to let an
+	// election replace a dead or frozen leader, short enough that a master
+	// that was restarting is tried again soon.
 	suspectFor = 3 * time.Second
 )
 
@@ -206,18 +205,15 @@ func (c *Client) setLeader(base string) {
 	delete(c.suspect, base)
 }
 
-// redirectedTo takes a follower's word that base leads, and reports
-// whether to go there now: not if base did not answer in time lately, since
-// followers keep naming a frozen or cut-off leader until their heartbeat
-// timeout, and the election that replaces it comes soon after.
-func (c *Client) redirectedTo(base string) bool {
+// redirectedTo takes a follower's word that base leads, suspect or not:
+// followers stop naming a leader they have not heard from for a few of its
+// heartbeats, long before a client notices a silent stream, so the word is
+// fresh (a master that refused connections while it restarted may well
+// lead again by now).
+func (c *Client) redirectedTo(base string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if until, ok := c.suspect[base]; ok && time.Now().Before(until) {
-		return false
-	}
 	c.leader = base
-	return true
 }
 
 // failed forgets base as the leader (it did not answer, or has no leader)

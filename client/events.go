@@ -41,8 +41,7 @@ func (c *Client) Events(ctx context.Context, appID string, handle func(wire.AppE
 			}
 			return fmt.Errorf("events of app %s: %w", appID, err)
 		}
-		started := time.Now()
-		final, silent, err := c.readEvents(connCtx, cancel, resp, handle)
+		final, silent, got, err := c.readEvents(connCtx, cancel, resp, handle)
 		cancel()
 		if final {
 			return err
@@ -55,10 +54,10 @@ func (c *Client) Events(ctx context.Context, appID string, handle func(wire.AppE
 			// off or was deposed. Look elsewhere first.
 			c.failed(baseOf(resp), true)
 		}
-		// A master that accepts the stream and drops it at once must not
-		// make us spin; a stream that lived a while (a second is several
-		// heartbeats) reconnects at once: failovers may come close together.
-		if time.Since(started) > time.Second {
+		// A master that accepts the stream and drops it before a word must
+		// not make us spin; a stream that delivered events was real, and
+		// reconnects at once (failovers may come close together).
+		if got > 0 {
 			pause = 0
 		} else {
 			pause = min(max(2*pause, c.minBackoff), c.maxBackoff)
@@ -78,7 +77,8 @@ func (c *Client) Events(ctx context.Context, appID string, handle func(wire.AppE
 // its master promised (an event's NextWithinMs; else the idle timeout) is
 // cut through cancel, which ends the pending read: the master froze, was
 // cut off or was deposed, and another one may lead by now.
-func (c *Client) readEvents(ctx context.Context, cancel context.CancelFunc, resp *http.Response, handle func(wire.AppEvent) error) (final, silent bool, err error) {
+// got counts the events read.
+func (c *Client) readEvents(ctx context.Context, cancel context.CancelFunc, resp *http.Response, handle func(wire.AppEvent) error) (final, silent bool, got int, err error) {
 	defer resp.Body.Close()
 	silence := c.streamIdleTimeout
 	idle := time.AfterFunc(silence, cancel)
@@ -89,10 +89,11 @@ func (c *Client) readEvents(ctx context.Context, cancel context.CancelFunc, resp
 		var ev wire.AppEvent
 		if err := dec.Decode(&ev); err != nil {
 			if ctx.Err() != nil && !idle.Stop() {
-				return false, true, fmt.Errorf("no event for %s: %w", silence, err)
+				return false, true, got, fmt.Errorf("no event for %s: %w", silence, err)
 			}
-			return false, false, err
+			return false, false, got, err
 		}
+		got++
 		if ev.NextWithinMs > 0 {
 			silence = time.Duration(ev.NextWithinMs) * time.Millisecond
 		}
@@ -101,10 +102,10 @@ func (c *Client) readEvents(ctx context.Context, cancel context.CancelFunc, resp
 			continue
 		}
 		if err := handle(ev); err != nil {
-			return true, false, err
+			return true, false, got, err
 		}
 		if ev.Type == wire.EventAppRemoved {
-			return true, false, nil
+			return true, false, got, nil
 		}
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -208,9 +210,9 @@ func TestEventsLeaveAFrozenMaster(t *testing.T) {
 	b := newFakeMaster(t, "", func(w http.ResponseWriter, r *http.Request) {
 		switch bHits.Add(1) {
 		case 1:
-			// A follower that has not noticed yet names the frozen
-			// master as the leader.
-			httpx.WriteErr(w, &httpx.StatusError{Status: http.StatusTemporaryRedirect, Message: "not the leader", Leader: a.URL()})
+			// A follower that no longer hears from the frozen leader
+			// names none while the others elect one.
+			httpx.WriteErr(w, &httpx.StatusError{Status: http.StatusServiceUnavailable, Code: wire.CodeNoLeader, Message: "no leader"})
 		case 2:
 			w.WriteHeader(http.StatusServiceUnavailable) // electing
 		default:
@@ -238,9 +240,47 @@ func TestEventsLeaveAFrozenMaster(t *testing.T) {
 		t.Fatalf("events %v", got)
 	}
 	// The stream went silent: the frozen master is tried after the
-	// other from then on, and a redirect to it is not followed, so it is
-	// not asked again.
+	// other from then on, so it is not asked again.
 	if n := frozenHits.Load(); n != 1 {
 		t.Fatalf("frozen master asked %d times, want only the first stream", n)
+	}
+}
+
+// A master that refused connections (it was restarting) may lead again a
+// moment later: a follower's redirect to it is followed.
+func TestRedirectFollowedToARecentlyRefusingMaster(t *testing.T) {
+	leaderURL := deadAddress(t) // refuses connections until it "restarted"
+	var restarted atomic.Bool
+	follower := newFakeMaster(t, "", func(w http.ResponseWriter, r *http.Request) {
+		if !restarted.Load() {
+			httpx.WriteErr(w, &httpx.StatusError{Status: http.StatusServiceUnavailable, Code: wire.CodeNoLeader, Message: "no leader"})
+			return
+		}
+		httpx.WriteErr(w, &httpx.StatusError{Status: http.StatusTemporaryRedirect, Code: wire.CodeNotLeader, Message: "not the leader", Leader: leaderURL})
+	})
+	c := newTestClient(t, []string{leaderURL, follower.URL()}, "")
+	done := make(chan error, 1)
+	go func() { done <- c.Events(context.Background(), "app-1", func(wire.AppEvent) error { return nil }) }()
+	// Once the leader refused a connection (the client then asked the
+	// follower), it listens again, and the follower names it.
+	deadline := time.Now().Add(5 * time.Second)
+	for follower.count() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond) // polling with a deadline
+	}
+	l, err := net.Listen("tcp", strings.TrimPrefix(leaderURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeEvents(w, evSnapshot, evRemoved) })}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	restarted.Store(true)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Events: %v", err)
+		}
+	case <-time.After(suspectFor / 2):
+		t.Fatalf("the redirect to the restarted leader was not followed within %v", suspectFor/2)
 	}
 }

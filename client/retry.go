@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/wire"
 )
 
 var (
@@ -201,10 +202,15 @@ func (c *Client) classify(r request, target string, err error) (next string, wai
 			if perr != nil {
 				return "", false, fmt.Errorf("%s: redirected to a bad leader address %q: %w", where, se.Leader, perr)
 			}
-			if leader == target || !c.redirectedTo(leader) {
+			if leader == target {
 				return c.failed(target, false), true, err
 			}
+			c.redirectedTo(leader)
 			return leader, false, err
+		case se.Code == wire.CodeNoLeader || se.Code == wire.CodeLeaderPreparing:
+			// The master held the request while it waited for a leader
+			// (up to a second): that was the pause; ask the next at once.
+			return c.failed(target, false), false, err
 		case se.Status == http.StatusTemporaryRedirect || se.Status == http.StatusServiceUnavailable:
 			// No leader known yet (an election): another master may know.
 			return c.failed(target, false), true, err
@@ -221,13 +227,11 @@ func (c *Client) classify(r request, target string, err error) (next string, wai
 		// would only repeat.
 		return "", false, fmt.Errorf("%s: %w", where, se)
 	}
-	return c.failed(target, timedOut(err)), true, err
-}
-
-// timedOut reports whether err is a request that got no answer in time.
-func timedOut(err error) bool {
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+	// No answer (refused, reset, timed out): the master is dead, frozen or
+	// cut off. Try it after the others for a while, and do not follow a
+	// follower's redirect to it (followers name a dead leader until their
+	// heartbeat timeout).
+	return c.failed(target, true), true, err
 }
 
 // notSent reports whether err certainly happened before the request reached

@@ -297,3 +297,51 @@ func TestExecutorEndWaitsForItsWrite(t *testing.T) {
 		t.Fatalf("events after the end committed: %v", eventTypes(evs))
 	}
 }
+
+// A leader that dies between a driver's launch record and the launch
+// command leaves a driver recorded RUNNING that never started. The new
+// leader learns it from the worker: the same worker process answers
+// without it, so the driver waits and is launched again. Had the worker
+// process been replaced, the driver was lost with it.
+func TestDriverWhoseLaunchNeverArrivedWaitsAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		incarnation string
+		want        wire.DriverState
+	}{
+		{"same worker process", "w1-1", wire.DriverRunning},
+		{"worker process replaced", "w1-2", wire.DriverError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.lead(nil)
+			w := h.addWorker("w1", 4, 4096)
+			v, err := h.call(func(reply func(any, error)) {
+				h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}}, keyed{}, reply)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := v.(wire.Submitted).ID
+			h.fx.sent = nil // the launch command is lost with the leader
+			if rec := h.fx.state.Drivers[id]; rec.State != wire.DriverRunning || rec.WorkerIncarnation != "w1-1" {
+				t.Fatalf("launch record %+v", rec)
+			}
+			h.failover()
+			if err := h.reregister(w, tc.incarnation); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.c.workerLatestState("w1", wire.WorkerLatestState{WorkerID: "w1"}); err != nil {
+				t.Fatal(err)
+			}
+			h.commit()
+			st, _ := h.c.driver(id)
+			if st.State != tc.want {
+				t.Fatalf("driver after the failover: %s (%s), want %s", st.State, st.Message, tc.want)
+			}
+			if launched := len(h.takeSent("/v1/drivers")); (tc.want == wire.DriverRunning) != (launched == 1) {
+				t.Fatalf("%d launches after the failover", launched)
+			}
+		})
+	}
+}

@@ -145,12 +145,20 @@ func (c *core) leading() bool { return c.status != wire.MasterStandby && !c.prep
 // redirect to the leader, or 503 while there is none.
 func (c *core) notLeader() error {
 	if c.preparing {
-		return httpx.Errorf(http.StatusServiceUnavailable, "this master was just elected and is loading its state; retry shortly")
+		return &httpx.StatusError{Status: http.StatusServiceUnavailable, Code: wire.CodeLeaderPreparing,
+			Message: "this master was just elected and is loading its state; retry shortly"}
 	}
-	if addr := c.fx.leaderAddress(); addr != "" {
-		return &httpx.StatusError{Status: http.StatusTemporaryRedirect, Message: "not the leader", Leader: addr}
+	return redirectOrNoLeader(c.fx.leaderAddress())
+}
+
+// redirectOrNoLeader is the answer of a master that does not lead: a
+// redirect to the leader at addr, or 503 when none is known.
+func redirectOrNoLeader(addr string) error {
+	if addr != "" {
+		return &httpx.StatusError{Status: http.StatusTemporaryRedirect, Code: wire.CodeNotLeader, Message: "not the leader", Leader: addr}
 	}
-	return httpx.Errorf(http.StatusServiceUnavailable, "no leader: no master has a quorum, so changes are refused until one is elected (reads still work)")
+	return &httpx.StatusError{Status: http.StatusServiceUnavailable, Code: wire.CodeNoLeader,
+		Message: "no leader: no master has a quorum, so changes are refused until one is elected (reads still work)"}
 }
 
 // errLeadershipLost answers a request whose write did not commit because

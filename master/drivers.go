@@ -83,7 +83,7 @@ func (c *core) launchDriver(w *workerInfo, d *driverInfo) {
 	w.addDriver(d)
 	c.log.Info("launching driver", "driver", d.rec.ID, "worker", w.rec.ID)
 	c.updateDriver(d, 0, func(rec *persistence.DriverRecord) {
-		rec.State, rec.WorkerID = wire.DriverRunning, w.rec.ID
+		rec.State, rec.WorkerID, rec.WorkerIncarnation = wire.DriverRunning, w.rec.ID, w.incarnation
 	}, nil, func() {
 		d.launching, d.state = false, wire.DriverRunning
 		c.fx.send(w, workerCommand{

@@ -68,7 +68,7 @@ func respond(w http.ResponseWriter, r *http.Request, v any, err error) {
 		var se *httpx.StatusError
 		if errors.As(err, &se) && se.Status == http.StatusTemporaryRedirect && se.Leader != "" {
 			w.Header().Set("Location", strings.TrimSuffix(se.Leader, "/")+r.URL.RequestURI())
-			httpx.WriteJSON(w, se.Status, wire.Error{Error: se.Message, Leader: se.Leader})
+			httpx.WriteJSON(w, se.Status, wire.Error{Error: se.Message, Leader: se.Leader, Code: se.Code})
 			return
 		}
 		httpx.WriteErr(w, err)

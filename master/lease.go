@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/wire"
 )
 
 // leaderLease decides whether this master may answer as the leader now.
@@ -49,7 +51,8 @@ func newLeaderLease(engine persistence.Engine) *leaderLease {
 	return l
 }
 
-var errHandingOver = httpx.Errorf(http.StatusServiceUnavailable, "this master is handing leadership over; retry against the new leader")
+var errHandingOver = &httpx.StatusError{Status: http.StatusServiceUnavailable, Code: wire.CodeNoLeader,
+	Message: "this master is handing leadership over; retry against the new leader"}
 
 // fresh reports whether leadership is confirmed now, without asking.
 func (l *leaderLease) fresh() bool {
@@ -130,7 +133,8 @@ func (m *Master) notConfirmed(err error) error {
 		return se
 	}
 	if addr := m.leaderAddress(); addr != "" {
-		return &httpx.StatusError{Status: http.StatusTemporaryRedirect, Message: "not the leader", Leader: addr}
+		return redirectOrNoLeader(addr)
 	}
-	return httpx.Errorf(http.StatusServiceUnavailable, "this master could not confirm it still leads (%v); retry, another master may lead", err)
+	return &httpx.StatusError{Status: http.StatusServiceUnavailable, Code: wire.CodeNoLeader,
+		Message: fmt.Sprintf("this master could not confirm it still leads (%v); retry, another master may lead", err)}
 }

@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"github.com/berth-cluster/berth/election"
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/wire"
 )
 
 // Master is a running master: the loop that owns the core, the persistence
@@ -157,7 +159,45 @@ var errStopped = httpx.Errorf(http.StatusServiceUnavailable, "master is shutting
 // call runs fn in the loop, once this master has confirmed it leads (see
 // leaderLease), and waits for it to reply (possibly later, from a
 // continuation). It gives up when ctx ends; the reply is then dropped.
+//
+// While no master leads (an election) or this one is still preparing its
+// leadership, the request is held for up to leaderHold and tried again, so
+// that its answer is the new leader's (or a redirect to it) rather than a
+// 503 that every client would poll through the election (Nomad's RPC hold).
+// Only answers that changed nothing are retried.
 func (m *Master) call(ctx context.Context, fn func(c *core, reply func(any, error))) (any, error) {
+	deadline := time.Now().Add(leaderHold)
+	for {
+		v, err := m.callOnce(ctx, fn)
+		if !awaitingLeader(err) || time.Now().After(deadline) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-m.stopped:
+			return v, err
+		case <-time.After(leaderPoll):
+		}
+	}
+}
+
+// How long, and how often, a request waits for a leader (see call). The
+// hold stays well under clients' request timeouts, so a held request is not
+// mistaken for a frozen master.
+const (
+	leaderHold = time.Second
+	leaderPoll = 20 * time.Millisecond
+)
+
+// awaitingLeader reports whether err says no master can answer as the
+// leader yet.
+func awaitingLeader(err error) bool {
+	var se *httpx.StatusError
+	return errors.As(err, &se) && (se.Code == wire.CodeNoLeader || se.Code == wire.CodeLeaderPreparing)
+}
+
+func (m *Master) callOnce(ctx context.Context, fn func(c *core, reply func(any, error))) (any, error) {
 	// A master that does not lead by its own account is answered by the
 	// loop (a redirect, or "no leader"): only a leader must prove it.
 	if m.lease.leading.Load() {

@@ -51,6 +51,8 @@ func driverStatus(d *driverInfo) *wire.DriverStatus {
 		s.State, s.WorkerID = wire.DriverSubmitted, ""
 	case d.worker != nil:
 		s.WorkerID = d.worker.rec.ID
+	case d.state == wire.DriverSubmitted:
+		s.WorkerID = "" // waiting (again): the record names where it was meant to run
 	}
 	return s
 }

@@ -240,6 +240,7 @@ func (c *core) workerLatestState(id string, report wire.WorkerLatestState) (wire
 		}
 	}
 	if recovering {
+		c.requeueUnlaunchedDrivers(w)
 		w.state, w.reregistered = wire.WorkerAlive, false
 		w.lastHeartbeat = c.now()
 		c.log.Info("worker answered recovery", "worker", id, "executors", len(w.executors), "drivers", len(w.drivers))
@@ -310,6 +311,25 @@ func (c *core) keepReportedDriver(w *workerInfo, r wire.DriverReport) bool {
 		c.fx.send(w, killDriverCommand(c.epoch, d.rec.ID))
 	}
 	return true
+}
+
+// requeueUnlaunchedDrivers puts back in the queue the drivers whose launch
+// record names w's current process but which w does not run (nor report
+// ended): the leader that wrote the record died before the launch reached
+// the worker, so the driver never started, and waits again. A driver
+// recorded on an earlier process of w was lost with it (driverLost, at
+// the end of recovery).
+func (c *core) requeueUnlaunchedDrivers(w *workerInfo) {
+	if w.incarnation == "" {
+		return
+	}
+	for _, d := range sortedDrivers(c.drivers) {
+		if d.worker == nil && d.state == wire.DriverUnknown && d.rec.WorkerID == w.rec.ID && d.rec.WorkerIncarnation == w.incarnation {
+			c.log.Info("driver's launch never reached its worker; it waits again", "driver", d.rec.ID, "worker", w.rec.ID)
+			d.state = wire.DriverSubmitted
+			c.waitingDrivers = append(c.waitingDrivers, d)
+		}
+	}
 }
 
 // liveExecutor is app a's live executor id, or nil.

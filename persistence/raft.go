@@ -230,9 +230,28 @@ func (r *Raft) closeStores() {
 func (r *Raft) LeadershipChanges() <-chan bool { return r.notify }
 
 // LeaderID is the id of the current leader, "" when there is none.
+//
+// A follower that has not heard from its leader for three of the leader's
+// heartbeat intervals says there is none: the leader is dead, frozen or
+// cut off, and an election is coming. Raft itself believes in the leader
+// until its heartbeat timeout (1 to 2 s); naming it meanwhile would send
+// clients to a master that cannot answer.
 func (r *Raft) LeaderID() string {
 	_, id := r.raft.LeaderWithID()
+	if id == "" || id == raft.ServerID(r.cfg.ID) {
+		return string(id)
+	}
+	if time.Since(r.raft.LastContact()) > r.silentLeaderAfter() {
+		return ""
+	}
 	return string(id)
+}
+
+// silentLeaderAfter is how long without a word from the leader makes a
+// follower stop naming it: three heartbeats (the leader sends one every
+// tenth of the heartbeat timeout).
+func (r *Raft) silentLeaderAfter() time.Duration {
+	return 3 * raftConfig(r.cfg).HeartbeatTimeout / 10
 }
 
 // IsLeader reports whether this master is the Raft leader.

@@ -49,16 +49,22 @@ type AppRecord struct {
 
 // DriverRecord is a submitted driver.
 type DriverRecord struct {
-	ID           string                 `json:"id"`
-	Desc         wire.DriverDescription `json:"desc"`
-	SubmittedAt  time.Time              `json:"submittedAt"`
-	State        wire.DriverState       `json:"state"` // SUBMITTED while active, else final
-	WorkerID     string                 `json:"workerId,omitempty"`
-	ExitCode     *int                   `json:"exitCode,omitempty"`
-	Message      string                 `json:"message,omitempty"`
-	RelaunchOf   string                 `json:"relaunchOf,omitempty"`
-	RelaunchedAs string                 `json:"relaunchedAs,omitempty"`
-	EndedAt      *time.Time             `json:"endedAt,omitempty"`
+	ID          string                 `json:"id"`
+	Desc        wire.DriverDescription `json:"desc"`
+	SubmittedAt time.Time              `json:"submittedAt"`
+	State       wire.DriverState       `json:"state"` // SUBMITTED while active, else final
+	WorkerID    string                 `json:"workerId,omitempty"`
+	// WorkerIncarnation is the worker process the driver was launched on.
+	// A new leader whose worker answers from that same process without
+	// listing the driver knows the launch never reached it (the old leader
+	// died between its launch record and the command), so the driver waits
+	// again rather than being lost.
+	WorkerIncarnation string     `json:"workerIncarnation,omitempty"`
+	ExitCode          *int       `json:"exitCode,omitempty"`
+	Message           string     `json:"message,omitempty"`
+	RelaunchOf        string     `json:"relaunchOf,omitempty"`
+	RelaunchedAs      string     `json:"relaunchedAs,omitempty"`
+	EndedAt           *time.Time `json:"endedAt,omitempty"`
 	// KillRequested: someone asked to kill the driver while it ran. The
 	// request is durable before it is acknowledged, so a new leader still
 	// kills the driver (and does not relaunch it) if the old one could not.

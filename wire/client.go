@@ -228,7 +228,24 @@ type AppEvent struct {
 type Error struct {
 	Error  string `json:"error"`
 	Leader string `json:"leader,omitempty"` // set on a redirect to the leader
+	// Code says what went wrong for programs to act on (ErrorCode); the
+	// message is for people and may change.
+	Code ErrorCode `json:"code,omitempty"`
 }
+
+// ErrorCode is an error's machine-readable kind.
+type ErrorCode string
+
+const (
+	// CodeNotLeader: this master does not lead; the answer redirects (307)
+	// to the one that does.
+	CodeNotLeader ErrorCode = "not_leader"
+	// CodeNoLeader: no master leads now (an election, or no quorum), 503.
+	CodeNoLeader ErrorCode = "no_leader"
+	// CodeLeaderPreparing: this master was just elected and is reading its
+	// state, 503.
+	CodeLeaderPreparing ErrorCode = "leader_preparing"
+)
 
 // JoinRequest adds a master to the Raft cluster (POST /v1/raft/join).
 type JoinRequest struct {

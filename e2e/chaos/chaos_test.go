@@ -256,6 +256,11 @@ func (ch *chaos) verify(w *workload, lw *leaderWatch, pw *pidWatch, dir string) 
 			f.Close()
 		}
 		v.problems = append(v.problems, fmt.Sprintf("history of %d ops is %s; see %s", len(history), res, path))
+		for _, part := range model.Partition(history) {
+			if !porcupine.CheckOperations(model.ToModel(), part) {
+				v.problems = append(v.problems, "not linearizable:\n"+describe(part))
+			}
+		}
 	}
 	v.acked, v.lost = losses(history)
 	for _, l := range v.lost {
@@ -284,6 +289,19 @@ func (ch *chaos) verify(w *workload, lw *leaderWatch, pw *pidWatch, dir string) 
 		}
 	}
 	return v
+}
+
+// describe lists a partition's ops, with their times since the run began.
+func describe(ops []porcupine.Operation) string {
+	var b strings.Builder
+	for _, op := range ops {
+		ret := "never answered"
+		if op.Return != pending {
+			ret = time.Duration(op.Return).String()
+		}
+		fmt.Fprintf(&b, "      client %d, %s → %s: %s\n", op.ClientId, time.Duration(op.Call), ret, model.DescribeOperation(op.Input, op.Output))
+	}
+	return b.String()
 }
 
 // losses counts the acknowledged writes and lists those the final reads

@@ -99,7 +99,7 @@ func readStatusError(resp *http.Response) error {
 	se := &StatusError{Status: resp.StatusCode}
 	var body wire.Error
 	if json.Unmarshal(data, &body) == nil && body.Error != "" {
-		se.Message, se.Leader = body.Error, body.Leader
+		se.Message, se.Leader, se.Code = body.Error, body.Leader, body.Code
 	} else {
 		se.Message = string(bytes.TrimSpace(data))
 	}

@@ -48,7 +48,8 @@ func RequireSecret(secret string, h http.Handler) http.Handler {
 type StatusError struct {
 	Status  int
 	Message string
-	Leader  string // the leader's API address, on a redirect from a follower
+	Leader  string         // the leader's API address, on a redirect from a follower
+	Code    wire.ErrorCode // machine-readable kind, if it has one
 }
 
 func (e *StatusError) Error() string {
@@ -116,7 +117,7 @@ func WriteErr(w http.ResponseWriter, err error) {
 		if se.Leader != "" && se.Status == http.StatusTemporaryRedirect {
 			w.Header().Set("Location", se.Leader)
 		}
-		WriteJSON(w, se.Status, wire.Error{Error: se.Message, Leader: se.Leader})
+		WriteJSON(w, se.Status, wire.Error{Error: se.Message, Leader: se.Leader, Code: se.Code})
 		return
 	}
 	WriteError(w, http.StatusInternalServerError, "%v", err)
