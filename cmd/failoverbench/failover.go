@@ -193,12 +193,16 @@ func (cl *cluster) failover(ctx context.Context, scenario string, n int) (Round,
 			if s.Status != wire.MasterAlive {
 				continue
 			}
+			// Recovery waits for the workers, not for app clients (they
+			// answer in their own time): ALIVE without every worker is a
+			// problem, ALIVE before the app's client is back is not.
+			if workers != len(cl.workers) && r.AliveShort == nil {
+				r.AliveShort = &workers
+				r.Problems = append(r.Problems, fmt.Sprintf("%s went ALIVE with %d/%d workers ALIVE", s.MasterID, workers, len(cl.workers)))
+			}
 			if workers == len(cl.workers) && appBack {
 				r.alive, r.NewLeader, r.NewEpoch, final = since, s.MasterID, s.Epoch, s
 				done = true
-			} else if r.AliveShort == nil {
-				r.AliveShort = &workers
-				r.Problems = append(r.Problems, fmt.Sprintf("%s went ALIVE with %d/%d workers ALIVE (app back: %v)", s.MasterID, workers, len(cl.workers), appBack))
 			}
 		}
 	}

@@ -217,7 +217,7 @@ func (r *Report) print(w io.Writer) {
 			if f.App != nil {
 				rows = append(rows, row{"app client back", *f.App})
 			}
-			rows = append(rows, row{"ALIVE, all workers", f.Alive})
+			rows = append(rows, row{"ALIVE, everything back", f.Alive})
 			if f.OldExit != nil {
 				rows = append(rows, row{"old leader exited", *f.OldExit})
 			}
