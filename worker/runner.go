@@ -219,10 +219,12 @@ func (w *Worker) startAttempt(p *proc, note string) (*exec.Cmd, error) {
 		SysProcAttr: sysProcAttr(),
 	}
 	// The spawner only ever blocks on other Starts, so no deadline is needed.
-	if err := startProcess(context.Background(), cmd); err != nil {
+	// Setpgid: its pid is its group's id. (A grandchild forked before the
+	// guardian hears of the group would outlive a SIGKILLed worker; the
+	// window is the spawner thread's next few instructions.)
+	if err := startProcess(context.Background(), cmd, w.guard.track); err != nil {
 		return nil, err
 	}
-	w.guard.track(cmd.Process.Pid) // Setpgid: its pid is its group's id
 	w.procs.mu.Lock()
 	p.process = cmd.Process
 	if p.killReason != "" {

@@ -26,24 +26,32 @@ var (
 )
 
 type spawnReq struct {
-	cmd  *exec.Cmd
-	done chan error
+	cmd     *exec.Cmd
+	started func(pid int) // run on the spawner thread right after a Start
+	done    chan error
 }
 
 func spawner(reqs <-chan spawnReq) {
 	runtime.LockOSThread() // never unlocked: this thread must outlive every child
 	for r := range reqs {
-		r.done <- r.cmd.Start()
+		err := r.cmd.Start()
+		if err == nil && r.started != nil {
+			r.started(r.cmd.Process.Pid)
+		}
+		r.done <- err
 	}
 }
 
-// startProcess starts cmd from the spawner thread.
-func startProcess(ctx context.Context, cmd *exec.Cmd) error {
+// startProcess starts cmd from the spawner thread, and calls started with
+// its pid at once, before any hand-off to another goroutine (the child runs
+// already and may start children of its own: the guardian must know its
+// group as soon as possible).
+func startProcess(ctx context.Context, cmd *exec.Cmd, started func(pid int)) error {
 	spawnOnce.Do(func() {
 		spawnReqs = make(chan spawnReq)
 		go spawner(spawnReqs)
 	})
-	r := spawnReq{cmd: cmd, done: make(chan error, 1)}
+	r := spawnReq{cmd: cmd, started: started, done: make(chan error, 1)}
 	select {
 	case spawnReqs <- r:
 	case <-ctx.Done():
