@@ -3,8 +3,6 @@ package client
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/url"
 
 	"github.com/berth-cluster/berth/wire"
 )
@@ -13,7 +11,7 @@ import (
 // follower: check View (a follower knows no executors nor heartbeats).
 func (c *Client) Cluster(ctx context.Context) (wire.ClusterStatus, error) {
 	var st wire.ClusterStatus
-	if err := c.call(ctx, request{method: http.MethodGet, path: "/v1/cluster"}, &st); err != nil {
+	if err := c.call(ctx, on(wire.MasterAPI.Cluster.Endpoint, nil), &st); err != nil {
 		return st, fmt.Errorf("cluster status: %w", err)
 	}
 	return st, nil
@@ -34,7 +32,7 @@ func (c *Client) LeaderCluster(ctx context.Context) (wire.ClusterStatus, error) 
 	var lst wire.ClusterStatus
 	actx, cancel := context.WithTimeout(ctx, c.requestTimeout)
 	defer cancel()
-	if err := c.api.Do(actx, http.MethodGet, leader+"/v1/cluster", nil, &lst); err != nil || lst.View != wire.ViewLeader {
+	if err := c.api.Do(actx, wire.MasterAPI.Cluster.Method, leader+wire.MasterAPI.Cluster.Path(), nil, &lst); err != nil || lst.View != wire.ViewLeader {
 		return st, nil // the follower's view is all there is
 	}
 	c.setLeader(leader)
@@ -46,7 +44,7 @@ func (c *Client) LeaderCluster(ctx context.Context) (wire.ClusterStatus, error) 
 // risk of registering the app twice (see the package doc).
 func (c *Client) RegisterApp(ctx context.Context, desc wire.AppDescription, opts ...SubmitOption) (string, error) {
 	var sub wire.Submitted
-	if err := c.call(ctx, submitRequest("/v1/apps", desc, opts), &sub); err != nil {
+	if err := c.call(ctx, submitRequest(wire.MasterAPI.RegisterApp.Endpoint, desc, opts), &sub); err != nil {
 		return "", fmt.Errorf("register app %q: %w", desc.Name, err)
 	}
 	return sub.ID, nil
@@ -55,7 +53,7 @@ func (c *Client) RegisterApp(ctx context.Context, desc wire.AppDescription, opts
 // App returns an application's status.
 func (c *Client) App(ctx context.Context, id string) (wire.AppStatus, error) {
 	var st wire.AppStatus
-	if err := c.call(ctx, request{method: http.MethodGet, path: appPath(id, "")}, &st); err != nil {
+	if err := c.call(ctx, on(wire.MasterAPI.App.Endpoint, nil, id), &st); err != nil {
 		return st, fmt.Errorf("app %s: %w", id, err)
 	}
 	return st, nil
@@ -66,7 +64,7 @@ func (c *Client) App(ctx context.Context, id string) (wire.AppStatus, error) {
 // final status.
 func (c *Client) KillApp(ctx context.Context, id string) (wire.AppStatus, error) {
 	var st wire.AppStatus
-	if err := c.call(ctx, request{method: http.MethodDelete, path: appPath(id, "")}, &st); err != nil {
+	if err := c.call(ctx, on(wire.MasterAPI.KillApp.Endpoint, nil, id), &st); err != nil {
 		return st, fmt.Errorf("kill app %s: %w", id, err)
 	}
 	return st, nil
@@ -74,32 +72,30 @@ func (c *Client) KillApp(ctx context.Context, id string) (wire.AppStatus, error)
 
 // UnregisterApp tells the master the app's client is done (it ends FINISHED).
 func (c *Client) UnregisterApp(ctx context.Context, id string) error {
-	return c.appWrite(ctx, "unregister", http.MethodPost, id, "/unregister", nil)
+	return c.appWrite(ctx, "unregister", wire.MasterAPI.UnregisterApp.Endpoint, id, nil)
 }
 
 // HeartbeatApp keeps the app's lease for a client that holds no event stream
 // (Events holds the lease by itself while connected).
 func (c *Client) HeartbeatApp(ctx context.Context, id string) error {
-	return c.appWrite(ctx, "heartbeat", http.MethodPost, id, "/heartbeat", nil)
+	return c.appWrite(ctx, "heartbeat", wire.MasterAPI.AppHeartbeat.Endpoint, id, nil)
 }
 
 // SetExecutorLimit sets how many executors the app may hold in total.
 func (c *Client) SetExecutorLimit(ctx context.Context, id string, limit int) error {
-	return c.appWrite(ctx, "set executor limit of", http.MethodPut, id, "/executor-limit", wire.ExecutorLimit{Limit: limit})
+	return c.appWrite(ctx, "set executor limit of", wire.MasterAPI.SetExecutorLimit.Endpoint, id, wire.ExecutorLimit{Limit: limit})
 }
 
 // KillExecutors kills some executors of an app.
 func (c *Client) KillExecutors(ctx context.Context, id string, executorIDs []int) error {
-	return c.appWrite(ctx, "kill executors of", http.MethodPost, id, "/kill-executors", wire.KillExecutors{ExecutorIDs: executorIDs})
+	return c.appWrite(ctx, "kill executors of", wire.MasterAPI.KillExecutors.Endpoint, id, wire.KillExecutors{ExecutorIDs: executorIDs})
 }
 
 // appWrite sends an idempotent write about app id: repeating any of them
 // has the effect of sending it once, so it is retried after any failure.
-func (c *Client) appWrite(ctx context.Context, what, method, id, suffix string, in any) error {
-	if err := c.call(ctx, request{method: method, path: appPath(id, suffix), in: in}, nil); err != nil {
+func (c *Client) appWrite(ctx context.Context, what string, e wire.Endpoint, id string, in any) error {
+	if err := c.call(ctx, on(e, in, id), nil); err != nil {
 		return fmt.Errorf("%s app %s: %w", what, id, err)
 	}
 	return nil
 }
-
-func appPath(id, suffix string) string { return "/v1/apps/" + url.PathEscape(id) + suffix }

@@ -3,8 +3,6 @@ package client
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/berth-cluster/berth/wire"
@@ -15,7 +13,7 @@ import (
 // failovers without risk of starting the driver twice.
 func (c *Client) SubmitDriver(ctx context.Context, desc wire.DriverDescription, opts ...SubmitOption) (string, error) {
 	var sub wire.Submitted
-	if err := c.call(ctx, submitRequest("/v1/drivers", desc, opts), &sub); err != nil {
+	if err := c.call(ctx, submitRequest(wire.MasterAPI.SubmitDriver.Endpoint, desc, opts), &sub); err != nil {
 		return "", fmt.Errorf("submit driver: %w", err)
 	}
 	return sub.ID, nil
@@ -24,7 +22,7 @@ func (c *Client) SubmitDriver(ctx context.Context, desc wire.DriverDescription, 
 // Driver returns a driver's status.
 func (c *Client) Driver(ctx context.Context, id string) (wire.DriverStatus, error) {
 	var st wire.DriverStatus
-	if err := c.call(ctx, request{method: http.MethodGet, path: driverPath(id, "")}, &st); err != nil {
+	if err := c.call(ctx, on(wire.MasterAPI.Driver.Endpoint, nil, id), &st); err != nil {
 		return st, fmt.Errorf("driver %s: %w", id, err)
 	}
 	return st, nil
@@ -36,7 +34,7 @@ func (c *Client) Driver(ctx context.Context, id string) (wire.DriverStatus, erro
 // a driver that already ended returns its final status.
 func (c *Client) KillDriver(ctx context.Context, id string) (wire.DriverStatus, error) {
 	var st wire.DriverStatus
-	if err := c.call(ctx, request{method: http.MethodDelete, path: driverPath(id, "")}, &st); err != nil {
+	if err := c.call(ctx, on(wire.MasterAPI.KillDriver.Endpoint, nil, id), &st); err != nil {
 		return st, fmt.Errorf("kill driver %s: %w", id, err)
 	}
 	return st, nil
@@ -74,5 +72,3 @@ func (c *Client) WaitDriver(ctx context.Context, id string, pollEvery time.Durat
 		}
 	}
 }
-
-func driverPath(id, suffix string) string { return "/v1/drivers/" + url.PathEscape(id) + suffix }

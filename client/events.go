@@ -27,7 +27,7 @@ import (
 // refuses it (an unknown app: 404).
 func (c *Client) Events(ctx context.Context, appID string, handle func(wire.AppEvent) error) error {
 	req := request{
-		method: http.MethodGet, path: appPath(appID, "/events"),
+		method: wire.MasterAPI.AppEvents.Method, path: wire.MasterAPI.AppEvents.Path(appID),
 		leaderOnly: true, budget: c.streamRetryBudget,
 	}
 	pause := time.Duration(0)

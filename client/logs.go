@@ -5,8 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"strconv"
+
+	"github.com/berth-cluster/berth/wire"
 )
 
 // Log streams of a process.
@@ -19,7 +20,7 @@ const (
 // proxy; with tailBytes > 0, only its last tailBytes bytes (the master's and
 // the workers' ?tail= counts bytes). The caller closes it.
 func (c *Client) DriverLogs(ctx context.Context, id, stream string, tailBytes int) (io.ReadCloser, error) {
-	rc, err := c.logs(ctx, driverPath(id, "/logs/"+stream), stream, tailBytes)
+	rc, err := c.logs(ctx, wire.MasterAPI.DriverLogs.Path(id, stream), stream, tailBytes)
 	if err != nil {
 		return nil, fmt.Errorf("logs of driver %s: %w", id, err)
 	}
@@ -39,7 +40,7 @@ func (c *Client) ExecutorLogs(ctx context.Context, appID string, executorID int,
 
 // DriverLogLines returns the last n lines of a driver's stdout or stderr.
 func (c *Client) DriverLogLines(ctx context.Context, id, stream string, n int) ([]byte, error) {
-	data, err := c.lastLines(ctx, driverPath(id, "/logs/"+stream), stream, n)
+	data, err := c.lastLines(ctx, wire.MasterAPI.DriverLogs.Path(id, stream), stream, n)
 	if err != nil {
 		return nil, fmt.Errorf("logs of driver %s: %w", id, err)
 	}
@@ -57,7 +58,7 @@ func (c *Client) ExecutorLogLines(ctx context.Context, appID string, executorID 
 }
 
 func executorLogPath(appID string, executorID int, stream string) string {
-	return appPath(appID, "/executors/"+strconv.Itoa(executorID)+"/logs/"+stream)
+	return wire.MasterAPI.ExecutorLogs.Path(appID, strconv.Itoa(executorID), stream)
 }
 
 func (c *Client) logs(ctx context.Context, path, stream string, tailBytes int) (io.ReadCloser, error) {
@@ -70,7 +71,7 @@ func (c *Client) logs(ctx context.Context, path, stream string, tailBytes int) (
 	if tailBytes > 0 {
 		path += "?tail=" + strconv.Itoa(tailBytes)
 	}
-	resp, err := c.open(ctx, request{method: http.MethodGet, path: path})
+	resp, err := c.open(ctx, request{method: wire.MasterAPI.DriverLogs.Method, path: path})
 	if err != nil {
 		return nil, err
 	}

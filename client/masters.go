@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"fmt"
-	"net/http"
 
 	"github.com/berth-cluster/berth/wire"
 )
@@ -14,7 +13,7 @@ import (
 // it is safe to retry.
 func (c *Client) JoinMaster(ctx context.Context, req wire.JoinRequest) ([]wire.MasterNode, error) {
 	var nodes []wire.MasterNode
-	if err := c.call(ctx, request{method: http.MethodPost, path: "/v1/raft/join", in: req}, &nodes); err != nil {
+	if err := c.call(ctx, on(wire.MasterAPI.JoinMaster.Endpoint, req), &nodes); err != nil {
 		return nil, fmt.Errorf("join master %s: %w", req.ID, err)
 	}
 	return nodes, nil
@@ -24,7 +23,7 @@ func (c *Client) JoinMaster(ctx context.Context, req wire.JoinRequest) ([]wire.M
 // configuration.
 func (c *Client) LeaveMaster(ctx context.Context, id string) ([]wire.MasterNode, error) {
 	var nodes []wire.MasterNode
-	if err := c.call(ctx, request{method: http.MethodPost, path: "/v1/raft/leave", in: wire.LeaveRequest{ID: id}}, &nodes); err != nil {
+	if err := c.call(ctx, on(wire.MasterAPI.LeaveMaster.Endpoint, wire.LeaveRequest{ID: id}), &nodes); err != nil {
 		return nil, fmt.Errorf("remove master %s: %w", id, err)
 	}
 	return nodes, nil

@@ -51,6 +51,12 @@ type request struct {
 	header http.Header
 }
 
+// on is a request for endpoint e (its path parameters filled) with body in
+// (nil for none).
+func on(e wire.Endpoint, in any, params ...string) request {
+	return request{method: e.Method, path: e.Path(params...), in: in}
+}
+
 // call runs r and decodes a 2xx answer into out (if not nil).
 func (c *Client) call(ctx context.Context, r request, out any) error {
 	resp, cancel, err := c.roundTrip(ctx, r, false)
@@ -197,10 +203,10 @@ func (c *Client) classify(r request, target string, err error) (next string, wai
 	var se *httpx.StatusError
 	if errors.As(err, &se) {
 		switch {
-		case se.Status == http.StatusTemporaryRedirect && se.Leader != "":
-			leader, perr := leaderBase(se.Leader, target, r.path)
+		case se.Status == http.StatusTemporaryRedirect && (se.Leader != "" || se.Location != ""):
+			leader, perr := leaderBase(se, target, r.path)
 			if perr != nil {
-				return "", false, fmt.Errorf("%s: redirected to a bad leader address %q: %w", where, se.Leader, perr)
+				return "", false, fmt.Errorf("%s: redirected to a bad leader address %q: %w", where, se.Leader+se.Location, perr)
 			}
 			if leader == target {
 				return c.failed(target, false), true, err

@@ -30,7 +30,7 @@ func NewIdempotencyKey() string {
 
 // submitRequest is the POST of a submission under its idempotency key,
 // which makes it as safe to retry as any other request.
-func submitRequest(path string, in any, opts []SubmitOption) request {
+func submitRequest(e wire.Endpoint, in any, opts []SubmitOption) request {
 	o := submitOptions{}
 	for _, opt := range opts {
 		opt(&o)
@@ -38,6 +38,7 @@ func submitRequest(path string, in any, opts []SubmitOption) request {
 	if o.key == "" {
 		o.key = NewIdempotencyKey()
 	}
-	return request{method: http.MethodPost, path: path, in: in,
-		header: http.Header{wire.IdempotencyKeyHeader: {o.key}}}
+	r := on(e, in)
+	r.header = http.Header{wire.IdempotencyKeyHeader: {o.key}}
+	return r
 }

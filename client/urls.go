@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/berth-cluster/berth/internal/httpx"
 )
 
 // ParseMasterURL checks that s is a master's API base URL,
@@ -48,9 +50,15 @@ func SplitMasters(s string) []string {
 	return out
 }
 
-// leaderBase turns the leader address of a 307 into a base URL. It may be a
-// bare host:port, a base URL, or (in Location) the full URL of the request.
-func leaderBase(leader, from, reqPath string) (string, error) {
+// leaderBase is the base URL of the leader a 307 names: a master names it
+// in its body; a redirect from elsewhere (a proxy) has only Location, the
+// full URL of the request there, whose base is what precedes the request's
+// path. A bare host:port takes the scheme of the master that redirected.
+func leaderBase(se *httpx.StatusError, from, reqPath string) (string, error) {
+	leader := se.Leader
+	if leader == "" {
+		leader = se.Location
+	}
 	if !strings.Contains(leader, "://") {
 		scheme := "http"
 		if u, err := url.Parse(from); err == nil {

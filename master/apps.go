@@ -1,12 +1,9 @@
 package master
 
 import (
-	"fmt"
-	"net/http"
 	"slices"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -71,14 +68,6 @@ func (c *core) updateApp(a *appInfo, retain int, change func(*persistence.AppRec
 			return []persistence.Command{persistence.PutApp(r, retain)}
 		},
 		change, apply, done)
-}
-
-// appGone is the answer to a write of an app that is no longer active here.
-func (c *core) appGone(a *appInfo) error {
-	if !c.leading() {
-		return c.notLeader()
-	}
-	return httpx.Errorf(http.StatusConflict, "application %s has ended", a.rec.ID)
 }
 
 // endApp ends an app on request: its client finished (FINISHED) or someone
@@ -213,7 +202,7 @@ func (c *core) activeApp(id string) (*appInfo, error) {
 		return a, nil
 	}
 	if c.completedApp(id) != nil {
-		return nil, httpx.Errorf(http.StatusConflict, "application %s has ended", id)
+		return nil, ended("application", id)
 	}
 	return nil, notFound("application", id)
 }
@@ -238,28 +227,6 @@ func (c *core) acknowledge(a *appInfo) {
 	c.schedule() // an UNKNOWN app gets no executors; now it may
 }
 
-// expireApps finishes apps whose client has been gone for --app-timeout:
-// no event stream open and no heartbeat. That includes an app whose client
-// has not answered a new leader yet: recovery does not end it (its
-// executors keep running), its lease does.
-func (c *core) expireApps() {
-	now := c.now()
-	// Runs every tick: collect first (removing edits appOrder), then remove.
-	var gone []*appInfo
-	for _, a := range c.appOrder {
-		if a.ending == nil && len(a.subs) == 0 && now.Sub(a.lastSeen) > c.cfg.AppTimeout {
-			gone = append(gone, a)
-		}
-	}
-	for _, a := range gone {
-		msg := fmt.Sprintf("client gone for more than %s", c.cfg.AppTimeout)
-		if a.state == wire.AppUnknown {
-			msg = fmt.Sprintf("client did not answer the new leader within %s (--app-timeout)", c.cfg.AppTimeout)
-		}
-		c.finishApp(a, wire.AppFinished, msg, nil)
-	}
-}
-
 // ensureExecutorIDs makes sure a has need executor ids durably reserved
 // beyond the ones it used, and reports whether it has them now. If not, it
 // writes a larger reservation (need plus a block, so that steady growth
@@ -280,24 +247,3 @@ func (c *core) ensureExecutorIDs(a *appInfo, need int) bool {
 
 // maxExecutorID bounds executor ids (and so every sum made of them).
 const maxExecutorID = 1 << 31
-
-// appendBounded appends x and drops the oldest beyond limit, telling drop.
-func appendBounded[T any](list []T, x T, limit int, drop func(T)) []T {
-	list = append(list, x)
-	if limit > 0 && len(list) > limit {
-		for _, old := range list[:len(list)-limit] {
-			drop(old)
-		}
-		list = slices.Delete(list, 0, len(list)-limit)
-	}
-	return list
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}

@@ -1,13 +1,10 @@
 package master
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/placement"
 	"github.com/berth-cluster/berth/wire"
@@ -33,42 +30,6 @@ type effects interface {
 	// is known; asked only when this master does not lead.
 	leaderAddress() string
 }
-
-// workerCommand is one master → worker request.
-type workerCommand struct {
-	kind commandKind
-	body any // carries the epoch
-	// What it concerns, for commandFailed.
-	appID    string
-	execID   int
-	driverID string
-}
-
-// commandKind names a master → worker command; its route is path().
-type commandKind int
-
-const (
-	cmdLaunchExecutor commandKind = iota + 1
-	cmdKillExecutor
-	cmdLaunchDriver
-	cmdKillDriver
-	cmdAppFinished
-	cmdReconnect
-)
-
-var commandPaths = map[commandKind]string{
-	cmdLaunchExecutor: "/v1/executors",
-	cmdKillExecutor:   "/v1/executors/kill",
-	cmdLaunchDriver:   "/v1/drivers",
-	cmdKillDriver:     "/v1/drivers/kill",
-	cmdAppFinished:    "/v1/apps/finished",
-	cmdReconnect:      "/v1/reconnect",
-}
-
-// path is the command's route under the worker's address.
-func (k commandKind) path() string { return commandPaths[k] }
-
-func (k commandKind) String() string { return k.path() }
 
 // core is the master's state and its transitions. Only the loop touches it.
 type core struct {
@@ -140,59 +101,6 @@ func (c *core) now() time.Time { return c.clock.Now() }
 // leading reports whether this master leads and has its state: requests
 // that change state are served only then.
 func (c *core) leading() bool { return c.status != wire.MasterStandby && !c.preparing }
-
-// notLeader is the answer to a request this master cannot serve: a
-// redirect to the leader, or 503 while there is none.
-func (c *core) notLeader() error {
-	if c.preparing {
-		return &httpx.StatusError{Status: http.StatusServiceUnavailable, Code: wire.CodeLeaderPreparing,
-			Message: "this master was just elected and is loading its state; retry shortly"}
-	}
-	return redirectOrNoLeader(c.fx.leaderAddress())
-}
-
-// redirectOrNoLeader is the answer of a master that does not lead: a
-// redirect to the leader at addr, or 503 when none is known.
-func redirectOrNoLeader(addr string) error {
-	if addr != "" {
-		return &httpx.StatusError{Status: http.StatusTemporaryRedirect, Code: wire.CodeNotLeader, Message: "not the leader", Leader: addr}
-	}
-	return &httpx.StatusError{Status: http.StatusServiceUnavailable, Code: wire.CodeNoLeader,
-		Message: "no leader: no master has a quorum, so changes are refused until one is elected (reads still work)"}
-}
-
-// errLeadershipLost answers a request whose write did not commit because
-// this master stopped leading meanwhile.
-func errLeadershipLost(err error) error {
-	return httpx.Errorf(http.StatusServiceUnavailable, "not committed, this master lost leadership (%v); retry against the new leader", err)
-}
-
-// persistErr turns a failed write into the error a client sees. Only a
-// write that certainly did not commit gets 503 (which clients retry); one
-// whose outcome is unknown gets 504, so that a creation is not repeated
-// blindly.
-func (c *core) persistErr(gen uint64, err error) error {
-	switch {
-	case errors.Is(err, persistence.ErrOutcomeUnknown):
-		return httpx.Errorf(http.StatusGatewayTimeout, "%v: the change may or may not have been made; a retry is safe if the request is idempotent (kills, or a submission with an Idempotency-Key)", err)
-	case gen != c.gen || !c.leading() || errors.Is(err, persistence.ErrNotLeader):
-		return errLeadershipLost(err)
-	}
-	return httpx.Errorf(http.StatusServiceUnavailable, "could not persist the change: %v", err)
-}
-
-func notFound(kind, id string) error {
-	return httpx.Errorf(http.StatusNotFound, "unknown %s %q", kind, id)
-}
-
-// logPersistFailure is the continuation of writes nobody waits for.
-func (c *core) logPersistFailure(what string) func(error) {
-	return func(err error) {
-		if err != nil {
-			c.log.Error("write failed", "what", what, "err", err)
-		}
-	}
-}
 
 // idTime formats the time part of app and driver ids, in UTC.
 func idTime(t time.Time) string { return t.UTC().Format("20060102150405") }

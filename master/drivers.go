@@ -1,11 +1,9 @@
 package master
 
 import (
-	"net/http"
 	"slices"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -66,13 +64,6 @@ func (c *core) updateDriver(d *driverInfo, retain int, change func(*persistence.
 		change, apply, done)
 }
 
-func (c *core) driverGone(d *driverInfo) error {
-	if !c.leading() {
-		return c.notLeader()
-	}
-	return httpx.Errorf(http.StatusConflict, "driver %s has ended", d.rec.ID)
-}
-
 // launchDriver starts a waiting driver on w. The driver holds w's resources
 // at once, but its launch record (state RUNNING and its worker) is durable
 // before the launch is sent, so a new leader can tell a driver that may run
@@ -105,10 +96,6 @@ func (c *core) launchDriver(w *workerInfo, d *driverInfo) {
 		c.waitingDrivers = append([]*driverInfo{d}, c.waitingDrivers...)
 		c.schedule()
 	})
-}
-
-func killDriverCommand(epoch uint64, id string) workerCommand {
-	return workerCommand{kind: cmdKillDriver, body: wire.KillDriver{Epoch: epoch, DriverID: id}, driverID: id}
 }
 
 // killDriver kills a driver on request. A waiting one ends KILLED. For one

@@ -53,10 +53,6 @@ func (c *core) live(e *executorInfo) bool {
 	return c.apps[e.app.rec.ID] == e.app && e.app.executors[e.id] == e
 }
 
-func (c *core) killExecutorCommand(appID string, id int) workerCommand {
-	return workerCommand{kind: cmdKillExecutor, body: wire.KillExecutor{Epoch: c.epoch, AppID: appID, ExecutorID: id}, appID: appID, execID: id}
-}
-
 // executorEnd is how an executor ended.
 type executorEnd struct {
 	state    wire.ExecutorState
@@ -211,14 +207,4 @@ func (c *core) hasStableExecutor(a *appInfo) bool {
 		}
 	}
 	return false
-}
-
-// resetRetries clears the failure count of apps with an executor that has
-// proved it runs (called from tick).
-func (c *core) resetRetries() {
-	for _, a := range c.appOrder {
-		if a.retryCount > 0 && c.hasStableExecutor(a) {
-			a.retryCount = 0
-		}
-	}
 }

@@ -159,7 +159,7 @@ func (h *harness) addApp(desc wire.AppDescription) *appInfo {
 func (h *harness) takeSent(path string) []sentCommand {
 	var out, rest []sentCommand
 	for _, s := range h.fx.sent {
-		if s.cmd.kind.path() == path {
+		if s.cmd.kind.endpoint().Pattern == path {
 			out = append(out, s)
 		} else {
 			rest = append(rest, s)

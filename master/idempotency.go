@@ -65,9 +65,9 @@ type submissionKeys struct {
 
 func errKeyReused(k submissionKey, id string) error {
 	if id == "" {
-		return httpx.Errorf(http.StatusUnprocessableEntity, "idempotency key %q is in use by another %s submission being committed, with a different description", k.key, k.kind)
+		return httpx.Coded(http.StatusUnprocessableEntity, wire.CodeKeyReused, "idempotency key %q is in use by another %s submission being committed, with a different description", k.key, k.kind)
 	}
-	return httpx.Errorf(http.StatusUnprocessableEntity, "idempotency key %q was used for %s %s, with a different description", k.key, k.kind, id)
+	return httpx.Coded(http.StatusUnprocessableEntity, wire.CodeKeyReused, "idempotency key %q was used for %s %s, with a different description", k.key, k.kind, id)
 }
 
 // answerRepeat answers a keyed submission that repeats one in flight or one

@@ -6,6 +6,7 @@ import (
 
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/wire"
 )
 
 // driverWorkerAddress is the API address of the worker that runs (or last
@@ -55,7 +56,7 @@ func (c *core) executorWorkerAddress(appID string, execID int) (string, error) {
 func (c *core) workerAddress(workerID, what string) (string, error) {
 	w := c.workers[workerID]
 	if workerID == "" || w == nil {
-		return "", httpx.Errorf(http.StatusNotFound, "%s has no worker the master knows of, so its logs are unreachable", what)
+		return "", httpx.Coded(http.StatusNotFound, wire.CodeLogsUnreachable, "%s has no worker the master knows of, so its logs are unreachable", what)
 	}
 	return w.rec.Address, nil
 }

@@ -154,7 +154,7 @@ const maxScheduleDelay = 20 * time.Millisecond
 // post runs fn in the loop; it never blocks.
 func (m *Master) post(fn func(*core)) { m.internal.put(fn) }
 
-var errStopped = httpx.Errorf(http.StatusServiceUnavailable, "master is shutting down")
+var errStopped = httpx.Coded(http.StatusServiceUnavailable, wire.CodeShuttingDown, "master is shutting down")
 
 // call runs fn in the loop, once this master has confirmed it leads (see
 // leaderLease), and waits for it to reply (possibly later, from a

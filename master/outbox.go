@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/wire"
 )
 
 // outbox delivers commands to workers: one goroutine per worker, so each
@@ -115,15 +115,16 @@ func (o *outbox) deliver(ctx context.Context, workerID string, q *workerQueue) {
 // the worker has seen a newer epoch: this master was deposed, and retrying
 // cannot help.
 func (o *outbox) post(ctx context.Context, address string, cmd workerCommand) error {
-	url := strings.TrimSuffix(address, "/") + cmd.kind.path()
+	ep := cmd.kind.endpoint()
+	url := strings.TrimSuffix(address, "/") + ep.Path()
 	var err error
 	for attempt := 0; ; attempt++ {
-		err = o.client.Do(ctx, http.MethodPost, url, cmd.body, nil)
+		err = o.client.Do(ctx, ep.Method, url, cmd.body, nil)
 		var se *httpx.StatusError
 		switch {
 		case err == nil:
 			return nil
-		case errors.As(err, &se) && se.Status == http.StatusConflict:
+		case errors.As(err, &se) && se.Code == wire.CodeStaleEpoch:
 			o.log.Error("worker refused a command with a stale epoch: a newer leader exists", "url", url, "reason", se.Message)
 			return err
 		case errors.As(err, &se) && se.Status < 500:

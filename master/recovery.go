@@ -1,10 +1,6 @@
 package master
 
 import (
-	"cmp"
-	"slices"
-	"time"
-
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -206,79 +202,4 @@ func (c *core) recoveryCompleted() {
 	c.log.Info("recovery complete; leader ALIVE", "epoch", c.epoch, "workers", len(c.aliveWorkers()), "apps", len(c.apps),
 		"appsAwaitingClient", unknownApps)
 	c.schedule()
-}
-
-// tick runs the timers: worker expiry, app leases, the recovery deadline.
-func (c *core) tick() {
-	now := c.now()
-	last := c.lastTick
-	c.lastTick = now
-	if !c.leading() {
-		return
-	}
-	if !last.IsZero() && now.Sub(last) > c.cfg.pauseThreshold() {
-		// The loop did not run for much longer than a tick: the process was
-		// paused (SIGSTOP, a long GC, a suspended VM) or starved, so
-		// heartbeats went unread. Silence says nothing about the workers
-		// now; re-arm every deadline rather than declare them all dead.
-		// (A paused Raft leader is deposed meanwhile; this also keeps it
-		// from telling clients their executors were lost.)
-		c.log.Warn("master loop was paused; re-arming heartbeat deadlines instead of expiring workers", "paused", now.Sub(last).Round(time.Millisecond))
-		c.rearm(now)
-		return
-	}
-	switch c.status {
-	case wire.MasterRecovering:
-		if !c.now().Before(c.recoveryDeadline) {
-			c.completeRecovery()
-		}
-		return
-	case wire.MasterCompletingRecovery:
-		return // the silent workers' removals are being committed
-	}
-	c.expireWorkers()
-	c.expireApps()
-	c.resetRetries()
-}
-
-// rearm restarts the heartbeat deadline of every live worker and the lease
-// of every app without a stream.
-func (c *core) rearm(now time.Time) {
-	for _, w := range c.workers {
-		if w.state == wire.WorkerAlive || w.state == wire.WorkerDecommissioned {
-			w.lastHeartbeat = now
-		}
-	}
-	for _, a := range c.appOrder {
-		a.lastSeen = now
-	}
-}
-
-// sortedRecords returns the records of m ordered by key, each key computed
-// once (keys format times: computing them in the comparison would cost
-// n log n formats).
-func sortedRecords[R any](m map[string]*R, key func(*R) string) []*R {
-	type keyed struct {
-		k string
-		r *R
-	}
-	ks := make([]keyed, 0, len(m))
-	for _, r := range m {
-		ks = append(ks, keyed{key(r), r})
-	}
-	slices.SortFunc(ks, func(a, b keyed) int { return cmp.Compare(a.k, b.k) })
-	out := make([]*R, len(ks))
-	for i, x := range ks {
-		out[i] = x.r
-	}
-	return out
-}
-
-func sortTime(t time.Time) string { return t.UTC().Format("20060102150405.000000000") }
-
-func endTime(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return *t
 }

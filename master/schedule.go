@@ -122,35 +122,3 @@ func executorsWanted(a *appInfo, alive, coresFree int) int {
 
 // maxExecutorsPerPass bounds the executors one app starts in one pass.
 const maxExecutorsPerPass = 1 << 16
-
-// commandFailed handles a command no worker accepted after retries. A
-// launch that never reached its worker counts as a failed executor (so a
-// worker that fails every launch cannot make an app relaunch for ever); a
-// driver launch that failed is relaunched if supervised, else ERROR.
-func (c *core) commandFailed(workerID string, cmd workerCommand, err error) {
-	if !c.leading() {
-		return
-	}
-	c.log.Warn("command to worker failed", "worker", workerID, "command", cmd.kind, "err", err)
-	switch cmd.kind {
-	case cmdLaunchExecutor:
-		a := c.apps[cmd.appID]
-		if a == nil {
-			return
-		}
-		e := a.executors[cmd.execID]
-		if e == nil || e.launching || e.state != wire.ExecutorLaunching {
-			return
-		}
-		if !e.worker.schedulable() {
-			// Its worker is shutting down or gone: not the app's fault.
-			c.executorLost(e, "launch failed, the worker is going away: "+err.Error())
-			return
-		}
-		c.endExecutor(e, executorEnd{state: wire.ExecutorFailed, message: "launch failed: " + err.Error(), event: wire.EventExecutorUpdated}, nil)
-	case cmdLaunchDriver:
-		if d := c.drivers[cmd.driverID]; d != nil && d.worker != nil && d.worker.rec.ID == workerID && !d.launching {
-			c.driverLost(d, "launch failed: "+err.Error())
-		}
-	}
-}

@@ -3,6 +3,7 @@ package master
 import (
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/berth-cluster/berth/internal/httpx"
@@ -192,9 +193,64 @@ func validateLatestState(r wire.WorkerLatestState) error {
 	return nil
 }
 
-func parseStream(s string) (string, error) {
+func checkStream(s string) error {
 	if s != "stdout" && s != "stderr" {
-		return "", badRequest("log stream %q: want stdout or stderr", s)
+		return badRequest("log stream %q: want stdout or stderr", s)
 	}
-	return s, nil
+	return nil
 }
+
+func checkExecutorID(s string) (int, error) {
+	id, err := strconv.Atoi(s)
+	if err != nil || id < 0 || id >= maxExecutorID {
+		return 0, badRequest("executor id %q is not a number from 0 to %d", s, maxExecutorID-1)
+	}
+	return id, nil
+}
+
+// checkTail checks a log request's ?tail (a byte count).
+func checkTail(tail string) error {
+	if n, err := strconv.Atoi(tail); err != nil || n < 0 {
+		return badRequest("tail %q is not a byte count", tail)
+	}
+	return nil
+}
+
+// parseCompleted reads GET /v1/cluster's ?completed (default true).
+func parseCompleted(q string) (bool, error) {
+	switch q {
+	case "", "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, badRequest("completed %q: want true or false", q)
+}
+
+func validateExecutorLimit(l wire.ExecutorLimit) error {
+	return checkRange("limit", l.Limit, 0, wire.MaxCores*1024)
+}
+
+func validateKillExecutors(k wire.KillExecutors) error {
+	for _, e := range k.ExecutorIDs {
+		if e < 0 || e >= maxExecutorID {
+			return badRequest("executor id %d is out of range", e)
+		}
+	}
+	return nil
+}
+
+func validateJoin(j wire.JoinRequest) error {
+	if err := checkID("master id", j.ID); err != nil {
+		return err
+	}
+	if _, _, err := httpx.SplitHostPort(j.RaftAddr); err != nil {
+		return badRequest("raftAddr %q: %v", j.RaftAddr, err)
+	}
+	if !strings.HasPrefix(j.APIAddr, "http://") && !strings.HasPrefix(j.APIAddr, "https://") {
+		return badRequest("apiAddr %q is not an http(s) URL", j.APIAddr)
+	}
+	return nil
+}
+
+func validateLeave(l wire.LeaveRequest) error { return checkID("master id", l.ID) }

@@ -1,12 +1,9 @@
 package master
 
 import (
-	"cmp"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/persistence"
@@ -67,7 +64,7 @@ func (c *core) registerWorker(req wire.RegisterWorker, reply func(any, error)) {
 		// The world may have moved while the write was in flight.
 		if w, ok := c.workers[req.ID]; ok && w.state != wire.WorkerDead {
 			if restarted(w, req) {
-				reply(nil, httpx.Errorf(http.StatusServiceUnavailable, "worker %s registered twice at once; retry", req.ID))
+				reply(nil, httpx.Coded(http.StatusServiceUnavailable, wire.CodeNotCommitted, "worker %s registered twice at once; retry", req.ID))
 				return
 			}
 			c.acceptKnownWorker(w, req)
@@ -114,7 +111,7 @@ func (c *core) addressTaken(req wire.RegisterWorker) error {
 	if old.state == wire.WorkerUnknown {
 		return nil
 	}
-	return httpx.Errorf(http.StatusConflict, "worker %s is already registered at %s; refusing %s", old.rec.ID, old.hostPort(), req.ID)
+	return httpx.Coded(http.StatusConflict, wire.CodeAddressTaken, "worker %s is already registered at %s; refusing %s", old.rec.ID, old.hostPort(), req.ID)
 }
 
 func (c *core) addWorker(rec persistence.WorkerRecord, incarnation string) {
@@ -201,226 +198,6 @@ func (c *core) liveWorker(id string) (*workerInfo, error) {
 	return w, nil
 }
 
-// workerLatestState reconciles what a worker runs with what the master
-// knows. During recovery the master adopts the executors and drivers it
-// knows the apps and drivers of; anything else the worker runs is killed
-// (SPARK-13604), so nothing runs that no master accounts for.
-func (c *core) workerLatestState(id string, report wire.WorkerLatestState) (wire.LatestStateReply, error) {
-	if !c.leading() {
-		return wire.LatestStateReply{}, c.notLeader()
-	}
-	w, ok := c.workers[id]
-	if !ok || w.state == wire.WorkerDead || w.removing != nil {
-		return wire.LatestStateReply{}, notFound("worker", id)
-	}
-	recovering := w.state == wire.WorkerUnknown
-	var reply wire.LatestStateReply
-	reported := map[execKey]bool{}
-	for _, r := range report.Executors {
-		reported[execKey{r.AppID, r.ExecutorID}] = true
-		if !c.keepReportedExecutor(w, r, recovering) {
-			c.fx.send(w, c.killExecutorCommand(r.AppID, r.ExecutorID))
-			reply.KilledExecutors = append(reply.KilledExecutors, wire.ExecutorRef{AppID: r.AppID, ExecutorID: r.ExecutorID})
-		}
-	}
-	if recovering {
-		// What the worker had by the records but no longer runs ended while
-		// no master listened. (Only now: outside recovery a launch may
-		// still be on its way to the worker.)
-		for k, e := range w.executors {
-			if !reported[k] {
-				c.executorLost(e, "not running on its worker after the master changed")
-			}
-		}
-	}
-	for _, r := range report.Drivers {
-		if !c.keepReportedDriver(w, r) {
-			c.fx.send(w, killDriverCommand(c.epoch, r.DriverID))
-			reply.KilledDrivers = append(reply.KilledDrivers, r.DriverID)
-		}
-	}
-	if recovering {
-		c.requeueUnlaunchedDrivers(w)
-		w.state, w.reregistered = wire.WorkerAlive, false
-		w.lastHeartbeat = c.now()
-		c.log.Info("worker answered recovery", "worker", id, "executors", len(w.executors), "drivers", len(w.drivers))
-		c.maybeCompleteRecovery()
-	}
-	c.schedule()
-	return reply, nil
-}
-
-func (c *core) keepReportedExecutor(w *workerInfo, r wire.ExecutorReport, recovering bool) bool {
-	a := c.apps[r.AppID]
-	if r.State.Finished() {
-		// An end no master acknowledged: apply it now; nothing to kill.
-		if e := c.liveExecutor(a, r.ExecutorID); e != nil && e.worker == w && !e.launching {
-			c.endExecutor(e, executorEnd{state: r.State, message: r.Message, exitCode: r.ExitCode, event: wire.EventExecutorUpdated}, nil)
-		}
-		return true
-	}
-	if a == nil {
-		return false
-	}
-	if e, ok := a.executors[r.ExecutorID]; ok {
-		if e.worker == w && !e.launching {
-			if r.State == wire.ExecutorRunning && e.state != wire.ExecutorRunning {
-				e.runningSince = c.now()
-			}
-			e.state = r.State
-		}
-		return e.worker == w && !e.launching
-	}
-	if !recovering || a.ending != nil || r.Cores <= 0 {
-		return false
-	}
-	e := &executorInfo{app: a, id: r.ExecutorID, worker: w, cores: r.Cores, memory: r.MemoryMB, state: r.State}
-	if r.State == wire.ExecutorRunning {
-		e.runningSince = c.now()
-	}
-	a.executors[e.id] = e
-	a.coresGranted += e.cores
-	a.hosts[w.rec.ID] = struct{}{}
-	a.nextExecID = max(a.nextExecID, e.id+1)
-	w.addExecutor(e)
-	return true
-}
-
-func (c *core) keepReportedDriver(w *workerInfo, r wire.DriverReport) bool {
-	d := c.drivers[r.DriverID]
-	if r.State.Finished() {
-		// An end no master acknowledged: apply it, if the driver was ours
-		// and ran here (a recovered driver knows its worker from its
-		// launch record); nothing to kill.
-		if d != nil && !d.launching && (d.worker == w || (d.worker == nil && d.rec.WorkerID == w.rec.ID)) {
-			c.finishDriver(d, r.State, r.Message, r.ExitCode, nil)
-		}
-		return true
-	}
-	if d == nil || d.launching || (d.worker != nil && d.worker != w) {
-		return false
-	}
-	if d.worker == nil {
-		c.waitingDrivers = slices.DeleteFunc(c.waitingDrivers, func(x *driverInfo) bool { return x == d })
-		d.worker = w
-		w.addDriver(d)
-	}
-	d.state = wire.DriverRunning
-	if d.rec.KillRequested {
-		// Its kill was acknowledged under an earlier leader: finish it.
-		c.fx.send(w, killDriverCommand(c.epoch, d.rec.ID))
-	}
-	return true
-}
-
-// requeueUnlaunchedDrivers puts back in the queue the drivers whose launch
-// record names w's current process but which w does not run (nor report
-// ended): the leader that wrote the record died before the launch reached
-// the worker, so the driver never started, and waits again. A driver
-// recorded on an earlier process of w was lost with it (driverLost, at
-// the end of recovery).
-func (c *core) requeueUnlaunchedDrivers(w *workerInfo) {
-	if w.incarnation == "" {
-		return
-	}
-	for _, d := range sortedDrivers(c.drivers) {
-		if d.worker == nil && d.state == wire.DriverUnknown && d.rec.WorkerID == w.rec.ID && d.rec.WorkerIncarnation == w.incarnation {
-			c.log.Info("driver's launch never reached its worker; it waits again", "driver", d.rec.ID, "worker", w.rec.ID)
-			d.state = wire.DriverSubmitted
-			c.waitingDrivers = append(c.waitingDrivers, d)
-		}
-	}
-}
-
-// liveExecutor is app a's live executor id, or nil.
-func (c *core) liveExecutor(a *appInfo, id int) *executorInfo {
-	if a == nil {
-		return nil
-	}
-	return a.executors[id]
-}
-
-// removeWorker declares a worker DEAD. The worker's deletion and the end of
-// every executor placed on it are one write; once durable, its executors
-// are LOST (their apps told, their cores re-placed at once) and each of its
-// drivers is relaunched elsewhere if supervised, or ends (driverLost), each
-// through its own write. Until then the worker takes nothing new. done, if
-// not nil, learns the outcome.
-func (c *core) removeWorker(w *workerInfo, reason string, done func(error)) {
-	if w.state == wire.WorkerDead {
-		if done != nil {
-			done(nil)
-		}
-		return
-	}
-	if w.removing != nil {
-		w.removing.add(done)
-		return
-	}
-	w.removing = &waiters{}
-	w.removing.add(done)
-	c.log.Warn("removing worker", "worker", w.rec.ID, "reason", reason, "executors", len(w.executors), "drivers", len(w.drivers))
-	cmds := []persistence.Command{persistence.DeleteWorker(w.rec.ID)}
-	for _, e := range sortedExecutors(w.executors) {
-		cmds = append(cmds, persistence.DeleteExecutor(e.app.rec.ID, e.id))
-	}
-	c.commit(cmds, func() { c.workerRemoved(w, reason) }, func(err error) {
-		ws := *w.removing
-		if err != nil {
-			c.log.Warn("removing worker failed; it stays as it was", "worker", w.rec.ID, "err", err)
-			w.removing = nil
-		}
-		ws.finish(err)
-	})
-}
-
-// workerRemoved applies a worker's durable removal.
-func (c *core) workerRemoved(w *workerInfo, reason string) {
-	if w.state == wire.WorkerDead || c.workers[w.rec.ID] != w {
-		return
-	}
-	w.state = wire.WorkerDead
-	w.deadSince = c.now()
-	if c.workerByAddr[w.hostPort()] == w {
-		delete(c.workerByAddr, w.hostPort())
-	}
-	c.deadAt[w.hostPort()] = append(c.deadAt[w.hostPort()], w.rec.ID)
-	msg := "worker lost: " + reason
-	for _, e := range sortedExecutors(w.executors) {
-		c.executorEnded(e, executorEnd{state: wire.ExecutorLost, message: msg, event: wire.EventExecutorLost, note: msg})
-	}
-	for _, d := range sortedDrivers(w.drivers) {
-		c.driverLost(d, msg)
-	}
-	c.schedule()
-	c.maybeCompleteRecovery() // it may have been the last one to wait for
-}
-
-// expireWorkers removes ALIVE workers silent for the worker timeout and
-// forgets DEAD ones after reaperIterations timeouts.
-func (c *core) expireWorkers() {
-	now := c.now()
-	// Runs every tick over every worker: collect first, sort only the few
-	// that go (in id order, so removals are deterministic).
-	var silent []*workerInfo
-	for _, w := range c.workers {
-		switch w.state {
-		case wire.WorkerAlive, wire.WorkerDecommissioned:
-			if w.removing == nil && now.Sub(w.lastHeartbeat) > c.cfg.WorkerTimeout {
-				silent = append(silent, w)
-			}
-		case wire.WorkerDead:
-			if now.Sub(w.deadSince) > reaperIterations*c.cfg.WorkerTimeout {
-				c.dropWorker(w)
-			}
-		}
-	}
-	slices.SortFunc(silent, func(a, b *workerInfo) int { return cmp.Compare(a.rec.ID, b.rec.ID) })
-	for _, w := range silent {
-		c.removeWorker(w, fmt.Sprintf("no heartbeat for %s (timeout %s)", now.Sub(w.lastHeartbeat).Round(time.Millisecond), c.cfg.WorkerTimeout), nil)
-	}
-}
-
 // putWorker adds a worker to the indexes.
 func (c *core) putWorker(w *workerInfo) {
 	c.workers[w.rec.ID] = w
@@ -455,21 +232,4 @@ func (c *core) aliveWorkers() []*workerInfo {
 		}
 	}
 	return out
-}
-
-func sortedWorkers(m map[string]*workerInfo) []*workerInfo {
-	return slices.SortedFunc(maps.Values(m), func(a, b *workerInfo) int { return cmp.Compare(a.rec.ID, b.rec.ID) })
-}
-
-func sortedExecutors[K comparable](m map[K]*executorInfo) []*executorInfo {
-	return slices.SortedFunc(maps.Values(m), func(a, b *executorInfo) int {
-		if c := cmp.Compare(a.app.rec.ID, b.app.rec.ID); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.id, b.id)
-	})
-}
-
-func sortedDrivers(m map[string]*driverInfo) []*driverInfo {
-	return slices.SortedFunc(maps.Values(m), func(a, b *driverInfo) int { return cmp.Compare(a.rec.ID, b.rec.ID) })
 }

@@ -3,31 +3,9 @@ package wire
 import "time"
 
 // Messages between clients (the CLI, drivers, app clients) and the master.
-//
-//	GET    /healthz                          200 while the process serves (no auth)
-//	GET    /readyz                           200 only on the ALIVE leader
-//	GET    /v1/cluster                       ClusterStatus
-//	POST   /v1/apps                          AppDescription → Submitted
-//	GET    /v1/apps/{id}                     AppStatus
-//	DELETE /v1/apps/{id}                     kill the app (KILLED)
-//	POST   /v1/apps/{id}/unregister          its client is done (FINISHED)
-//	POST   /v1/apps/{id}/heartbeat           keep the app's lease without an event stream
-//	GET    /v1/apps/{id}/events              AppEvent stream, one JSON object per line
-//	PUT    /v1/apps/{id}/executor-limit      ExecutorLimit
-//	POST   /v1/apps/{id}/kill-executors      KillExecutors
-//	GET    /v1/apps/{id}/executors/{executorId}/logs/{stream}
-//	POST   /v1/drivers                       DriverDescription → Submitted
-//	GET    /v1/drivers/{id}                  DriverStatus
-//	DELETE /v1/drivers/{id}                  kill the driver (KILLED)
-//	GET    /v1/drivers/{id}/logs/{stream}    stream: stdout|stderr
-//
-// The log endpoints (here and on a worker) answer plain text and take
-// ?tail=N to return only the last N bytes.
-//
-// Every endpoint but /healthz needs "Authorization: Bearer <secret>" when the
-// cluster has a secret. Errors are an Error body with a 4xx or 5xx status; a
-// write sent to a master that is not the leader gets 307 with the leader's
-// address in Location and in Error.Leader (or 503 when there is no leader).
+// The routes are declared in routes.go (MasterAPI) and listed, with the
+// error codes (errors.go), in docs/API.md. The log endpoints answer plain
+// text and take ?tail=N to return only the last N bytes.
 //
 // POST /v1/apps and POST /v1/drivers create something, so repeating one
 // blindly could start an app or a driver twice. A client makes them safe to
@@ -232,20 +210,6 @@ type Error struct {
 	// message is for people and may change.
 	Code ErrorCode `json:"code,omitempty"`
 }
-
-// ErrorCode is an error's machine-readable kind.
-type ErrorCode string
-
-const (
-	// CodeNotLeader: this master does not lead; the answer redirects (307)
-	// to the one that does.
-	CodeNotLeader ErrorCode = "not_leader"
-	// CodeNoLeader: no master leads now (an election, or no quorum), 503.
-	CodeNoLeader ErrorCode = "no_leader"
-	// CodeLeaderPreparing: this master was just elected and is reading its
-	// state, 503.
-	CodeLeaderPreparing ErrorCode = "leader_preparing"
-)
 
 // JoinRequest adds a master to the Raft cluster (POST /v1/raft/join).
 type JoinRequest struct {

@@ -1,37 +1,12 @@
 package wire
 
-// Messages between a worker and the master.
-//
-// Worker → master (master API):
-//
-//	POST /v1/workers                       RegisterWorker → RegisteredWorker
-//	POST /v1/workers/{id}/heartbeat        Heartbeat → HeartbeatReply
-//	POST /v1/workers/{id}/executor-state   ExecutorStateChanged
-//	POST /v1/workers/{id}/driver-state     DriverStateChanged
-//	POST /v1/workers/{id}/state            WorkerLatestState → LatestStateReply
-//	POST /v1/workers/{id}/decommission     {} (shutting down: place nothing new here)
-//	POST /v1/workers/{id}/leave            {} (gone: remove it now)
-//
-// A 404 whose message contains "unknown worker" means the master does not
-// know the worker (it must register again); any other 404 names an unknown
-// app, executor or driver.
-//
-// Master → worker (worker API); every command carries the master's epoch and
-// a worker refuses (409) a command whose epoch is older than the newest it
-// has seen:
-//
-//	POST /v1/executors          LaunchExecutor
-//	POST /v1/executors/kill     KillExecutor
-//	POST /v1/drivers            LaunchDriver
-//	POST /v1/drivers/kill       KillDriver
-//	POST /v1/apps/finished      ApplicationFinished
-//	POST /v1/reconnect          Reconnect
-//
-// Worker API for people and the master's log proxy:
-//
-//	GET /v1/state                                   WorkerLatestState
-//	GET /v1/executors/{appId}/{executorId}/logs/{stream}  (stream: stdout|stderr)
-//	GET /v1/drivers/{driverId}/logs/{stream}
+// Messages between a worker and the master; the routes are declared in
+// routes.go (MasterAPI for the worker's calls, WorkerAPI for the master's
+// commands). A 404 with code unknown_worker means the master does not know
+// the worker (it must register again); other 404s name an unknown app,
+// executor or driver (unknown_app, unknown_executor, unknown_driver). Every
+// command from a master carries its epoch; a worker refuses (409,
+// stale_epoch) one older than the newest epoch it has seen.
 
 // RegisterWorker announces a worker to the master.
 type RegisterWorker struct {
@@ -195,6 +170,7 @@ type Reconnect struct {
 
 // StaleEpoch is the body of a worker's 409 refusal of a stale command.
 type StaleEpoch struct {
-	Error string `json:"error"`
-	Epoch uint64 `json:"epoch"` // the newest epoch the worker has seen
+	Error string    `json:"error"`
+	Code  ErrorCode `json:"code"`  // CodeStaleEpoch
+	Epoch uint64    `json:"epoch"` // the newest epoch the worker has seen
 }

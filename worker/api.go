@@ -11,41 +11,42 @@ import (
 // handler is the worker's API (see wire/worker.go), behind the secret.
 func (w *Worker) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+httpx.HealthPath, func(rw http.ResponseWriter, _ *http.Request) {
+	api := wire.WorkerAPI
+	mux.HandleFunc(api.Health.Mux(), func(rw http.ResponseWriter, _ *http.Request) {
 		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = rw.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("GET /v1/state", w.handleState)
-	mux.HandleFunc("GET /v1/executors/{appId}/{executorId}/logs/{stream}", w.handleExecutorLog)
-	mux.HandleFunc("GET /v1/drivers/{driverId}/logs/{stream}", w.handleDriverLog)
+	mux.HandleFunc(api.State.Mux(), w.handleState)
+	mux.HandleFunc(api.ExecutorLogs.Mux(), w.handleExecutorLog)
+	mux.HandleFunc(api.DriverLogs.Mux(), w.handleDriverLog)
 
-	mux.Handle("POST /v1/executors", command(w, "launch executor",
+	mux.Handle(api.LaunchExecutor.Mux(), command(w, "launch executor",
 		func(c *wire.LaunchExecutor) uint64 { return c.Epoch }, validateLaunchExecutor,
 		func(c *wire.LaunchExecutor) error { return w.launchExecutor(*c) }))
-	mux.Handle("POST /v1/executors/kill", command(w, "kill executor",
+	mux.Handle(api.KillExecutor.Mux(), command(w, "kill executor",
 		func(c *wire.KillExecutor) uint64 { return c.Epoch }, validateKillExecutor,
 		func(c *wire.KillExecutor) error {
 			p := w.procs.executor(c.AppID, c.ExecutorID)
 			if p == nil {
-				return httpx.Errorf(http.StatusNotFound, "unknown executor %d of app %s", c.ExecutorID, c.AppID)
+				return httpx.Coded(http.StatusNotFound, wire.CodeUnknownProcess, "unknown executor %d of app %s", c.ExecutorID, c.AppID)
 			}
 			w.kill(p, reasonMaster)
 			return nil
 		}))
-	mux.Handle("POST /v1/drivers", command(w, "launch driver",
+	mux.Handle(api.LaunchDriver.Mux(), command(w, "launch driver",
 		func(c *wire.LaunchDriver) uint64 { return c.Epoch }, validateLaunchDriver,
 		func(c *wire.LaunchDriver) error { return w.launchDriver(*c) }))
-	mux.Handle("POST /v1/drivers/kill", command(w, "kill driver",
+	mux.Handle(api.KillDriver.Mux(), command(w, "kill driver",
 		func(c *wire.KillDriver) uint64 { return c.Epoch }, validateKillDriver,
 		func(c *wire.KillDriver) error {
 			p := w.procs.driver(c.DriverID)
 			if p == nil {
-				return httpx.Errorf(http.StatusNotFound, "unknown driver %s", c.DriverID)
+				return httpx.Coded(http.StatusNotFound, wire.CodeUnknownProcess, "unknown driver %s", c.DriverID)
 			}
 			w.kill(p, reasonMaster)
 			return nil
 		}))
-	mux.Handle("POST /v1/apps/finished", command(w, "application finished",
+	mux.Handle(api.AppFinished.Mux(), command(w, "application finished",
 		func(c *wire.ApplicationFinished) uint64 { return c.Epoch }, validateAppFinished,
 		func(c *wire.ApplicationFinished) error {
 			// Spark broadcasts this to every worker the app used: an app we
@@ -55,7 +56,7 @@ func (w *Worker) handler() http.Handler {
 			}
 			return nil
 		}))
-	mux.Handle("POST /v1/reconnect", command(w, "reconnect",
+	mux.Handle(api.Reconnect.Mux(), command(w, "reconnect",
 		func(c *wire.Reconnect) uint64 { return c.Epoch }, validateReconnect,
 		func(c *wire.Reconnect) error {
 			w.sess.reconnect(normalizeMaster(c.Master))
@@ -84,6 +85,7 @@ func command[T any](w *Worker, name string, epoch func(*T) uint64, validate func
 			w.log.Warn("refused a command from an older master", "command", name, "epoch", epoch(&c), "newest", newest)
 			httpx.WriteJSON(rw, http.StatusConflict, wire.StaleEpoch{
 				Error: fmt.Sprintf("%s: stale epoch %d, the newest this worker has seen is %d", name, epoch(&c), newest),
+				Code:  wire.CodeStaleEpoch,
 				Epoch: newest,
 			})
 			return

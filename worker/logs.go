@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/wire"
 )
 
 // The logs are served from the files on disk, so they stay readable after the
@@ -60,7 +61,7 @@ func (w *Worker) serveLog(rw http.ResponseWriter, r *http.Request, dir, what str
 	}
 	f, err := os.Open(filepath.Join(dir, stream))
 	if errors.Is(err, fs.ErrNotExist) {
-		httpx.WriteError(rw, http.StatusNotFound, "no %s for %s on this worker", stream, what)
+		httpx.WriteErr(rw, httpx.Coded(http.StatusNotFound, wire.CodeUnknownProcess, "no %s for %s on this worker", stream, what))
 		return
 	}
 	if err != nil {

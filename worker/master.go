@@ -104,9 +104,8 @@ func (w *Worker) register(ctx context.Context, hint string) (string, wire.Regist
 		for _, first := range w.candidates(hint) {
 			target := first
 			for hops := 0; target != "" && hops < 4; hops++ {
-				var reg wire.RegisteredWorker
 				actx, cancel := within(ctx, relooked, min(w.cfg.RequestTimeout, registerAttemptTimeout))
-				err := w.client.Do(actx, http.MethodPost, target+"/v1/workers", req, &reg)
+				reg, err := httpx.Call(actx, w.client, target, wire.MasterAPI.RegisterWorker, req)
 				cancel()
 				if err == nil {
 					w.lastMaster = target
@@ -199,8 +198,8 @@ func (w *Worker) candidates(hint string) []string {
 // sending kill commands, and lists them in its reply, which we only log.
 func (w *Worker) sendLatestState(ctx context.Context, master string) error {
 	st := w.latestState()
-	var reply wire.LatestStateReply
-	if err := w.client.Do(ctx, http.MethodPost, w.workerURL(master, "state"), st, &reply); err != nil {
+	reply, err := httpx.Call(ctx, w.client, master, wire.MasterAPI.LatestState, st, w.id)
+	if err != nil {
 		return err
 	}
 	if len(reply.KilledExecutors) > 0 || len(reply.KilledDrivers) > 0 {
@@ -233,10 +232,9 @@ func (w *Worker) heartbeatLoop(ctx context.Context, master string, interval time
 		case <-t.C:
 		}
 		used := w.procs.used()
-		var reply wire.HeartbeatReply
 		hctx, cancel := within(ctx, regCtx, min(w.cfg.RequestTimeout, heartbeatTimeout))
-		err := w.client.Do(hctx, http.MethodPost, w.workerURL(master, "heartbeat"),
-			wire.Heartbeat{CoresUsed: used.cores, MemoryUsedMB: used.memoryMB}, &reply)
+		reply, err := httpx.Call(hctx, w.client, master, wire.MasterAPI.WorkerHeartbeat,
+			wire.Heartbeat{CoresUsed: used.cores, MemoryUsedMB: used.memoryMB}, w.id)
 		cancel()
 		if ctx.Err() != nil {
 			return ok, ""
@@ -274,11 +272,6 @@ func isStatus(err error, status int) bool {
 	return errors.As(err, &se) && se.Status == status
 }
 
-// workerURL is the URL of one of our endpoints on master.
-func (w *Worker) workerURL(master, what string) string {
-	return master + "/v1/workers/" + url.PathEscape(w.id) + "/" + what
-}
-
 // leaderOf extracts the leader named by a 307, or "".
 func leaderOf(err error) string {
 	var se *httpx.StatusError
@@ -288,13 +281,10 @@ func leaderOf(err error) string {
 	return ""
 }
 
-// normalizeMaster turns a leader address (an API base URL, or a Location
-// that may carry the request's path) into an API base URL; "" if it is not
-// an absolute http(s) URL.
+// normalizeMaster checks a master's API base URL (a leader a master named,
+// or one a reconnect gave) and trims a trailing slash; "" if it is not an
+// absolute http(s) URL.
 func normalizeMaster(s string) string {
-	if i := strings.Index(s, "/v1/"); i >= 0 {
-		s = s[:i]
-	}
 	s = strings.TrimRight(strings.TrimSpace(s), "/")
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

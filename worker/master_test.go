@@ -201,15 +201,15 @@ func TestUnknownWorkerReportMakesItRegisterAgain(t *testing.T) {
 		fm.onExecState = func(s wire.ExecutorStateChanged) error {
 			switch {
 			case s.AppID == "app-gone":
-				return &httpx.StatusError{Status: 404, Message: "unknown app app-gone"}
+				return &httpx.StatusError{Status: 404, Code: wire.CodeUnknownApp, Message: "unknown app app-gone"}
 			case refused == 0:
 				refused++
-				return &httpx.StatusError{Status: 404, Message: "unknown worker " + w.ID()}
+				return &httpx.StatusError{Status: 404, Code: wire.CodeUnknownWorker, Message: "unknown worker " + w.ID()}
 			}
 			return nil
 		}
 	})
-	// The first report meets "unknown worker": register again, then deliver.
+	// The first report meets unknown_worker: register again, then deliver.
 	w.launchExecutor("app-1", 0, helperCmd(t, "exit", "0"))
 	reps := fm.waitFinal(t, "app-1", 0)
 	if got := execStateNames(reps); len(got) != 2 || got[0] != "RUNNING" || got[1] != "EXITED" {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,11 +18,14 @@ type report struct {
 	driver   *wire.DriverStateChanged
 }
 
-func (r report) endpoint() string {
+// send delivers the report to master, for worker id.
+func (r report) send(ctx context.Context, c *httpx.Client, master, id string) error {
 	if r.executor != nil {
-		return "executor-state"
+		_, err := httpx.Call(ctx, c, master, wire.MasterAPI.ExecutorStateReport, *r.executor, id)
+		return err
 	}
-	return "driver-state"
+	_, err := httpx.Call(ctx, c, master, wire.MasterAPI.DriverStateReport, *r.driver, id)
+	return err
 }
 
 // final reports whether the report is of a process that ended.
@@ -152,7 +154,7 @@ func (w *Worker) deliverLoop(ctx context.Context) {
 			}
 		}
 		rctx, cancel := within(ctx, regCtx, w.cfg.RequestTimeout)
-		err := w.client.Do(rctx, http.MethodPost, w.workerURL(master, r.endpoint()), r.body(), nil)
+		err := r.send(rctx, w.client, master, w.id)
 		cancel()
 		if ctx.Err() != nil {
 			return
@@ -166,7 +168,7 @@ func (w *Worker) deliverLoop(ctx context.Context) {
 			w.reports.pop()
 			failures = 0
 			continue
-		case errors.As(err, &se) && se.Status == http.StatusNotFound && unknownWorker(se.Message):
+		case errors.As(err, &se) && se.Code == wire.CodeUnknownWorker:
 			w.log.Warn("master does not know this worker; registering again", "master", master)
 			w.sess.lost(gen, master)
 			continue // waits for the new registration above
@@ -198,13 +200,6 @@ func (w *Worker) deliverLoop(ctx context.Context) {
 			return
 		}
 	}
-}
-
-// unknownWorker tells a 404 about this worker from one about an app,
-// executor or driver. The wire has no error codes, so this goes by the
-// message, e.g. "unknown worker worker-2024...".
-func unknownWorker(msg string) bool {
-	return strings.Contains(strings.ToLower(msg), "unknown worker")
 }
 
 // enqueueExecutor queues an executor's state change.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,7 +75,7 @@ func (w *Worker) launch(p *proc) error {
 	existing, added := w.procs.add(p)
 	switch {
 	case existing == nil:
-		return httpx.Errorf(503, "the worker is shutting down")
+		return httpx.Coded(http.StatusServiceUnavailable, wire.CodeShuttingDown, "the worker is shutting down")
 	case !added:
 		w.procLog(p).Info("launch of a process that already exists: nothing to do", "state", w.procs.stateOf(existing))
 		return nil

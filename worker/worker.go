@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/wire"
 )
 
 // Worker is one worker daemon. New checks the configuration; Run does the
@@ -163,8 +164,8 @@ func (w *Worker) shutdown(srv *http.Server) {
 	// children die, and finally that we are gone, so it need not wait for
 	// the heartbeat timeout.
 	master := w.sess.masterURL()
-	w.tellMaster(master, "decommission")
-	defer w.tellMaster(master, "leave")
+	w.tellMaster(master, "decommission", wire.MasterAPI.Decommission)
+	defer w.tellMaster(master, "leave", wire.MasterAPI.WorkerLeft)
 
 	killCtx, cancel := context.WithTimeout(context.Background(), w.cfg.KillGrace+5*time.Second)
 	w.killAll(killCtx, reasonShutdown)
@@ -192,13 +193,13 @@ func (w *Worker) shutdown(srv *http.Server) {
 // tellMaster posts a lifecycle notice (decommission, leave) to the master;
 // best effort and brief: the heartbeat timeout covers a master that does
 // not hear it.
-func (w *Worker) tellMaster(master, what string) {
+func (w *Worker) tellMaster(master, what string, notice wire.Route[wire.None, wire.None]) {
 	if master == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := w.client.Do(ctx, http.MethodPost, w.workerURL(master, what), struct{}{}, nil); err != nil {
+	if _, err := httpx.Call(ctx, w.client, master, notice, wire.None{}, w.id); err != nil {
 		w.log.Warn("could not tell the master", "notice", what, "master", master, "err", err)
 		return
 	}

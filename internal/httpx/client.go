@@ -103,8 +103,6 @@ func readStatusError(resp *http.Response) error {
 	} else {
 		se.Message = string(bytes.TrimSpace(data))
 	}
-	if se.Leader == "" {
-		se.Leader = resp.Header.Get("Location")
-	}
+	se.Location = resp.Header.Get("Location")
 	return se
 }

@@ -16,9 +16,6 @@ import (
 	"github.com/berth-cluster/berth/wire"
 )
 
-// HealthPath is the one endpoint that needs no secret.
-const HealthPath = "/healthz"
-
 // RequireSecret wraps h so that every request but GET /healthz must carry
 // "Authorization: Bearer <secret>". The comparison is constant-time (on
 // digests, so the secret's length does not leak either). An empty secret
@@ -29,14 +26,14 @@ func RequireSecret(secret string, h http.Handler) http.Handler {
 	}
 	want := sha256.Sum256([]byte(secret))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == HealthPath {
+		if r.URL.Path == wire.MasterAPI.Health.Pattern {
 			h.ServeHTTP(w, r)
 			return
 		}
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		sum := sha256.Sum256([]byte(got))
 		if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
-			WriteError(w, http.StatusUnauthorized, "missing or wrong secret")
+			WriteError(w, http.StatusUnauthorized, "missing or wrong secret") // code unauthorized
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -48,8 +45,11 @@ func RequireSecret(secret string, h http.Handler) http.Handler {
 type StatusError struct {
 	Status  int
 	Message string
-	Leader  string         // the leader's API address, on a redirect from a follower
+	Leader  string         // the leader's API base URL, on a redirect from a master
 	Code    wire.ErrorCode // machine-readable kind, if it has one
+	// Location is a redirect's Location header as received (the full URL of
+	// the request there), for redirects from other servers than masters.
+	Location string
 }
 
 func (e *StatusError) Error() string {
@@ -105,9 +105,9 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// WriteError writes a wire.Error body.
+// WriteError writes a wire.Error body, with the code its status implies.
 func WriteError(w http.ResponseWriter, status int, format string, args ...any) {
-	WriteJSON(w, status, wire.Error{Error: fmt.Sprintf(format, args...)})
+	WriteJSON(w, status, wire.Error{Error: fmt.Sprintf(format, args...), Code: defaultCode(status)})
 }
 
 // WriteErr writes err with its status (500 unless it is a StatusError).
@@ -117,7 +117,11 @@ func WriteErr(w http.ResponseWriter, err error) {
 		if se.Leader != "" && se.Status == http.StatusTemporaryRedirect {
 			w.Header().Set("Location", se.Leader)
 		}
-		WriteJSON(w, se.Status, wire.Error{Error: se.Message, Leader: se.Leader, Code: se.Code})
+		code := se.Code
+		if code == "" {
+			code = defaultCode(se.Status)
+		}
+		WriteJSON(w, se.Status, wire.Error{Error: se.Message, Leader: se.Leader, Code: code})
 		return
 	}
 	WriteError(w, http.StatusInternalServerError, "%v", err)

@@ -1,0 +1,237 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// Handler is the master's HTTP API, registered from its declaration
+// (wire.MasterAPI): the JSON routes here, the event stream (streams.go), the
+// log proxy (logs.go) and Raft membership (membership.go). Every request
+// but /healthz needs the secret.
+func (m *Master) Handler() http.Handler {
+	api := wire.MasterAPI
+	mux := http.NewServeMux()
+	mux.HandleFunc(api.Health.Mux(), func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc(api.Ready.Mux(), m.readyz)
+	mux.HandleFunc(api.Cluster.Mux(), m.getCluster)
+
+	mux.HandleFunc(api.RegisterApp.Mux(), func(w http.ResponseWriter, r *http.Request) {
+		submit(m, w, r, validateApp, (*core).registerApp)
+	})
+	serve(mux, api.App, nil, onEntity(m, "app id", func(c *core, id string, _ wire.None, reply func(any, error)) { reply(c.app(id)) }))
+	serve(mux, api.KillApp, nil, onEntity(m, "app id", func(c *core, id string, _ wire.None, reply func(any, error)) {
+		c.endApp(id, wire.AppKilled, "killed by request", reply)
+	}))
+	serve(mux, api.UnregisterApp, nil, onEntity(m, "app id", func(c *core, id string, _ wire.None, reply func(any, error)) {
+		c.endApp(id, wire.AppFinished, "unregistered by its client", reply)
+	}))
+	serve(mux, api.AppHeartbeat, nil, onEntity(m, "app id", func(c *core, id string, _ wire.None, reply func(any, error)) {
+		reply(wire.None{}, c.appHeartbeat(id))
+	}))
+	serve(mux, api.SetExecutorLimit, validateExecutorLimit, onEntity(m, "app id", func(c *core, id string, l wire.ExecutorLimit, reply func(any, error)) {
+		c.setExecutorLimit(id, l.Limit, reply)
+	}))
+	serve(mux, api.KillExecutors, validateKillExecutors, onEntity(m, "app id", func(c *core, id string, k wire.KillExecutors, reply func(any, error)) {
+		c.killExecutors(id, k.ExecutorIDs, reply)
+	}))
+	mux.HandleFunc(api.AppEvents.Mux(), m.appEvents)
+	mux.HandleFunc(api.ExecutorLogs.Mux(), m.executorLogs)
+
+	mux.HandleFunc(api.SubmitDriver.Mux(), func(w http.ResponseWriter, r *http.Request) {
+		submit(m, w, r, validateDriver, (*core).submitDriver)
+	})
+	serve(mux, api.Driver, nil, onEntity(m, "driver id", func(c *core, id string, _ wire.None, reply func(any, error)) { reply(c.driver(id)) }))
+	serve(mux, api.KillDriver, nil, onEntity(m, "driver id", func(c *core, id string, _ wire.None, reply func(any, error)) { c.killDriver(id, reply) }))
+	mux.HandleFunc(api.DriverLogs.Mux(), m.driverLogs)
+
+	serve(mux, api.RegisterWorker, validateRegistration, func(r *http.Request, req wire.RegisterWorker) (any, error) {
+		return m.call(r.Context(), func(c *core, reply func(any, error)) { c.registerWorker(req, reply) })
+	})
+	serve(mux, api.WorkerHeartbeat, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.Heartbeat, reply func(any, error)) {
+		reply(c.heartbeat(id))
+	}))
+	serve(mux, api.ExecutorStateReport, validateExecutorState, onEntity(m, "worker id", (*core).executorStateChanged))
+	serve(mux, api.DriverStateReport, validateDriverState, onEntity(m, "worker id", (*core).driverStateChanged))
+	serve(mux, api.LatestState, validateLatestState, onEntity(m, "worker id", func(c *core, id string, st wire.WorkerLatestState, reply func(any, error)) {
+		reply(c.workerLatestState(id, st))
+	}))
+	serve(mux, api.Decommission, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, reply func(any, error)) {
+		reply(wire.None{}, c.decommissionWorker(id))
+	}))
+	serve(mux, api.WorkerLeft, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, reply func(any, error)) {
+		c.workerLeft(id, reply)
+	}))
+
+	serve(mux, api.JoinMaster, validateJoin, m.join)
+	serve(mux, api.LeaveMaster, validateLeave, m.leave)
+	return httpx.RequireSecret(m.cfg.Secret, mux)
+}
+
+// serve registers a JSON route: the body is decoded strictly into a Req
+// (none for wire.None) and checked (400, nothing changed), then h answers;
+// its answer must be a Resp (or *Resp), written as JSON, or an error.
+func serve[Req, Resp any](mux *http.ServeMux, route wire.Route[Req, Resp], check func(Req) error, h func(r *http.Request, in Req) (any, error)) {
+	mux.HandleFunc(route.Mux(), func(w http.ResponseWriter, r *http.Request) {
+		var in Req
+		if _, none := any(in).(wire.None); !none {
+			var ok bool
+			if in, ok = decode(w, r, check); !ok {
+				return
+			}
+		}
+		v, err := h(r, in)
+		if err != nil {
+			respond(w, r, nil, err)
+			return
+		}
+		out, err := answer[Resp](v)
+		respond(w, r, out, err)
+	})
+}
+
+// answer is the loop's reply v as the route's answer type.
+func answer[Resp any](v any) (any, error) {
+	switch v.(type) {
+	case Resp, *Resp:
+		if _, none := v.(wire.None); none {
+			return struct{}{}, nil
+		}
+		return v, nil
+	}
+	var want Resp
+	return nil, httpx.Coded(http.StatusInternalServerError, wire.CodeInternal, "the master answered %T where %T was due", v, want)
+}
+
+// onEntity serves a route on one entity named by the path's {id} (an app,
+// a driver or a worker, as kind says): the id is checked, then apply runs
+// in the loop and replies.
+func onEntity[T any](m *Master, kind string, apply func(c *core, id string, in T, reply func(any, error))) func(*http.Request, T) (any, error) {
+	return func(r *http.Request, in T) (any, error) {
+		id := r.PathValue("id")
+		if err := checkID(kind, id); err != nil {
+			return nil, err
+		}
+		return m.call(r.Context(), func(c *core, reply func(any, error)) { apply(c, id, in, reply) })
+	}
+}
+
+// respond writes v as JSON, or err with its status and code. A redirect to
+// the leader points at the same path there, so plain HTTP clients (curl -L)
+// can follow it.
+func respond(w http.ResponseWriter, r *http.Request, v any, err error) {
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			err = httpx.Coded(http.StatusServiceUnavailable, wire.CodeNoLeader, "request abandoned: %v", err)
+		}
+		var se *httpx.StatusError
+		if errors.As(err, &se) && se.Status == http.StatusTemporaryRedirect && se.Leader != "" {
+			w.Header().Set("Location", strings.TrimSuffix(se.Leader, "/")+r.URL.RequestURI())
+			httpx.WriteJSON(w, se.Status, wire.Error{Error: se.Message, Leader: se.Leader, Code: se.Code})
+			return
+		}
+		httpx.WriteErr(w, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, v)
+}
+
+// decode reads the body into v and checks it; false means the answer was
+// already written.
+func decode[T any](w http.ResponseWriter, r *http.Request, check func(T) error) (T, bool) {
+	var v T
+	err := httpx.DecodeJSON(w, r, &v)
+	if err == nil && check != nil {
+		err = check(v)
+	}
+	if err != nil {
+		httpx.WriteErr(w, err)
+		return v, false
+	}
+	return v, true
+}
+
+// submit serves a submission: its idempotency key and description are
+// checked (400), the description hashed off the loop, then the loop
+// creates it (or answers a repeat).
+func submit[T any](m *Master, w http.ResponseWriter, r *http.Request, validate func(T) error,
+	create func(c *core, desc T, idem keyed, reply func(any, error))) {
+	key, err := checkIdempotencyKey(r.Header.Values(wire.IdempotencyKeyHeader))
+	if err != nil {
+		httpx.WriteErr(w, err)
+		return
+	}
+	desc, ok := decode(w, r, validate)
+	if !ok {
+		return
+	}
+	idem := keyedRequest(key, desc)
+	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { create(c, desc, idem, reply) })
+	respond(w, r, v, err)
+}
+
+func (m *Master) readyz(w http.ResponseWriter, r *http.Request) {
+	if m.lease.leading.Load() {
+		if err := m.lease.confirm(r.Context()); err != nil {
+			httpx.WriteErr(w, httpx.Coded(http.StatusServiceUnavailable, wire.CodeNoLeader, "master could not confirm it leads: %v", err))
+			return
+		}
+	}
+	v, err := m.query(r.Context(), func(c *core) (any, error) { return c.status, nil })
+	if err != nil {
+		respond(w, r, nil, err)
+		return
+	}
+	if status := v.(wire.MasterStatus); status != wire.MasterAlive {
+		httpx.WriteErr(w, httpx.Coded(http.StatusServiceUnavailable, wire.CodeNoLeader, "master is %s, not ALIVE", status))
+		return
+	}
+	io.WriteString(w, "ALIVE\n")
+}
+
+// getCluster answers from the loop when this master leads and has
+// confirmed it, else from its replica (marked as a follower's view).
+// ?completed=false leaves the finished apps and drivers out.
+func (m *Master) getCluster(w http.ResponseWriter, r *http.Request) {
+	completed, err := parseCompleted(r.URL.Query().Get("completed"))
+	if err != nil {
+		httpx.WriteErr(w, err)
+		return
+	}
+	confirmed := m.confirmedLeader(r.Context())
+	v, err := m.ask(r.Context(), func(c *core, reply func(any, error)) {
+		if confirmed && c.leading() {
+			reply(c.clusterStatus(completed), nil)
+			return
+		}
+		status := c.status
+		if !confirmed && status != wire.MasterStandby {
+			status = wire.MasterStandby // leads by its own account only: not an answer as the leader
+		}
+		reply(status, nil)
+	})
+	if err != nil {
+		respond(w, r, nil, err)
+		return
+	}
+	if cs, ok := v.(*wire.ClusterStatus); ok {
+		m.addMasters(r.Context(), cs)
+		respond(w, r, cs, nil)
+		return
+	}
+	s, err := m.engine.Load(r.Context())
+	if err != nil {
+		respond(w, r, nil, fmt.Errorf("reading the replica: %w", err))
+		return
+	}
+	cs := followerStatus(m.cfg.ID, v.(wire.MasterStatus), m.agent.Leader(), m.leaderAddress(), s, completed)
+	m.addMasters(r.Context(), cs)
+	respond(w, r, cs, nil)
+}

@@ -1,0 +1,104 @@
+package master
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// An idle stream carries a heartbeat line every appEventsKeepAlive, while
+// this master's leadership is confirmed (leaderLease). Every line promises
+// the next within appEventsDeadline, so a client whose master froze, was cut
+// off or was deposed notices within about a second and moves on.
+const (
+	appEventsKeepAlive = 250 * time.Millisecond
+	appEventsDeadline  = time.Second
+)
+
+// appEvents streams an app's events as one JSON object per line. The open
+// stream is the client's lease on the app.
+func (m *Master) appEvents(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := checkID("app id", id); err != nil {
+		httpx.WriteErr(w, err)
+		return
+	}
+	type opened struct {
+		sub   *subscriber
+		first []wire.AppEvent
+	}
+	// A stream nobody reads must not hold the app's lease: if the client
+	// gave up before the loop got to it, do not subscribe; if it gave up
+	// after, unsubscribe what was created (both closures run in the loop,
+	// so created needs no lock).
+	var created *subscriber
+	ctx := r.Context()
+	v, err := m.query(ctx, func(c *core) (any, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		sub, first, err := c.subscribe(id)
+		created = sub
+		return opened{sub, first}, err
+	})
+	if err != nil {
+		m.post(func(c *core) {
+			if created != nil {
+				c.unsubscribe(id, created)
+			}
+		})
+		respond(w, r, nil, err)
+		return
+	}
+	o := v.(opened)
+	if o.sub != nil {
+		defer m.post(func(c *core) { c.unsubscribe(id, o.sub) })
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	enc := json.NewEncoder(w)
+	write := func(ev wire.AppEvent) bool {
+		if ev.AppID == "" {
+			ev.AppID = id
+		}
+		ev.NextWithinMs = appEventsDeadline.Milliseconds()
+		if enc.Encode(ev) != nil {
+			return false
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return true
+	}
+	for _, ev := range o.first {
+		if !write(ev) {
+			return
+		}
+	}
+	if o.sub == nil {
+		return // the app had already ended
+	}
+	keepAlive := time.NewTicker(appEventsKeepAlive)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case ev, open := <-o.sub.ch:
+			if !open || !write(ev) || ev.Type == wire.EventAppRemoved {
+				return
+			}
+		case <-keepAlive.C:
+			if !m.lease.fresh() {
+				continue // silence: the client moves on if this lasts
+			}
+			if !write(wire.AppEvent{Type: wire.EventHeartbeat, Time: time.Now()}) {
+				return
+			}
+		}
+	}
+}

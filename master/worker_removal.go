@@ -1,0 +1,66 @@
+package master
+
+import (
+	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// A worker removed (silent past its timeout, shut down, restarted, or not
+// back after a failover): commit-first, then its executors LOST and its
+// drivers relaunched or ended.
+
+// removeWorker declares a worker DEAD. The worker's deletion and the end of
+// every executor placed on it are one write; once durable, its executors
+// are LOST (their apps told, their cores re-placed at once) and each of its
+// drivers is relaunched elsewhere if supervised, or ends (driverLost), each
+// through its own write. Until then the worker takes nothing new. done, if
+// not nil, learns the outcome.
+func (c *core) removeWorker(w *workerInfo, reason string, done func(error)) {
+	if w.state == wire.WorkerDead {
+		if done != nil {
+			done(nil)
+		}
+		return
+	}
+	if w.removing != nil {
+		w.removing.add(done)
+		return
+	}
+	w.removing = &waiters{}
+	w.removing.add(done)
+	c.log.Warn("removing worker", "worker", w.rec.ID, "reason", reason, "executors", len(w.executors), "drivers", len(w.drivers))
+	cmds := []persistence.Command{persistence.DeleteWorker(w.rec.ID)}
+	for _, e := range sortedExecutors(w.executors) {
+		cmds = append(cmds, persistence.DeleteExecutor(e.app.rec.ID, e.id))
+	}
+	c.commit(cmds, func() { c.workerRemoved(w, reason) }, func(err error) {
+		ws := *w.removing
+		if err != nil {
+			c.log.Warn("removing worker failed; it stays as it was", "worker", w.rec.ID, "err", err)
+			w.removing = nil
+		}
+		ws.finish(err)
+	})
+}
+
+// workerRemoved applies a worker's durable removal.
+func (c *core) workerRemoved(w *workerInfo, reason string) {
+	if w.state == wire.WorkerDead || c.workers[w.rec.ID] != w {
+		return
+	}
+	w.state = wire.WorkerDead
+	w.deadSince = c.now()
+	if c.workerByAddr[w.hostPort()] == w {
+		delete(c.workerByAddr, w.hostPort())
+	}
+	c.deadAt[w.hostPort()] = append(c.deadAt[w.hostPort()], w.rec.ID)
+	msg := "worker lost: " + reason
+	for _, e := range sortedExecutors(w.executors) {
+		c.executorEnded(e, executorEnd{state: wire.ExecutorLost, message: msg, event: wire.EventExecutorLost, note: msg})
+	}
+	for _, d := range sortedDrivers(w.drivers) {
+		c.driverLost(d, msg)
+	}
+	c.schedule()
+	c.maybeCompleteRecovery() // it may have been the last one to wait for
+}

@@ -1,0 +1,89 @@
+package wire
+
+// ErrorCode is an error's machine-readable kind, in every error body
+// (Error.Code) beside the message, which is for people and may change.
+// Programs act on the code (and the HTTP status), never on the message.
+type ErrorCode string
+
+// The error codes of the master's and the worker's APIs.
+const (
+	// CodeBadRequest (400): the request is malformed or invalid; the
+	// message says which field and why. Nothing changed.
+	CodeBadRequest ErrorCode = "bad_request"
+	// CodeTooLarge (413): the body is over MaxBodyBytes.
+	CodeTooLarge ErrorCode = "too_large"
+	// CodeUnauthorized (401): the secret is missing or wrong.
+	CodeUnauthorized ErrorCode = "unauthorized"
+
+	// CodeNotLeader (307): this master does not lead; Error.Leader (and
+	// Location) name the one that does.
+	CodeNotLeader ErrorCode = "not_leader"
+	// CodeNoLeader (503): no master leads now (an election, or no quorum),
+	// or this one could not confirm it still leads. Retry, on any master;
+	// the master already held the request a while for an election.
+	CodeNoLeader ErrorCode = "no_leader"
+	// CodeLeaderPreparing (503): this master was just elected and is
+	// reading its state; retry shortly.
+	CodeLeaderPreparing ErrorCode = "leader_preparing"
+	// CodeNotCommitted (503): the change was certainly not made (the
+	// master lost leadership before writing it, or could not write);
+	// retry, on the leader.
+	CodeNotCommitted ErrorCode = "not_committed"
+	// CodeOutcomeUnknown (504): the master lost leadership before it
+	// learned whether the change committed; the next leader knows.
+	// Repeat it: every write is safe to repeat (submissions under their
+	// Idempotency-Key).
+	CodeOutcomeUnknown ErrorCode = "outcome_unknown"
+	// CodeShuttingDown (503): the master is stopping.
+	CodeShuttingDown ErrorCode = "shutting_down"
+
+	// CodeUnknownWorker (404): the master does not know this worker (never
+	// registered, removed, or not answered a new leader yet): register
+	// again, then report.
+	CodeUnknownWorker ErrorCode = "unknown_worker"
+	// CodeUnknownApp, CodeUnknownExecutor, CodeUnknownDriver (404): no such
+	// app, executor or driver is listed.
+	CodeUnknownApp      ErrorCode = "unknown_app"
+	CodeUnknownExecutor ErrorCode = "unknown_executor"
+	CodeUnknownDriver   ErrorCode = "unknown_driver"
+	// CodeEnded (409): the app or driver has ended; it can change no more.
+	CodeEnded ErrorCode = "ended"
+	// CodeKeyReused (422): the Idempotency-Key names a submission with
+	// another description.
+	CodeKeyReused ErrorCode = "key_reused"
+	// CodeAddressTaken (409): another live worker is registered at this
+	// host and port.
+	CodeAddressTaken ErrorCode = "address_taken"
+
+	// CodeLogsUnreachable (404): the process's worker is unknown, so its
+	// logs cannot be fetched; CodeWorkerUnreachable (502): the worker did
+	// not answer the log request.
+	CodeLogsUnreachable   ErrorCode = "logs_unreachable"
+	CodeWorkerUnreachable ErrorCode = "worker_unreachable"
+	// CodeNotReplicated (409): a membership change asked of a master that
+	// runs alone (not --recovery-mode raft).
+	CodeNotReplicated ErrorCode = "not_replicated"
+	// CodeMembershipFailed (503): Raft refused or did not finish the
+	// membership change.
+	CodeMembershipFailed ErrorCode = "membership_failed"
+
+	// CodeStaleEpoch (409, worker API): the command comes from a master of
+	// an older epoch than the newest this worker has seen: a newer leader
+	// exists. Retrying cannot help.
+	CodeStaleEpoch ErrorCode = "stale_epoch"
+	// CodeUnknownProcess (404, worker API): the worker runs no such
+	// executor or driver.
+	CodeUnknownProcess ErrorCode = "unknown_process"
+
+	// CodeInternal (500): a bug; the message says what failed.
+	CodeInternal ErrorCode = "internal"
+)
+
+// ErrorCodes lists every error code, for documentation and its test.
+var ErrorCodes = []ErrorCode{
+	CodeBadRequest, CodeTooLarge, CodeUnauthorized,
+	CodeNotLeader, CodeNoLeader, CodeLeaderPreparing, CodeNotCommitted, CodeOutcomeUnknown, CodeShuttingDown,
+	CodeUnknownWorker, CodeUnknownApp, CodeUnknownExecutor, CodeUnknownDriver, CodeEnded, CodeKeyReused, CodeAddressTaken,
+	CodeLogsUnreachable, CodeWorkerUnreachable, CodeNotReplicated, CodeMembershipFailed,
+	CodeStaleEpoch, CodeUnknownProcess, CodeInternal,
+}

@@ -1,0 +1,172 @@
+package wire
+
+import (
+	"fmt"
+	"net/url"
+	"reflect"
+	"strings"
+)
+
+// Every route of the master's and the worker's APIs is declared here, once:
+// its method, its path pattern and the types of its request and response.
+// The servers register their handlers from these declarations and every
+// caller builds its requests from them, so a route cannot be renamed on one
+// side only, and a handler or a call with the wrong body type does not
+// compile.
+
+// Endpoint is a route's method and path pattern; {name} stands for a path
+// parameter.
+type Endpoint struct {
+	Method  string
+	Pattern string // e.g. /v1/apps/{id}
+}
+
+// Mux is the pattern http.ServeMux registers, e.g. "GET /v1/apps/{id}".
+func (e Endpoint) Mux() string { return e.Method + " " + e.Pattern }
+
+// Path fills the pattern's parameters, in order, path-escaped. A missing or
+// extra parameter is a bug in the caller, and panics.
+func (e Endpoint) Path(params ...string) string {
+	var b strings.Builder
+	rest := e.Pattern
+	for _, p := range params {
+		i := strings.IndexByte(rest, '{')
+		j := strings.IndexByte(rest, '}')
+		if i < 0 || j < i {
+			panic(fmt.Sprintf("wire: %s takes fewer parameters than %d", e.Mux(), len(params)))
+		}
+		b.WriteString(rest[:i])
+		b.WriteString(url.PathEscape(p))
+		rest = rest[j+1:]
+	}
+	if strings.IndexByte(rest, '{') >= 0 {
+		panic(fmt.Sprintf("wire: %s takes more parameters than %d", e.Mux(), len(params)))
+	}
+	b.WriteString(rest)
+	return b.String()
+}
+
+// Route is an endpoint with its request body type Req and its answer type
+// Resp (None: no body).
+type Route[Req, Resp any] struct{ Endpoint }
+
+// None is the body of a request or answer that has none.
+type None struct{}
+
+// Text is the answer of a route that answers plain text (logs, probes).
+type Text struct{}
+
+// Stream is the answer of a route that answers a stream of T, one JSON
+// object per line.
+type Stream[T any] struct{}
+
+func route[Req, Resp any](method, pattern string) Route[Req, Resp] {
+	return Route[Req, Resp]{Endpoint{method, pattern}}
+}
+
+// MasterAPI is the master's API: for clients, for workers, and for the
+// other masters. See client.go and worker.go for the messages.
+var MasterAPI = struct {
+	Health, Ready Route[None, Text]
+	Cluster       Route[None, ClusterStatus] // ?completed=false leaves the finished out
+
+	RegisterApp      Route[AppDescription, Submitted] // Idempotency-Key header
+	App              Route[None, AppStatus]           // {id}
+	KillApp          Route[None, AppStatus]           // {id}; KILLED, or its final status
+	UnregisterApp    Route[None, AppStatus]           // {id}; FINISHED
+	AppHeartbeat     Route[None, None]                // {id}; the lease without a stream
+	AppEvents        Route[None, Stream[AppEvent]]    // {id}; the lease while open
+	SetExecutorLimit Route[ExecutorLimit, ExecutorLimit]
+	KillExecutors    Route[KillExecutors, KillExecutors]
+	ExecutorLogs     Route[None, Text] // {id}/{executorId}/{stream}; ?tail=N
+
+	SubmitDriver Route[DriverDescription, Submitted] // Idempotency-Key header
+	Driver       Route[None, DriverStatus]           // {id}
+	KillDriver   Route[None, DriverStatus]           // {id}
+	DriverLogs   Route[None, Text]                   // {id}/{stream}; ?tail=N
+
+	RegisterWorker      Route[RegisterWorker, RegisteredWorker]
+	WorkerHeartbeat     Route[Heartbeat, HeartbeatReply]           // {id}
+	ExecutorStateReport Route[ExecutorStateChanged, None]          // {id}
+	DriverStateReport   Route[DriverStateChanged, None]            // {id}
+	LatestState         Route[WorkerLatestState, LatestStateReply] // {id}
+	Decommission        Route[None, None]                          // {id}: place nothing new here
+	WorkerLeft          Route[None, None]                          // {id}: gone, remove it now
+
+	JoinMaster  Route[JoinRequest, []MasterNode]
+	LeaveMaster Route[LeaveRequest, []MasterNode]
+}{
+	Health:  route[None, Text]("GET", "/healthz"),
+	Ready:   route[None, Text]("GET", "/readyz"),
+	Cluster: route[None, ClusterStatus]("GET", "/v1/cluster"),
+
+	RegisterApp:      route[AppDescription, Submitted]("POST", "/v1/apps"),
+	App:              route[None, AppStatus]("GET", "/v1/apps/{id}"),
+	KillApp:          route[None, AppStatus]("DELETE", "/v1/apps/{id}"),
+	UnregisterApp:    route[None, AppStatus]("POST", "/v1/apps/{id}/unregister"),
+	AppHeartbeat:     route[None, None]("POST", "/v1/apps/{id}/heartbeat"),
+	AppEvents:        route[None, Stream[AppEvent]]("GET", "/v1/apps/{id}/events"),
+	SetExecutorLimit: route[ExecutorLimit, ExecutorLimit]("PUT", "/v1/apps/{id}/executor-limit"),
+	KillExecutors:    route[KillExecutors, KillExecutors]("POST", "/v1/apps/{id}/kill-executors"),
+	ExecutorLogs:     route[None, Text]("GET", "/v1/apps/{id}/executors/{executorId}/logs/{stream}"),
+
+	SubmitDriver: route[DriverDescription, Submitted]("POST", "/v1/drivers"),
+	Driver:       route[None, DriverStatus]("GET", "/v1/drivers/{id}"),
+	KillDriver:   route[None, DriverStatus]("DELETE", "/v1/drivers/{id}"),
+	DriverLogs:   route[None, Text]("GET", "/v1/drivers/{id}/logs/{stream}"),
+
+	RegisterWorker:      route[RegisterWorker, RegisteredWorker]("POST", "/v1/workers"),
+	WorkerHeartbeat:     route[Heartbeat, HeartbeatReply]("POST", "/v1/workers/{id}/heartbeat"),
+	ExecutorStateReport: route[ExecutorStateChanged, None]("POST", "/v1/workers/{id}/executor-state"),
+	DriverStateReport:   route[DriverStateChanged, None]("POST", "/v1/workers/{id}/driver-state"),
+	LatestState:         route[WorkerLatestState, LatestStateReply]("POST", "/v1/workers/{id}/state"),
+	Decommission:        route[None, None]("POST", "/v1/workers/{id}/decommission"),
+	WorkerLeft:          route[None, None]("POST", "/v1/workers/{id}/leave"),
+
+	JoinMaster:  route[JoinRequest, []MasterNode]("POST", "/v1/raft/join"),
+	LeaveMaster: route[LeaveRequest, []MasterNode]("POST", "/v1/raft/leave"),
+}
+
+// WorkerAPI is the worker's API: the master's commands (each carries the
+// master's epoch; a worker refuses one older than the newest it has seen
+// with 409 stale_epoch), and reads for people and the master's log proxy.
+var WorkerAPI = struct {
+	Health Route[None, Text]
+	State  Route[None, WorkerLatestState]
+
+	LaunchExecutor Route[LaunchExecutor, None]
+	KillExecutor   Route[KillExecutor, None]
+	LaunchDriver   Route[LaunchDriver, None]
+	KillDriver     Route[KillDriver, None]
+	AppFinished    Route[ApplicationFinished, None]
+	Reconnect      Route[Reconnect, None]
+
+	ExecutorLogs Route[None, Text] // {appId}/{executorId}/{stream}; ?tail=N
+	DriverLogs   Route[None, Text] // {driverId}/{stream}; ?tail=N
+}{
+	Health: route[None, Text]("GET", "/healthz"),
+	State:  route[None, WorkerLatestState]("GET", "/v1/state"),
+
+	LaunchExecutor: route[LaunchExecutor, None]("POST", "/v1/executors"),
+	KillExecutor:   route[KillExecutor, None]("POST", "/v1/executors/kill"),
+	LaunchDriver:   route[LaunchDriver, None]("POST", "/v1/drivers"),
+	KillDriver:     route[KillDriver, None]("POST", "/v1/drivers/kill"),
+	AppFinished:    route[ApplicationFinished, None]("POST", "/v1/apps/finished"),
+	Reconnect:      route[Reconnect, None]("POST", "/v1/reconnect"),
+
+	ExecutorLogs: route[None, Text]("GET", "/v1/executors/{appId}/{executorId}/logs/{stream}"),
+	DriverLogs:   route[None, Text]("GET", "/v1/drivers/{driverId}/logs/{stream}"),
+}
+
+// Endpoints lists the endpoints of an API table (MasterAPI or WorkerAPI), in
+// declaration order, for documentation and its test.
+func Endpoints(api any) []Endpoint {
+	v := reflect.ValueOf(api)
+	var out []Endpoint
+	for i := range v.NumField() {
+		if e, ok := v.Field(i).FieldByName("Endpoint").Interface().(Endpoint); ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}
