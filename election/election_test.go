@@ -46,13 +46,16 @@ type fakeNode struct {
 	ch          chan bool
 	leader      bool
 	transferred int
+	// transferBy is the deadline of the context TransferLeadership got.
+	transferBy time.Time
 }
 
 func (n *fakeNode) LeadershipChanges() <-chan bool { return n.ch }
 func (n *fakeNode) LeaderID() string               { return "m2" }
 func (n *fakeNode) IsLeader() bool                 { return n.leader }
-func (n *fakeNode) TransferLeadership(context.Context) error {
+func (n *fakeNode) TransferLeadership(ctx context.Context) error {
 	n.transferred++
+	n.transferBy, _ = ctx.Deadline()
 	n.leader = false
 	n.ch <- false
 	return nil
@@ -88,8 +91,14 @@ func TestRaftAgentStopHandsLeadershipOver(t *testing.T) {
 	node.ch <- true
 	r.waitFor(t, "elected")
 	a.Stop()
+	stopped := time.Now()
 	if node.transferred != 1 {
 		t.Fatalf("leadership transferred %d times on stop, want 1", node.transferred)
+	}
+	// The wait for the handover is bounded, so a stuck one cannot hold
+	// the master up.
+	if node.transferBy.IsZero() || node.transferBy.After(stopped.Add(transferTimeout)) {
+		t.Errorf("transfer context deadline %v, want one within %s of Stop", node.transferBy, transferTimeout)
 	}
 	r.waitFor(t, "elected", "revoked")
 }

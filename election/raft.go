@@ -82,7 +82,8 @@ func (a *RaftAgent) run(c Candidate) {
 
 func (a *RaftAgent) Leader() string { return a.node.LeaderID() }
 
-// transferTimeout bounds the handover on shutdown.
+// transferTimeout bounds the wait for the handover on shutdown, so that a
+// master whose followers do not answer still stops.
 const transferTimeout = 5 * time.Second
 
 // Stop hands leadership to another master first, if this one leads (a
@@ -95,7 +96,9 @@ func (a *RaftAgent) Stop() {
 	if a.node.IsLeader() {
 		ctx, cancel := context.WithTimeout(context.Background(), transferTimeout)
 		if err := a.node.TransferLeadership(ctx); err != nil {
-			a.log.Warn("leadership transfer failed; the others will elect a leader after the election timeout", "err", err)
+			// On a timeout the transfer may still complete in the
+			// background; if it does not, the others elect a leader.
+			a.log.Warn("leadership transfer failed or timed out; stopping anyway (the others elect a leader after the election timeout)", "err", err)
 		} else {
 			a.log.Info("leadership transferred", "to", a.node.LeaderID())
 		}

@@ -257,9 +257,31 @@ func (r *Raft) silentLeaderAfter() time.Duration {
 // IsLeader reports whether this master is the Raft leader.
 func (r *Raft) IsLeader() bool { return r.raft.State() == raft.Leader }
 
-// TransferLeadership hands leadership to another voter and waits for it.
-func (r *Raft) TransferLeadership(context.Context) error {
-	return r.raft.LeadershipTransfer().Error()
+// TransferLeadership hands leadership to another voter and waits for it,
+// or until ctx ends. hashicorp/raft cannot cancel a transfer: when ctx ends
+// first, the transfer goes on in the background and may still complete
+// (this master then steps down), or gives up by itself after an election
+// timeout.
+func (r *Raft) TransferLeadership(ctx context.Context) error {
+	if err := await(ctx, r.raft.LeadershipTransfer()); err != nil {
+		return fmt.Errorf("transferring leadership: %w", err)
+	}
+	return nil
+}
+
+// await waits for f, or until ctx ends. hashicorp/raft's futures take no
+// context (a timeout, where they take one, only bounds the wait to enqueue
+// the operation), so one left behind resolves in the background; all do
+// eventually, on shutdown at the latest.
+func await(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Stats exposes Raft's counters (term, indexes, state) for status pages.
@@ -271,18 +293,63 @@ type RaftServer struct {
 	Voter        bool
 }
 
-// Join adds a master as a voter (on the leader). Adding a master that is
-// already a member at the same address changes nothing.
+// Join adds a master as a voter (on the leader). A master that is already
+// a voter with this id at this address changes nothing, so joining is safe
+// to repeat. Any other server with this id or at this address is removed
+// first, as hraftd does: a master that came back at a new address, or a new
+// master at a departed master's address, would otherwise leave a server in
+// the configuration that nobody answers for, counting against the quorum.
+// Each step waits for its commit, or until ctx ends.
 func (r *Raft) Join(ctx context.Context, id, raftAddr string) error {
-	if err := r.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, timeoutOf(ctx)).Error(); err != nil {
+	member, stale, err := r.joinPlan(id, raftAddr)
+	if err != nil {
+		return err
+	}
+	for _, s := range stale {
+		r.cfg.Logger.Info("removing a stale raft server before adding its replacement",
+			"stale_id", s.ID, "stale_addr", s.Address, "id", id, "addr", raftAddr)
+		if err := await(ctx, r.raft.RemoveServer(s.ID, 0, timeoutOf(ctx))); err != nil {
+			return fmt.Errorf("adding %s at %s: removing %s at %s first: %w", id, raftAddr, s.ID, s.Address, err)
+		}
+	}
+	if member {
+		return nil
+	}
+	if err := await(ctx, r.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, timeoutOf(ctx))); err != nil {
 		return fmt.Errorf("adding %s at %s: %w", id, raftAddr, err)
 	}
 	return nil
 }
 
+// joinPlan reads the configuration for Join: whether id is already a voter
+// at raftAddr, and the servers to remove before it can be (those with this
+// id or at this address, but not both). It refuses to remove this
+// master, the leader that runs Join: a request that would is a
+// misconfiguration (two masters with one id, or at one address), and
+// removing itself would only cost the cluster its leader.
+func (r *Raft) joinPlan(id, raftAddr string) (member bool, stale []raft.Server, err error) {
+	f := r.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return false, nil, fmt.Errorf("adding %s at %s: reading the configuration: %w", id, raftAddr, err)
+	}
+	for _, s := range f.Configuration().Servers {
+		sameID, sameAddr := s.ID == raft.ServerID(id), s.Address == raft.ServerAddress(raftAddr)
+		switch {
+		case sameID && sameAddr:
+			member = s.Suffrage == raft.Voter // AddVoter promotes a nonvoter in place
+		case sameID || sameAddr:
+			if s.ID == raft.ServerID(r.cfg.ID) {
+				return false, nil, fmt.Errorf("adding %s at %s: refusing to remove this master (%s at %s) to make room", id, raftAddr, s.ID, s.Address)
+			}
+			stale = append(stale, s)
+		}
+	}
+	return member, stale, nil
+}
+
 // Leave removes a master from the configuration (on the leader).
 func (r *Raft) Leave(ctx context.Context, id string) error {
-	if err := r.raft.RemoveServer(raft.ServerID(id), 0, timeoutOf(ctx)).Error(); err != nil {
+	if err := await(ctx, r.raft.RemoveServer(raft.ServerID(id), 0, timeoutOf(ctx))); err != nil {
 		return fmt.Errorf("removing %s: %w", id, err)
 	}
 	return nil

@@ -22,6 +22,7 @@ import (
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/internal/logging"
 	"github.com/berth-cluster/berth/master"
+	"github.com/berth-cluster/berth/membership"
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/placement"
 	"github.com/berth-cluster/berth/wire"
@@ -89,46 +90,15 @@ func run(cx *cli.Context) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if r, ok := engine.(*persistence.Raft); ok {
-		go announce(ctx, log, r, cfg, cx.String("raft-addr"), secret, client.SplitMasters(cx.String("join")))
+		// Announce logs its progress; it returns an error only once ctx ends.
+		go membership.Announce(ctx, r, membership.Config{
+			Self:   wire.JoinRequest{ID: cfg.ID, RaftAddr: r.Addr(), APIAddr: cfg.Advertise},
+			Join:   client.SplitMasters(cx.String("join")),
+			Secret: secret,
+			Logger: log,
+		})
 	}
 	return m.Run(ctx, ln)
-}
-
-// announce makes the cluster know this master's API address, so that any
-// master can send clients to it once it leads: until the replicated state
-// holds it, ask the leader (or, before this master is a member, the --join
-// masters) to add it. For a member that changes nothing but the record, so
-// a master started with --peers does it too.
-func announce(ctx context.Context, log *slog.Logger, engine *persistence.Raft, cfg master.Config, raftAddr, secret string, join []string) {
-	if raftAddr == "" {
-		raftAddr = engine.Addr()
-	}
-	req := wire.JoinRequest{ID: cfg.ID, RaftAddr: raftAddr, APIAddr: cfg.Advertise}
-	for delay := 200 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
-		s, err := engine.Load(ctx)
-		if err == nil {
-			if r := s.Masters[cfg.ID]; r != nil && r.APIAddr == cfg.Advertise {
-				log.Info("cluster knows this master", "api", cfg.Advertise, "raft", raftAddr)
-				return
-			}
-			targets := join
-			if lid := engine.LeaderID(); lid != "" && lid != cfg.ID && s.Masters[lid] != nil {
-				targets = []string{s.Masters[lid].APIAddr}
-			}
-			if len(targets) > 0 {
-				if c, err := client.New(targets, secret, client.WithRetryBudget(2*time.Second)); err == nil {
-					if _, err := c.JoinMaster(ctx, req); err != nil {
-						log.Debug("announcing this master to the leader failed; retrying", "err", err)
-					}
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(delay):
-		}
-	}
 }
 
 func configFromFlags(cx *cli.Context) (master.Config, error) {
