@@ -168,7 +168,7 @@ func (c *core) driverStateChanged(workerID string, m wire.DriverStateChanged, re
 	}
 	if !m.State.Finished() {
 		d.state = m.State
-		reply(struct{}{}, nil)
+		reply(wire.None{}, nil)
 		return
 	}
 	c.finishDriver(d, m.State, m.Message, m.ExitCode, c.ack(reply))

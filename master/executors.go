@@ -134,7 +134,7 @@ func (c *core) executorStateChanged(workerID string, m wire.ExecutorStateChanged
 		}
 		e.state, e.message, e.exitCode = m.State, m.Message, m.ExitCode
 		c.publish(e.app, wire.AppEvent{Type: wire.EventExecutorUpdated, Executor: executorStatus(e)})
-		reply(struct{}{}, nil)
+		reply(wire.None{}, nil)
 		return
 	}
 	c.endExecutor(e, executorEnd{state: m.State, message: m.Message, exitCode: m.ExitCode, event: wire.EventExecutorUpdated}, c.ack(reply))
@@ -148,7 +148,7 @@ func (c *core) ack(reply func(any, error)) func(error) {
 			reply(nil, err)
 			return
 		}
-		reply(struct{}{}, nil)
+		reply(wire.None{}, nil)
 	}
 }
 

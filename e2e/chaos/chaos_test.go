@@ -277,7 +277,9 @@ func (ch *chaos) verify(w *workload, lw *leaderWatch, pw *pidWatch, dir string) 
 			v.problems = append(v.problems, fmt.Sprintf("client of %s exited: %v", la.name, la.client.Err()))
 		}
 	}
-	crash := regexp.MustCompile(`^(panic:|fatal error:)|DATA RACE`)
+	// A crash, a race, or a 500 (a bug: an answer no route declares) in
+	// any daemon's log.
+	crash := regexp.MustCompile(`^(panic:|fatal error:)|DATA RACE|500 Internal Server Error|"code":"internal"`)
 	for _, m := range ch.cl.Masters {
 		for _, line := range m.Proc().LogMatches(crash) {
 			v.problems = append(v.problems, fmt.Sprintf("master %s: %s", m.ID, line))
