@@ -5,13 +5,19 @@ PKGS     := ./...
 # CI has 2 cores; the race detector and the end-to-end tests share them.
 TESTFLAGS ?= -race -count=1 -timeout 14m
 
-.PHONY: all build test test-deps chaos bench demo lint fuzz clean
+.PHONY: all build bench-tools test test-deps chaos bench demo lint fuzz clean
 
 all: build
 
+# The product: master, worker, the berth CLI and the pi example.
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 	$(GO) build -o $(BIN)/pi ./examples/pi
+
+# The benchmark tool of docs/BENCHMARKS.md, apart from the product; its
+# cluster measures run the binaries of make build.
+bench-tools:
+	$(GO) build -o $(BIN)/berthbench ./bench/cmd/berthbench
 
 test: test-deps
 	$(GO) vet $(PKGS)

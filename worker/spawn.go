@@ -8,57 +8,26 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
+
+	"github.com/berth-cluster/berth/internal/spawn"
 )
 
-// One goroutine, locked to its OS thread and never returning, starts every
-// child of the process. Pdeathsig fires when the thread that forked the child
-// exits, not the process (golang/go#27505); Go may end or reuse an ordinary
-// goroutine's thread at any time, which would SIGKILL children at random.
-// It is shared by all Workers of a process (tests run several).
-var (
-	spawnOnce sync.Once
-	spawnReqs chan spawnReq
-)
-
-type spawnReq struct {
-	cmd     *exec.Cmd
-	started func(pid int) // run on the spawner thread right after a Start
-	done    chan error
-}
-
-func spawner(reqs <-chan spawnReq) {
-	runtime.LockOSThread() // never unlocked: this thread must outlive every child
-	for r := range reqs {
-		err := r.cmd.Start()
-		if err == nil && r.started != nil {
-			r.started(r.cmd.Process.Pid)
-		}
-		r.done <- err
-	}
-}
-
-// startProcess starts cmd from the spawner thread, and calls started with
-// its pid at once, before any hand-off to another goroutine (the child runs
-// already and may start children of its own: the guardian must know its
-// group as soon as possible).
+// startProcess starts cmd from the process's one spawner thread (package
+// spawn: Pdeathsig only works from a thread that outlives every child), and
+// calls started with its pid at once, on that thread, before any hand-off
+// to another goroutine (the child runs already and may start children of
+// its own: the guardian must know its group as soon as possible).
 func startProcess(ctx context.Context, cmd *exec.Cmd, started func(pid int)) error {
-	spawnOnce.Do(func() {
-		spawnReqs = make(chan spawnReq)
-		go spawner(spawnReqs)
-	})
-	r := spawnReq{cmd: cmd, started: started, done: make(chan error, 1)}
-	select {
-	case spawnReqs <- r:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	return <-r.done // Start itself is quick and cannot be interrupted
+	return spawn.Start(ctx, cmd, started)
 }
+
+// sysProcAttr puts a child in its own process group (so that a kill reaches
+// what it started, and a Ctrl-C at the worker's terminal does not) and, on
+// Linux, has the kernel SIGKILL it when the worker dies: see spawn.Attr.
+func sysProcAttr() *syscall.SysProcAttr { return spawn.Attr() }
 
 // inheritedEnv is all a child gets from the worker's own environment.
 var inheritedEnv = []string{"PATH", "HOME", "TMPDIR", "LANG"}

@@ -7,13 +7,6 @@ import (
 	"unsafe"
 )
 
-// sysProcAttr puts a child in its own process group (so that a kill reaches
-// what it started, and a Ctrl-C at the worker's terminal does not) and has
-// the kernel SIGKILL it when its creating thread dies: see spawner.
-func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-}
-
 // waitExited blocks until process pid has exited, without reaping it
 // (waitid with WNOWAIT), so that its pid stays ours until Wait.
 func waitExited(pid int) error {

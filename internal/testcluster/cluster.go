@@ -171,21 +171,7 @@ func (c *Cluster) startWorker(spec WorkerSpec) (*Worker, error) {
 
 // waitHealthy polls url/healthz until it answers, or p exits, or 15 s pass.
 func (c *Cluster) waitHealthy(p *Proc, url string) error {
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if p.Exited() {
-			return fmt.Errorf("%s exited at start: %v\n%s", p.Name, p.Err(), p.LogTail(3000))
-		}
-		resp, err := c.http.Get(url + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("%s: %s/healthz did not answer within 15s", p.Name, url)
+	return WaitHealthy(context.Background(), p, url, 15*time.Second)
 }
 
 // URLs lists the masters' API addresses.

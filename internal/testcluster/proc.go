@@ -1,11 +1,13 @@
 // Package testcluster runs berth's real binaries as processes on 127.0.0.x
-// for tests and fault injection: masters (a Raft cluster), workers and
-// clients, each with its output in a log file, each ended by pid by
-// whoever started it.
+// for tests, fault injection and the benchmark tool (berthbench): masters
+// (a Raft cluster), workers and clients, each with its output in a log
+// file, each ended by pid by whoever started it.
 package testcluster
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +15,8 @@ import (
 	"regexp"
 	"syscall"
 	"time"
+
+	"github.com/berth-cluster/berth/internal/spawn"
 )
 
 // Host is where processes report and register their cleanup: a
@@ -28,8 +32,12 @@ type Proc struct {
 	Log  string // path of its combined stdout and stderr
 	cmd  *exec.Cmd
 	done chan struct{}
-	err  error // its exit, once done is closed
+	err  error     // its exit, once done is closed
+	exit time.Time // when Wait returned, once done is closed
 }
+
+// ErrExited is what signalling a process that has ended returns.
+var ErrExited = errors.New("has exited")
 
 // ProcOptions are the optional settings of Start.
 type ProcOptions struct {
@@ -37,6 +45,13 @@ type ProcOptions struct {
 	// UID and GID, when UID is not 0, run the process as that user (the
 	// caller must be root). Used to tell the processes' sockets apart.
 	UID, GID uint32
+	// CleanEnv gives the process Env alone, nothing of this process's
+	// environment: a benchmark's daemons get only the flags it prints.
+	CleanEnv bool
+	// DieWithParent starts the process from package spawn's thread with
+	// Pdeathsig, so that it dies with this process even when that is
+	// SIGKILLed (a command has no test runner to clean up after it).
+	DieWithParent bool
 }
 
 // Start runs path with args, its output appended to logPath. The process is
@@ -48,18 +63,27 @@ func Start(h Host, name, path, logPath string, args []string, opt ProcOptions) (
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), opt.Env...)
+	if !opt.CleanEnv {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, opt.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	start := cmd.Start
+	if opt.DieWithParent {
+		cmd.SysProcAttr = spawn.Attr()
+		start = func() error { return spawn.Start(context.Background(), cmd, nil) }
+	}
 	if opt.UID != 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: opt.UID, Gid: opt.GID}
 	}
-	if err := cmd.Start(); err != nil {
+	if err := start(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	p := &Proc{Name: name, Log: logPath, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
+		p.exit = time.Now()
 		f.Close()
 		close(p.done)
 	}()
@@ -89,10 +113,18 @@ func (p *Proc) Err() error {
 	return p.err
 }
 
-// Signal sends sig to the process, by pid.
+// ExitedAt is when the process was seen to end (its Wait returned), once
+// Done is closed.
+func (p *Proc) ExitedAt() time.Time {
+	<-p.done
+	return p.exit
+}
+
+// Signal sends sig to the process, by pid; ErrExited once it has ended (its
+// pid may then be someone else's).
 func (p *Proc) Signal(sig syscall.Signal) error {
 	if p.Exited() {
-		return fmt.Errorf("%s has exited", p.Name)
+		return fmt.Errorf("%s %w", p.Name, ErrExited)
 	}
 	return syscall.Kill(p.Pid(), sig)
 }
@@ -108,7 +140,7 @@ func (p *Proc) Kill() {
 }
 
 // Stop sends SIGTERM and waits up to timeout for the process to exit; then
-// it kills it and says so.
+// it kills it and says so. ErrExited: it had ended already.
 func (p *Proc) Stop(timeout time.Duration) error {
 	if err := p.Signal(syscall.SIGTERM); err != nil {
 		return err

@@ -1,0 +1,68 @@
+// Command berthbench measures berth, apart from the product it measures:
+// placement policies on replayed traces, one real master under the load of
+// simulated workers, and a cluster of real masters and workers failing over
+// and committing submissions. docs/BENCHMARKS.md gives the figures and the
+// commands that took them.
+//
+//	make build bench-tools
+//	berthbench placement --seed 1
+//	berthbench heartbeats --master-bin bin/master --workers 1000,5000
+//	berthbench master-failover --bin bin --scenario kill,handover
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/berth-cluster/berth/bench/failover"
+	"github.com/berth-cluster/berth/bench/load"
+	"github.com/berth-cluster/berth/bench/placement"
+)
+
+const description = `Each subcommand is one measure; --help after it says what it measures, how,
+and its flags. Each prints the machine, its own command line and the exact
+flags of every daemon it starts.
+
+  placement        placement policies replaying cluster traces (no daemon)
+  heartbeats       one master holding W simulated workers' heartbeats
+  worker-loss      a worker's death to its executors replaced elsewhere
+  launches         executor launches a second, many apps registered at once
+  master-failover  a 3-master Raft cluster losing its leader (kill, handover)
+  submissions      submissions committed a second (Raft and bolt)
+
+The last two need bin/master and bin/worker (make build), the three before
+them bin/master.`
+
+func main() {
+	// A Ctrl-C or SIGTERM ends the measure through its context, so that it
+	// stops what it started before it exits.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := newApp(os.Stdout, os.Stderr).RunContext(ctx, os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "berthbench:", err)
+		os.Exit(1)
+	}
+}
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	var commands []*cli.Command
+	commands = append(commands, placement.Commands(stdout)...)
+	commands = append(commands, load.Commands(stdout)...)
+	commands = append(commands, failover.Commands(stdout, stderr)...)
+	return &cli.App{
+		Name:            "berthbench",
+		Usage:           "measure berth: placement, a master under load, failover and submissions of a real cluster",
+		UsageText:       "berthbench SUBCOMMAND [options]",
+		Description:     description,
+		HideHelpCommand: true,
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		Commands:        commands,
+	}
+}

@@ -1,0 +1,120 @@
+package load
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// masterClient speaks to the master for every simulated worker and app. All
+// requests but event streams share one transport whose idle pool is as large
+// as the number of requests allowed in flight, so that thousands of
+// heartbeats a second reuse a few hundred connections instead of opening
+// (and leaving in TIME_WAIT) one each.
+type masterClient struct {
+	base   string
+	api    *httpx.Client // bounded by sem, with a timeout
+	stream *httpx.Client // event streams: no timeout, own connections
+	sem    chan struct{}
+}
+
+func newMasterClient(base, secret string, inFlight int, timeout time.Duration) *masterClient {
+	inFlight = max(inFlight, 1)
+	newTransport := func(idle int) *http.Transport {
+		return &http.Transport{
+			DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:          idle,
+			MaxIdleConnsPerHost:   idle,
+			IdleConnTimeout:       90 * time.Second,
+			DisableCompression:    true,
+			ResponseHeaderTimeout: 0,
+		}
+	}
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &masterClient{
+		base:   base,
+		api:    &httpx.Client{Secret: secret, HTTP: &http.Client{Transport: newTransport(inFlight), Timeout: timeout, CheckRedirect: noRedirect}},
+		stream: &httpx.Client{Secret: secret, HTTP: &http.Client{Transport: newTransport(16), CheckRedirect: noRedirect}},
+		sem:    make(chan struct{}, inFlight),
+	}
+}
+
+// closeIdle closes the connections not in use.
+func (m *masterClient) closeIdle() {
+	m.api.HTTP.CloseIdleConnections()
+	m.stream.HTTP.CloseIdleConnections()
+}
+
+// timed sends one request once a slot is free. queued is the wait for the
+// slot, rtt the request itself.
+func (m *masterClient) timed(ctx context.Context, method, path string, in, out any) (queued, rtt time.Duration, err error) {
+	t0 := time.Now()
+	select {
+	case m.sem <- struct{}{}:
+	case <-ctx.Done():
+		return time.Since(t0), 0, ctx.Err()
+	}
+	t1 := time.Now()
+	err = m.api.Do(ctx, method, m.base+path, in, out)
+	rtt = time.Since(t1)
+	<-m.sem
+	return t1.Sub(t0), rtt, err
+}
+
+func (m *masterClient) do(ctx context.Context, method, path string, in, out any) error {
+	_, _, err := m.timed(ctx, method, path, in, out)
+	return err
+}
+
+// unbounded sends a request outside the in-flight bound (status reads, which
+// must not wait behind the load).
+func (m *masterClient) unbounded(ctx context.Context, method, path string, in, out any) error {
+	return m.api.Do(ctx, method, m.base+path, in, out)
+}
+
+// cluster reads GET /v1/cluster with its own deadline.
+func (m *masterClient) cluster(ctx context.Context) (*wire.ClusterStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	var cs wire.ClusterStatus
+	if err := m.unbounded(ctx, http.MethodGet, "/v1/cluster", nil, &cs); err != nil {
+		return nil, err
+	}
+	return &cs, nil
+}
+
+// timedEvent is one line of an app's event stream and when it was read.
+type timedEvent struct {
+	At time.Time
+	wire.AppEvent
+}
+
+// streamEvents reads GET /v1/apps/{id}/events until ctx ends or the stream
+// does, calling fn for each event. The open stream is the app's lease.
+func (m *masterClient) streamEvents(ctx context.Context, appID string, fn func(timedEvent)) error {
+	resp, err := m.stream.Open(ctx, http.MethodGet, m.base+"/v1/apps/"+appID+"/events", nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		now := time.Now()
+		var ev wire.AppEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return err
+		}
+		fn(timedEvent{At: now, AppEvent: ev})
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return sc.Err()
+}

@@ -1,0 +1,258 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+)
+
+// A fleet is many simulated workers in this process. They share one HTTP
+// server: worker n registers with the address http://127.0.0.1:PORT/w/n, so
+// the master's commands to it arrive under /w/n/v1/... They speak the real
+// protocol: register, send their latest state, heartbeat at the interval
+// the master asks for, fence commands by epoch (409 on a stale one), and
+// report each executor RUNNING once its launch is acknowledged and KILLED
+// when it is killed. They run no processes.
+
+type fleetConfig struct {
+	Workers  int
+	Cores    int
+	MemoryMB int
+	IDPrefix string // worker n is <IDPrefix>-<n>
+	PortBase int    // worker n registers 127.0.0.1:<PortBase+n>
+	Secret   string
+	Seed     uint64 // of the heartbeat phase jitter
+}
+
+type fleet struct {
+	cfg  fleetConfig
+	mc   *masterClient
+	ln   net.Listener
+	srv  *http.Server
+	base string // http://127.0.0.1:PORT
+	ws   []*simWorker
+	byID map[string]*simWorker
+
+	started   time.Time
+	ctx       context.Context // the fleet's lifetime: every loop stops with it
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+
+	hb hbStats
+
+	mu       sync.Mutex
+	launches []launchRec
+	acks     []ackRec       // RUNNING reports the master accepted
+	notes    []string       // first few unexpected events of each kind, for the report
+	noteKind map[string]int // events noted of each kind
+
+	n counters
+}
+
+// counters are totals over the fleet's life.
+type counters struct {
+	registrations  atomic.Int64 // accepted registrations, the first ones included
+	reregistered   atomic.Int64 // registrations after the master forgot a worker the tool had not killed: false expiries
+	reconnectCmds  atomic.Int64 // Reconnect commands received
+	hbErrors       atomic.Int64 // heartbeats that failed (transport or status)
+	regErrors      atomic.Int64
+	stateErrors    atomic.Int64 // executor-state reports that failed unexpectedly
+	finalUnknown   atomic.Int64 // KILLED reports the master no longer knew (expected: it frees a killed executor at once)
+	launches       atomic.Int64
+	dupLaunches    atomic.Int64
+	running        atomic.Int64
+	kills          atomic.Int64
+	killsUnknown   atomic.Int64
+	appFinished    atomic.Int64
+	staleRefused   atomic.Int64
+	badCommands    atomic.Int64 // commands that did not decode strictly
+	deadConnClosed atomic.Int64 // commands to a worker the tool killed: connection closed
+}
+
+type launchRec struct {
+	At     time.Time
+	Worker int
+	AppID  string
+	ExecID int
+	Cores  int
+}
+
+type ackRec struct {
+	At     time.Time
+	Worker int
+	AppID  string
+	ExecID int
+}
+
+type execKey struct {
+	app string
+	id  int
+}
+
+func newFleet(cfg fleetConfig, mc *masterClient) (*fleet, error) {
+	if cfg.Workers <= 0 || cfg.Cores <= 0 || cfg.MemoryMB <= 0 {
+		return nil, fmt.Errorf("fleet: workers, cores and memory must be positive")
+	}
+	if cfg.PortBase+cfg.Workers > 65535 || cfg.PortBase <= 0 {
+		return nil, fmt.Errorf("fleet: --port-base %d + %d workers leaves the port range", cfg.PortBase, cfg.Workers)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &fleet{started: time.Now(), cfg: cfg, mc: mc, ln: ln, base: "http://" + ln.Addr().String(), ctx: ctx, cancel: cancel, byID: map[string]*simWorker{}}
+	for n := range cfg.Workers {
+		w := &simWorker{
+			f: f, n: n, id: fmt.Sprintf("%s-%05d", cfg.IDPrefix, n), port: cfg.PortBase + n,
+			addr: f.base + "/w/" + strconv.Itoa(n), execs: map[execKey]*simExec{},
+		}
+		f.ws = append(f.ws, w)
+		f.byID[w.id] = w
+	}
+	f.srv = &http.Server{Handler: httpx.RequireSecret(cfg.Secret, f.handler()), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = f.srv.Serve(ln) }()
+	return f, nil
+}
+
+// close stops the server, then every loop. Bounded: in-flight requests end
+// with the fleet's context.
+func (f *fleet) close() {
+	f.closeOnce.Do(f.shutdown)
+}
+
+func (f *fleet) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if f.srv.Shutdown(ctx) != nil {
+		f.srv.Close()
+	}
+	f.cancel()
+	f.wg.Wait()
+}
+
+// note keeps the first few unexpected events of each kind.
+func (f *fleet) note(kind, format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.noteKind == nil {
+		f.noteKind = map[string]int{}
+	}
+	f.noteKind[kind]++
+	if f.noteKind[kind] <= 3 {
+		f.notes = append(f.notes, time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
+	}
+}
+
+// spawn runs fn in a goroutine that close waits for.
+func (f *fleet) spawn(fn func()) {
+	if f.ctx.Err() != nil {
+		return
+	}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		fn()
+	}()
+}
+
+// registerAll registers every worker, at most parallel at a time, and starts
+// each one's heartbeats as soon as it is registered (as a real worker does),
+// at a random phase of its interval. It returns how long the registrations
+// took.
+func (f *fleet) registerAll(ctx context.Context, parallel int) (time.Duration, error) {
+	start := time.Now()
+	err := inParallel(ctx, len(f.ws), parallel, func(i int) error {
+		w := f.ws[i]
+		if err := w.register(ctx); err != nil {
+			return err
+		}
+		w.startLoop(f.phase(w))
+		return nil
+	})
+	return time.Since(start), err
+}
+
+// phase is when worker w first heartbeats after registering: a point of its
+// interval drawn from the seed, so runs are reproducible.
+func (f *fleet) phase(w *simWorker) time.Duration {
+	iv := max(time.Duration(w.interval.Load()), time.Millisecond)
+	return time.Duration(rand.New(rand.NewPCG(f.cfg.Seed, uint64(w.n))).Int64N(int64(iv)))
+}
+
+// snapshot is the counters by name, for the JSON report.
+func (f *fleet) snapshot() map[string]int64 {
+	c := &f.n
+	return map[string]int64{
+		"registrations": c.registrations.Load(), "falseExpiries": c.reregistered.Load(),
+		"reconnectCommands": c.reconnectCmds.Load(), "heartbeatErrors": c.hbErrors.Load(),
+		"registrationErrors": c.regErrors.Load(), "stateReportErrors": c.stateErrors.Load(),
+		"killedReportsUnknown": c.finalUnknown.Load(), "launches": c.launches.Load(),
+		"duplicateLaunches": c.dupLaunches.Load(), "runningAccepted": c.running.Load(),
+		"kills": c.kills.Load(), "killsOfUnknown": c.killsUnknown.Load(),
+		"applicationFinished": c.appFinished.Load(), "staleEpochRefused": c.staleRefused.Load(),
+		"badCommands": c.badCommands.Load(), "commandsToDeadWorkers": c.deadConnClosed.Load(),
+	}
+}
+
+// recordLaunch notes a launch command the moment it is accepted.
+func (f *fleet) recordLaunch(r launchRec) {
+	f.mu.Lock()
+	f.launches = append(f.launches, r)
+	f.mu.Unlock()
+	f.n.launches.Add(1)
+}
+
+// launchesSince is the launches recorded from the i-th on.
+func (f *fleet) launchesSince(i int) []launchRec {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return copyFrom(f.launches, i)
+}
+
+// acksSince is the RUNNING reports accepted from the i-th on.
+func (f *fleet) acksSince(i int) []ackRec {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return copyFrom(f.acks, i)
+}
+
+// copyFrom copies s from index i on, for reading outside the lock.
+func copyFrom[T any](s []T, i int) []T {
+	if i >= len(s) {
+		return nil
+	}
+	return slices.Clone(s[i:])
+}
+
+func (f *fleet) counts() (launches, acks int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.launches), len(f.acks)
+}
+
+// appCores is the cores of app's executors live on workers the tool has
+// not killed, as the workers see it.
+func (f *fleet) appCores(app string) (cores int, holders []*simWorker) {
+	for _, w := range f.ws {
+		if w.dead.Load() {
+			continue
+		}
+		c := w.coresOf(app)
+		if c > 0 {
+			cores += c
+			holders = append(holders, w)
+		}
+	}
+	return cores, holders
+}

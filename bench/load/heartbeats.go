@@ -1,0 +1,318 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/berth-cluster/berth/internal/benchstat"
+	"github.com/berth-cluster/berth/internal/poll"
+	"github.com/urfave/cli/v2"
+)
+
+type hbParams struct {
+	Workers       []int   `json:"workers"`
+	Duration      string  `json:"duration"`
+	Warmup        string  `json:"warmup"`
+	WorkerTimeout string  `json:"workerTimeout"`
+	WorkerCores   int     `json:"workerCores"`
+	WorkerMemMB   int     `json:"workerMemoryMB"`
+	HeldRatio     float64 `json:"heldRatio"`
+	RegParallel   int     `json:"registerParallel"`
+	RampTimeout   string  `json:"rampTimeout"`
+
+	duration, warmup, workerTimeout, rampTimeout time.Duration
+}
+
+// hbRow is one fleet size.
+type hbRow struct {
+	Workers          int              `json:"workers"`
+	IntervalMs       float64          `json:"intervalMs"`
+	WindowSeconds    float64          `json:"windowSeconds"`
+	OfferedPerSec    float64          `json:"offeredPerSec"`
+	AchievedPerSec   float64          `json:"achievedPerSec"`
+	Heartbeats       int              `json:"heartbeats"`          // acknowledged in the window
+	Errors           int              `json:"errors"`              // failed in the window
+	ErrorsTotal      int64            `json:"errorsTotal"`         // over the whole step
+	RTT              Summary          `json:"rtt"`                 // request sent → answer
+	Lag              Summary          `json:"lag"`                 // scheduled → answer (with the wait for a request slot)
+	MaxGapMs         float64          `json:"maxGapMs"`            // longest silence of one worker, as the master saw it at most
+	MaxGapOfTimeout  float64          `json:"maxGapOfTimeout"`     // that gap / worker timeout
+	FalseExpiries    int64            `json:"falseExpiries"`       // re-registrations the master asked for, over the whole step
+	RampExpiries     int64            `json:"rampFalseExpiries"`   // of which before the window (registration ramp, warmup)
+	WindowExpiries   int64            `json:"windowFalseExpiries"` // of which in the window
+	NotAlive         int              `json:"notAlive"`            // of the W, not ALIVE in GET /v1/cluster at the end
+	MasterRemoved    int              `json:"masterRemoved"`       // "removing worker" in the master's log
+	ReconnectCmds    int64            `json:"reconnectCommands"`
+	RegisterSeconds  float64          `json:"registerSeconds"`
+	RegistrationsSec float64          `json:"registrationsPerSec"`
+	MasterCPUPercent float64          `json:"masterCpuPercent"` // of one core, over the window; -1 unknown
+	ToolCPUPercent   float64          `json:"toolCpuPercent"`
+	Held             bool             `json:"held"`
+	Fleet            map[string]int64 `json:"fleet,omitempty"` // the simulated workers' counters
+	MasterLog        *MasterLog       `json:"masterLog,omitempty"`
+	Err              string           `json:"error,omitempty"`
+}
+
+func heartbeatsCommand(out io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:  "heartbeats",
+		Usage: "W workers heartbeat for a while: rate held, latency, false expiries",
+		Description: describe(`For each W in --workers (a fresh master each when --master-bin is given): register
+W workers, start their heartbeats at random phases, wait --warmup, then measure
+for --duration. The interval is the master's (worker timeout / 4). A size is
+held when every offered heartbeat was acknowledged (at least --held-ratio of the
+offered rate, no error), no worker was asked to register again, none is
+missing or DEAD in GET /v1/cluster at the end, and the master logged no
+removal.`),
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "workers", Value: "1000", Usage: "fleet sizes to try, comma-separated, in order"},
+			&cli.DurationFlag{Name: "duration", Value: 30 * time.Second, Usage: "measurement window per size"},
+			&cli.DurationFlag{Name: "warmup", Usage: "wait after the heartbeats start before measuring (default: two intervals)"},
+			&cli.DurationFlag{Name: "worker-timeout", Value: 4 * time.Second, Usage: "master --worker-timeout (heartbeats every quarter of it)"},
+			&cli.IntFlag{Name: "worker-cores", Value: 8, Usage: "cores each worker announces"},
+			&cli.IntFlag{Name: "worker-memory-mb", Value: 16384, Usage: "memory each worker announces"},
+			&cli.Float64Flag{Name: "held-ratio", Value: 0.99, Usage: "share of the offered rate a held size must achieve"},
+			&cli.IntFlag{Name: "register-parallel", Value: 64, Usage: "registrations in flight during the ramp (each worker heartbeats as soon as it is registered)"},
+			&cli.DurationFlag{Name: "ramp-timeout", Value: 3 * time.Minute, Usage: "bound on registering the W workers"},
+		}, commonFlags()...),
+		Action: func(c *cli.Context) error {
+			sizes, err := parseInts("workers", c.String("workers"))
+			if err != nil {
+				return err
+			}
+			p := &hbParams{
+				Workers: sizes, duration: c.Duration("duration"), warmup: c.Duration("warmup"),
+				workerTimeout: c.Duration("worker-timeout"), WorkerCores: c.Int("worker-cores"),
+				WorkerMemMB: c.Int("worker-memory-mb"), HeldRatio: c.Float64("held-ratio"),
+				RegParallel: c.Int("register-parallel"), rampTimeout: c.Duration("ramp-timeout"),
+			}
+			if p.duration <= 0 || p.workerTimeout <= 0 || p.warmup < 0 || p.RegParallel <= 0 || p.rampTimeout <= 0 {
+				return fmt.Errorf("--duration, --worker-timeout, --register-parallel and --ramp-timeout must be positive")
+			}
+			p.Duration, p.Warmup, p.WorkerTimeout, p.RampTimeout = p.duration.String(), p.warmup.String(), p.workerTimeout.String(), p.rampTimeout.String()
+			return runScenario(c, out, "heartbeats", p, func(ctx context.Context, cm *common, r *Report) error {
+				return runHeartbeats(ctx, cm, p, r)
+			})
+		},
+	}
+}
+
+func runHeartbeats(ctx context.Context, cm *common, p *hbParams, r *Report) error {
+	var rows []hbRow
+	portBase := cm.portBase
+	var firstErr error
+	for step, w := range p.Workers {
+		if ctx.Err() != nil {
+			break
+		}
+		row, info, problems := heartbeatStep(ctx, cm, p, step, w, portBase)
+		if cm.masterURL != "" {
+			portBase += w // workers of earlier steps may still be listed there
+		}
+		if info.URL != "" {
+			r.Masters = append(r.Masters, info)
+			printMaster(cm.out, info)
+		}
+		fmt.Fprintf(cm.out, "  W=%d: registered in %.1fs; %.0f/s of %.0f/s offered, rtt p50 %.2f ms p99 %.2f ms, false expiries %d (ramp %d, window %d), not ALIVE %d, held %v\n",
+			row.Workers, row.RegisterSeconds, row.AchievedPerSec, row.OfferedPerSec, row.RTT.P50, row.RTT.P99, row.FalseExpiries, row.RampExpiries, row.WindowExpiries, row.NotAlive, row.Held)
+		for _, pr := range problems {
+			r.Problems = append(r.Problems, fmt.Sprintf("W=%d: %s", w, pr))
+		}
+		if row.Err != "" && firstErr == nil {
+			firstErr = fmt.Errorf("W=%d: %s", w, row.Err)
+		}
+		rows = append(rows, row)
+	}
+	r.Results = rows
+
+	t := table{Name: "heartbeats", Title: "heartbeats (latency in ms; lag = from the scheduled time, incl. waiting for a request slot)",
+		Header: []string{"workers", "interval", "offered/s", "held/s", "rtt p50", "p90", "p99", "max", "lag p99", "max gap", "gap/timeout", "errors", "false exp (ramp/window)", "not ALIVE", "master CPU%", "tool CPU%", "reg/s", "held"}}
+	largest, all := 0, true
+	for _, row := range rows {
+		t.add(row.Workers, row.IntervalMs, row.OfferedPerSec, row.AchievedPerSec, row.RTT.P50, row.RTT.P90, row.RTT.P99, row.RTT.Max,
+			row.Lag.P99, row.MaxGapMs, fmt.Sprintf("%.0f%%", 100*row.MaxGapOfTimeout), row.Errors,
+			fmt.Sprintf("%d/%d", row.RampExpiries, row.WindowExpiries), row.NotAlive,
+			cpuCell(row.MasterCPUPercent), cpuCell(row.ToolCPUPercent), row.RegistrationsSec, yesNo(row.Held))
+		if row.Held && row.Workers > largest {
+			largest = row.Workers
+		}
+		all = all && row.Held
+	}
+	r.Tables = append(r.Tables, t)
+	switch {
+	case len(rows) == 0:
+	case largest == 0:
+		r.Verdict = append(r.Verdict, "no size tried was held (see false expiries, errors and the achieved rate)")
+	case all:
+		r.Verdict = append(r.Verdict, fmt.Sprintf("every size tried was held; the largest, W=%d, is a lower bound of the limit", largest))
+	default:
+		r.Verdict = append(r.Verdict, fmt.Sprintf("largest W held with zero false expiry and the full rate: %d", largest))
+	}
+	return firstErr
+}
+
+// cpuCell shows a CPU share, or n/a when unknown (a master not started here).
+func cpuCell(v float64) string {
+	if v < 0 {
+		return "n/a"
+	}
+	return cell(v)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "NO"
+}
+
+// heartbeatStep measures one fleet size against its own master.
+func heartbeatStep(ctx context.Context, cm *common, p *hbParams, step, workers, portBase int) (row hbRow, info MasterInfo, problems []string) {
+	row = hbRow{Workers: workers, MasterCPUPercent: -1}
+	fail := func(err error) (hbRow, MasterInfo, []string) {
+		row.Err = err.Error()
+		return row, info, append(problems, err.Error())
+	}
+	tgt, err := cm.openMaster(ctx, fmt.Sprintf("master-heartbeats-%d", workers), p.workerTimeout, 1)
+	if err != nil {
+		return fail(err)
+	}
+	info = tgt.Info
+	problems = append(problems, tgt.warnings()...)
+	mc := newMasterClient(tgt.URL, cm.secret, cm.inFlight, cm.reqTimeout)
+	var f *fleet
+	defer func() {
+		ml := tgt.shutdown(mc, f)
+		if ml != nil {
+			row.MasterLog = ml
+			row.MasterRemoved = ml.RemovedWorkers
+			problems = append(problems, ml.problems(noSecretWarning)...)
+			row.Held = row.Held && ml.RemovedWorkers == 0 && ml.Exit == "" && len(ml.Errors) == 0
+		}
+	}()
+	f, err = newFleet(fleetConfig{
+		Workers: workers, Cores: p.WorkerCores, MemoryMB: p.WorkerMemMB,
+		IDPrefix: fmt.Sprintf("%s-s%d", cm.idPrefix, step), PortBase: portBase, Secret: cm.secret, Seed: cm.seed,
+	}, mc)
+	if err != nil {
+		return fail(err)
+	}
+	rampCtx, cancelRamp := context.WithTimeout(ctx, p.rampTimeout)
+	regTime, err := f.registerAll(rampCtx, p.RegParallel)
+	cancelRamp()
+	if err != nil {
+		row.FalseExpiries = f.n.reregistered.Load()
+		problems = append(problems, fleetProblems(f)...)
+		return fail(fmt.Errorf("registration ramp (%d registered in %s): %w", f.n.registrations.Load(), time.Since(f.started).Round(time.Millisecond), err))
+	}
+	row.RegisterSeconds = regTime.Seconds()
+	row.RegistrationsSec = benchstat.Rate(workers, regTime)
+	interval := time.Duration(f.ws[0].interval.Load())
+	timeout := p.workerTimeout
+	if tgt.proc == nil {
+		timeout = 4 * interval // the master's own, as far as the worker can tell
+	}
+	row.IntervalMs = benchstat.Ms(interval)
+	row.OfferedPerSec = benchstat.Rate(workers, interval)
+	warmup := p.warmup
+	if warmup == 0 {
+		warmup = 2 * interval
+	}
+	if !poll.Sleep(ctx, warmup) {
+		return fail(ctx.Err())
+	}
+	cpu0, self0 := int64(-1), selfCPU()
+	if tgt.proc != nil {
+		cpu0 = tgt.proc.cpuTicks()
+	}
+	exp0 := f.n.reregistered.Load()
+	f.hb.setOn(true)
+	w0 := time.Now()
+	ok := poll.Sleep(ctx, p.duration)
+	f.hb.setOn(false)
+	exp1 := f.n.reregistered.Load()
+	window := time.Since(w0)
+	end := time.Now()
+	for _, w := range f.ws {
+		f.hb.noteGap(end.Sub(time.Unix(0, w.lastOK.Load())), w.id)
+	}
+	if tgt.proc != nil && cpu0 >= 0 {
+		if cpu1 := tgt.proc.cpuTicks(); cpu1 >= 0 {
+			row.MasterCPUPercent = 100 * float64(cpu1-cpu0) / benchstat.ClockTicks / window.Seconds()
+		}
+	}
+	row.ToolCPUPercent = 100 * (selfCPU() - self0).Seconds() / window.Seconds()
+	if !ok {
+		return fail(ctx.Err())
+	}
+	// Read the cluster while the heartbeats still run: every W must be ALIVE.
+	cs, err := mc.cluster(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("GET /v1/cluster: %w", err))
+	}
+	alive := 0
+	for _, ws := range cs.Workers {
+		if f.byID[ws.ID] != nil && ws.State == "ALIVE" {
+			alive++
+		}
+	}
+	row.NotAlive = workers - alive
+
+	f.hb.mu.Lock()
+	row.WindowSeconds = window.Seconds()
+	row.Heartbeats, row.Errors = f.hb.ok, f.hb.errs
+	row.AchievedPerSec = benchstat.Rate(f.hb.ok, window)
+	row.RTT, row.Lag = benchstat.Summarize(f.hb.rtt), benchstat.Summarize(f.hb.lag)
+	row.MaxGapMs = benchstat.Ms(f.hb.maxGap)
+	row.MaxGapOfTimeout = float64(f.hb.maxGap) / float64(timeout)
+	f.hb.mu.Unlock()
+	row.ErrorsTotal = f.n.hbErrors.Load()
+	row.FalseExpiries = f.n.reregistered.Load()
+	row.RampExpiries, row.WindowExpiries = exp0, exp1-exp0
+	row.ReconnectCmds = f.n.reconnectCmds.Load()
+	row.Held = row.FalseExpiries == 0 && row.NotAlive == 0 && row.ErrorsTotal == 0 &&
+		row.AchievedPerSec >= p.HeldRatio*row.OfferedPerSec
+	row.Fleet = f.snapshot()
+	problems = append(problems, fleetProblems(f)...)
+	return row, info, problems
+}
+
+// noSecretWarning is what a master without a secret always logs.
+const noSecretWarning = "no --secret set: the API is unauthenticated, so it listens on loopback only"
+
+// fleetProblems lists what went wrong on the workers' side.
+func fleetProblems(f *fleet) []string {
+	var out []string
+	for _, c := range []struct {
+		name string
+		v    int64
+	}{
+		{"registration errors", f.n.regErrors.Load()},
+		{"heartbeat errors", f.n.hbErrors.Load()},
+		{"false expiries (re-registrations asked for)", f.n.reregistered.Load()},
+		{"Reconnect commands", f.n.reconnectCmds.Load()},
+		{"executor-state reports failed", f.n.stateErrors.Load()},
+		{"commands refused: not strict JSON", f.n.badCommands.Load()},
+		{"commands refused: stale epoch", f.n.staleRefused.Load()},
+		{"duplicate launches", f.n.dupLaunches.Load()},
+		{"kills of unknown executors", f.n.killsUnknown.Load()},
+	} {
+		if c.v > 0 {
+			out = append(out, fmt.Sprintf("%s: %d", c.name, c.v))
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range f.notes {
+		out = append(out, "  "+strings.TrimSpace(n))
+	}
+	for kind, n := range f.noteKind {
+		if n > 3 {
+			out = append(out, fmt.Sprintf("  ... %d more of kind %q", n-3, kind))
+		}
+	}
+	return out
+}
