@@ -134,7 +134,7 @@ func (b *Bolt) read() (*State, error) {
 		}
 		for _, name := range recordBuckets {
 			err := tx.Bucket([]byte(name)).ForEach(func(k, v []byte) error {
-				if err := s.decodeRecord(name, v); err != nil {
+				if err := s.decodeRecord(name, string(k), v); err != nil {
 					return fmt.Errorf("%s/%s: %w", name, k, err)
 				}
 				return nil
@@ -145,7 +145,16 @@ func (b *Bolt) read() (*State, error) {
 		}
 		return nil
 	})
-	return s, err
+	if err != nil {
+		return nil, err
+	}
+	// Records are written one by one: check that together they still form
+	// a state Apply can build on (leftover executors are dropped).
+	s.Repair()
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 type meta struct {
@@ -196,31 +205,31 @@ func (s *State) record(k Key) (any, bool) {
 	return rec, ok
 }
 
-// decodeRecord adds one stored record of bucket b to the state.
-func (s *State) decodeRecord(b Bucket, data []byte) error {
+// decodeRecord adds the record stored at key in bucket b to the state, under
+// that key: Validate then refuses a key that is not the record's id.
+func (s *State) decodeRecord(b Bucket, key string, data []byte) error {
 	switch b {
 	case BucketApps:
-		return decodeInto(data, s.Apps, func(r *AppRecord) string { return r.ID })
+		return decodeInto(key, data, s.Apps)
 	case BucketDrivers:
-		return decodeInto(data, s.Drivers, func(r *DriverRecord) string { return r.ID })
+		return decodeInto(key, data, s.Drivers)
 	case BucketWorkers:
-		return decodeInto(data, s.Workers, func(r *WorkerRecord) string { return r.ID })
+		return decodeInto(key, data, s.Workers)
 	case BucketMasters:
-		return decodeInto(data, s.Masters, func(r *MasterRecord) string { return r.ID })
+		return decodeInto(key, data, s.Masters)
 	case BucketExecutors:
-		return decodeInto(data, s.Executors, func(r *ExecutorRecord) string { return r.Key() })
+		return decodeInto(key, data, s.Executors)
 	}
 	return fmt.Errorf("unknown bucket %q", b)
 }
 
-func decodeInto[R any](data []byte, m map[string]*R, id func(*R) string) error {
-	r := new(R)
-	if err := json.Unmarshal(data, r); err != nil {
+// decodeInto decodes one record; a stored null stays nil, for Validate to
+// name.
+func decodeInto[R any](key string, data []byte, m map[string]*R) error {
+	var r *R
+	if err := json.Unmarshal(data, &r); err != nil {
 		return err
 	}
-	if id(r) == "" {
-		return errors.New("record without an id")
-	}
-	m[id(r)] = r
+	m[key] = r
 	return nil
 }

@@ -33,32 +33,14 @@ const (
 	IgnoreUnknownTypeFlag Type = 128
 )
 
+// String names the type as its table entry does; the flag does not change
+// the name.
 func (t Type) String() string {
-	switch t &^ IgnoreUnknownTypeFlag {
-	case TypeBumpEpoch:
-		return "BumpEpoch"
-	case TypePutApp:
-		return "PutApp"
-	case TypeDeleteApp:
-		return "DeleteApp"
-	case TypePutDriver:
-		return "PutDriver"
-	case TypeDeleteDriver:
-		return "DeleteDriver"
-	case TypePutWorker:
-		return "PutWorker"
-	case TypeDeleteWorker:
-		return "DeleteWorker"
-	case TypePutMaster:
-		return "PutMaster"
-	case TypeDeleteMaster:
-		return "DeleteMaster"
-	case TypePutExecutor:
-		return "PutExecutor"
-	case TypeDeleteExecutor:
-		return "DeleteExecutor"
-	case typeBatch:
-		return "Batch"
+	if k, ok := kindOf(t); ok {
+		return k.name
+	}
+	if t&^IgnoreUnknownTypeFlag == typeBatch {
+		return "Batch" // an encoding tag, not a command: not in the table
 	}
 	return fmt.Sprintf("Type(%d)", uint8(t))
 }
@@ -100,6 +82,42 @@ func DeleteExecutor(appID string, id int) Command {
 // ErrUnknownType is returned for a command whose type this version does not
 // know and which is not marked with IgnoreUnknownTypeFlag.
 var ErrUnknownType = errors.New("unknown command type")
+
+var errMissingPayload = errors.New("command without its record")
+
+// resolve finds the table entry of a command type. An unknown type is
+// skipped (nil entry, nil error) if marked with IgnoreUnknownTypeFlag, and
+// refused otherwise. Check, Apply and Decode all decide through it.
+func resolve(t Type) (*commandKind, error) {
+	if k, ok := kindOf(t); ok {
+		return k, nil
+	}
+	if t&IgnoreUnknownTypeFlag != 0 {
+		return nil, nil
+	}
+	return nil, fmt.Errorf("%w %s", ErrUnknownType, t)
+}
+
+// Check reports whether Apply would accept c, without a state: its type is
+// known (or marked ignorable) and it carries the record its type needs. The
+// master's writer checks every command before batching it with others.
+func (c Command) Check() error {
+	_, err := c.kind()
+	return err
+}
+
+// kind is Check returning the table entry that applies c: nil for an
+// ignorable unknown type.
+func (c Command) kind() (*commandKind, error) {
+	k, err := resolve(c.Type)
+	if err != nil || k == nil {
+		return nil, err
+	}
+	if !k.payload.valid(c) {
+		return nil, fmt.Errorf("%s: %w (%s)", c.Type, errMissingPayload, k.payload.field)
+	}
+	return k, nil
+}
 
 // batchItem is one command inside a batch entry.
 type batchItem struct {
@@ -165,19 +183,16 @@ func Decode(data []byte) ([]Command, error) {
 }
 
 func decodeOne(t Type, payload []byte) (c Command, skip bool, err error) {
-	if !knownType(t) {
-		if t&IgnoreUnknownTypeFlag != 0 {
-			return Command{}, true, nil
-		}
-		return Command{}, false, fmt.Errorf("%w %s", ErrUnknownType, t)
+	k, err := resolve(t)
+	if err != nil {
+		return Command{}, false, err
+	}
+	if k == nil {
+		return Command{}, true, nil // an ignorable unknown type
 	}
 	if err := json.Unmarshal(payload, &c); err != nil {
 		return Command{}, false, fmt.Errorf("decoding %s: %w", t, err)
 	}
 	c.Type = t
 	return c, false, nil
-}
-
-func knownType(t Type) bool {
-	return t >= TypeBumpEpoch && t <= TypeDeleteExecutor
 }

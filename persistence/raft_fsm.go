@@ -97,5 +97,12 @@ func decodeSnapshot(r io.Reader) (*State, error) {
 	if s.Executors == nil {
 		s.Executors = map[string]*ExecutorRecord{}
 	}
+	// A snapshot is trusted by everything that reads the state afterwards
+	// (a null record would be dereferenced): leftover executor records are
+	// dropped, and a snapshot that breaks an invariant otherwise is refused.
+	s.Repair()
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("reading snapshot: %w", err)
+	}
 	return s, nil
 }

@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,17 +56,33 @@ func newRaftCluster(t *testing.T, n int, tune func(*RaftConfig)) *raftCluster {
 	return c
 }
 
+// start starts a bootstrap peer at its address in peers.
 func (c *raftCluster) start(id string) {
 	c.t.Helper()
-	cfg := RaftConfig{ID: id, Addr: c.peers[id], Dir: c.dirs[id], Peers: c.peers, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	c.open(RaftConfig{ID: id, Addr: c.peers[id], Dir: c.dirs[id], Peers: c.peers})
+}
+
+// startAt starts a master that is no bootstrap peer (as with --join), at
+// addr, on its data directory (a new one for a new id). It waits for Join.
+func (c *raftCluster) startAt(id, addr string) {
+	c.t.Helper()
+	if c.dirs[id] == "" {
+		c.dirs[id] = c.t.TempDir()
+	}
+	c.open(RaftConfig{ID: id, Addr: addr, Dir: c.dirs[id]})
+}
+
+func (c *raftCluster) open(cfg RaftConfig) {
+	c.t.Helper()
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	if c.tune != nil {
 		c.tune(&cfg)
 	}
 	r, err := OpenRaft(cfg)
 	if err != nil {
-		c.t.Fatalf("starting %s: %v", id, err)
+		c.t.Fatalf("starting %s: %v", cfg.ID, err)
 	}
-	c.nodes[id] = r
+	c.nodes[cfg.ID] = r
 }
 
 func (c *raftCluster) stop(id string) {
@@ -86,6 +104,18 @@ func (c *raftCluster) leader() *Raft {
 	}
 	c.t.Fatal("no leader within 10 s")
 	return nil
+}
+
+// follower returns the id of a running node other than leader.
+func (c *raftCluster) follower(leader *Raft) string {
+	c.t.Helper()
+	for id, n := range c.nodes {
+		if n != leader {
+			return id
+		}
+	}
+	c.t.Fatal("no follower")
+	return ""
 }
 
 // converged waits until every running node's state equals want.
@@ -189,6 +219,172 @@ func TestRaftFollowerFromScratchCatchesUpFromSnapshot(t *testing.T) {
 	}
 }
 
+// servers is the leader's configuration as "id@addr", sorted.
+func servers(t *testing.T, leader *Raft) []string {
+	t.Helper()
+	list, err := leader.Servers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range list {
+		if !s.Voter {
+			t.Errorf("%s is not a voter", s.ID)
+		}
+		out = append(out, s.ID+"@"+s.RaftAddr)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func members(peers map[string]string) []string {
+	var out []string
+	for id, addr := range peers {
+		out = append(out, id+"@"+addr)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A master that joins again, with the same id at the same address, changes
+// nothing: no new configuration entry (nor any entry) in the log.
+func TestRaftJoinOfAMemberChangesNothing(t *testing.T) {
+	c := newRaftCluster(t, 3, nil)
+	leader := c.leader()
+	before := leader.Stats()["last_log_index"]
+	for id, addr := range c.peers {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := leader.Join(ctx, id, addr)
+		cancel()
+		if err != nil {
+			t.Fatalf("re-joining %s: %v", id, err)
+		}
+	}
+	if after := leader.Stats()["last_log_index"]; after != before {
+		t.Errorf("re-joining members wrote to the log: last index %s, was %s", after, before)
+	}
+	if got, want := servers(t, leader), members(c.peers); !slices.Equal(got, want) {
+		t.Errorf("servers %v, want %v", got, want)
+	}
+}
+
+// A master that comes back at a new address replaces its old entry, and
+// the cluster reaches it there.
+func TestRaftJoinWithANewAddressReplacesTheMaster(t *testing.T) {
+	c := newRaftCluster(t, 3, nil)
+	leader := c.leader()
+	moved := c.follower(leader)
+	c.stop(moved)
+	c.peers[moved] = freeAddr(t)
+	c.startAt(moved, c.peers[moved])
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := leader.Join(ctx, moved, c.peers[moved]); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := servers(t, leader), members(c.peers); !slices.Equal(got, want) {
+		t.Fatalf("servers %v, want %v", got, want)
+	}
+	if err := leader.Write(ctx, []Command{BumpEpoch()}); err != nil {
+		t.Fatal(err)
+	}
+	c.converged(func(s *State) bool { return s.Epoch == 1 })
+}
+
+// A new master at a departed master's address replaces it: the departed
+// one would otherwise stay a voter nobody answers for.
+func TestRaftJoinAtAnOldAddressRemovesTheOldMaster(t *testing.T) {
+	c := newRaftCluster(t, 3, nil)
+	leader := c.leader()
+	gone := c.follower(leader)
+	addr := c.peers[gone]
+	c.stop(gone)
+	delete(c.peers, gone)
+	c.peers["m4"] = addr
+	c.startAt("m4", addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := leader.Join(ctx, "m4", addr); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := servers(t, leader), members(c.peers); !slices.Equal(got, want) {
+		t.Fatalf("servers %v, want %v", got, want)
+	}
+	if err := leader.Write(ctx, []Command{BumpEpoch()}); err != nil {
+		t.Fatal(err)
+	}
+	c.converged(func(s *State) bool { return s.Epoch == 1 })
+}
+
+// The leader does not remove itself to make room for a master that claims
+// its id or its address.
+func TestRaftJoinRefusesToReplaceTheLeader(t *testing.T) {
+	c := newRaftCluster(t, 1, nil)
+	leader := c.leader()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := leader.Join(ctx, leader.cfg.ID, freeAddr(t)); err == nil {
+		t.Error("joining the leader's id at another address succeeded")
+	}
+	if err := leader.Join(ctx, "m9", leader.Addr()); err == nil {
+		t.Error("joining another id at the leader's address succeeded")
+	}
+	if got, want := servers(t, leader), members(c.peers); !slices.Equal(got, want) {
+		t.Errorf("servers %v, want %v", got, want)
+	}
+}
+
+// TransferLeadership returns when its context ends, though the transfer
+// it started is still going on.
+func TestRaftTransferLeadershipReturnsWhenContextEnds(t *testing.T) {
+	c := newRaftCluster(t, 1, nil)
+	leader := c.leader()
+	// The only other voter never answers, so the transfer to it hangs
+	// until Raft gives up: the election timeout (1 s), or the step-down
+	// of a leader that no longer reaches a quorum (the lease, 500 ms).
+	silent := silentListener(t)
+	leader.raft.AddVoter("silent", raft.ServerAddress(silent), 0, time.Second) // never commits; the configuration takes effect at once
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := leader.TransferLeadership(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("TransferLeadership answered %v after %s, want the context's deadline", err, time.Since(start))
+	}
+}
+
+// silentListener accepts Raft connections and never answers; closing the
+// connections at the end lets the nodes that called it shut down at once.
+func silentListener(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, conn)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, conn := range conns {
+			conn.Close()
+		}
+	})
+	return l.Addr().String()
+}
+
 func TestFSMSnapshotRestoreRoundTrip(t *testing.T) {
 	f := &fsm{state: NewState(), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	entries := [][]Command{
@@ -231,20 +427,53 @@ func (b *bufferSink) ID() string    { return "test" }
 func (b *bufferSink) Cancel() error { return nil }
 func (b *bufferSink) Close() error  { return nil }
 
-// FuzzFSMApply: whatever bytes a log entry holds, Apply never panics and a
-// rejected entry changes nothing.
+// FuzzFSMApply replays a fuzzed history through the FSM, each entry as
+// Raft delivers it (built entries through Encode, raw ones as they are),
+// next to State.Apply of the same commands: the states must stay Equal and
+// valid, and the FSM must answer an error exactly when a command was
+// refused. An entry Decode refuses (malformed, or a type unknown and not
+// ignorable) changes nothing. At a fuzzed entry the FSM is snapshotted and
+// restored into a second one, which must follow the same way.
 func FuzzFSMApply(f *testing.F) {
-	data, _ := Encode([]Command{BumpEpoch(), PutWorker(WorkerRecord{ID: "w"})})
-	f.Add(data)
-	f.Add([]byte{byte(typeBatch), '[', '{', '"', 't', '"', ':', '2', '}', ']'})
-	f.Add([]byte{255})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		m := &fsm{state: NewState(), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-		_ = m.state.Apply(PutApp(app("a-1"), 0), nil)
-		before := m.snapshotState()
-		if err, _ := m.Apply(&raft.Log{Type: raft.LogCommand, Data: data}).(error); err != nil {
-			if cmds, derr := Decode(data); derr != nil && !m.snapshotState().Equal(before) {
-				t.Fatalf("an unreadable entry changed the state (%d commands)", len(cmds))
+	for _, seed := range historySeeds() {
+		f.Add(seed.program, seed.snapAt)
+	}
+	f.Fuzz(func(t *testing.T, program []byte, snapAt uint16) {
+		logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+		entries := readHistory(program)
+		fsms := []*fsm{{state: NewState(), log: logger}}
+		want := NewState()
+		at := int(snapAt) % (len(entries) + 1)
+		for i, e := range entries {
+			if i == at {
+				fsms = append(fsms, restoreFSM(t, fsms[0]))
+			}
+			data := e.raw
+			if data == nil {
+				var err error
+				if data, err = Encode(e.cmds); err != nil {
+					t.Fatalf("entry %d: %v", i, err)
+				}
+			}
+			refused := e.err != nil || refusedWhole(e.cmds)
+			wantErr := refused
+			if !refused {
+				for _, c := range e.cmds {
+					wantErr = want.Apply(c, nil) != nil || wantErr
+				}
+			}
+			for n, m := range fsms {
+				err, _ := m.Apply(&raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: data}).(error)
+				if (err != nil) != wantErr {
+					t.Fatalf("entry %d (%v) on fsm %d: answered %v, want an error: %v", i, e.cmds, n, err, wantErr)
+				}
+				got := m.snapshotState()
+				if verr := got.Validate(); verr != nil {
+					t.Fatalf("entry %d on fsm %d: %v", i, n, verr)
+				}
+				if !got.Equal(want) {
+					t.Fatalf("entry %d (%v) on fsm %d:\n got %+v\nwant %+v", i, e.cmds, n, got, want)
+				}
 			}
 		}
 	})

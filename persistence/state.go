@@ -1,8 +1,8 @@
 package persistence
 
 import (
-	"errors"
-	"fmt"
+	"bytes"
+	"encoding/json"
 	"maps"
 	"reflect"
 	"slices"
@@ -119,12 +119,26 @@ func (s *State) Clone() *State {
 }
 
 // Equal reports whether s and o hold the same durable state: what a
-// snapshot of each would hold.
+// snapshot of each would hold. It compares their encodings because a
+// snapshot keeps only that: a time read back has lost its monotonic
+// reading, and may carry another *time.Location for the same offset, which
+// reflect.DeepEqual would tell apart from the time written.
 func (s *State) Equal(o *State) bool {
-	a, b := *s, *o
-	a.endedApps, a.endedDrivers = endedIndex{}, endedIndex{}
-	b.endedApps, b.endedDrivers = endedIndex{}, endedIndex{}
-	return reflect.DeepEqual(&a, &b)
+	a, errS := json.Marshal(s)
+	b, errO := json.Marshal(o)
+	if errS != nil || errO != nil {
+		// No snapshot can hold such a state (a time beyond year 9999):
+		// compare the values themselves.
+		return reflect.DeepEqual(durable(s), durable(o))
+	}
+	return bytes.Equal(a, b)
+}
+
+// durable is s without what Apply derives from it (the ended indexes).
+func durable(s *State) *State {
+	c := *s
+	c.endedApps, c.endedDrivers = endedIndex{}, endedIndex{}
+	return &c
 }
 
 // Empty reports whether there is nothing to recover: no active app or
@@ -160,120 +174,30 @@ type Key struct {
 	ID     string
 }
 
-var errMissingPayload = errors.New("command without its record")
-
-// Check reports whether Apply would accept c, without a state: its type is
-// known (or marked ignorable) and it carries the record its type needs. The
-// master's writer checks every command before batching it with others.
-func (c Command) Check() error {
-	missing := false
-	switch c.Type {
-	case TypeBumpEpoch, TypeDeleteApp, TypeDeleteDriver, TypeDeleteWorker, TypeDeleteMaster, TypeDeleteExecutor:
-	case TypePutApp:
-		missing = c.App == nil || c.App.ID == ""
-	case TypePutDriver:
-		missing = c.Driver == nil || c.Driver.ID == ""
-	case TypePutWorker:
-		missing = c.Worker == nil || c.Worker.ID == ""
-	case TypePutMaster:
-		missing = c.Master == nil || c.Master.ID == ""
-	case TypePutExecutor:
-		missing = c.Executor == nil || c.Executor.AppID == "" || c.Executor.ID < 0
-	default:
-		if c.Type&IgnoreUnknownTypeFlag == 0 {
-			return fmt.Errorf("%w %s", ErrUnknownType, c.Type)
-		}
-	}
-	if missing {
-		return fmt.Errorf("%s: %w", c.Type, errMissingPayload)
-	}
-	return nil
-}
-
 // Apply applies one command. It is deterministic (the same commands in the
 // same order give the same state on every master), never panics on a
 // malformed command, and leaves the state unchanged when it returns an
 // error. touched, if not nil, is told every record put or deleted (the
 // epoch and counters are not records).
 func (s *State) Apply(c Command, touched func(Key)) error {
-	if err := c.Check(); err != nil {
+	k, err := c.kind()
+	if err != nil {
 		return err
+	}
+	if k == nil {
+		return nil // an ignorable unknown type: nothing to do
 	}
 	if touched == nil {
 		touched = func(Key) {}
 	}
-	switch c.Type {
-	case TypeBumpEpoch:
-		s.Epoch++
-	case TypePutApp:
-		r := *c.App
-		if old := s.Apps[r.ID]; old != nil && old.Finished() {
-			// An app ends once. A later write of it (a change decided
-			// before its end committed, or a second end) changes nothing,
-			// so no order of writes can bring an ended app back.
-			return nil
-		}
-		s.Apps[r.ID] = &r
-		touched(Key{BucketApps, r.ID})
-		s.NextAppNumber = max(s.NextAppNumber, idNumber(r.ID)+1)
-		if r.Finished() {
-			s.endedApps.add(aged{endedAt(r.EndedAt).UnixNano(), r.ID})
-			s.dropExecutorsOf(r.ID, touched) // an ended app has none
-			trim(s.Apps, &s.endedApps, c.Retain, (*AppRecord).Finished, func(a *AppRecord) *time.Time { return a.EndedAt }, BucketApps, touched)
-		}
-	case TypePutDriver:
-		r := *c.Driver
-		if old := s.Drivers[r.ID]; old != nil && old.Finished() {
-			return nil // a driver ends once, as an app
-		}
-		s.Drivers[r.ID] = &r
-		touched(Key{BucketDrivers, r.ID})
-		s.NextDriverNumber = max(s.NextDriverNumber, idNumber(r.ID)+1)
-		if r.Finished() {
-			s.endedDrivers.add(aged{endedAt(r.EndedAt).UnixNano(), r.ID})
-			trim(s.Drivers, &s.endedDrivers, c.Retain, (*DriverRecord).Finished, func(d *DriverRecord) *time.Time { return d.EndedAt }, BucketDrivers, touched)
-		}
-	case TypePutWorker:
-		r := *c.Worker
-		s.Workers[r.ID] = &r
-		touched(Key{BucketWorkers, r.ID})
-	case TypePutMaster:
-		r := *c.Master
-		s.Masters[r.ID] = &r
-		touched(Key{BucketMasters, r.ID})
-	case TypePutExecutor:
-		r := *c.Executor
-		if app := s.Apps[r.AppID]; app == nil || app.Finished() {
-			return nil // an ended (or unknown) app places nothing more
-		}
-		s.Executors[r.Key()] = &r
-		touched(Key{BucketExecutors, r.Key()})
-	case TypeDeleteExecutor:
-		deleteKey(s.Executors, BucketExecutors, c.ID, touched)
-	case TypeDeleteApp:
-		if old := s.Apps[c.ID]; old != nil && old.Finished() {
-			s.endedApps.remove(aged{endedAt(old.EndedAt).UnixNano(), old.ID})
-		}
-		deleteKey(s.Apps, BucketApps, c.ID, touched)
-		s.dropExecutorsOf(c.ID, touched)
-	case TypeDeleteDriver:
-		if old := s.Drivers[c.ID]; old != nil && old.Finished() {
-			s.endedDrivers.remove(aged{endedAt(old.EndedAt).UnixNano(), old.ID})
-		}
-		deleteKey(s.Drivers, BucketDrivers, c.ID, touched)
-	case TypeDeleteWorker:
-		deleteKey(s.Workers, BucketWorkers, c.ID, touched)
-	case TypeDeleteMaster:
-		deleteKey(s.Masters, BucketMasters, c.ID, touched)
-	}
-	return nil // an ignorable unknown type: Check let it through, nothing to do
+	k.apply(s, c, touched)
+	return nil
 }
 
-// dropExecutorsOf deletes the executor records of an app.
-func (s *State) dropExecutorsOf(appID string, touched func(Key)) {
-	prefix := appID + "/"
-	for k := range s.Executors {
-		if strings.HasPrefix(k, prefix) {
+// dropExecutors deletes the executor records that match.
+func (s *State) dropExecutors(match func(*ExecutorRecord) bool, touched func(Key)) {
+	for k, e := range s.Executors {
+		if match(e) {
 			delete(s.Executors, k)
 			touched(Key{BucketExecutors, k})
 		}

@@ -1,0 +1,171 @@
+package persistence
+
+import (
+	"fmt"
+	"time"
+)
+
+// commandKinds is the one place a command type is defined: its tag, its
+// name, the field of Command it carries and how it changes the State.
+// Check, Apply, Decode and Type.String all read it, so adding a command is
+// adding an entry here (and a constructor).
+var commandKinds = []commandKind{
+	{TypeBumpEpoch, "BumpEpoch", noPayload, (*State).bumpEpoch},
+	{TypePutApp, "PutApp", appPayload, (*State).putApp},
+	{TypeDeleteApp, "DeleteApp", idPayload, (*State).deleteApp},
+	{TypePutDriver, "PutDriver", driverPayload, (*State).putDriver},
+	{TypeDeleteDriver, "DeleteDriver", idPayload, (*State).deleteDriver},
+	{TypePutWorker, "PutWorker", workerPayload, (*State).putWorker},
+	{TypeDeleteWorker, "DeleteWorker", idPayload, (*State).deleteWorker},
+	{TypePutMaster, "PutMaster", masterPayload, (*State).putMaster},
+	{TypeDeleteMaster, "DeleteMaster", idPayload, (*State).deleteMaster},
+	{TypePutExecutor, "PutExecutor", executorPayload, (*State).putExecutor},
+	{TypeDeleteExecutor, "DeleteExecutor", idPayload, (*State).deleteExecutor},
+}
+
+// commandKind is everything the package knows about one command type.
+type commandKind struct {
+	tag     Type
+	name    string
+	payload payload
+	// apply changes the state; it runs only once the payload is valid, and
+	// tells touched every record it puts or deletes.
+	apply func(s *State, c Command, touched func(Key))
+}
+
+// payload is the field of Command a type carries, and what makes it usable.
+type payload struct {
+	field string // its JSON name, for messages
+	valid func(Command) bool
+}
+
+var (
+	noPayload = payload{"none", func(Command) bool { return true }}
+	// A Delete of an id the state does not hold changes nothing, so any id
+	// (even "") is valid.
+	idPayload       = payload{"id", func(Command) bool { return true }}
+	appPayload      = payload{"app", func(c Command) bool { return c.App != nil && c.App.ID != "" }}
+	driverPayload   = payload{"driver", func(c Command) bool { return c.Driver != nil && c.Driver.ID != "" }}
+	workerPayload   = payload{"worker", func(c Command) bool { return c.Worker != nil && c.Worker.ID != "" }}
+	masterPayload   = payload{"master", func(c Command) bool { return c.Master != nil && c.Master.ID != "" }}
+	executorPayload = payload{"executor", func(c Command) bool {
+		return c.Executor != nil && c.Executor.AppID != "" && c.Executor.ID >= 0
+	}}
+)
+
+// kindByTag indexes commandKinds by tag.
+var kindByTag = indexKinds(commandKinds)
+
+// indexKinds refuses, at start, a table that would make a log ambiguous: a
+// tag used twice, or one that collides with the batch tag or the flag.
+func indexKinds(kinds []commandKind) (byTag [256]*commandKind) {
+	for i := range kinds {
+		k := &kinds[i]
+		if k.tag == 0 || k.tag == typeBatch || k.tag&IgnoreUnknownTypeFlag != 0 || byTag[k.tag] != nil {
+			panic(fmt.Sprintf("persistence: command tag %d of %s is reserved or used twice", uint8(k.tag), k.name))
+		}
+		byTag[k.tag] = k
+	}
+	return byTag
+}
+
+// kindOf returns the entry of t. IgnoreUnknownTypeFlag only tells a master
+// that does not know the type that it may skip it; one that knows the type
+// applies it, flag or not.
+func kindOf(t Type) (*commandKind, bool) {
+	k := kindByTag[t&^IgnoreUnknownTypeFlag]
+	return k, k != nil
+}
+
+// The apply functions of the table. Each keeps the State's invariants (see
+// Validate) whatever the order of commands.
+
+func (s *State) bumpEpoch(Command, func(Key)) { s.Epoch++ }
+
+func (s *State) putApp(c Command, touched func(Key)) {
+	r := *c.App
+	if old := s.Apps[r.ID]; old != nil && old.Finished() {
+		// An app ends once. A later write of it (a change decided before
+		// its end committed, or a second end) changes nothing, so no order
+		// of writes can bring an ended app back.
+		return
+	}
+	s.Apps[r.ID] = &r
+	touched(Key{BucketApps, r.ID})
+	s.NextAppNumber = max(s.NextAppNumber, idNumber(r.ID)+1)
+	if r.Finished() {
+		s.endedApps.add(aged{endedAt(r.EndedAt).UnixNano(), r.ID})
+		s.dropExecutors(func(e *ExecutorRecord) bool { return e.AppID == r.ID }, touched) // an ended app has none
+		trim(s.Apps, &s.endedApps, c.Retain, (*AppRecord).Finished, func(a *AppRecord) *time.Time { return a.EndedAt }, BucketApps, touched)
+	}
+}
+
+func (s *State) deleteApp(c Command, touched func(Key)) {
+	if old := s.Apps[c.ID]; old != nil && old.Finished() {
+		s.endedApps.remove(aged{endedAt(old.EndedAt).UnixNano(), old.ID})
+	}
+	deleteKey(s.Apps, BucketApps, c.ID, touched)
+	s.dropExecutors(func(e *ExecutorRecord) bool { return e.AppID == c.ID }, touched)
+}
+
+func (s *State) putDriver(c Command, touched func(Key)) {
+	r := *c.Driver
+	if old := s.Drivers[r.ID]; old != nil && old.Finished() {
+		return // a driver ends once, as an app
+	}
+	s.Drivers[r.ID] = &r
+	touched(Key{BucketDrivers, r.ID})
+	s.NextDriverNumber = max(s.NextDriverNumber, idNumber(r.ID)+1)
+	if r.Finished() {
+		s.endedDrivers.add(aged{endedAt(r.EndedAt).UnixNano(), r.ID})
+		trim(s.Drivers, &s.endedDrivers, c.Retain, (*DriverRecord).Finished, func(d *DriverRecord) *time.Time { return d.EndedAt }, BucketDrivers, touched)
+	}
+}
+
+func (s *State) deleteDriver(c Command, touched func(Key)) {
+	if old := s.Drivers[c.ID]; old != nil && old.Finished() {
+		s.endedDrivers.remove(aged{endedAt(old.EndedAt).UnixNano(), old.ID})
+	}
+	deleteKey(s.Drivers, BucketDrivers, c.ID, touched)
+}
+
+func (s *State) putWorker(c Command, touched func(Key)) {
+	r := *c.Worker
+	s.Workers[r.ID] = &r
+	touched(Key{BucketWorkers, r.ID})
+}
+
+func (s *State) deleteWorker(c Command, touched func(Key)) {
+	deleteKey(s.Workers, BucketWorkers, c.ID, touched)
+	// Executors are records of where an executor runs: none runs on a
+	// worker that is gone.
+	s.dropExecutors(func(e *ExecutorRecord) bool { return e.WorkerID == c.ID }, touched)
+}
+
+func (s *State) putMaster(c Command, touched func(Key)) {
+	r := *c.Master
+	s.Masters[r.ID] = &r
+	touched(Key{BucketMasters, r.ID})
+}
+
+func (s *State) deleteMaster(c Command, touched func(Key)) {
+	deleteKey(s.Masters, BucketMasters, c.ID, touched)
+}
+
+func (s *State) putExecutor(c Command, touched func(Key)) {
+	r := *c.Executor
+	if app := s.Apps[r.AppID]; app == nil || app.Finished() {
+		return // an ended (or unknown) app places nothing more
+	}
+	if s.Workers[r.WorkerID] == nil {
+		// The worker was removed before this placement committed (or never
+		// registered): the executor does not run anywhere the state knows.
+		return
+	}
+	s.Executors[r.Key()] = &r
+	touched(Key{BucketExecutors, r.Key()})
+}
+
+func (s *State) deleteExecutor(c Command, touched func(Key)) {
+	deleteKey(s.Executors, BucketExecutors, c.ID, touched)
+}

@@ -1,0 +1,141 @@
+package persistence
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// errInvalidState wraps every invariant a State breaks.
+var errInvalidState = errors.New("invalid state")
+
+// Validate reports the first invariant s breaks (in a fixed order, so the
+// same state always gets the same message), or nil. Apply keeps them all;
+// a state read back from a snapshot or a file is checked with Validate
+// before it is used, since the code that reads a State (Apply, the master's
+// recovery) dereferences its records and trusts its keys:
+//   - every record map exists and holds no nil record;
+//   - every record is keyed by its id (an executor by appId/executorId),
+//     and no id is empty;
+//   - every executor belongs to an app that has not ended, and runs on a
+//     registered worker;
+//   - the index of ended apps and drivers, once built, lists exactly the
+//     ended records, oldest first.
+func (s *State) Validate() error {
+	if s.Apps == nil || s.Drivers == nil || s.Workers == nil || s.Masters == nil || s.Executors == nil {
+		return fmt.Errorf("%w: a map of records is missing", errInvalidState)
+	}
+	// In order: the later checks dereference what the earlier ones vouch
+	// for.
+	for _, check := range []func() error{
+		func() error { return validateKeys(BucketApps, s.Apps, (*AppRecord).key) },
+		func() error { return validateKeys(BucketDrivers, s.Drivers, (*DriverRecord).key) },
+		func() error { return validateKeys(BucketWorkers, s.Workers, (*WorkerRecord).key) },
+		func() error { return validateKeys(BucketMasters, s.Masters, (*MasterRecord).key) },
+		func() error { return validateKeys(BucketExecutors, s.Executors, (*ExecutorRecord).Key) },
+		s.validateExecutors,
+		s.validateEndedIndexes,
+	} {
+		if err := check(); err != nil {
+			return fmt.Errorf("%w: %w", errInvalidState, err)
+		}
+	}
+	return nil
+}
+
+// Repair drops the executor records no app or worker holds any more (an
+// earlier version could leave some: a placement committed after its
+// worker's removal) and returns how many it dropped. They are harmless
+// leftovers, not corruption, so a state read back repairs them instead of
+// being refused; every master reading the same state drops the same ones.
+// A state that is malformed otherwise (a null record, a key that is not its
+// record's id) is left for Validate to refuse.
+func (s *State) Repair() int {
+	dropped := 0
+	for k, e := range s.Executors {
+		if e == nil {
+			continue
+		}
+		if app := s.Apps[e.AppID]; app == nil || app.Finished() || s.Workers[e.WorkerID] == nil {
+			delete(s.Executors, k)
+			dropped++
+		}
+	}
+	return dropped
+}
+
+// key is the id a record is kept under in its map.
+func (r *AppRecord) key() string    { return r.ID }
+func (r *DriverRecord) key() string { return r.ID }
+func (r *WorkerRecord) key() string { return r.ID }
+func (r *MasterRecord) key() string { return r.ID }
+
+// validateKeys checks that every record of m is there and keyed by its id.
+func validateKeys[R any](b Bucket, m map[string]*R, id func(*R) string) error {
+	return firstProblem(m, func(k string, r *R) error {
+		switch {
+		case r == nil:
+			return fmt.Errorf("%s[%q] is null", b, k)
+		case id(r) != k:
+			return fmt.Errorf("%s[%q] holds the record of %q", b, k, id(r))
+		case k == "":
+			return fmt.Errorf("%s holds a record without an id", b)
+		}
+		return nil
+	})
+}
+
+// validateExecutors checks that every executor is of an active app and on
+// a registered worker (its key and nil-ness are checked by validateKeys).
+func (s *State) validateExecutors() error {
+	return firstProblem(s.Executors, func(k string, e *ExecutorRecord) error {
+		app := s.Apps[e.AppID]
+		switch {
+		case e.ID < 0:
+			return fmt.Errorf("executors[%q] has a negative id", k)
+		case app == nil:
+			return fmt.Errorf("executors[%q] belongs to app %q, which the state does not hold", k, e.AppID)
+		case app.Finished():
+			return fmt.Errorf("executors[%q] belongs to app %q, which ended", k, e.AppID)
+		case s.Workers[e.WorkerID] == nil:
+			return fmt.Errorf("executors[%q] runs on worker %q, which is not registered", k, e.WorkerID)
+		}
+		return nil
+	})
+}
+
+// firstProblem returns the problem of the smallest key that has one: the
+// same state always gets the same message, without sorting every key.
+func firstProblem[V any](m map[string]V, problem func(string, V) error) error {
+	var key string
+	var err error
+	for k, v := range m {
+		if e := problem(k, v); e != nil && (err == nil || k < key) {
+			key, err = k, e
+		}
+	}
+	return err
+}
+
+// validateEndedIndexes checks the indexes of ended apps and drivers against
+// the records they index.
+func (s *State) validateEndedIndexes() error {
+	if err := validateEnded(BucketApps, &s.endedApps, s.Apps, (*AppRecord).Finished, func(a *AppRecord) *time.Time { return a.EndedAt }); err != nil {
+		return err
+	}
+	return validateEnded(BucketDrivers, &s.endedDrivers, s.Drivers, (*DriverRecord).Finished, func(d *DriverRecord) *time.Time { return d.EndedAt })
+}
+
+// validateEnded checks an ended index against the records it indexes.
+func validateEnded[V any](b Bucket, x *endedIndex, m map[string]V, finished func(V) bool, ended func(V) *time.Time) error {
+	if !x.known {
+		return nil // built from the records when first needed
+	}
+	var want endedIndex
+	build(&want, m, finished, ended)
+	if !slices.Equal(x.order, want.order) {
+		return fmt.Errorf("the index of ended %s (%d records) does not match the %d ended records held", b, len(x.order), len(want.order))
+	}
+	return nil
+}
