@@ -43,31 +43,19 @@ func (c *Client) LeaderCluster(ctx context.Context) (wire.ClusterStatus, error) 
 // under an idempotency key, so it is retried through failovers without
 // risk of registering the app twice (see the package doc).
 func (c *Client) RegisterApp(ctx context.Context, desc wire.AppDescription, opts ...SubmitOption) (string, error) {
-	var sub wire.Submitted
-	if err := c.call(ctx, submitRequest(wire.MasterAPI.RegisterApp.Endpoint, desc, opts), &sub); err != nil {
-		return "", fmt.Errorf("register app %q: %w", desc.Name, err)
-	}
-	return sub.ID, nil
+	return submit(ctx, c, wire.MasterAPI.RegisterApp, desc, opts, fmt.Sprintf("register app %q", desc.Name))
 }
 
 // App returns an application's status.
 func (c *Client) App(ctx context.Context, id string) (wire.AppStatus, error) {
-	var st wire.AppStatus
-	if err := c.call(ctx, on(wire.MasterAPI.App.Endpoint, nil, id), &st); err != nil {
-		return st, fmt.Errorf("app %s: %w", id, err)
-	}
-	return st, nil
+	return onEntity(ctx, c, wire.MasterAPI.App, "app", id)
 }
 
 // KillApp kills an application (it ends KILLED) and returns its status
 // once the kill is durable; killing an app that already ended returns its
 // final status.
 func (c *Client) KillApp(ctx context.Context, id string) (wire.AppStatus, error) {
-	var st wire.AppStatus
-	if err := c.call(ctx, on(wire.MasterAPI.KillApp.Endpoint, nil, id), &st); err != nil {
-		return st, fmt.Errorf("kill app %s: %w", id, err)
-	}
-	return st, nil
+	return onEntity(ctx, c, wire.MasterAPI.KillApp, "kill app", id)
 }
 
 // UnregisterApp tells the master the app's client is done (it ends FINISHED).

@@ -12,20 +12,12 @@ import (
 // Like RegisterApp, it is sent under an idempotency key and retried through
 // failovers without risk of starting the driver twice.
 func (c *Client) SubmitDriver(ctx context.Context, desc wire.DriverDescription, opts ...SubmitOption) (string, error) {
-	var sub wire.Submitted
-	if err := c.call(ctx, submitRequest(wire.MasterAPI.SubmitDriver.Endpoint, desc, opts), &sub); err != nil {
-		return "", fmt.Errorf("submit driver: %w", err)
-	}
-	return sub.ID, nil
+	return submit(ctx, c, wire.MasterAPI.SubmitDriver, desc, opts, "submit driver")
 }
 
 // Driver returns a driver's status.
 func (c *Client) Driver(ctx context.Context, id string) (wire.DriverStatus, error) {
-	var st wire.DriverStatus
-	if err := c.call(ctx, on(wire.MasterAPI.Driver.Endpoint, nil, id), &st); err != nil {
-		return st, fmt.Errorf("driver %s: %w", id, err)
-	}
-	return st, nil
+	return onEntity(ctx, c, wire.MasterAPI.Driver, "driver", id)
 }
 
 // KillDriver kills a driver and returns its status once the kill is
@@ -33,11 +25,7 @@ func (c *Client) Driver(ctx context.Context, id string) (wire.DriverStatus, erro
 // KillRequested set (its worker reports KILLED once the process is gone);
 // a driver that already ended returns its final status.
 func (c *Client) KillDriver(ctx context.Context, id string) (wire.DriverStatus, error) {
-	var st wire.DriverStatus
-	if err := c.call(ctx, on(wire.MasterAPI.KillDriver.Endpoint, nil, id), &st); err != nil {
-		return st, fmt.Errorf("kill driver %s: %w", id, err)
-	}
-	return st, nil
+	return onEntity(ctx, c, wire.MasterAPI.KillDriver, "kill driver", id)
 }
 
 // WaitDriver polls the driver every pollEvery until it is in a final state

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/internal/poll"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -259,15 +260,8 @@ func jitter(d time.Duration) time.Duration {
 
 // sleep waits d, or less if deadline comes first, or until ctx is done.
 func sleep(ctx context.Context, d time.Duration, deadline time.Time) error {
-	if until := time.Until(deadline); until < d {
-		d = max(until, 0)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
+	if !poll.Sleep(ctx, min(d, max(time.Until(deadline), 0))) {
 		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
+	return nil
 }

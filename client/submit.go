@@ -1,8 +1,10 @@
 package client
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 
 	"github.com/berth-cluster/berth/wire"
@@ -26,6 +28,27 @@ func NewIdempotencyKey() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand panics instead)
 	return hex.EncodeToString(b[:])
+}
+
+// submit sends a submission on route r under its idempotency key and
+// returns the id the master gave (or had given to a repeat of it); what
+// names the call in errors.
+func submit[Req any](ctx context.Context, c *Client, r wire.Route[Req, wire.Submitted], desc Req, opts []SubmitOption, what string) (string, error) {
+	var sub wire.Submitted
+	if err := c.call(ctx, submitRequest(r.Endpoint, desc, opts), &sub); err != nil {
+		return "", fmt.Errorf("%s: %w", what, err)
+	}
+	return sub.ID, nil
+}
+
+// onEntity runs a route about one app or driver, named by id, and returns
+// its answer; what names the call in errors.
+func onEntity[Resp any](ctx context.Context, c *Client, r wire.Route[wire.None, Resp], what, id string) (Resp, error) {
+	var out Resp
+	if err := c.call(ctx, on(r.Endpoint, nil, id), &out); err != nil {
+		return out, fmt.Errorf("%s %s: %w", what, id, err)
+	}
+	return out, nil
 }
 
 // submitRequest is the POST of a submission under its idempotency key,

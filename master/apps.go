@@ -207,14 +207,13 @@ func (c *core) activeApp(id string) (*appInfo, error) {
 	return nil, notFound("application", id)
 }
 
-func (c *core) completedApp(id string) *appInfo {
-	for _, a := range c.completedApps {
-		if a.rec.ID == id {
-			return a
-		}
-	}
-	return nil
-}
+// findApp is the app the master lists under id, active or completed; nil
+// if none.
+func (c *core) findApp(id string) *appInfo { return listed(c.apps, c.completedApps, id, appID) }
+
+func (c *core) completedApp(id string) *appInfo { return listed(nil, c.completedApps, id, appID) }
+
+func appID(a *appInfo) string { return a.rec.ID }
 
 // acknowledge records that an app's client answered a new leader.
 func (c *core) acknowledge(a *appInfo) {

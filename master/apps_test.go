@@ -91,10 +91,7 @@ func TestExecutorRetryLimit(t *testing.T) {
 }
 
 func TestKillAppKillsExecutorsAndTellsWorkers(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
-	w := h.addWorker("w1", 4, 4096)
-	a := h.addApp(wire.AppDescription{MaxCores: 2})
+	h, w, a := leaderWithOneApp(t)
 	sub, first, _ := h.c.subscribe(a.rec.ID)
 	if !reflect.DeepEqual(eventTypes(first), []wire.EventType{wire.EventSnapshot}) {
 		t.Fatalf("first events %v", eventTypes(first))

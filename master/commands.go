@@ -32,24 +32,23 @@ const (
 	cmdReconnect
 )
 
+// commandRoutes maps each command to its route on the worker.
+var commandRoutes = map[commandKind]wire.Endpoint{
+	cmdLaunchExecutor: wire.WorkerAPI.LaunchExecutor.Endpoint,
+	cmdKillExecutor:   wire.WorkerAPI.KillExecutor.Endpoint,
+	cmdLaunchDriver:   wire.WorkerAPI.LaunchDriver.Endpoint,
+	cmdKillDriver:     wire.WorkerAPI.KillDriver.Endpoint,
+	cmdAppFinished:    wire.WorkerAPI.AppFinished.Endpoint,
+	cmdReconnect:      wire.WorkerAPI.Reconnect.Endpoint,
+}
+
 // endpoint is the command's route on the worker.
 func (k commandKind) endpoint() wire.Endpoint {
-	api := wire.WorkerAPI
-	switch k {
-	case cmdLaunchExecutor:
-		return api.LaunchExecutor.Endpoint
-	case cmdKillExecutor:
-		return api.KillExecutor.Endpoint
-	case cmdLaunchDriver:
-		return api.LaunchDriver.Endpoint
-	case cmdKillDriver:
-		return api.KillDriver.Endpoint
-	case cmdAppFinished:
-		return api.AppFinished.Endpoint
-	case cmdReconnect:
-		return api.Reconnect.Endpoint
+	e, ok := commandRoutes[k]
+	if !ok {
+		panic(fmt.Sprintf("master: command kind %d has no route", k))
 	}
-	panic(fmt.Sprintf("master: command kind %d has no route", k))
+	return e
 }
 
 func (k commandKind) String() string { return k.endpoint().Mux() }

@@ -25,10 +25,7 @@ func notLeaderErr() error { return errors.Join(persistence.ErrNotLeader, errTran
 // repeated kill is decided against the committed state (it writes again)
 // instead of answering KILLED from memory.
 func TestFailedKillLeavesAppAsItWas(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
-	w := h.addWorker("w1", 4, 4096)
-	a := h.addApp(wire.AppDescription{MaxCores: 2})
+	h, w, a := leaderWithOneApp(t)
 	sub, _, _ := h.c.subscribe(a.rec.ID)
 	h.fx.sent = nil
 
@@ -157,10 +154,7 @@ func TestExecutorLaunchWaitsForItsPlacement(t *testing.T) {
 // A worker removal that fails to commit leaves the worker, its executors
 // and its drivers as they were, and tells nobody anything.
 func TestFailedWorkerRemovalChangesNothing(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
-	w := h.addWorker("w1", 4, 4096)
-	a := h.addApp(wire.AppDescription{MaxCores: 2})
+	h, w, a := leaderWithOneApp(t)
 	sub, _, _ := h.c.subscribe(a.rec.ID)
 	h.fx.sent = nil
 	h.c.removeWorker(w, "test", nil)
@@ -276,10 +270,7 @@ func (h *harness) addWorkerNoCommit(id string) {
 // An executor's end reported by its worker is told to its app's client and
 // frees its cores only once durable; the report is acknowledged then.
 func TestExecutorEndWaitsForItsWrite(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
-	w := h.addWorker("w1", 4, 4096)
-	a := h.addApp(wire.AppDescription{MaxCores: 2})
+	h, w, a := leaderWithOneApp(t)
 	e := sortedExecutors(a.executors)[0]
 	sub, _, _ := h.c.subscribe(a.rec.ID)
 	acked := false

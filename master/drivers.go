@@ -273,11 +273,14 @@ func (c *core) relaunchDriver(d *driverInfo, reason string) {
 	c.endDriver(d, driverEnd{state: wire.DriverRelaunching, message: reason + "; relaunched as " + rec.ID, relaunch: &rec}, nil)
 }
 
-func (c *core) completedDriver(id string) *driverInfo {
-	for _, d := range c.completedDrivers {
-		if d.rec.ID == id {
-			return d
-		}
-	}
-	return nil
+// findDriver is the driver the master lists under id, active or
+// completed; nil if none.
+func (c *core) findDriver(id string) *driverInfo {
+	return listed(c.drivers, c.completedDrivers, id, driverID)
 }
+
+func (c *core) completedDriver(id string) *driverInfo {
+	return listed(nil, c.completedDrivers, id, driverID)
+}
+
+func driverID(d *driverInfo) string { return d.rec.ID }

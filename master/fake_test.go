@@ -143,6 +143,15 @@ func (h *harness) addWorker(id string, cores, memoryMB int) *workerInfo {
 	return h.c.workers[id]
 }
 
+// leaderWithOneApp is the common opening of a test: a leading master
+// with one 4-core worker w1 and one app of at most 2 cores placed on it.
+func leaderWithOneApp(t *testing.T) (*harness, *workerInfo, *appInfo) {
+	h := newHarness(t, nil)
+	h.lead(nil)
+	w := h.addWorker("w1", 4, 4096)
+	return h, w, h.addApp(wire.AppDescription{MaxCores: 2})
+}
+
 func (h *harness) addApp(desc wire.AppDescription) *appInfo {
 	h.t.Helper()
 	if desc.Command == nil {

@@ -154,23 +154,15 @@ func (c *core) indexKeys(s *persistence.State) {
 // listedApp and listedDriver return the description hash of a listed app
 // or driver.
 func (c *core) listedApp(id string) (string, bool) {
-	a := c.apps[id]
-	if a == nil {
-		a = c.completedApp(id)
+	if a := c.findApp(id); a != nil {
+		return a.rec.IdempotencyHash, true
 	}
-	if a == nil {
-		return "", false
-	}
-	return a.rec.IdempotencyHash, true
+	return "", false
 }
 
 func (c *core) listedDriver(id string) (string, bool) {
-	d := c.drivers[id]
-	if d == nil {
-		d = c.completedDriver(id)
+	if d := c.findDriver(id); d != nil {
+		return d.rec.IdempotencyHash, true
 	}
-	if d == nil {
-		return "", false
-	}
-	return d.rec.IdempotencyHash, true
+	return "", false
 }

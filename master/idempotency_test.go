@@ -13,16 +13,17 @@ import (
 // the reply.
 func (h *harness) keyedApp(desc wire.AppDescription, key string) (wire.Submitted, error) {
 	h.t.Helper()
-	v, err := h.call(func(reply func(any, error)) { h.c.registerApp(desc, keyedRequest(key, desc), reply) })
-	if err != nil {
-		return wire.Submitted{}, err
-	}
-	return v.(wire.Submitted), nil
+	return h.submitted(func(reply func(any, error)) { h.c.registerApp(desc, keyedRequest(key, desc), reply) })
 }
 
 func (h *harness) keyedDriver(desc wire.DriverDescription, key string) (wire.Submitted, error) {
 	h.t.Helper()
-	v, err := h.call(func(reply func(any, error)) { h.c.submitDriver(desc, keyedRequest(key, desc), reply) })
+	return h.submitted(func(reply func(any, error)) { h.c.submitDriver(desc, keyedRequest(key, desc), reply) })
+}
+
+// submitted runs a submission through h.call and returns its reply.
+func (h *harness) submitted(fn func(reply func(any, error))) (wire.Submitted, error) {
+	v, err := h.call(fn)
 	if err != nil {
 		return wire.Submitted{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/internal/poll"
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -112,14 +113,7 @@ func (l *leaderLease) refresh(ctx context.Context) {
 	if l.verify == nil {
 		return
 	}
-	t := time.NewTicker(l.duration / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	for poll.Sleep(ctx, l.duration/3) {
 		if l.leading.Load() && !l.handingOver.Load() {
 			_ = l.renew(ctx) // a failure lets the lease lapse
 		}

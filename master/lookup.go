@@ -15,10 +15,7 @@ func (c *core) driverWorkerAddress(id string) (string, error) {
 	if !c.leading() {
 		return "", c.notLeader()
 	}
-	d := c.drivers[id]
-	if d == nil {
-		d = c.completedDriver(id)
-	}
+	d := c.findDriver(id)
 	if d == nil {
 		return "", notFound("driver", id)
 	}
@@ -34,10 +31,7 @@ func (c *core) executorWorkerAddress(appID string, execID int) (string, error) {
 	if !c.leading() {
 		return "", c.notLeader()
 	}
-	a := c.apps[appID]
-	if a == nil {
-		a = c.completedApp(appID)
-	}
+	a := c.findApp(appID)
 	if a == nil {
 		return "", notFound("application", appID)
 	}

@@ -77,3 +77,17 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// listed finds id among active entities, then among the completed ones
+// (a short list, oldest first).
+func listed[T any](active map[string]*T, completed []*T, id string, idOf func(*T) string) *T {
+	if x := active[id]; x != nil {
+		return x
+	}
+	for _, x := range completed {
+		if idOf(x) == id {
+			return x
+		}
+	}
+	return nil
+}

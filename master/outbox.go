@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/internal/poll"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -134,10 +135,8 @@ func (o *outbox) post(ctx context.Context, address string, cmd workerCommand) er
 		if attempt >= len(outboxRetryDelays) {
 			return err
 		}
-		select {
-		case <-ctx.Done():
+		if !poll.Sleep(ctx, outboxRetryDelays[attempt]) {
 			return ctx.Err()
-		case <-time.After(outboxRetryDelays[attempt]):
 		}
 	}
 }

@@ -135,10 +135,7 @@ func TestDriverEndSurvivesFailover(t *testing.T) {
 
 // Same for an executor: its end, carried in the latest state, ends it.
 func TestExecutorEndInLatestState(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
-	w := h.addWorker("w1", 4, 4096)
-	a := h.addApp(wire.AppDescription{MaxCores: 2})
+	h, w, a := leaderWithOneApp(t)
 	e := sortedExecutors(a.executors)[0]
 	h.failover()
 	h.reregister(w, "w1-1")
@@ -181,10 +178,7 @@ func TestReportsFromUnknownWorkersWaitForRegistration(t *testing.T) {
 // Recovery ends as soon as nothing is left to wait for, also when the last
 // UNKNOWN app or worker is removed rather than answering.
 func TestRecoveryEndsWhenTheLastUnknownIsRemoved(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
-	w := h.addWorker("w1", 4, 4096)
-	a := h.addApp(wire.AppDescription{MaxCores: 2})
+	h, w, a := leaderWithOneApp(t)
 	b := h.addApp(wire.AppDescription{MaxCores: 2})
 	h.failover()
 	h.reregister(w, "w1-1")

@@ -103,30 +103,24 @@ func (c *core) clusterStatus(completed bool) *wire.ClusterStatus {
 
 // app returns the status of an active or completed app.
 func (c *core) app(id string) (*wire.AppStatus, error) {
-	if !c.leading() {
-		return nil, c.notLeader()
-	}
-	if a := c.apps[id]; a != nil {
-		return appStatus(a), nil
-	}
-	if a := c.completedApp(id); a != nil {
-		return appStatus(a), nil
-	}
-	return nil, notFound("application", id)
+	return readOne(c, c.findApp(id), appStatus, "application", id)
 }
 
 // driver returns the status of an active or completed driver.
 func (c *core) driver(id string) (*wire.DriverStatus, error) {
+	return readOne(c, c.findDriver(id), driverStatus, "driver", id)
+}
+
+// readOne answers a read of one entity (x, nil if not listed) as the
+// leader.
+func readOne[T, S any](c *core, x *T, status func(*T) *S, kind, id string) (*S, error) {
 	if !c.leading() {
 		return nil, c.notLeader()
 	}
-	if d := c.drivers[id]; d != nil {
-		return driverStatus(d), nil
+	if x == nil {
+		return nil, notFound(kind, id)
 	}
-	if d := c.completedDriver(id); d != nil {
-		return driverStatus(d), nil
-	}
-	return nil, notFound("driver", id)
+	return status(x), nil
 }
 
 // followerStatus is what a master that does not lead can tell from its

@@ -146,10 +146,7 @@ func TestWorkerLossReplacesExecutorsWholly(t *testing.T) {
 }
 
 func TestLatestStateKillsUnknownExecutors(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
-	w := h.addWorker("w1", 4, 4096)
-	a := h.addApp(wire.AppDescription{MaxCores: 2})
+	h, w, a := leaderWithOneApp(t)
 	e := a.executors[0]
 	h.takeSent("/v1/executors")
 	reply, err := h.c.workerLatestState("w1", wire.WorkerLatestState{

@@ -3,6 +3,8 @@ package membership
 import (
 	"context"
 	"time"
+
+	"github.com/berth-cluster/berth/internal/poll"
 )
 
 // Pace waits d, or until ctx ends, and then returns ctx's error.
@@ -18,12 +20,8 @@ const (
 
 // RealPace waits d on a timer, or until ctx ends.
 func RealPace(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
+	if !poll.Sleep(ctx, d) {
 		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
+	return nil
 }

@@ -277,18 +277,7 @@ func TestRaftJoinWithANewAddressReplacesTheMaster(t *testing.T) {
 	c.stop(moved)
 	c.peers[moved] = freeAddr(t)
 	c.startAt(moved, c.peers[moved])
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := leader.Join(ctx, moved, c.peers[moved]); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := servers(t, leader), members(c.peers); !slices.Equal(got, want) {
-		t.Fatalf("servers %v, want %v", got, want)
-	}
-	if err := leader.Write(ctx, []Command{BumpEpoch()}); err != nil {
-		t.Fatal(err)
-	}
-	c.converged(func(s *State) bool { return s.Epoch == 1 })
+	joinAndCommit(t, c, leader, moved)
 }
 
 // A new master at a departed master's address replaces it: the departed
@@ -302,9 +291,17 @@ func TestRaftJoinAtAnOldAddressRemovesTheOldMaster(t *testing.T) {
 	delete(c.peers, gone)
 	c.peers["m4"] = addr
 	c.startAt("m4", addr)
+	joinAndCommit(t, c, leader, "m4")
+}
+
+// joinAndCommit joins id at its address in c.peers through leader, checks
+// that the configuration is exactly c.peers, and that a write commits on
+// every member.
+func joinAndCommit(t *testing.T, c *raftCluster, leader *Raft, id string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := leader.Join(ctx, "m4", addr); err != nil {
+	if err := leader.Join(ctx, id, c.peers[id]); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := servers(t, leader), members(c.peers); !slices.Equal(got, want) {

@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"maps"
 	"reflect"
@@ -45,20 +46,10 @@ type aged struct {
 }
 
 func (a aged) cmp(b aged) int {
-	if c := cmpInt(a.at, b.at); c != 0 {
+	if c := cmp.Compare(a.at, b.at); c != 0 {
 		return c
 	}
 	return strings.Compare(a.id, b.id)
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // build indexes m's finished records, the first time it is needed.

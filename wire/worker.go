@@ -174,3 +174,14 @@ type StaleEpoch struct {
 	Code  ErrorCode `json:"code"`  // CodeStaleEpoch
 	Epoch uint64    `json:"epoch"` // the newest epoch the worker has seen
 }
+
+// Command is a master's command to a worker: each carries the master's
+// epoch, which the worker checks before anything else.
+type Command interface{ CommandEpoch() uint64 }
+
+func (c LaunchExecutor) CommandEpoch() uint64      { return c.Epoch }
+func (c KillExecutor) CommandEpoch() uint64        { return c.Epoch }
+func (c LaunchDriver) CommandEpoch() uint64        { return c.Epoch }
+func (c KillDriver) CommandEpoch() uint64          { return c.Epoch }
+func (c ApplicationFinished) CommandEpoch() uint64 { return c.Epoch }
+func (c Reconnect) CommandEpoch() uint64           { return c.Epoch }

@@ -21,33 +21,23 @@ func (w *Worker) handler() http.Handler {
 	mux.HandleFunc(api.DriverLogs.Mux(), w.handleDriverLog)
 
 	mux.Handle(api.LaunchExecutor.Mux(), command(w, "launch executor",
-		func(c *wire.LaunchExecutor) uint64 { return c.Epoch }, validateLaunchExecutor,
+		validateLaunchExecutor,
 		func(c *wire.LaunchExecutor) error { return w.launchExecutor(*c) }))
 	mux.Handle(api.KillExecutor.Mux(), command(w, "kill executor",
-		func(c *wire.KillExecutor) uint64 { return c.Epoch }, validateKillExecutor,
+		validateKillExecutor,
 		func(c *wire.KillExecutor) error {
-			p := w.procs.executor(c.AppID, c.ExecutorID)
-			if p == nil {
-				return httpx.Coded(http.StatusNotFound, wire.CodeUnknownProcess, "unknown executor %d of app %s", c.ExecutorID, c.AppID)
-			}
-			w.kill(p, reasonMaster)
-			return nil
+			return w.killOnRequest(w.procs.executor(c.AppID, c.ExecutorID), fmt.Sprintf("executor %d of app %s", c.ExecutorID, c.AppID))
 		}))
 	mux.Handle(api.LaunchDriver.Mux(), command(w, "launch driver",
-		func(c *wire.LaunchDriver) uint64 { return c.Epoch }, validateLaunchDriver,
+		validateLaunchDriver,
 		func(c *wire.LaunchDriver) error { return w.launchDriver(*c) }))
 	mux.Handle(api.KillDriver.Mux(), command(w, "kill driver",
-		func(c *wire.KillDriver) uint64 { return c.Epoch }, validateKillDriver,
+		validateKillDriver,
 		func(c *wire.KillDriver) error {
-			p := w.procs.driver(c.DriverID)
-			if p == nil {
-				return httpx.Coded(http.StatusNotFound, wire.CodeUnknownProcess, "unknown driver %s", c.DriverID)
-			}
-			w.kill(p, reasonMaster)
-			return nil
+			return w.killOnRequest(w.procs.driver(c.DriverID), "driver "+c.DriverID)
 		}))
 	mux.Handle(api.AppFinished.Mux(), command(w, "application finished",
-		func(c *wire.ApplicationFinished) uint64 { return c.Epoch }, validateAppFinished,
+		validateAppFinished,
 		func(c *wire.ApplicationFinished) error {
 			// Spark broadcasts this to every worker the app used: an app we
 			// know nothing of is fine.
@@ -57,7 +47,7 @@ func (w *Worker) handler() http.Handler {
 			return nil
 		}))
 	mux.Handle(api.Reconnect.Mux(), command(w, "reconnect",
-		func(c *wire.Reconnect) uint64 { return c.Epoch }, validateReconnect,
+		validateReconnect,
 		func(c *wire.Reconnect) error {
 			w.sess.reconnect(normalizeMaster(c.Master))
 			return nil
@@ -68,7 +58,7 @@ func (w *Worker) handler() http.Handler {
 // command is the handler of a master's command: decode strictly (400/413),
 // validate (400), check the epoch (409 StaleEpoch if older than the newest
 // seen), then apply. Nothing changes unless all the checks pass.
-func command[T any](w *Worker, name string, epoch func(*T) uint64, validate func(*T) error, apply func(*T) error) http.Handler {
+func command[T wire.Command](w *Worker, name string, validate func(*T) error, apply func(*T) error) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		var c T
 		if err := httpx.DecodeJSON(rw, r, &c); err != nil {
@@ -81,10 +71,10 @@ func command[T any](w *Worker, name string, epoch func(*T) uint64, validate func
 			httpx.WriteErr(rw, httpx.Errorf(http.StatusBadRequest, "%s: %v", name, err))
 			return
 		}
-		if newest, ok := w.acceptEpoch(epoch(&c)); !ok {
-			w.log.Warn("refused a command from an older master", "command", name, "epoch", epoch(&c), "newest", newest)
+		if newest, ok := w.acceptEpoch(c.CommandEpoch()); !ok {
+			w.log.Warn("refused a command from an older master", "command", name, "epoch", c.CommandEpoch(), "newest", newest)
 			httpx.WriteJSON(rw, http.StatusConflict, wire.StaleEpoch{
-				Error: fmt.Sprintf("%s: stale epoch %d, the newest this worker has seen is %d", name, epoch(&c), newest),
+				Error: fmt.Sprintf("%s: stale epoch %d, the newest this worker has seen is %d", name, c.CommandEpoch(), newest),
 				Code:  wire.CodeStaleEpoch,
 				Epoch: newest,
 			})
@@ -97,6 +87,16 @@ func command[T any](w *Worker, name string, epoch func(*T) uint64, validate func
 		w.log.Debug("command applied", "command", name) // not the body: its env may hold secrets
 		httpx.WriteJSON(rw, http.StatusOK, struct{}{})
 	})
+}
+
+// killOnRequest kills p (what names it) for the master: 404 if it does not
+// run here.
+func (w *Worker) killOnRequest(p *proc, what string) error {
+	if p == nil {
+		return httpx.Coded(http.StatusNotFound, wire.CodeUnknownProcess, "unknown %s", what)
+	}
+	w.kill(p, reasonMaster)
+	return nil
 }
 
 // acceptEpoch accepts a command's epoch unless it is older than the newest

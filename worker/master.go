@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/internal/poll"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -81,7 +82,7 @@ func (w *Worker) masterLoop(ctx context.Context) {
 		// Registration answers quickly when what follows does not, so pause
 		// or the two would spin.
 		failures++
-		if !sleepCtx(ctx, backoff(failures, registerBackoffBase, w.cfg.RegisterBackoffMax)) {
+		if !poll.Sleep(ctx, backoff(failures, registerBackoffBase, w.cfg.RegisterBackoffMax)) {
 			return
 		}
 	}
@@ -303,16 +304,4 @@ func backoff(attempt int, base, limit time.Duration) time.Duration {
 	}
 	d = min(d, limit)
 	return d/2 + rand.N(d/2+1)
-}
-
-// sleepCtx sleeps d, or less if ctx ends; it reports whether ctx is alive.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

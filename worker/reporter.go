@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/internal/poll"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -196,7 +197,7 @@ func (w *Worker) deliverLoop(ctx context.Context) {
 			w.sess.lost(gen, leaderOf(err))
 		}
 		failures++
-		if !sleepCtx(ctx, backoff(failures, 100*time.Millisecond, 2*time.Second)) {
+		if !poll.Sleep(ctx, backoff(failures, 100*time.Millisecond, 2*time.Second)) {
 			return
 		}
 	}

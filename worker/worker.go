@@ -77,21 +77,17 @@ func (w *Worker) Config() Config { return w.cfg }
 func (w *Worker) Ready() <-chan struct{} { return w.ready }
 
 // ID is the worker's id, "" until Ready.
-func (w *Worker) ID() string {
-	select {
-	case <-w.ready:
-		return w.id
-	default:
-		return ""
-	}
-}
+func (w *Worker) ID() string { return w.onceReady(&w.id) }
 
 // URL is the base URL of the worker's API as registered with the master
 // (http://host:port), "" until Ready.
-func (w *Worker) URL() string {
+func (w *Worker) URL() string { return w.onceReady(&w.url) }
+
+// onceReady reads a field set before Ready closes, "" until then.
+func (w *Worker) onceReady(field *string) string {
 	select {
 	case <-w.ready:
-		return w.url
+		return *field
 	default:
 		return ""
 	}

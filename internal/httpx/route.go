@@ -31,18 +31,13 @@ func Coded(status int, code wire.ErrorCode, format string, args ...any) *StatusE
 	return se
 }
 
-// defaultCode is the code of an error body whose error has none: the one
-// its status implies.
-func defaultCode(status int) wire.ErrorCode {
-	switch status {
-	case http.StatusBadRequest:
-		return wire.CodeBadRequest
-	case http.StatusUnauthorized:
-		return wire.CodeUnauthorized
-	case http.StatusRequestEntityTooLarge:
-		return wire.CodeTooLarge
-	case http.StatusInternalServerError:
-		return wire.CodeInternal
-	}
-	return ""
+// defaultCodes are the codes of error bodies whose error has none: the one
+// their status implies ("" for the others).
+var defaultCodes = map[int]wire.ErrorCode{
+	http.StatusBadRequest:            wire.CodeBadRequest,
+	http.StatusUnauthorized:          wire.CodeUnauthorized,
+	http.StatusRequestEntityTooLarge: wire.CodeTooLarge,
+	http.StatusInternalServerError:   wire.CodeInternal,
 }
+
+func defaultCode(status int) wire.ErrorCode { return defaultCodes[status] }
