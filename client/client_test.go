@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -94,7 +95,7 @@ func TestFailoverOnConnectionRefused(t *testing.T) {
 	live := newFakeMaster(t, "", func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, 200, wire.Submitted{ID: "app-7"})
 	})
-	c := newTestClient(t, []string{deadAddress(t), live.URL()}, "")
+	c := newTestClient(t, []string{testproc.ClosedURL(t), live.URL()}, "")
 	// A refused connection certainly did not reach a master: it is retried
 	// on the next one.
 	id, err := c.RegisterApp(context.Background(), wire.AppDescription{Name: "a", Command: []string{"x"}})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -112,13 +113,8 @@ func TestEventsFailoverToNextMaster(t *testing.T) {
 	a.srv.Listener.Close()
 	a.srv.CloseClientConnections()
 
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Events: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Events did not end after failover")
+	if err := testproc.Receive(t, done, 20*time.Second, "Events to end after failover"); err != nil {
+		t.Fatalf("Events: %v", err)
 	}
 	if got := rec.got(); !sameTypes(got, "snapshot", "snapshot", "masterChanged", "appRemoved") {
 		t.Fatalf("events %v", got)
@@ -168,7 +164,7 @@ func TestEventsHandlerErrorAndCancel(t *testing.T) {
 	var rec recorder
 	done := make(chan error, 1)
 	go func() { done <- c.Events(ctx, "app-1", rec.handle) }()
-	waitFor(t, "the snapshot", func() bool { return len(rec.got()) == 1 })
+	testproc.Eventually(t, 10*time.Second, "the snapshot", func() bool { return len(rec.got()) == 1 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Events after cancel = %v", err)
@@ -225,13 +221,8 @@ func TestEventsLeaveAFrozenMaster(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- c.Events(context.Background(), "app-1", rec.handle) }()
 	<-streamed
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Events: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Events stuck on the frozen master")
+	if err := testproc.Receive(t, done, 20*time.Second, "Events to leave the frozen master"); err != nil {
+		t.Fatalf("Events: %v", err)
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("took %v to leave the frozen master (stream promise 300ms, open timeout 500ms)", took)
@@ -249,7 +240,7 @@ func TestEventsLeaveAFrozenMaster(t *testing.T) {
 // A master that refused connections (it was restarting) may lead again a
 // moment later: a follower's redirect to it is followed.
 func TestRedirectFollowedToARecentlyRefusingMaster(t *testing.T) {
-	leaderURL := deadAddress(t) // refuses connections until it "restarted"
+	leaderURL := testproc.ClosedURL(t) // refuses connections until it "restarted"
 	var restarted atomic.Bool
 	follower := newFakeMaster(t, "", func(w http.ResponseWriter, r *http.Request) {
 		if !restarted.Load() {
@@ -263,10 +254,7 @@ func TestRedirectFollowedToARecentlyRefusingMaster(t *testing.T) {
 	go func() { done <- c.Events(context.Background(), "app-1", func(wire.AppEvent) error { return nil }) }()
 	// Once the leader refused a connection (the client then asked the
 	// follower), it listens again, and the follower names it.
-	deadline := time.Now().Add(5 * time.Second)
-	for follower.count() == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond) // polling with a deadline
-	}
+	testproc.Eventually(t, 5*time.Second, "the client to ask the follower", func() bool { return follower.count() > 0 })
 	l, err := net.Listen("tcp", strings.TrimPrefix(leaderURL, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -275,12 +263,7 @@ func TestRedirectFollowedToARecentlyRefusingMaster(t *testing.T) {
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 	restarted.Store(true)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Events: %v", err)
-		}
-	case <-time.After(suspectFor / 2):
-		t.Fatalf("the redirect to the restarted leader was not followed within %v", suspectFor/2)
+	if err := testproc.Receive(t, done, suspectFor/2, "the redirect to the restarted leader to be followed"); err != nil {
+		t.Fatalf("Events: %v", err)
 	}
 }

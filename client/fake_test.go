@@ -1,7 +1,6 @@
 package client
 
 import (
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -50,19 +49,6 @@ func (f *fakeMaster) authHeaders() []string {
 	return append([]string(nil), f.auth...)
 }
 
-// deadAddress returns a base URL on which nothing listens: connecting to it
-// is refused.
-func deadAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return "http://" + addr
-}
-
 // newTestClient returns a client with quick retries for tests.
 func newTestClient(t *testing.T, masters []string, secret string, opts ...Option) *Client {
 	t.Helper()
@@ -77,16 +63,4 @@ func newTestClient(t *testing.T, masters []string, secret string, opts ...Option
 		t.Fatal(err)
 	}
 	return c
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

@@ -14,13 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-cluster/berth/internal/testcluster"
 	"github.com/berth-cluster/berth/wire"
 )
 
-// dSummary is the part of a cluster status that no request may change
+// statusSummary is the part of a cluster status that no request may change
 // without doing something: what exists and in which state (heartbeat times
 // left out).
-type dSummary struct {
+type statusSummary struct {
 	Epoch            uint64
 	Workers          []string
 	ActiveApps       []string
@@ -29,8 +30,8 @@ type dSummary struct {
 	CompletedDrivers []string
 }
 
-func dSummarize(st wire.ClusterStatus) dSummary {
-	s := dSummary{Epoch: st.Epoch}
+func summarize(st wire.ClusterStatus) statusSummary {
+	s := statusSummary{Epoch: st.Epoch}
 	for _, w := range st.Workers {
 		s.Workers = append(s.Workers, fmt.Sprintf("%s %s %s cores %d/%d mem %d/%d", w.ID, w.Address, w.State, w.CoresUsed, w.Cores, w.MemoryUsedMB, w.MemoryMB))
 	}
@@ -39,7 +40,7 @@ func dSummarize(st wire.ClusterStatus) dSummary {
 		if a.ExecutorLimit != nil {
 			limit = fmt.Sprint(*a.ExecutorLimit)
 		}
-		return fmt.Sprintf("%s %q %s max %d granted %d limit %s executors %s", a.ID, a.Name, a.State, a.MaxCores, a.CoresGranted, limit, dExecs(a))
+		return fmt.Sprintf("%s %q %s max %d granted %d limit %s executors %s", a.ID, a.Name, a.State, a.MaxCores, a.CoresGranted, limit, describeExecs(a))
 	}
 	for _, a := range st.ActiveApps {
 		s.ActiveApps = append(s.ActiveApps, app(a))
@@ -68,25 +69,25 @@ func dSummarize(st wire.ClusterStatus) dSummary {
 // daemons still run and neither logged a panic.
 func TestBadInputRefusedWithoutSideEffects(t *testing.T) {
 	t.Parallel()
-	appMarker, driverMarker, badMarker := dMarker(t), dMarker(t), dMarker(t)
-	cl := dStartCluster(t, nil, 4, "dbad")
+	appMarker, driverMarker, badMarker := newMarker(t), newMarker(t), newMarker(t)
+	cl := daemonCluster(t, nil, 4, "dbad")
 
 	// Something to leave alone: a running app and a running driver.
-	appID, err := cl.c.RegisterApp(dCtx(t, 20*time.Second), wire.AppDescription{
-		Name: "bystander", Command: dSleep(appMarker), MaxCores: 1, MemoryPerExecutorMB: 64,
+	appID, err := cl.c.RegisterApp(callCtx(t, 20*time.Second), wire.AppDescription{
+		Name: "bystander", Command: sleepArgs(appMarker), MaxCores: 1, MemoryPerExecutorMB: 64,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dFollow(t, cl.c, appID)
-	driverID, err := cl.c.SubmitDriver(dCtx(t, 20*time.Second), wire.DriverDescription{Command: dSleep(driverMarker), Cores: 1, MemoryMB: 64})
+	followEvents(t, cl.c, appID)
+	driverID, err := cl.c.SubmitDriver(callCtx(t, 20*time.Second), wire.DriverDescription{Command: sleepArgs(driverMarker), Cores: 1, MemoryMB: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := cl.mustStatusEventually(t, 20*time.Second, "app and driver RUNNING", func(st wire.ClusterStatus) error {
+	before := cl.statusWhen(20*time.Second, "app and driver RUNNING", func(st wire.ClusterStatus) error {
 		a, _ := appStatus(st, appID)
 		if a.State != wire.AppRunning || len(executorsIn(a, wire.ExecutorRunning)) != 1 {
-			return fmt.Errorf("app %s with executors %s, want RUNNING with one RUNNING executor", a.State, dExecs(a))
+			return fmt.Errorf("app %s with executors %s, want RUNNING with one RUNNING executor", a.State, describeExecs(a))
 		}
 		if len(st.ActiveDrivers) != 1 || st.ActiveDrivers[0].State != wire.DriverRunning {
 			return fmt.Errorf("drivers %+v, want one RUNNING", st.ActiveDrivers)
@@ -98,32 +99,32 @@ func TestBadInputRefusedWithoutSideEffects(t *testing.T) {
 	})
 	livePids := append(pidsOf(appMarker), pidsOf(driverMarker)...)
 	worker := before.Workers[0].Address
-	workerBefore, err := dWorkerState(t, worker)
+	workerBefore, err := workerState(worker)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	const hugeEpoch = 1 << 40 // accepted, it would make the worker refuse its real master
-	good := wire.AppDescription{Name: "bad", Command: dSleep(badMarker), MaxCores: 1, MemoryPerExecutorMB: 64}
+	good := wire.AppDescription{Name: "bad", Command: sleepArgs(badMarker), MaxCores: 1, MemoryPerExecutorMB: 64}
 	app := func(edit func(*wire.AppDescription)) []byte {
 		d := good
 		edit(&d)
-		return dJSON(t, d)
+		return jsonOf(t, d)
 	}
-	goodDriver := wire.DriverDescription{Command: dSleep(badMarker), Cores: 1, MemoryMB: 64}
+	goodDriver := wire.DriverDescription{Command: sleepArgs(badMarker), Cores: 1, MemoryMB: 64}
 	driver := func(edit func(*wire.DriverDescription)) []byte {
 		d := goodDriver
 		edit(&d)
-		return dJSON(t, d)
+		return jsonOf(t, d)
 	}
-	goodLaunch := wire.LaunchExecutor{Epoch: hugeEpoch, MasterURL: cl.m.url, AppID: "app-bad", ExecutorID: 0, Cores: 1, MemoryMB: 64, Command: dSleep(badMarker)}
+	goodLaunch := wire.LaunchExecutor{Epoch: hugeEpoch, MasterURL: cl.master("m1").URL, AppID: "app-bad", ExecutorID: 0, Cores: 1, MemoryMB: 64, Command: sleepArgs(badMarker)}
 	launch := func(edit func(*wire.LaunchExecutor)) []byte {
 		l := goodLaunch
 		edit(&l)
-		return dJSON(t, l)
+		return jsonOf(t, l)
 	}
 	big := func(v any) []byte {
-		return append(dJSON(t, v), strings.Repeat(" ", wire.MaxBodyBytes)...)
+		return append(jsonOf(t, v), strings.Repeat(" ", wire.MaxBodyBytes)...)
 	}
 	esc := url.PathEscape
 
@@ -186,7 +187,7 @@ func TestBadInputRefusedWithoutSideEffects(t *testing.T) {
 		{"unknown driver: log", onMaster, "GET", "/v1/drivers/driver-20000101000000-9999/logs/stdout", right, nil, 404},
 		{"unknown worker: heartbeat", onMaster, "POST", "/v1/workers/no-such-worker/heartbeat", right, []byte(`{}`), 200}, // answered with reconnect: checked below
 		{"unknown worker: executor state", onMaster, "POST", "/v1/workers/no-such-worker/executor-state", right,
-			dJSON(t, wire.ExecutorStateChanged{AppID: appID, ExecutorID: 0, State: wire.ExecutorFailed}), 404},
+			jsonOf(t, wire.ExecutorStateChanged{AppID: appID, ExecutorID: 0, State: wire.ExecutorFailed}), 404},
 		// Unsafe ids.
 		{"unsafe app id", onMaster, "GET", "/v1/apps/" + esc("../etc"), right, nil, 400},
 		{"unsafe app id: kill", onMaster, "DELETE", "/v1/apps/" + esc("../../etc/passwd"), right, nil, 400},
@@ -194,21 +195,21 @@ func TestBadInputRefusedWithoutSideEffects(t *testing.T) {
 		{"unsafe driver id: log", onMaster, "GET", "/v1/drivers/" + esc("../../etc/passwd") + "/logs/stdout", right, nil, 400},
 		{"unsafe worker id: heartbeat", onMaster, "POST", "/v1/workers/" + esc("../x") + "/heartbeat", right, []byte(`{}`), 400},
 		{"unsafe worker id: register", onMaster, "POST", "/v1/workers", right,
-			dJSON(t, wire.RegisterWorker{ID: "../evil", Host: "127.0.0.1", Port: 1, Cores: 1, MemoryMB: 1, Address: "http://127.0.0.1:1"}), 400},
+			jsonOf(t, wire.RegisterWorker{ID: "../evil", Host: "127.0.0.1", Port: 1, Cores: 1, MemoryMB: 1, Address: "http://127.0.0.1:1"}), 400},
 		{"worker with 0 cores: register", onMaster, "POST", "/v1/workers", right,
-			dJSON(t, wire.RegisterWorker{ID: "zero", Host: "127.0.0.1", Port: 1, Cores: 0, MemoryMB: 1, Address: "http://127.0.0.1:1"}), 400},
+			jsonOf(t, wire.RegisterWorker{ID: "zero", Host: "127.0.0.1", Port: 1, Cores: 0, MemoryMB: 1, Address: "http://127.0.0.1:1"}), 400},
 		// Too large.
 		{"app: body over 1 MiB", onMaster, "POST", "/v1/apps", right, big(good), 413},
 		{"driver: body over 1 MiB", onMaster, "POST", "/v1/drivers", right, big(goodDriver), 413},
 		// Authentication.
 		{"status without secret", onMaster, "GET", "/v1/cluster", none, nil, 401},
 		{"status with wrong secret", onMaster, "GET", "/v1/cluster", wrong, nil, 401},
-		{"app with wrong secret", onMaster, "POST", "/v1/apps", wrong, dJSON(t, good), 401},
-		{"driver without secret", onMaster, "POST", "/v1/drivers", none, dJSON(t, goodDriver), 401},
+		{"app with wrong secret", onMaster, "POST", "/v1/apps", wrong, jsonOf(t, good), 401},
+		{"driver without secret", onMaster, "POST", "/v1/drivers", none, jsonOf(t, goodDriver), 401},
 		{"kill app with wrong secret", onMaster, "DELETE", "/v1/apps/" + appID, wrong, nil, 401},
 		{"kill driver without secret", onMaster, "DELETE", "/v1/drivers/" + driverID, none, nil, 401},
 		{"register worker with wrong secret", onMaster, "POST", "/v1/workers", wrong,
-			dJSON(t, wire.RegisterWorker{ID: "intruder", Host: "127.0.0.9", Port: 9, Cores: 64, MemoryMB: 1 << 20, Address: "http://127.0.0.9:9"}), 401},
+			jsonOf(t, wire.RegisterWorker{ID: "intruder", Host: "127.0.0.9", Port: 9, Cores: 64, MemoryMB: 1 << 20, Address: "http://127.0.0.9:9"}), 401},
 		// Methods.
 		{"PUT status", onMaster, "PUT", "/v1/cluster", right, nil, 405},
 		{"list apps", onMaster, "GET", "/v1/apps", right, nil, 405},
@@ -227,12 +228,12 @@ func TestBadInputRefusedWithoutSideEffects(t *testing.T) {
 		{"launch: unsafe app id", onWorker, "POST", "/v1/executors", right, launch(func(l *wire.LaunchExecutor) { l.AppID = "../../etc" }), 400},
 		{"launch: reserved app id", onWorker, "POST", "/v1/executors", right, launch(func(l *wire.LaunchExecutor) { l.AppID = "drivers" }), 400},
 		{"launch driver: unsafe id", onWorker, "POST", "/v1/drivers", right,
-			dJSON(t, wire.LaunchDriver{Epoch: hugeEpoch, DriverID: "../x", Cores: 1, MemoryMB: 64, Command: dSleep(badMarker)}), 400},
-		{"kill executor: unsafe app id", onWorker, "POST", "/v1/executors/kill", right, dJSON(t, wire.KillExecutor{Epoch: hugeEpoch, AppID: "..", ExecutorID: 0}), 400},
-		{"reconnect: not a URL", onWorker, "POST", "/v1/reconnect", right, dJSON(t, wire.Reconnect{Epoch: hugeEpoch, Master: "ftp://x"}), 400},
+			jsonOf(t, wire.LaunchDriver{Epoch: hugeEpoch, DriverID: "../x", Cores: 1, MemoryMB: 64, Command: sleepArgs(badMarker)}), 400},
+		{"kill executor: unsafe app id", onWorker, "POST", "/v1/executors/kill", right, jsonOf(t, wire.KillExecutor{Epoch: hugeEpoch, AppID: "..", ExecutorID: 0}), 400},
+		{"reconnect: not a URL", onWorker, "POST", "/v1/reconnect", right, jsonOf(t, wire.Reconnect{Epoch: hugeEpoch, Master: "ftp://x"}), 400},
 		{"launch: body over 1 MiB", onWorker, "POST", "/v1/executors", right, big(goodLaunch), 413},
 		{"unknown executor: kill", onWorker, "POST", "/v1/executors/kill", right,
-			dJSON(t, wire.KillExecutor{Epoch: workerBefore.Epoch, AppID: "app-nope", ExecutorID: 0}), 404},
+			jsonOf(t, wire.KillExecutor{Epoch: workerBefore.Epoch, AppID: "app-nope", ExecutorID: 0}), 404},
 		{"unsafe app id: log", onWorker, "GET", "/v1/executors/" + esc("../../etc") + "/0/logs/stdout", right, nil, 400},
 		{"executor id 007: log", onWorker, "GET", "/v1/executors/" + appID + "/007/logs/stdout", right, nil, 400},
 		{"unsafe driver id: log", onWorker, "GET", "/v1/drivers/" + esc("../x") + "/logs/stdout", right, nil, 400},
@@ -240,12 +241,12 @@ func TestBadInputRefusedWithoutSideEffects(t *testing.T) {
 		{"state without secret", onWorker, "GET", "/v1/state", none, nil, 401},
 		{"state with wrong secret", onWorker, "GET", "/v1/state", wrong, nil, 401},
 		{"launch with wrong secret", onWorker, "POST", "/v1/executors", wrong, launch(func(l *wire.LaunchExecutor) { l.Epoch = workerBefore.Epoch }), 401},
-		{"app finished without secret", onWorker, "POST", "/v1/apps/finished", none, dJSON(t, wire.ApplicationFinished{Epoch: workerBefore.Epoch, AppID: appID}), 401},
+		{"app finished without secret", onWorker, "POST", "/v1/apps/finished", none, jsonOf(t, wire.ApplicationFinished{Epoch: workerBefore.Epoch, AppID: appID}), 401},
 		{"GET executors", onWorker, "GET", "/v1/executors", right, nil, 405},
 		{"DELETE state", onWorker, "DELETE", "/v1/state", right, nil, 405},
 	}
 	for _, c := range cases {
-		base, where := cl.m.url, "master"
+		base, where := cl.master("m1").URL, "master"
 		if c.worker {
 			base, where = worker, "worker"
 		}
@@ -256,7 +257,7 @@ func TestBadInputRefusedWithoutSideEffects(t *testing.T) {
 		case wrong:
 			key = secret + "-not"
 		}
-		r, err := dRaw(c.method, base+c.path, key, c.body)
+		r, err := call(c.method, base+c.path, key, c.body)
 		if err != nil {
 			t.Errorf("%s (%s %s on the %s): %v", c.name, c.method, c.path, where, err)
 			continue
@@ -286,13 +287,13 @@ func TestBadInputRefusedWithoutSideEffects(t *testing.T) {
 
 	// A raw ".." in a path never reaches a handler: Go's router answers
 	// with a redirect to the cleaned path, which names nothing.
-	r, err := dRaw("GET", cl.m.url+"/v1/apps/../../etc/passwd", secret, nil)
+	r, err := call("GET", cl.master("m1").URL+"/v1/apps/../../etc/passwd", secret, nil)
 	switch {
 	case err != nil:
 		t.Errorf("raw ../ path: %v", err)
 	case r.status/100 == 4:
 	case r.status/100 == 3 && !strings.Contains(r.header.Get("Location"), ".."):
-		if r2, err := dRaw("GET", cl.m.url+r.header.Get("Location"), secret, nil); err != nil || r2.status != http.StatusNotFound {
+		if r2, err := call("GET", cl.master("m1").URL+r.header.Get("Location"), secret, nil); err != nil || r2.status != http.StatusNotFound {
 			t.Errorf("raw ../ path redirects to %s, which answers %d %v; want 404", r.header.Get("Location"), r2.status, err)
 		}
 	default:
@@ -310,13 +311,13 @@ func TestBadInputRefusedWithoutSideEffects(t *testing.T) {
 		{"/v1/drivers", driver(func(*wire.DriverDescription) {}), []string{"a", "b"}},
 		{"/v1/drivers", driver(func(*wire.DriverDescription) {}), []string{""}},
 	} {
-		req, err := http.NewRequest("POST", cl.m.url+kc.path, bytes.NewReader(kc.body))
+		req, err := http.NewRequest("POST", cl.master("m1").URL+kc.path, bytes.NewReader(kc.body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		req.Header.Set("Authorization", "Bearer "+secret)
 		req.Header[wire.IdempotencyKeyHeader] = kc.keys
-		resp, err := httpDefault.Do(req)
+		resp, err := httpClient.Do(req)
 		if err != nil {
 			t.Errorf("POST %s with key %q: %v", kc.path, kc.keys, err)
 			continue
@@ -329,37 +330,37 @@ func TestBadInputRefusedWithoutSideEffects(t *testing.T) {
 	}
 
 	// Nothing changed.
-	after := cl.mustStatus(t)
-	if b, a := dSummarize(before), dSummarize(after); !reflect.DeepEqual(b, a) {
+	after := cl.mustStatus()
+	if b, a := summarize(before), summarize(after); !reflect.DeepEqual(b, a) {
 		t.Errorf("cluster status changed by bad requests:\nbefore %+v\nafter  %+v", b, a)
 	}
-	workerAfter, err := dWorkerState(t, worker)
+	workerAfter, err := workerState(worker)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(workerBefore, workerAfter) {
 		t.Errorf("worker state changed by bad requests:\nbefore %+v\nafter  %+v", workerBefore, workerAfter)
 	}
-	dStable(t, 500*time.Millisecond, "no process started or killed", func() error {
+	testcluster.Stable(t, 500*time.Millisecond, "no process started or killed", func() error {
 		if pids := pidsOf(badMarker); len(pids) != 0 {
 			return fmt.Errorf("a refused request started processes %v", pids)
 		}
-		if now := append(pidsOf(appMarker), pidsOf(driverMarker)...); !dSamePids(now, livePids) {
+		if now := append(pidsOf(appMarker), pidsOf(driverMarker)...); !samePids(now, livePids) {
 			return fmt.Errorf("running processes changed: %v, were %v", now, livePids)
 		}
 		return nil
 	})
-	for _, p := range []*proc{cl.m.proc, cl.workers["dbad"].proc} {
-		if p.exited() {
-			t.Errorf("%s exited: %v", p.name, p.err)
+	for _, p := range []*testcluster.Proc{cl.master("m1").Proc(), cl.worker("dbad").Proc} {
+		if p.Exited() {
+			t.Errorf("%s exited: %v", p.Name, p.Err())
 		}
-		if p.logContains(`(?i)panic`) {
-			t.Errorf("%s logged a panic", p.name)
+		if logCount(p, `(?i)panic`) > 0 {
+			t.Errorf("%s logged a panic", p.Name)
 		}
 	}
-	for _, u := range []string{cl.m.url, worker} {
-		if code, err := httpGet(u + "/healthz"); err != nil || code != http.StatusOK {
-			t.Errorf("%s/healthz: %d %v", u, code, err)
+	for _, u := range []string{cl.master("m1").URL, worker} {
+		if r, err := call(http.MethodGet, u+"/healthz", "", nil); err != nil || r.status != http.StatusOK {
+			t.Errorf("%s/healthz: %d %v", u, r.status, err)
 		}
 	}
 }

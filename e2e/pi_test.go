@@ -6,6 +6,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"os/exec"
 	"regexp"
@@ -15,27 +16,28 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/client"
+	"github.com/berth-cluster/berth/internal/testcluster"
 	"github.com/berth-cluster/berth/wire"
 )
 
 // The pi job of the test: enough work (some 2e9 samples, a few seconds on
 // two cores) that a worker can be killed while it runs.
 const (
-	dPiTasks   = 200
-	dPiSamples = 10_000_000
+	piTasks   = 200
+	piSamples = 10_000_000
 )
 
-func dPiArgs() []string {
-	return []string{bin.pi, "--tasks", strconv.Itoa(dPiTasks), "--samples", strconv.Itoa(dPiSamples),
+func piArgs() []string {
+	return []string{piBin, "--tasks", strconv.Itoa(piTasks), "--samples", strconv.Itoa(piSamples),
 		"--executor-memory", "64m", "--log-level", "debug"}
 }
 
-// dPiTaskDone matches the driver's debug line about a task result, giving
+// piTaskDone matches the driver's debug line about a task result, giving
 // the executor.
-var dPiTaskDone = regexp.MustCompile(`msg="task done" task=\d+ executor=(\d+)`)
+var piTaskDone = regexp.MustCompile(`msg="task done" task=\d+ executor=(\d+)`)
 
-// dPiLine matches the driver's result line.
-var dPiLine = regexp.MustCompile(`(?m)^Pi is roughly ([0-9.]+) \((\d+) samples in (\d+) tasks\)$`)
+// piLine matches the driver's result line.
+var piLine = regexp.MustCompile(`(?m)^Pi is roughly ([0-9.]+) \((\d+) samples in (\d+) tasks\)$`)
 
 // TestPiSurvivesWorkerKilledMidJob runs the pi job on three workers and
 // kills (SIGKILL) one that runs executors, but not the driver, once tasks
@@ -49,17 +51,16 @@ var dPiLine = regexp.MustCompile(`(?m)^Pi is roughly ([0-9.]+) \((\d+) samples i
 // `berth status` must list the live cluster's workers and the job's app.
 func TestPiSurvivesWorkerKilledMidJob(t *testing.T) {
 	t.Parallel()
-	ref := dStartCluster(t, nil, 4, "piref")
-	refSubmit := start(t, "berth-submit", bin.berth,
-		append([]string{"--master", ref.m.url, "submit", "--wait", "--poll", "200ms", "--cores", "1", "--memory", "128m", "--"}, dPiArgs()...),
-		"BERTH_SECRET="+secret)
+	ref := daemonCluster(t, nil, 4, "piref")
+	refSubmit := start(t, "berth-submit", bin.Berth,
+		append([]string{"--master", ref.master("m1").URL, "submit", "--wait", "--poll", "200ms", "--cores", "1", "--memory", "128m", "--"}, piArgs()...))
 
-	cl := dStartCluster(t, nil, 4, "pi1", "pi2", "pi3")
-	driverID, err := cl.c.SubmitDriver(dCtx(t, 20*time.Second), wire.DriverDescription{Command: dPiArgs(), Cores: 1, MemoryMB: 128})
+	cl := daemonCluster(t, nil, 4, "pi1", "pi2", "pi3")
+	driverID, err := cl.c.SubmitDriver(callCtx(t, 20*time.Second), wire.DriverDescription{Command: piArgs(), Cores: 1, MemoryMB: 128})
 	if err != nil {
 		t.Fatal(err)
 	}
-	drv := cl.driver(t, driverID, 20*time.Second, "pi driver RUNNING", func(d wire.DriverStatus) error {
+	drv := cl.driverWhen(driverID, 20*time.Second, "pi driver RUNNING", func(d wire.DriverStatus) error {
 		if d.State != wire.DriverRunning || d.WorkerID == "" {
 			return fmt.Errorf("want RUNNING on a worker")
 		}
@@ -68,11 +69,7 @@ func TestPiSurvivesWorkerKilledMidJob(t *testing.T) {
 
 	// The app's executors run, some on workers other than the driver's.
 	var app wire.AppStatus
-	eventually(t, 20*time.Second, "pi app with RUNNING executors away from the driver", func() error {
-		st, err := cl.status(t)
-		if err != nil {
-			return err
-		}
+	cl.statusWhen(20*time.Second, "pi app with RUNNING executors away from the driver", func(st wire.ClusterStatus) error {
 		if len(st.ActiveApps) != 1 {
 			return fmt.Errorf("%d active apps, want the pi app", len(st.ActiveApps))
 		}
@@ -82,10 +79,10 @@ func TestPiSurvivesWorkerKilledMidJob(t *testing.T) {
 				return nil
 			}
 		}
-		return fmt.Errorf("no RUNNING executor away from the driver's worker %s: %s", drv.WorkerID, dExecs(app))
+		return fmt.Errorf("no RUNNING executor away from the driver's worker %s: %s", drv.WorkerID, describeExecs(app))
 	})
 	// berth status lists the workers and the app.
-	out, err := exec.Command(bin.berth, "--master", cl.m.url, "--secret", secret, "status").CombinedOutput()
+	out, err := exec.Command(bin.Berth, "--master", cl.master("m1").URL, "--secret", secret, "status").CombinedOutput()
 	if err != nil {
 		t.Fatalf("berth status: %v\n%s", err, out)
 	}
@@ -106,12 +103,12 @@ func TestPiSurvivesWorkerKilledMidJob(t *testing.T) {
 		execWorker[strconv.Itoa(e.ID)] = e.WorkerID
 	}
 	victimID, doneThen := "", 0
-	eventually(t, 30*time.Second, "pi tasks done away from the driver's worker", func() error {
-		logs, err := dReadAll(cl.c.DriverLogs(dCtx(t, 5*time.Second), driverID, client.Stderr, 0))
+	testcluster.Eventually(t, 30*time.Second, "pi tasks done away from the driver's worker", func() error {
+		logs, err := readAll(cl.c.DriverLogs(callCtx(t, 5*time.Second), driverID, client.Stderr, 0))
 		if err != nil {
 			return err
 		}
-		done := dPiTaskDone.FindAllStringSubmatch(logs, -1)
+		done := piTaskDone.FindAllStringSubmatch(logs, -1)
 		if victimID != "" {
 			if len(done) < doneThen+5 {
 				return fmt.Errorf("%d tasks done, want %d", len(done), doneThen+5)
@@ -124,12 +121,12 @@ func TestPiSurvivesWorkerKilledMidJob(t *testing.T) {
 				return fmt.Errorf("victim %s chosen at %d tasks done", w, doneThen)
 			}
 		}
-		return fmt.Errorf("%d tasks done, none by an executor on another worker than %s (executors %s)", len(done), drv.WorkerID, dExecs(app))
+		return fmt.Errorf("%d tasks done, none by an executor on another worker than %s (executors %s)", len(done), drv.WorkerID, describeExecs(app))
 	})
-	if d, err := cl.c.Driver(dCtx(t, 5*time.Second), driverID); err != nil || d.State != wire.DriverRunning {
+	if d, err := cl.c.Driver(callCtx(t, 5*time.Second), driverID); err != nil || d.State != wire.DriverRunning {
 		t.Fatalf("driver %s (%v) before the kill: the job must still run; make it longer", d.State, err)
 	}
-	cl.workers[victimID].kill()
+	cl.worker(victimID).Kill()
 	killed := time.Now()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -142,11 +139,11 @@ func TestPiSurvivesWorkerKilledMidJob(t *testing.T) {
 		t.Fatalf("driver ended as %s %s (%s), want %s FINISHED", final.ID, final.State, final.Message, driverID)
 	}
 	t.Logf("killed worker %s (the driver runs on %s); the job finished %s later", victimID, drv.WorkerID, time.Since(killed).Round(time.Millisecond))
-	stdout, err := dReadAll(cl.c.DriverLogs(dCtx(t, 10*time.Second), driverID, client.Stdout, 0))
+	stdout, err := readAll(cl.c.DriverLogs(callCtx(t, 10*time.Second), driverID, client.Stdout, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr, err := dReadAll(cl.c.DriverLogs(dCtx(t, 10*time.Second), driverID, client.Stderr, 0))
+	stderr, err := readAll(cl.c.DriverLogs(callCtx(t, 10*time.Second), driverID, client.Stderr, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,30 +152,30 @@ func TestPiSurvivesWorkerKilledMidJob(t *testing.T) {
 	if !strings.Contains(stderr, "tasks re-queued") {
 		t.Errorf("the driver re-queued no task: the kill did not hit the job; its stderr:\n%s", stderr)
 	}
-	st := cl.mustStatus(t)
+	st := cl.mustStatus()
 	if a, ok := appStatus(st, app.ID); !ok || a.State != wire.AppFinished {
 		t.Errorf("pi app %s is %s (%s), want FINISHED", app.ID, a.State, a.Message)
 	} else if len(executorsIn(a, wire.ExecutorLost)) == 0 {
-		t.Errorf("pi app lost no executor: %s", dExecs(a))
+		t.Errorf("pi app lost no executor: %s", describeExecs(a))
 	}
 
 	// The reference run, without failures.
 	select {
-	case <-refSubmit.done:
+	case <-refSubmit.Done():
 	case <-time.After(120 * time.Second):
 		t.Fatal("berth submit --wait of the reference job did not return")
 	}
-	refOut := strings.Join(refSubmit.logLines(), "\n")
-	if refSubmit.err != nil || !strings.Contains(refOut, "FINISHED") {
-		t.Fatalf("berth submit --wait of the reference job: %v\n%s", refSubmit.err, refOut)
+	refOut := refSubmit.LogTail(1 << 20)
+	if refSubmit.Err() != nil || !strings.Contains(refOut, "FINISHED") {
+		t.Fatalf("berth submit --wait of the reference job: %v\n%s", refSubmit.Err(), refOut)
 	}
 	refID := regexp.MustCompile(`driver-\S+`).FindString(refOut)
-	refStdout, err := dReadAll(ref.c.DriverLogs(dCtx(t, 10*time.Second), refID, client.Stdout, 0))
+	refStdout, err := readAll(ref.c.DriverLogs(callCtx(t, 10*time.Second), refID, client.Stdout, 0))
 	if err != nil {
 		t.Fatalf("logs of the reference driver %q: %v", refID, err)
 	}
 
-	got, want := dPiLine.FindStringSubmatch(stdout), dPiLine.FindStringSubmatch(refStdout)
+	got, want := piLine.FindStringSubmatch(stdout), piLine.FindStringSubmatch(refStdout)
 	if want == nil {
 		t.Fatalf("the reference job printed no result: %q", refStdout)
 	}
@@ -189,10 +186,20 @@ func TestPiSurvivesWorkerKilledMidJob(t *testing.T) {
 	if got[0] != want[0] {
 		t.Errorf("with a worker killed the job printed %q, without failures %q", got[0], want[0])
 	}
-	if got[2] != strconv.Itoa(dPiTasks*dPiSamples) || got[3] != strconv.Itoa(dPiTasks) {
+	if got[2] != strconv.Itoa(piTasks*piSamples) || got[3] != strconv.Itoa(piTasks) {
 		t.Errorf("result %q does not count every sample of every task once", got[0])
 	}
 	if v, err := strconv.ParseFloat(got[1], 64); err != nil || math.Abs(v-math.Pi) > 0.01 {
 		t.Errorf("Pi is roughly %s (%v): more than 0.01 from %f", got[1], err, math.Pi)
 	}
+}
+
+// readAll reads a log stream through the client.
+func readAll(rc io.ReadCloser, err error) (string, error) {
+	if err != nil {
+		return "", err
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	return string(data), err
 }

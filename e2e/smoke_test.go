@@ -7,7 +7,7 @@ import (
 
 // TestSmoke: one master, one worker, the worker registers.
 func TestSmoke(t *testing.T) {
-	m := startMaster(t, masterOpts{extra: []string{"--worker-timeout", "3s"}})
-	startWorker(t, []string{m.url}, 2, "1g")
-	aliveWorkers(t, newClient(t, m.url), 1, 15*time.Second)
+	cl := startCluster(t, clusterSpec{flags: []string{"--worker-timeout", "3s"}})
+	cl.addWorker("w1", 2, "1g")
+	cl.waitWorkers(15*time.Second, "w1")
 }

@@ -6,6 +6,7 @@ package placement_test
 // panic, over-commit a worker or touch the caller's slices.
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -362,7 +363,7 @@ func TestRoundClampsAWrongPolicy(t *testing.T) {
 	}
 	reverse := func(ws []placement.Worker) { slices.Reverse(ws) }
 	sortByID := func(ws []placement.Worker) {
-		slices.SortFunc(ws, func(a, b placement.Worker) int { return cmpString(a.ID, b.ID) })
+		slices.SortFunc(ws, func(a, b placement.Worker) int { return cmp.Compare(a.ID, b.ID) })
 	}
 	fill := func(v int, extra int) func(placement.App, []placement.Worker) []int {
 		return func(_ placement.App, ws []placement.Worker) []int {
@@ -393,14 +394,4 @@ func TestRoundClampsAWrongPolicy(t *testing.T) {
 			})
 		}
 	}
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -8,6 +8,7 @@ package placement_test
 // in the issue, and checked against the reference too.
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -144,7 +145,7 @@ func TestUnitRecovery(t *testing.T) {
 
 	// Spark: cores-free-desc gives w4, w1, w2, w3; two passes of one core each.
 	spark := placement.StartExecutorsOnWorkers(apps, workers, mustNew(t, "spread", placement.Options{}))
-	if got, want := coresByWorker(spark), map[string]int{"w4": 2, "w1": 2, "w2": 1, "w3": 1}; !mapsEqual(got, want) {
+	if got, want := coresByWorker(spark), map[string]int{"w4": 2, "w1": 2, "w2": 1, "w3": 1}; !maps.Equal(got, want) {
 		t.Errorf("spread, unit 1: %v, want %v", got, want)
 	}
 	for _, policy := range []string{"spread", "pack"} {
@@ -162,16 +163,4 @@ func sumCores(launches []placement.Launch) int {
 		total += l.Cores
 	}
 	return total
-}
-
-func mapsEqual(a, b map[string]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if bv, ok := b[k]; !ok || bv != v {
-			return false
-		}
-	}
-	return true
 }

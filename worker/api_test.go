@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -129,5 +130,5 @@ func TestTwoWorkersOnOneHost(t *testing.T) {
 	if a.ID() == b.ID() || a.URL() == b.URL() {
 		t.Errorf("same id or address: %s %s, %s %s", a.ID(), a.URL(), b.ID(), b.URL())
 	}
-	eventually(t, 10*time.Second, "both registered", func() bool { return fm.count("state") >= 2 })
+	testproc.Eventually(t, 10*time.Second, "both registered", func() bool { return fm.count("state") >= 2 })
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -19,8 +20,7 @@ func TestCleanupRemovesOnlyStaleDirectoriesOfEndedWork(t *testing.T) {
 	fm, w := startRegistered(t, func(c *Config) { c.CleanupTTL = ttl })
 	root := w.Config().WorkDir
 
-	w.launchExecutor("app-live", 0, helperCmd(t, "sleep"))
-	w.runningPid("app-live", 0)
+	w.runSleeper("app-live", 0)
 	w.launchExecutor("app-old", 0, helperCmd(t, "exit", "0"))
 	fm.waitFinal(t, "app-old", 0)
 	w.mustCall(200, "POST", "/v1/drivers", wire.LaunchDriver{Epoch: 5, DriverID: "drv-live", Cores: 1, Command: helperCmd(t, "sleep"), Env: helperEnvMap})
@@ -67,8 +67,7 @@ func TestCleanupRemovesOnlyStaleDirectoriesOfEndedWork(t *testing.T) {
 		t.Errorf("state after the sweep: %+v", st)
 	}
 	// The app can come back: its directory is made again.
-	w.launchExecutor("app-old", 1, helperCmd(t, "sleep"))
-	w.runningPid("app-old", 1)
+	w.runSleeper("app-old", 1)
 }
 
 // A TTL below zero (--cleanup-ttl 0) keeps everything.
@@ -79,11 +78,7 @@ func TestCleanupDisabled(t *testing.T) {
 	fm.waitFinal(t, "app-old", 0)
 	done := make(chan struct{})
 	go func() { w.cleanupLoop(t.Context()); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the cleanup loop runs although cleanup is off")
-	}
+	testproc.Receive(t, done, 5*time.Second, "the cleanup loop to return at once, cleanup being off")
 	if _, err := os.Stat(w.execDir("app-old", 0)); err != nil {
 		t.Errorf("an ended executor's directory went away with cleanup off: %v", err)
 	}

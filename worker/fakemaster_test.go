@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -43,105 +44,71 @@ type fakeMaster struct {
 func newFakeMaster(t *testing.T) *fakeMaster {
 	fm := &fakeMaster{epoch: 5, intervalMs: 100}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/workers", func(w http.ResponseWriter, r *http.Request) {
-		var req wire.RegisterWorker
-		if err := httpx.DecodeJSON(w, r, &req); err != nil {
-			httpx.WriteErr(w, err)
-			return
-		}
-		fm.mu.Lock()
-		defer fm.mu.Unlock()
-		fm.calls = append(fm.calls, "register")
+	mux.HandleFunc("POST /v1/workers", answer(fm, "register", func(req wire.RegisterWorker) (any, error) {
 		fm.registrations = append(fm.registrations, req)
 		if fm.onRegister != nil {
 			if err := fm.onRegister(len(fm.registrations)); err != nil {
-				httpx.WriteErr(w, err)
-				return
+				return nil, err
 			}
 		}
-		httpx.WriteJSON(w, 200, wire.RegisteredWorker{MasterID: "fake", Epoch: fm.epoch,
-			Duplicate: len(fm.registrations) > 1, HeartbeatIntervalMs: fm.intervalMs})
-	})
-	mux.HandleFunc("POST /v1/workers/{id}/state", func(w http.ResponseWriter, r *http.Request) {
-		var req wire.WorkerLatestState
-		if err := httpx.DecodeJSON(w, r, &req); err != nil {
-			httpx.WriteErr(w, err)
-			return
-		}
-		fm.mu.Lock()
-		defer fm.mu.Unlock()
-		fm.calls = append(fm.calls, "state")
+		return wire.RegisteredWorker{MasterID: "fake", Epoch: fm.epoch,
+			Duplicate: len(fm.registrations) > 1, HeartbeatIntervalMs: fm.intervalMs}, nil
+	}))
+	mux.HandleFunc("POST /v1/workers/{id}/state", answer(fm, "state", func(req wire.WorkerLatestState) (any, error) {
 		if fm.onState != nil {
 			if err := fm.onState(); err != nil {
-				httpx.WriteErr(w, err)
-				return
+				return nil, err
 			}
 		}
 		fm.states = append(fm.states, req)
-		httpx.WriteJSON(w, 200, wire.LatestStateReply{})
-	})
-	mux.HandleFunc("POST /v1/workers/{id}/heartbeat", func(w http.ResponseWriter, r *http.Request) {
-		var req wire.Heartbeat
-		if err := httpx.DecodeJSON(w, r, &req); err != nil {
-			httpx.WriteErr(w, err)
-			return
-		}
-		fm.mu.Lock()
-		defer fm.mu.Unlock()
-		fm.calls = append(fm.calls, "heartbeat")
+		return wire.LatestStateReply{}, nil
+	}))
+	mux.HandleFunc("POST /v1/workers/{id}/heartbeat", answer(fm, "heartbeat", func(req wire.Heartbeat) (any, error) {
 		reconnect := false
 		if fm.onHeartbeat != nil {
 			var err error
 			if reconnect, err = fm.onHeartbeat(); err != nil {
-				httpx.WriteErr(w, err)
-				return
+				return nil, err
 			}
 		}
 		fm.heartbeats = append(fm.heartbeats, time.Now())
 		fm.lastBeat = req
-		httpx.WriteJSON(w, 200, wire.HeartbeatReply{Epoch: fm.epoch, Reconnect: reconnect})
-	})
-	mux.HandleFunc("POST /v1/workers/{id}/executor-state", func(w http.ResponseWriter, r *http.Request) {
-		var req wire.ExecutorStateChanged
-		if err := httpx.DecodeJSON(w, r, &req); err != nil {
-			httpx.WriteErr(w, err)
-			return
-		}
-		fm.mu.Lock()
-		defer fm.mu.Unlock()
-		fm.calls = append(fm.calls, "executor-state")
+		return wire.HeartbeatReply{Epoch: fm.epoch, Reconnect: reconnect}, nil
+	}))
+	mux.HandleFunc("POST /v1/workers/{id}/executor-state", answer(fm, "executor-state", func(req wire.ExecutorStateChanged) (any, error) {
 		if fm.onExecState != nil {
 			if err := fm.onExecState(req); err != nil {
-				httpx.WriteErr(w, err)
-				return
+				return nil, err
 			}
 		}
 		fm.execStates = append(fm.execStates, req)
-		httpx.WriteJSON(w, 200, struct{}{})
-	})
-	mux.HandleFunc("POST /v1/workers/{id}/driver-state", func(w http.ResponseWriter, r *http.Request) {
-		var req wire.DriverStateChanged
-		if err := httpx.DecodeJSON(w, r, &req); err != nil {
-			httpx.WriteErr(w, err)
-			return
-		}
-		fm.mu.Lock()
-		defer fm.mu.Unlock()
-		fm.calls = append(fm.calls, "driver-state")
+		return struct{}{}, nil
+	}))
+	mux.HandleFunc("POST /v1/workers/{id}/driver-state", answer(fm, "driver-state", func(req wire.DriverStateChanged) (any, error) {
 		fm.driverStates = append(fm.driverStates, req)
-		httpx.WriteJSON(w, 200, struct{}{})
-	})
-	for _, notice := range []string{"decommission", "leave"} {
+		return struct{}{}, nil
+	}))
+	for _, notice := range []string{"decommission", "leave"} { // no body
 		mux.HandleFunc("POST /v1/workers/{id}/"+notice, func(w http.ResponseWriter, r *http.Request) {
-			fm.mu.Lock()
-			defer fm.mu.Unlock()
-			fm.calls = append(fm.calls, notice)
+			fm.with(func() { fm.calls = append(fm.calls, notice) })
 			httpx.WriteJSON(w, 200, struct{}{})
 		})
 	}
 	fm.srv = httptest.NewServer(httpx.RequireSecret(testSecret, mux)) // listens on 127.0.0.1
 	t.Cleanup(fm.srv.Close)
 	return fm
+}
+
+// answer serves one kind of call with a body: it decodes the request as
+// the master would, then, under the master's lock, logs the call and lets
+// reply record it (or refuse it, through a hook) and answer it.
+func answer[Req any](fm *fakeMaster, call string, reply func(Req) (any, error)) http.HandlerFunc {
+	return testproc.HandleJSON(func(_ *http.Request, req Req) (any, error) {
+		fm.mu.Lock()
+		defer fm.mu.Unlock()
+		fm.calls = append(fm.calls, call)
+		return reply(req)
+	})
 }
 
 func (fm *fakeMaster) URL() string { return fm.srv.URL }
@@ -194,7 +161,7 @@ func (fm *fakeMaster) driverReports(id string) []wire.DriverStateChanged {
 func (fm *fakeMaster) waitFinal(t *testing.T, appID string, execID int) []wire.ExecutorStateChanged {
 	t.Helper()
 	var reps []wire.ExecutorStateChanged
-	eventually(t, 15*time.Second, "final state of executor "+appID, func() bool {
+	testproc.Eventually(t, 15*time.Second, "final state of executor "+appID, func() bool {
 		reps = fm.execReports(appID, execID)
 		return len(reps) > 0 && reps[len(reps)-1].State.Finished()
 	})
@@ -204,7 +171,7 @@ func (fm *fakeMaster) waitFinal(t *testing.T, appID string, execID int) []wire.E
 func (fm *fakeMaster) waitDriverFinal(t *testing.T, id string) []wire.DriverStateChanged {
 	t.Helper()
 	var reps []wire.DriverStateChanged
-	eventually(t, 15*time.Second, "final state of driver "+id, func() bool {
+	testproc.Eventually(t, 15*time.Second, "final state of driver "+id, func() bool {
 		reps = fm.driverReports(id)
 		return len(reps) > 0 && reps[len(reps)-1].State.Finished() && reps[len(reps)-1].State != wire.DriverRelaunching
 	})
@@ -230,7 +197,7 @@ func (fm *fakeMaster) callLog() []string {
 // waitRegistered waits until the worker has registered and sent its state.
 func (fm *fakeMaster) waitRegistered(t *testing.T) {
 	t.Helper()
-	eventually(t, 10*time.Second, "registration and latest state", func() bool { return fm.count("state") > 0 })
+	testproc.Eventually(t, 10*time.Second, "registration and latest state", func() bool { return fm.count("state") > 0 })
 }
 
 func states[S any](reps []S, state func(S) string) []string {

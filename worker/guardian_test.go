@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berth-cluster/berth/internal/testproc"
 )
 
 // startGroup starts a sleep leading its own process group.
@@ -30,20 +32,12 @@ func TestGuardianKillsListedGroupsAtEOF(t *testing.T) {
 	io.WriteString(w, "+"+strconv.Itoa(unlisted.Process.Pid)+"\n")
 	io.WriteString(w, "-"+strconv.Itoa(unlisted.Process.Pid)+"\nnoise\n+1\n+x\n")
 	w.Close() // the worker died
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("guardian did not end at EOF")
-	}
+	testproc.Receive(t, done, 5*time.Second, "the guardian to end at EOF")
 	exited := make(chan error, 1)
 	go func() { exited <- listed.Wait() }()
-	select {
-	case err := <-exited:
-		if ws, ok := listed.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
-			t.Fatalf("listed group ended with %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("listed group survived the guardian")
+	err := testproc.Receive(t, exited, 5*time.Second, "the guardian to kill the listed group")
+	if ws, ok := listed.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("listed group ended with %v", err)
 	}
 	if err := unlisted.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Fatalf("unlisted group was killed: %v", err)

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -91,18 +92,6 @@ func helperCmd(t *testing.T, mode string, args ...string) []string {
 // helperEnvMap is the env of a helper child. GORACE: a race-enabled binary
 // otherwise sleeps 1s at exit.
 var helperEnvMap = map[string]string{helperEnv: "1", "GORACE": "atexit_sleep_ms=0"}
-
-// eventually polls cond every 10ms until it holds or the deadline passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // logWriter sends the worker's log to t.Log until the test ends.
 type logWriter struct {
@@ -265,7 +254,7 @@ func (tw *testWorker) execDir(appID string, execID int) string {
 func pidOf(t *testing.T, dir string) int {
 	t.Helper()
 	pid := 0
-	eventually(t, 10*time.Second, "the child's pid in "+dir, func() bool {
+	testproc.Eventually(t, 10*time.Second, "the child's pid in "+dir, func() bool {
 		data, _ := os.ReadFile(filepath.Join(dir, "stdout"))
 		_, err := fmt.Sscanf(string(data), "pid %d", &pid)
 		return err == nil
@@ -273,23 +262,11 @@ func pidOf(t *testing.T, dir string) int {
 	return pid
 }
 
-// alive reports whether pid runs (a zombie counts as dead).
-func alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// pid (comm) S ...: the state follows the last ')'.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
 // runningPid waits for an executor to be RUNNING and to print its pid.
 func (tw *testWorker) runningPid(appID string, execID int) int {
 	tw.t.Helper()
 	pid := pidOf(tw.t, tw.execDir(appID, execID))
-	eventually(tw.t, 10*time.Second, "RUNNING in GET /v1/state", func() bool {
+	testproc.Eventually(tw.t, 10*time.Second, "RUNNING in GET /v1/state", func() bool {
 		for _, e := range tw.state().Executors {
 			if e.AppID == appID && e.ExecutorID == execID {
 				return e.State == wire.ExecutorRunning
@@ -298,4 +275,12 @@ func (tw *testWorker) runningPid(appID string, execID int) int {
 		return false
 	})
 	return pid
+}
+
+// runSleeper launches an executor that sleeps until it is killed and
+// returns its pid once it runs.
+func (tw *testWorker) runSleeper(appID string, execID int) int {
+	tw.t.Helper()
+	tw.launchExecutor(appID, execID, helperCmd(tw.t, "sleep"))
+	return tw.runningPid(appID, execID)
 }

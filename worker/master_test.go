@@ -2,19 +2,19 @@ package worker
 
 import (
 	"fmt"
-	"net"
 	"regexp"
 	"testing"
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
 func TestRegistrationThenLatestStateThenHeartbeats(t *testing.T) {
 	t.Parallel()
 	fm, w := startRegistered(t, nil)
-	eventually(t, 5*time.Second, "heartbeats", func() bool { return fm.count("heartbeat") >= 2 })
+	testproc.Eventually(t, 5*time.Second, "heartbeats", func() bool { return fm.count("heartbeat") >= 2 })
 
 	calls := fm.callLog()
 	if calls[0] != "register" || calls[1] != "state" || calls[2] != "heartbeat" {
@@ -47,7 +47,7 @@ func TestHeartbeatsAtTheInterval(t *testing.T) {
 	fm.intervalMs = 150
 	startWorker(t, []string{fm.URL()}, nil)
 	fm.waitRegistered(t)
-	eventually(t, 10*time.Second, "6 heartbeats", func() bool { return fm.count("heartbeat") >= 6 })
+	testproc.Eventually(t, 10*time.Second, "6 heartbeats", func() bool { return fm.count("heartbeat") >= 6 })
 	var beats []time.Time
 	fm.with(func() { beats = append(beats, fm.heartbeats...) })
 	// Single gaps vary with each request's latency; their mean must not.
@@ -55,17 +55,6 @@ func TestHeartbeatsAtTheInterval(t *testing.T) {
 	if mean < 120*time.Millisecond || mean > 600*time.Millisecond {
 		t.Errorf("mean gap between heartbeats %v, interval 150ms", mean)
 	}
-}
-
-// deadURL is a master address nobody listens on.
-func deadURL(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
 }
 
 func TestRegistrationRetriesAndFollowsTheLeader(t *testing.T) {
@@ -78,12 +67,12 @@ func TestRegistrationRetriesAndFollowsTheLeader(t *testing.T) {
 		}
 		return &httpx.StatusError{Status: 307, Message: "not the leader", Leader: leader.URL()}
 	}
-	w := startWorker(t, []string{deadURL(t), follower.URL()}, nil)
+	w := startWorker(t, []string{testproc.ClosedURL(t), follower.URL()}, nil)
 	leader.waitRegistered(t)
 	if n := follower.count("register"); n != 3 {
 		t.Errorf("follower saw %d registrations, want 3 (503, 503, 307)", n)
 	}
-	eventually(t, 5*time.Second, "heartbeats to the leader", func() bool { return leader.count("heartbeat") > 0 })
+	testproc.Eventually(t, 5*time.Second, "heartbeats to the leader", func() bool { return leader.count("heartbeat") > 0 })
 	if follower.count("heartbeat") != 0 {
 		t.Error("heartbeats went to the follower")
 	}
@@ -114,9 +103,8 @@ func TestRegistrationRefusalsAreRetried(t *testing.T) {
 func TestReconnectReplyRegistersAgainKeepingChildren(t *testing.T) {
 	t.Parallel()
 	fm, w := startRegistered(t, nil)
-	w.launchExecutor("app-1", 0, helperCmd(t, "sleep"))
-	pid := w.runningPid("app-1", 0)
-	eventually(t, 5*time.Second, "a heartbeat counting the executor", func() bool {
+	pid := w.runSleeper("app-1", 0)
+	testproc.Eventually(t, 5*time.Second, "a heartbeat counting the executor", func() bool {
 		var hb wire.Heartbeat
 		fm.with(func() { hb = fm.lastBeat })
 		return hb == wire.Heartbeat{CoresUsed: 1, MemoryUsedMB: 256}
@@ -130,7 +118,7 @@ func TestReconnectReplyRegistersAgainKeepingChildren(t *testing.T) {
 			return r, nil
 		}
 	})
-	eventually(t, 10*time.Second, "a second registration", func() bool { return fm.count("state") >= 2 })
+	testproc.Eventually(t, 10*time.Second, "a second registration", func() bool { return fm.count("state") >= 2 })
 	var regs []wire.RegisterWorker
 	fm.with(func() { regs = append(regs, fm.registrations...) })
 	if regs[1].ID != regs[0].ID {
@@ -140,7 +128,7 @@ func TestReconnectReplyRegistersAgainKeepingChildren(t *testing.T) {
 	if len(st.Executors) != 1 || st.Executors[0] != (wire.ExecutorReport{AppID: "app-1", ExecutorID: 0, Cores: 1, MemoryMB: 256, State: wire.ExecutorRunning}) {
 		t.Errorf("latest state after re-registration: %+v", st.Executors)
 	}
-	if !alive(pid) {
+	if !testproc.Alive(pid) {
 		t.Error("the executor died with the re-registration")
 	}
 }
@@ -154,9 +142,8 @@ func TestFailoverKeepsChildren(t *testing.T) {
 	next.epoch = 9
 	w := startWorker(t, []string{old.URL(), next.URL()}, nil)
 	old.waitRegistered(t)
-	w.launchExecutor("app-1", 3, helperCmd(t, "sleep"))
-	pid := w.runningPid("app-1", 3)
-	eventually(t, 5*time.Second, "RUNNING at the old master", func() bool { return len(old.execReports("app-1", 3)) == 1 })
+	pid := w.runSleeper("app-1", 3)
+	testproc.Eventually(t, 5*time.Second, "RUNNING at the old master", func() bool { return len(old.execReports("app-1", 3)) == 1 })
 
 	old.srv.CloseClientConnections()
 	old.srv.Close() // the old leader dies
@@ -165,10 +152,10 @@ func TestFailoverKeepsChildren(t *testing.T) {
 	if len(st.Executors) != 1 || st.Executors[0].ExecutorID != 3 {
 		t.Errorf("state sent to the new leader: %+v", st)
 	}
-	if !alive(pid) {
+	if !testproc.Alive(pid) {
 		t.Error("the executor died with the master")
 	}
-	eventually(t, 5*time.Second, "the new epoch", func() bool { return w.state().Epoch == 9 })
+	testproc.Eventually(t, 5*time.Second, "the new epoch", func() bool { return w.state().Epoch == 9 })
 
 	// Reports now go to the new leader.
 	w.mustCall(200, "POST", "/v1/executors/kill", wire.KillExecutor{Epoch: 9, AppID: "app-1", ExecutorID: 3})
@@ -187,7 +174,7 @@ func TestReconnectCommand(t *testing.T) {
 	first.waitRegistered(t)
 	w.mustCall(200, "POST", "/v1/reconnect", wire.Reconnect{Epoch: 6, Master: second.URL()})
 	second.waitRegistered(t)
-	eventually(t, 5*time.Second, "GET /v1/state naming the new master", func() bool { return w.state().Master == second.URL() })
+	testproc.Eventually(t, 5*time.Second, "GET /v1/state naming the new master", func() bool { return w.state().Master == second.URL() })
 	// Stale: the old master's epoch.
 	w.mustCall(409, "POST", "/v1/reconnect", wire.Reconnect{Epoch: 5, Master: first.URL()})
 	w.mustCall(400, "POST", "/v1/reconnect", wire.Reconnect{Epoch: 6, Master: "ftp://x"})
@@ -240,7 +227,7 @@ func TestReportsAreDeliveredInOrderAfterAnOutage(t *testing.T) {
 	w.launchExecutor("app-1", 1, helperCmd(t, "exit", "4"))
 	// Ended, and not acknowledged: the latest state lists them as such, so
 	// that a new leader would learn of the ends with everything else.
-	eventually(t, 10*time.Second, "both executors ended, unacknowledged", func() bool {
+	testproc.Eventually(t, 10*time.Second, "both executors ended, unacknowledged", func() bool {
 		ended := map[int]wire.ExecutorReport{} // they may end in either order
 		for _, e := range w.state().Executors {
 			ended[e.ExecutorID] = e
@@ -248,11 +235,11 @@ func TestReportsAreDeliveredInOrderAfterAnOutage(t *testing.T) {
 		e0, e1 := ended[0], ended[1]
 		return len(ended) == 2 && e0.State == wire.ExecutorExited && e1.State == wire.ExecutorFailed && e1.ExitCode != nil && *e1.ExitCode == 4
 	})
-	eventually(t, 10*time.Second, "retries", func() bool { return fm.count("executor-state") >= 3 })
+	testproc.Eventually(t, 10*time.Second, "retries", func() bool { return fm.count("executor-state") >= 3 })
 	fm.with(func() { fm.onExecState = nil })
 	fm.waitFinal(t, "app-1", 0)
 	fm.waitFinal(t, "app-1", 1)
-	eventually(t, 10*time.Second, "acknowledged ends to leave the state", func() bool { return len(w.state().Executors) == 0 })
+	testproc.Eventually(t, 10*time.Second, "acknowledged ends to leave the state", func() bool { return len(w.state().Executors) == 0 })
 	for _, id := range []int{0, 1} {
 		if got := execStateNames(fm.execReports("app-1", id)); len(got) != 2 || got[0] != "RUNNING" {
 			t.Errorf("executor %d: reports %v, want RUNNING then a final state", id, got)
@@ -284,11 +271,7 @@ func TestReconnectCancelsHeartbeatToFrozenMaster(t *testing.T) {
 			return false, nil
 		}
 	})
-	select {
-	case <-inFlight:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no heartbeat reached the master")
-	}
+	testproc.Receive(t, inFlight, 5*time.Second, "a heartbeat to reach the master")
 	start := time.Now()
 	w.mustCall(200, "POST", "/v1/reconnect", wire.Reconnect{Epoch: 9, Master: next.URL()})
 	next.waitRegistered(t)

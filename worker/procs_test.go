@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -81,7 +82,7 @@ func TestKillExecutor(t *testing.T) {
 	if last.State != wire.ExecutorKilled || *last.ExitCode != 143 || !strings.Contains(last.Message, "terminated by SIGTERM") {
 		t.Errorf("killed executor: %+v", last)
 	}
-	if alive(pid0) {
+	if testproc.Alive(pid0) {
 		t.Error("executor 0 still runs")
 	}
 
@@ -95,7 +96,7 @@ func TestKillExecutor(t *testing.T) {
 	if d := time.Since(start); d < 400*time.Millisecond {
 		t.Errorf("SIGKILL came after %v, before the grace period (400ms)", d)
 	}
-	if alive(pid1) {
+	if testproc.Alive(pid1) {
 		t.Error("executor 1 still runs")
 	}
 
@@ -151,7 +152,7 @@ func TestLaunchIsIdempotent(t *testing.T) {
 		w.launchExecutor("app-1", 0, helperCmd(t, "sleep"))
 	}
 	w.runningPid("app-1", 0)
-	eventually(t, 5*time.Second, "RUNNING", func() bool { return len(fm.execReports("app-1", 0)) == 1 })
+	testproc.Eventually(t, 5*time.Second, "RUNNING", func() bool { return len(fm.execReports("app-1", 0)) == 1 })
 	if st := w.state(); len(st.Executors) != 1 {
 		t.Errorf("state %+v", st)
 	}
@@ -183,7 +184,7 @@ type childView struct {
 func readChildView(t *testing.T, w *testWorker, logPath string) childView {
 	t.Helper()
 	var out string
-	eventually(t, 10*time.Second, "the child's output at "+logPath, func() bool {
+	testproc.Eventually(t, 10*time.Second, "the child's output at "+logPath, func() bool {
 		code, body := w.call("GET", logPath, nil)
 		out = body
 		return code == 200 && strings.HasSuffix(body, "\n")
@@ -277,8 +278,7 @@ func TestChildEnvironmentArgsAndNoShell(t *testing.T) {
 func TestLogsEndpoint(t *testing.T) {
 	t.Parallel()
 	_, w := startRegistered(t, nil)
-	w.launchExecutor("app-1", 0, helperCmd(t, "sleep"))
-	pid := w.runningPid("app-1", 0)
+	pid := w.runSleeper("app-1", 0)
 	whole := w.mustCall(200, "GET", "/v1/executors/app-1/0/logs/stdout", nil)
 	if whole != "pid "+strconv.Itoa(pid)+"\n" {
 		t.Errorf("stdout %q", whole)
@@ -307,8 +307,7 @@ func TestApplicationFinishedKillsItsExecutors(t *testing.T) {
 	fm, w := startRegistered(t, nil)
 	w.launchExecutor("app-a", 0, helperCmd(t, "sleep"))
 	w.launchExecutor("app-a", 1, helperCmd(t, "sleep"))
-	w.launchExecutor("app-b", 0, helperCmd(t, "sleep"))
-	pidB := w.runningPid("app-b", 0)
+	pidB := w.runSleeper("app-b", 0)
 	w.runningPid("app-a", 0)
 	w.runningPid("app-a", 1)
 	w.mustCall(200, "POST", "/v1/apps/finished", wire.ApplicationFinished{Epoch: 5, AppID: "app-a"})
@@ -319,7 +318,7 @@ func TestApplicationFinishedKillsItsExecutors(t *testing.T) {
 			t.Errorf("app-a/%d: %+v", id, last)
 		}
 	}
-	if !alive(pidB) {
+	if !testproc.Alive(pidB) {
 		t.Error("app-b's executor was killed")
 	}
 	if st := w.state(); len(st.Executors) != 1 || st.Executors[0].AppID != "app-b" {
@@ -365,7 +364,7 @@ func TestDrivers(t *testing.T) {
 	check("drv-killed", []string{"RUNNING", "KILLED"}, 143)
 
 	// A driver failing over and over is restarted until killed.
-	eventually(t, 10*time.Second, "3 runs of drv-backoff", func() bool {
+	testproc.Eventually(t, 10*time.Second, "3 runs of drv-backoff", func() bool {
 		out := w.mustCall(200, "GET", "/v1/drivers/drv-backoff/logs/stderr", nil)
 		return strings.Contains(out, "(run 3)")
 	})
@@ -392,7 +391,7 @@ func TestShutdownKillsAndReports(t *testing.T) {
 		t.Errorf("shutdown took %v", d)
 	}
 	for _, pid := range pids {
-		if alive(pid) {
+		if testproc.Alive(pid) {
 			t.Errorf("pid %d survived the shutdown", pid)
 		}
 	}

@@ -1,42 +1,26 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
 // berthBin is the berth binary under test, built once by TestMain.
 var berthBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "berth-cli-test")
-	if err != nil {
-		panic(err)
-	}
-	berthBin = filepath.Join(dir, "berth")
-	out, err := exec.Command("go", "build", "-o", berthBin, ".").CombinedOutput()
-	if err != nil {
-		os.RemoveAll(dir)
-		panic("building berth: " + err.Error() + "\n" + string(out))
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testproc.MainWithBinary(m, "berth", &berthBin)) }
 
 const testSecret = "t0ps3cret"
 
@@ -59,18 +43,13 @@ func newFakeMaster(t *testing.T) *fakeMaster {
 	mux.HandleFunc("GET /v1/cluster", func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, 200, testCluster())
 	})
-	mux.HandleFunc("POST /v1/drivers", func(w http.ResponseWriter, r *http.Request) {
-		var d wire.DriverDescription
-		if err := httpx.DecodeJSON(w, r, &d); err != nil {
-			httpx.WriteErr(w, err)
-			return
-		}
+	mux.HandleFunc("POST /v1/drivers", testproc.HandleJSON(func(r *http.Request, d wire.DriverDescription) (any, error) {
 		f.mu.Lock()
 		f.drivers = append(f.drivers, d)
 		f.keys = append(f.keys, r.Header.Get(wire.IdempotencyKeyHeader))
 		f.mu.Unlock()
-		httpx.WriteJSON(w, 200, wire.Submitted{ID: "driver-1"})
-	})
+		return wire.Submitted{ID: "driver-1"}, nil
+	}))
 	mux.HandleFunc("GET /v1/drivers/{id}", func(w http.ResponseWriter, r *http.Request) {
 		state := wire.DriverFinished
 		if r.PathValue("id") == "driver-bad" {
@@ -81,17 +60,12 @@ func newFakeMaster(t *testing.T) *fakeMaster {
 	mux.HandleFunc("GET /v1/drivers/{id}/logs/{stream}", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("line 1 of " + r.PathValue("stream") + "\nline 2 of " + r.PathValue("stream") + "\n"))
 	})
-	mux.HandleFunc("POST /v1/apps", func(w http.ResponseWriter, r *http.Request) {
-		var d wire.AppDescription
-		if err := httpx.DecodeJSON(w, r, &d); err != nil {
-			httpx.WriteErr(w, err)
-			return
-		}
+	mux.HandleFunc("POST /v1/apps", testproc.HandleJSON(func(_ *http.Request, d wire.AppDescription) (any, error) {
 		f.mu.Lock()
 		f.apps = append(f.apps, d)
 		f.mu.Unlock()
-		httpx.WriteJSON(w, 200, wire.Submitted{ID: "app-1"})
-	})
+		return wire.Submitted{ID: "app-1"}, nil
+	}))
 	mux.HandleFunc("POST /v1/apps/{id}/unregister", func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.unregisters++
@@ -142,28 +116,10 @@ func testCluster() wire.ClusterStatus {
 	}
 }
 
-// result is what a berth run printed and how it exited.
-type result struct {
-	stdout, stderr string
-	code           int
-}
-
 // berth runs the binary with env (on top of a clean BERTH_* environment).
-func berth(t *testing.T, env []string, args ...string) result {
+func berth(t *testing.T, env []string, args ...string) testproc.Result {
 	t.Helper()
-	cmd := exec.Command(berthBin, args...)
-	cmd.Env = append(cleanEnv(), env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	res := result{stdout: stdout.String(), stderr: stderr.String()}
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		res.code = exit.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return testproc.RunBinary(t, berthBin, append(cleanEnv(), env...), args...)
 }
 
 func cleanEnv() []string {
@@ -176,6 +132,13 @@ func cleanEnv() []string {
 	return out
 }
 
+// requestLog returns the requests the master got, in order.
+func (f *fakeMaster) requestLog() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.requests)
+}
+
 func (f *fakeMaster) env() []string {
 	return []string{"BERTH_MASTER=" + f.srv.URL, "BERTH_SECRET=" + testSecret}
 }
@@ -184,7 +147,7 @@ func TestSubmitFlagsFromEnv(t *testing.T) {
 	f := newFakeMaster(t)
 	env := append(f.env(), "BERTH_SUBMIT_CORES=3", "BERTH_SUBMIT_MEMORY=2g", "BERTH_SUBMIT_SUPERVISE=true", "BERTH_SUBMIT_ENV=A=1,B=x=y")
 	res := berth(t, env, "submit", "--", "/opt/pi", "--tasks", "5")
-	if res.code != 0 || strings.TrimSpace(res.stdout) != "driver-1" {
+	if res.Code != 0 || strings.TrimSpace(res.Stdout) != "driver-1" {
 		t.Fatalf("submit: %+v", res)
 	}
 	f.mu.Lock()
@@ -200,10 +163,10 @@ func TestSubmitFlagsFromEnv(t *testing.T) {
 // gives up with the outcome unknown it prints the key to retry with.
 func TestSubmitIdempotencyKey(t *testing.T) {
 	f := newFakeMaster(t)
-	if res := berth(t, f.env(), "submit", "--idempotency-key", "nightly-2026-11-22", "--", "x"); res.code != 0 {
+	if res := berth(t, f.env(), "submit", "--idempotency-key", "nightly-2026-11-22", "--", "x"); res.Code != 0 {
 		t.Fatalf("submit: %+v", res)
 	}
-	if res := berth(t, f.env(), "submit", "--", "x"); res.code != 0 {
+	if res := berth(t, f.env(), "submit", "--", "x"); res.Code != 0 {
 		t.Fatalf("submit: %+v", res)
 	}
 	f.mu.Lock()
@@ -222,34 +185,25 @@ func TestSubmitIdempotencyKey(t *testing.T) {
 	}))
 	defer drop.Close()
 	res := berth(t, []string{"BERTH_MASTER=" + drop.URL, "BERTH_TIMEOUT=300ms"}, "submit", "--idempotency-key", "k1", "--", "x")
-	if res.code == 0 || !strings.Contains(res.stderr, "outcome unknown") || !strings.Contains(res.stderr, "--idempotency-key k1") {
+	if res.Code == 0 || !strings.Contains(res.Stderr, "outcome unknown") || !strings.Contains(res.Stderr, "--idempotency-key k1") {
 		t.Fatalf("submit against a master that drops it: %+v", res)
 	}
 }
 
 func TestBadValuesNameTheFlag(t *testing.T) {
 	f := newFakeMaster(t)
-	cases := []struct {
-		env  []string
-		args []string
-		flag string
-	}{
-		{nil, []string{"submit", "--memory", "12q", "--", "x"}, "--memory"},
-		{[]string{"BERTH_SUBMIT_MEMORY=lots"}, []string{"submit", "--", "x"}, "--memory"},
-		{nil, []string{"submit", "--cores", "abc", "--", "x"}, "--cores"},
-		{[]string{"BERTH_SUBMIT_CORES=abc"}, []string{"submit", "--", "x"}, "--cores"},
-		{nil, []string{"submit", "--env", "NOEQUALS", "--", "x"}, "--env"},
-		{nil, []string{"run", "--executor-memory", "0", "--", "x"}, "--executor-memory"},
-		{nil, []string{"logs", "driver", "d1", "--tail", "many"}, "--tail"},
-		{[]string{"BERTH_TIMEOUT=soon"}, []string{"status"}, "--timeout"},
-		{[]string{"BERTH_MASTER=127.0.0.1:7077"}, []string{"status"}, "--master"},
+	cases := []testproc.BadFlag{
+		{Args: []string{"submit", "--memory", "12q", "--", "x"}, Flag: "--memory"},
+		{Env: []string{"BERTH_SUBMIT_MEMORY=lots"}, Args: []string{"submit", "--", "x"}, Flag: "--memory"},
+		{Args: []string{"submit", "--cores", "abc", "--", "x"}, Flag: "--cores"},
+		{Env: []string{"BERTH_SUBMIT_CORES=abc"}, Args: []string{"submit", "--", "x"}, Flag: "--cores"},
+		{Args: []string{"submit", "--env", "NOEQUALS", "--", "x"}, Flag: "--env"},
+		{Args: []string{"run", "--executor-memory", "0", "--", "x"}, Flag: "--executor-memory"},
+		{Args: []string{"logs", "driver", "d1", "--tail", "many"}, Flag: "--tail"},
+		{Env: []string{"BERTH_TIMEOUT=soon"}, Args: []string{"status"}, Flag: "--timeout"},
+		{Env: []string{"BERTH_MASTER=127.0.0.1:7077"}, Args: []string{"status"}, Flag: "--master"},
 	}
-	for _, c := range cases {
-		res := berth(t, append(f.env(), c.env...), c.args...)
-		if res.code != 1 || !strings.Contains(res.stderr, c.flag) {
-			t.Errorf("berth %v with %v: exit %d, stderr %q; want exit 1 naming %s", c.args, c.env, res.code, res.stderr, c.flag)
-		}
-	}
+	testproc.CheckBadFlags(t, berthBin, 1, append(cleanEnv(), f.env()...), cases)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.drivers) != 0 || len(f.apps) != 0 {
@@ -260,7 +214,7 @@ func TestBadValuesNameTheFlag(t *testing.T) {
 func TestWrongSecret(t *testing.T) {
 	f := newFakeMaster(t)
 	res := berth(t, []string{"BERTH_MASTER=" + f.srv.URL, "BERTH_SECRET=nope"}, "status")
-	if res.code != 1 || !strings.Contains(res.stderr, "secret") {
+	if res.Code != 1 || !strings.Contains(res.Stderr, "secret") {
 		t.Fatalf("status with the wrong secret: %+v", res)
 	}
 }
@@ -268,19 +222,19 @@ func TestWrongSecret(t *testing.T) {
 func TestStatus(t *testing.T) {
 	f := newFakeMaster(t)
 	res := berth(t, f.env(), "status")
-	if res.code != 0 {
+	if res.Code != 0 {
 		t.Fatalf("status: %+v", res)
 	}
 	for _, want := range []string{"master-1", "ALIVE", "leader", "epoch 4", "worker-a", "http://127.0.0.1:8081",
 		"2/8", "1g/8g", "app-1", "pi", "RUNNING:1", "2/4", "app-0", "old-job", "KILLED", "driver-2", "driver-1", "FINISHED"} {
-		if !strings.Contains(res.stdout, want) {
-			t.Errorf("status lacks %q:\n%s", want, res.stdout)
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("status lacks %q:\n%s", want, res.Stdout)
 		}
 	}
 
 	res = berth(t, f.env(), "status", "--json")
 	var st wire.ClusterStatus
-	if res.code != 0 || json.Unmarshal([]byte(res.stdout), &st) != nil {
+	if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &st) != nil {
 		t.Fatalf("status --json: %+v", res)
 	}
 	if st.MasterID != "master-1" || len(st.Workers) != 1 || st.ActiveApps[0].Executors[0].State != wire.ExecutorRunning {
@@ -291,21 +245,21 @@ func TestStatus(t *testing.T) {
 func TestSubmitWaitAndWait(t *testing.T) {
 	f := newFakeMaster(t)
 	res := berth(t, f.env(), "submit", "--wait", "--poll", "10ms", "--", "x")
-	if res.code != 0 || res.stdout != "driver-1\nFINISHED\n" {
+	if res.Code != 0 || res.Stdout != "driver-1\nFINISHED\n" {
 		t.Fatalf("submit --wait: %+v", res)
 	}
 	res = berth(t, f.env(), "wait", "driver", "driver-bad", "--timeout", "5s")
-	if res.code != 1 || !strings.Contains(res.stdout, "FAILED") {
+	if res.Code != 1 || !strings.Contains(res.Stdout, "FAILED") {
 		t.Fatalf("wait on a failed driver: %+v", res)
 	}
 	// wait's own --timeout must not shadow the global one.
 	res = berth(t, f.env(), "wait", "driver", "driver-1")
-	if res.code != 0 || res.stdout != "FINISHED\n" {
+	if res.Code != 0 || res.Stdout != "FINISHED\n" {
 		t.Fatalf("wait driver: %+v", res)
 	}
 	res = berth(t, f.env(), "driver", "driver-1")
 	var d wire.DriverStatus
-	if res.code != 0 || json.Unmarshal([]byte(res.stdout), &d) != nil || d.State != wire.DriverFinished {
+	if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &d) != nil || d.State != wire.DriverFinished {
 		t.Fatalf("driver: %+v", res)
 	}
 }
@@ -313,12 +267,11 @@ func TestSubmitWaitAndWait(t *testing.T) {
 func TestLogsFlagsAfterID(t *testing.T) {
 	f := newFakeMaster(t)
 	res := berth(t, f.env(), "logs", "driver", "driver-1", "--stderr", "--tail", "1")
-	if res.code != 0 || res.stdout != "line 2 of stderr\n" {
+	if res.Code != 0 || res.Stdout != "line 2 of stderr\n" {
 		t.Fatalf("logs: %+v", res)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if last := f.requests[len(f.requests)-1]; !strings.HasPrefix(last, "GET /v1/drivers/driver-1/logs/stderr?tail=") {
+	requests := f.requestLog()
+	if last := requests[len(requests)-1]; !strings.HasPrefix(last, "GET /v1/drivers/driver-1/logs/stderr?tail=") {
 		t.Fatalf("request %q", last)
 	}
 }
@@ -326,12 +279,10 @@ func TestLogsFlagsAfterID(t *testing.T) {
 func TestHelpAfterIDDoesNotAct(t *testing.T) {
 	f := newFakeMaster(t)
 	res := berth(t, f.env(), "kill", "app", "app-1", "--help")
-	if res.code != 0 || !strings.Contains(res.stdout, "kill an app") {
+	if res.Code != 0 || !strings.Contains(res.Stdout, "kill an app") {
 		t.Fatalf("kill app ID --help: %+v", res)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.requests) != 0 {
-		t.Fatalf("--help sent %v", f.requests)
+	if requests := f.requestLog(); len(requests) != 0 {
+		t.Fatalf("--help sent %v", requests)
 	}
 }

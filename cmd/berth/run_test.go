@@ -22,14 +22,15 @@ func startRun(t *testing.T, f *fakeMaster) (*exec.Cmd, *testproc.Buffer, *testpr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(stdout.String(), "executorAdded") {
-		if time.Now().After(deadline) {
-			t.Fatalf("berth run printed no executor: stdout %q stderr %q", stdout.String(), stderr.String())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("berth run's stdout %q, stderr %q", stdout.String(), stderr.String())
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	})
+	testproc.Eventually(t, 20*time.Second, "berth run to print the executor", func() bool {
+		return strings.Contains(stdout.String(), "executorAdded")
+	})
 	return cmd, &stdout, &stderr
 }
 

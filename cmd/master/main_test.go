@@ -1,75 +1,49 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/berth-cluster/berth/internal/testproc"
 )
 
 var masterBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "berth-master-test-")
-	if err != nil {
-		panic(err)
-	}
-	masterBin = filepath.Join(dir, "master")
-	if out, err := exec.Command("go", "build", "-o", masterBin, ".").CombinedOutput(); err != nil {
-		os.Stderr.Write(out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testproc.MainWithBinary(m, "master", &masterBin)) }
 
 // A bad value is reported naming its flag, and the master exits non-zero
 // before it listens or writes anything.
 func TestBadFlagsAreRefusedNamingTheFlag(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		args []string
-		flag string
-	}{
-		{[]string{"--port", "abc"}, "port"},
-		{[]string{"--worker-timeout", "-1s"}, "--worker-timeout"},
-		{[]string{"--worker-timeout", "soon"}, "worker-timeout"},
-		{[]string{"--placement", "random"}, "--placement"},
-		{[]string{"--worker-order", "by-mood"}, "--worker-order"},
-		{[]string{"--min-core-unit", "-4"}, "--min-core-unit"},
-		{[]string{"--default-cores", "-1"}, "--default-cores"},
-		{[]string{"--recovery-mode", "zookeeper"}, "--recovery-mode"},
-		{[]string{"--recovery-mode", "bolt", "--data-dir", ""}, "--data-dir"},
-		{[]string{"--peers", "m1=nowhere", "--node-id", "m1"}, "--peers"},
-		{[]string{"--peers", "m1=127.0.0.1:7177,m1=127.0.0.1:7178", "--node-id", "m1"}, "--peers"},
-		{[]string{"--peers", "m1=127.0.0.1:7177", "--node-id", "m9"}, "--node-id"},
-		{[]string{"--peers", "m1=127.0.0.1:7177", "--node-id", "m1", "--raft-multiplier", "0"}, "--raft-multiplier"},
-		{[]string{"--host", "0.0.0.0"}, "--host"},
-		{[]string{"--log-level", "loud"}, "--log-level"},
-		{[]string{"stray-argument"}, "stray-argument"},
+	cases := []testproc.BadFlag{
+		{Args: []string{"--port", "abc"}, Flag: "port"},
+		{Args: []string{"--worker-timeout", "-1s"}, Flag: "--worker-timeout"},
+		{Args: []string{"--worker-timeout", "soon"}, Flag: "worker-timeout"},
+		{Args: []string{"--placement", "random"}, Flag: "--placement"},
+		{Args: []string{"--worker-order", "by-mood"}, Flag: "--worker-order"},
+		{Args: []string{"--min-core-unit", "-4"}, Flag: "--min-core-unit"},
+		{Args: []string{"--default-cores", "-1"}, Flag: "--default-cores"},
+		{Args: []string{"--recovery-mode", "zookeeper"}, Flag: "--recovery-mode"},
+		{Args: []string{"--recovery-mode", "bolt", "--data-dir", ""}, Flag: "--data-dir"},
+		{Args: []string{"--peers", "m1=nowhere", "--node-id", "m1"}, Flag: "--peers"},
+		{Args: []string{"--peers", "m1=127.0.0.1:7177,m1=127.0.0.1:7178", "--node-id", "m1"}, Flag: "--peers"},
+		{Args: []string{"--peers", "m1=127.0.0.1:7177", "--node-id", "m9"}, Flag: "--node-id"},
+		{Args: []string{"--peers", "m1=127.0.0.1:7177", "--node-id", "m1", "--raft-multiplier", "0"}, Flag: "--raft-multiplier"},
+		{Args: []string{"--host", "0.0.0.0"}, Flag: "--host"},
+		{Args: []string{"--log-level", "loud"}, Flag: "--log-level"},
+		{Args: []string{"stray-argument"}, Flag: "stray-argument"},
 	}
-	for _, c := range cases {
-		dir := t.TempDir()
-		args := append([]string{"--port", "0", "--data-dir", filepath.Join(dir, "data")}, c.args...)
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		cmd := exec.CommandContext(ctx, masterBin, args...)
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH")} // no BERTH_SECRET
-		out, err := cmd.CombinedOutput()
-		cancel()
-		if err == nil {
-			t.Errorf("%v: exited 0, want an error", c.args)
-			continue
-		}
-		if !strings.Contains(string(out), c.flag) {
-			t.Errorf("%v: output does not name %s:\n%s", c.args, c.flag, out)
-		}
-		if strings.Contains(string(out), "master serving") {
-			t.Errorf("%v: the master started serving before refusing", c.args)
+	for i := range cases {
+		// A data dir of each run's own: what one run left cannot change how
+		// another ends.
+		cases[i].Args = append([]string{"--port", "0", "--data-dir", filepath.Join(t.TempDir(), "data")}, cases[i].Args...)
+	}
+	env := []string{"PATH=" + os.Getenv("PATH")} // no BERTH_SECRET
+	for i, res := range testproc.CheckBadFlags(t, masterBin, 1, env, cases) {
+		if strings.Contains(res.Stderr, "master serving") {
+			t.Errorf("%v: the master started serving before refusing", cases[i].Args)
 		}
 	}
 }

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,56 +22,7 @@ import (
 // process (exit codes, signals).
 var workerBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "berth-worker-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	workerBin = filepath.Join(dir, "worker")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if out, err := exec.Command(gobin, "build", "-o", workerBin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the worker: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// runBin runs the worker binary to completion with args and extra env.
-func runBin(t *testing.T, env []string, args ...string) (int, string) {
-	t.Helper()
-	cmd := exec.Command(workerBin, args...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	done := make(chan error, 1)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("%v did not exit", args)
-	}
-	return cmd.ProcessState.ExitCode(), stderr.String()
-}
+func TestMain(m *testing.M) { os.Exit(testproc.MainWithBinary(m, "worker", &workerBin)) }
 
 func TestBadInputsAreRefusedNamingTheFlag(t *testing.T) {
 	t.Parallel()
@@ -86,43 +35,34 @@ func TestBadInputsAreRefusedNamingTheFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	ok := []string{"--master", "http://127.0.0.1:1", "--work-dir", t.TempDir()}
-	cases := []struct {
-		env  []string
-		args []string
-		flag string
-	}{
-		{nil, []string{"--work-dir", t.TempDir()}, "--master"},
-		{nil, []string{"--master", "127.0.0.1:7077", "--work-dir", t.TempDir()}, "--master"},
-		{nil, []string{"--master", "http://a:1,ftp://b", "--work-dir", t.TempDir()}, "--master"},
-		{nil, append(ok, "--cores", "x"), "--cores"},
-		{nil, append(ok, "--cores", "0"), "--cores"},
-		{nil, append(ok, "--cores", "70000"), "--cores"},
-		{[]string{"BERTH_WORKER_CORES=-3"}, ok, "--cores"},
-		{nil, append(ok, "--memory", "lots"), "--memory"},
-		{nil, append(ok, "--memory", "0"), "--memory"},
-		{[]string{"BERTH_WORKER_MEMORY=2x"}, ok, "--memory"},
-		{nil, []string{"--master", "http://127.0.0.1:1", "--work-dir", filepath.Join(file, "sub")}, "--work-dir"},
-		{nil, []string{"--master", "http://127.0.0.1:1", "--work-dir", filepath.Join(readOnly, "sub")}, "--work-dir"},
-		{nil, append(ok, "--host", "0.0.0.0"), "--host"},
-		{nil, append(ok, "--port", "http"), "port"},
-		{nil, append(ok, "--port", "70000"), "--port"},
-		{nil, append(ok, "--id", "../x"), "--id"},
-		{nil, append(ok, "--kill-grace", "-1s"), "--kill-grace"},
-		{nil, append(ok, "--cleanup-ttl", "-1h"), "--cleanup-ttl"},
-		{[]string{"BERTH_WORKER_CLEANUP_TTL=soon"}, ok, "flag cleanup-ttl"},
-		{nil, append(ok, "--cleanup-interval", "0s"), "--cleanup-interval"},
-		{nil, append(ok, "--log-level", "loud"), "--log-level"},
-		{nil, append(ok, "--no-such-flag"), "no-such-flag"},
+	cases := []testproc.BadFlag{
+		{Args: []string{"--work-dir", t.TempDir()}, Flag: "--master"},
+		{Args: []string{"--master", "127.0.0.1:7077", "--work-dir", t.TempDir()}, Flag: "--master"},
+		{Args: []string{"--master", "http://a:1,ftp://b", "--work-dir", t.TempDir()}, Flag: "--master"},
+		{Args: append(ok, "--cores", "x"), Flag: "--cores"},
+		{Args: append(ok, "--cores", "0"), Flag: "--cores"},
+		{Args: append(ok, "--cores", "70000"), Flag: "--cores"},
+		{Env: []string{"BERTH_WORKER_CORES=-3"}, Args: ok, Flag: "--cores"},
+		{Args: append(ok, "--memory", "lots"), Flag: "--memory"},
+		{Args: append(ok, "--memory", "0"), Flag: "--memory"},
+		{Env: []string{"BERTH_WORKER_MEMORY=2x"}, Args: ok, Flag: "--memory"},
+		{Args: []string{"--master", "http://127.0.0.1:1", "--work-dir", filepath.Join(file, "sub")}, Flag: "--work-dir"},
+		{Args: []string{"--master", "http://127.0.0.1:1", "--work-dir", filepath.Join(readOnly, "sub")}, Flag: "--work-dir"},
+		{Args: append(ok, "--host", "0.0.0.0"), Flag: "--host"},
+		{Args: append(ok, "--port", "http"), Flag: "port"},
+		{Args: append(ok, "--port", "70000"), Flag: "--port"},
+		{Args: append(ok, "--id", "../x"), Flag: "--id"},
+		{Args: append(ok, "--kill-grace", "-1s"), Flag: "--kill-grace"},
+		{Args: append(ok, "--cleanup-ttl", "-1h"), Flag: "--cleanup-ttl"},
+		{Env: []string{"BERTH_WORKER_CLEANUP_TTL=soon"}, Args: ok, Flag: "flag cleanup-ttl"},
+		{Args: append(ok, "--cleanup-interval", "0s"), Flag: "--cleanup-interval"},
+		{Args: append(ok, "--log-level", "loud"), Flag: "--log-level"},
+		{Args: append(ok, "--no-such-flag"), Flag: "no-such-flag"},
 	}
 	if os.Geteuid() == 0 {
 		cases = append(cases[:11], cases[12:]...) // root writes anywhere
 	}
-	for _, c := range cases {
-		code, stderr := runBin(t, c.env, c.args...)
-		if code != 2 || !strings.Contains(stderr, c.flag) {
-			t.Errorf("%v %v: exit %d, stderr %q; want 2 naming %s", c.env, c.args, code, stderr, c.flag)
-		}
-	}
+	testproc.CheckBadFlags(t, workerBin, 2, []string{"PATH=" + os.Getenv("PATH")}, cases)
 }
 
 func TestHelp(t *testing.T) {
@@ -151,28 +91,18 @@ type miniMaster struct {
 func newMiniMaster(t *testing.T) *miniMaster {
 	m := &miniMaster{}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/workers", func(w http.ResponseWriter, r *http.Request) {
-		var req wire.RegisterWorker
-		if err := httpx.DecodeJSON(w, r, &req); err != nil {
-			httpx.WriteErr(w, err)
-			return
-		}
+	mux.HandleFunc("POST /v1/workers", testproc.HandleJSON(func(_ *http.Request, req wire.RegisterWorker) (any, error) {
 		m.mu.Lock()
 		m.address = req.Address
 		m.mu.Unlock()
-		httpx.WriteJSON(w, 200, wire.RegisteredWorker{MasterID: "mini", Epoch: 1, HeartbeatIntervalMs: 200})
-	})
-	mux.HandleFunc("POST /v1/workers/{id}/executor-state", func(w http.ResponseWriter, r *http.Request) {
-		var req wire.ExecutorStateChanged
-		if err := httpx.DecodeJSON(w, r, &req); err != nil {
-			httpx.WriteErr(w, err)
-			return
-		}
+		return wire.RegisteredWorker{MasterID: "mini", Epoch: 1, HeartbeatIntervalMs: 200}, nil
+	}))
+	mux.HandleFunc("POST /v1/workers/{id}/executor-state", testproc.HandleJSON(func(_ *http.Request, req wire.ExecutorStateChanged) (any, error) {
 		m.mu.Lock()
 		m.execStates = append(m.execStates, req)
 		m.mu.Unlock()
-		httpx.WriteJSON(w, 200, struct{}{})
-	})
+		return struct{}{}, nil
+	}))
 	mux.HandleFunc("POST /v1/workers/{id}/{what}", func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, 200, struct{}{}) // heartbeats, latest state, driver states
 	})
@@ -219,7 +149,7 @@ func startBin(t *testing.T, m *miniMaster, appID string) (*exec.Cmd, int, int) {
 			t.Logf("worker's stderr:\n%s", stderr.String())
 		}
 	})
-	eventually(t, 10*time.Second, "the worker's registration", func() bool { return m.workerAddress() != "" })
+	testproc.Eventually(t, 10*time.Second, "the worker's registration", func() bool { return m.workerAddress() != "" })
 
 	launch := wire.LaunchExecutor{Epoch: 1, AppID: appID, ExecutorID: 0, Cores: 1, MemoryMB: 10,
 		Command: []string{"sh", "-c", "echo $$; sleep 300 & echo $!; wait"}}
@@ -228,7 +158,7 @@ func startBin(t *testing.T, m *miniMaster, appID string) (*exec.Cmd, int, int) {
 		t.Fatal(err)
 	}
 	pid, grandchild := 0, 0
-	eventually(t, 10*time.Second, "the executor's pids", func() bool {
+	testproc.Eventually(t, 10*time.Second, "the executor's pids", func() bool {
 		data, _ := os.ReadFile(filepath.Join(work, appID, "0", "stdout"))
 		_, err := fmt.Sscanf(string(data), "%d\n%d", &pid, &grandchild)
 		return err == nil
@@ -236,23 +166,11 @@ func startBin(t *testing.T, m *miniMaster, appID string) (*exec.Cmd, int, int) {
 	return cmd, pid, grandchild
 }
 
-// alive reports whether pid runs; a zombie (dead, not yet reaped by its new
-// parent) counts as dead.
-func alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
 func TestKilledWorkerTakesItsChildren(t *testing.T) {
 	t.Parallel()
 	m := newMiniMaster(t)
 	cmd, pid, grandchild := startBin(t, m, "app-k9")
-	if !alive(pid) || !alive(grandchild) {
+	if !testproc.Alive(pid) || !testproc.Alive(grandchild) {
 		t.Fatal("the executor is not running")
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -261,8 +179,8 @@ func TestKilledWorkerTakesItsChildren(t *testing.T) {
 	_ = cmd.Wait()
 	// The executor dies through Pdeathsig, what it started through the
 	// worker's guardian.
-	eventually(t, 10*time.Second, "the executor to die with its worker", func() bool { return !alive(pid) })
-	eventually(t, 10*time.Second, "the executor's own child to die with the worker", func() bool { return !alive(grandchild) })
+	testproc.Eventually(t, 10*time.Second, "the executor to die with its worker", func() bool { return !testproc.Alive(pid) })
+	testproc.Eventually(t, 10*time.Second, "the executor's own child to die with the worker", func() bool { return !testproc.Alive(grandchild) })
 }
 
 func TestSIGTERMKillsChildrenReportsAndExits0(t *testing.T) {
@@ -272,20 +190,13 @@ func TestSIGTERMKillsChildrenReportsAndExits0(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("worker exit: %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("the worker did not exit on SIGTERM")
+	if code := testproc.ExitCode(t, cmd, 15*time.Second); code != 0 {
+		t.Errorf("worker exit %d after SIGTERM, want 0", code)
 	}
-	if alive(pid) {
+	if testproc.Alive(pid) {
 		t.Error("the executor survived")
 	}
-	eventually(t, 5*time.Second, "the executor's own child to die", func() bool { return !alive(grandchild) })
+	testproc.Eventually(t, 5*time.Second, "the executor's own child to die", func() bool { return !testproc.Alive(grandchild) })
 	if s := m.final("app-term"); s == nil || s.State != wire.ExecutorKilled {
 		t.Errorf("final state reported: %+v", s)
 	}

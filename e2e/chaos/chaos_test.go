@@ -65,6 +65,14 @@ const (
 	workloads     = 4
 )
 
+// The cluster's timeouts (masterFlags), short so that every freeze can be
+// longer than all of them (see faults_test.go).
+const (
+	workerTimeout   = 8 * time.Second
+	recoveryTimeout = 4 * time.Second
+	appTimeout      = 10 * time.Second
+)
+
 // chaos is one run: the cluster, what watches it, and the results.
 type chaos struct {
 	t      *testing.T

@@ -7,19 +7,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/berth-cluster/berth/internal/poll"
 	"github.com/berth-cluster/berth/internal/testcluster"
 	"github.com/berth-cluster/berth/wire"
 )
 
-// The cluster's timeouts (master flags), short so that every freeze can be
-// longer than all of them.
+// How long the faults last, against the cluster's timeouts (see
+// masterFlags), and how long the cluster may take to be back.
 const (
-	workerTimeout   = 8 * time.Second
-	recoveryTimeout = 4 * time.Second
-	appTimeout      = 10 * time.Second
-	shortFreeze     = 3 * time.Second  // under the recovery timeout
-	longFreeze      = 12 * time.Second // over every timeout
-	backWithin      = 30 * time.Second // a fault after which the cluster is not back by then fails the run
+	shortFreeze = 3 * time.Second  // under the recovery timeout
+	longFreeze  = 12 * time.Second // over every timeout
+	backWithin  = 30 * time.Second // a fault after which the cluster is not back by then fails the run
 )
 
 // faultKind is one kind of fault: inject, measure until everything is back,
@@ -208,27 +206,35 @@ func (ch *chaos) leader() (*testcluster.Master, wire.ClusterStatus, error) {
 // worker ALIVE and every long-running app RUNNING its executors with its
 // client answered, and measures the time since t0.
 func (ch *chaos) back(kind string, t0 time.Time, minEpoch uint64) (faultResult, error) {
-	deadline := t0.Add(backWithin)
+	ctx, cancel := context.WithDeadline(context.Background(), t0.Add(backWithin))
+	defer cancel()
+	var res faultResult
 	last := "no leader answered"
-	for time.Now().Before(deadline) {
+	if poll.Until(ctx, 20*time.Millisecond, func() bool {
+		if ctx.Err() != nil {
+			return false // past the deadline: the last answer stands
+		}
 		// A master that does not answer this quickly is frozen or cut
 		// off; waiting longer would only blur the measure.
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		_, st, err := ch.cl.Leader(ctx)
-		cancel()
+		qctx, qcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		_, st, err := ch.cl.Leader(qctx)
+		qcancel()
 		if err != nil {
 			last = err.Error()
-		} else if why := ch.missing(st, minEpoch); why != "" {
-			last = why
-		} else {
-			now := time.Now()
-			res := faultResult{kind: kind, failover: now.Sub(t0), newLeader: minEpoch > 0 && st.Epoch >= minEpoch}
-			if st.LeaderSince != nil && st.LeaderSince.After(t0) {
-				res.sinceElection = now.Sub(*st.LeaderSince)
-			}
-			return res, nil
+			return false
 		}
-		time.Sleep(20 * time.Millisecond) // polling with a deadline
+		if why := ch.missing(st, minEpoch); why != "" {
+			last = why
+			return false
+		}
+		now := time.Now()
+		res = faultResult{kind: kind, failover: now.Sub(t0), newLeader: minEpoch > 0 && st.Epoch >= minEpoch}
+		if st.LeaderSince != nil && st.LeaderSince.After(t0) {
+			res.sinceElection = now.Sub(*st.LeaderSince)
+		}
+		return true
+	}) {
+		return res, nil
 	}
 	return faultResult{}, fmt.Errorf("%s: cluster not back within %s: %s", kind, backWithin, last)
 }
@@ -273,24 +279,30 @@ func (ch *chaos) missing(st wire.ClusterStatus, minEpoch uint64) string {
 // caughtUp waits until m answers as a follower of the current leader's
 // epoch, or leads.
 func (ch *chaos) caughtUp(m *testcluster.Master) error {
-	deadline := time.Now().Add(backWithin)
+	ctx, cancel := context.WithTimeout(context.Background(), backWithin)
+	defer cancel()
 	last := ""
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, lst, lerr := ch.cl.Leader(ctx)
-		st, err := ch.cl.Status(ctx, m)
-		cancel()
+	if poll.Until(ctx, 50*time.Millisecond, func() bool {
+		if ctx.Err() != nil {
+			return false // past the deadline: the last answer stands
+		}
+		qctx, qcancel := context.WithTimeout(ctx, time.Second)
+		defer qcancel()
+		_, lst, lerr := ch.cl.Leader(qctx)
+		st, err := ch.cl.Status(qctx, m)
 		switch {
 		case lerr != nil:
 			last = lerr.Error()
 		case err != nil:
 			last = err.Error()
 		case st.Epoch == lst.Epoch:
-			return nil
+			return true
 		default:
 			last = fmt.Sprintf("%s at epoch %d (%s), the leader at %d", m.ID, st.Epoch, st.View, lst.Epoch)
 		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		return nil
 	}
 	// Stuck: have it print every goroutine's stack into its log.
 	m.Proc().Signal(syscall.SIGQUIT)

@@ -29,77 +29,75 @@ func reg(key, id string, call, done int64) hop {
 	return hop{0, input{kind: opRegister, key: key}, output{id: id}, call, done}
 }
 
-func TestModelAcceptsALinearizableHistory(t *testing.T) {
-	ok := checkHistory(
-		reg("k1", "app-1", 0, 10),
-		hop{1, input{kind: opRead, key: "k1", id: "app-1"}, output{state: "WAITING", limit: -1}, 5, 20}, // concurrent with the registration
-		hop{0, input{kind: opLimit, key: "k1", id: "app-1", n: 3}, output{}, 21, 30},
-		hop{1, input{kind: opKill, key: "k1", id: "app-1"}, output{unknown: true}, 31, pending}, // a 504: it may have committed
-		hop{2, input{kind: opRead, key: "k1", id: "app-1"}, output{state: "RUNNING", limit: 3}, 40, 50},
-		hop{2, input{kind: opKill, key: "k1", id: "app-1"}, output{state: "KILLED", ended: true}, 51, 60},
-		hop{0, input{kind: opRegister, key: "k1"}, output{id: "app-1"}, 61, 70}, // a repeat gets the same id
-		hop{0, input{kind: opRead, key: "k1", id: "app-1"}, output{state: "KILLED", ended: true, limit: 3}, 71, 80},
-	)
-	if !ok {
-		t.Fatal("a linearizable history was refused")
-	}
+// readApp is a read of app-1 (key k1) by a client.
+func readApp(client int, out output, call, done int64) hop {
+	return hop{client, input{kind: opRead, key: "k1", id: "app-1"}, out, call, done}
 }
 
-// Issue 7, 1: a kill answered 200 KILLED by a leader handing over, never
-// committed; the new leader still has the app active.
-func TestModelCatchesALostKill(t *testing.T) {
-	if checkHistory(
-		reg("k1", "app-1", 0, 10),
-		hop{1, input{kind: opKill, key: "k1", id: "app-1"}, output{state: "KILLED", ended: true}, 20, 30},
-		hop{2, input{kind: opRead, key: "k1", id: "app-1"}, output{state: "RUNNING", limit: -1}, 40, 50},
-	) {
-		t.Fatal("an acknowledged kill that was lost passed the check")
-	}
+// readDriver is a read of driver-1 (key d1) by client 2.
+func readDriver(out output, call, done int64) hop {
+	return hop{2, input{kind: opReadDriver, key: "d1", id: "driver-1"}, out, call, done}
 }
 
-// Issue 7, 1 and 3: an app read as KILLED while the cluster held it
-// active (the kill's write failed), then read active again.
-func TestModelCatchesAnUncommittedRead(t *testing.T) {
-	if checkHistory(
-		reg("k1", "app-1", 0, 10),
-		hop{1, input{kind: opRead, key: "k1", id: "app-1"}, output{state: "KILLED", ended: true}, 20, 30},
-		hop{2, input{kind: opRead, key: "k1", id: "app-1"}, output{state: "WAITING", limit: -1}, 40, 50},
-	) {
-		t.Fatal("a read of an uncommitted end passed the check")
-	}
-}
-
-// Issue 7, 4: a woken leader answered 404 for an app registered meanwhile.
-func TestModelCatchesAStaleLeadersRead(t *testing.T) {
-	if checkHistory(
-		reg("k1", "app-1", 0, 10),
-		hop{1, input{kind: opRead, key: "k1", id: "app-1"}, output{status: 404}, 20, 30},
-	) {
-		t.Fatal("a 404 for an acknowledged registration passed the check")
-	}
-}
-
-// A repeat of a registration must get the first one's id.
-func TestModelCatchesADuplicateRegistration(t *testing.T) {
-	if checkHistory(reg("k1", "app-1", 0, 10), reg("k1", "app-2", 20, 30)) {
-		t.Fatal("a second app for one key passed the check")
-	}
-}
-
-// A driver kill that was accepted must stay accepted: read later as
-// running without it, it was lost.
-func TestModelCatchesALostDriverKill(t *testing.T) {
+// TestModelChecksHistories runs the checker on histories it must accept
+// and on those it must refuse.
+func TestModelChecksHistories(t *testing.T) {
 	sub := hop{0, input{kind: opSubmitDriver, key: "d1"}, output{id: "driver-1"}, 0, 10}
-	kill := hop{1, input{kind: opKillDriver, key: "d1", id: "driver-1"}, output{state: "RUNNING", killReq: true}, 20, 30}
-	if checkHistory(sub, kill, hop{2, input{kind: opReadDriver, key: "d1", id: "driver-1"}, output{state: "RUNNING"}, 40, 50}) {
-		t.Fatal("a lost driver kill passed the check")
-	}
-	if !checkHistory(sub, kill,
-		hop{2, input{kind: opReadDriver, key: "d1", id: "driver-1"}, output{state: "RUNNING", killReq: true}, 40, 50},
-		hop{2, input{kind: opReadDriver, key: "d1", id: "driver-1"}, output{state: "KILLED", ended: true}, 60, 70}) {
-		t.Fatal("a driver killed by its worker after an accepted kill was refused")
-	}
-	if checkHistory(sub, hop{2, input{kind: opReadDriver, key: "d1", id: "driver-1"}, output{state: "ERROR", ended: true}, 40, 50}) {
-		t.Fatal("a driver that ended without a kill passed the check")
+	driverKill := hop{1, input{kind: opKillDriver, key: "d1", id: "driver-1"}, output{state: "RUNNING", killReq: true}, 20, 30}
+	for _, c := range []struct {
+		name    string
+		history []hop
+		ok      bool
+		why     string // what the check must not get wrong
+	}{
+		{"AcceptsALinearizableHistory", []hop{
+			reg("k1", "app-1", 0, 10),
+			readApp(1, output{state: "WAITING", limit: -1}, 5, 20), // concurrent with the registration
+			{0, input{kind: opLimit, key: "k1", id: "app-1", n: 3}, output{}, 21, 30},
+			{1, input{kind: opKill, key: "k1", id: "app-1"}, output{unknown: true}, 31, pending}, // a 504: it may have committed
+			readApp(2, output{state: "RUNNING", limit: 3}, 40, 50),
+			{2, input{kind: opKill, key: "k1", id: "app-1"}, output{state: "KILLED", ended: true}, 51, 60},
+			{0, input{kind: opRegister, key: "k1"}, output{id: "app-1"}, 61, 70}, // a repeat gets the same id
+			readApp(0, output{state: "KILLED", ended: true, limit: 3}, 71, 80),
+		}, true, "a linearizable history was refused"},
+		// Issue 7, 1: a kill answered 200 KILLED by a leader handing over,
+		// never committed; the new leader still has the app active.
+		{"CatchesALostKill", []hop{
+			reg("k1", "app-1", 0, 10),
+			{1, input{kind: opKill, key: "k1", id: "app-1"}, output{state: "KILLED", ended: true}, 20, 30},
+			readApp(2, output{state: "RUNNING", limit: -1}, 40, 50),
+		}, false, "an acknowledged kill that was lost passed the check"},
+		// Issue 7, 1 and 3: an app read as KILLED while the cluster held it
+		// active (the kill's write failed), then read active again.
+		{"CatchesAnUncommittedRead", []hop{
+			reg("k1", "app-1", 0, 10),
+			readApp(1, output{state: "KILLED", ended: true}, 20, 30),
+			readApp(2, output{state: "WAITING", limit: -1}, 40, 50),
+		}, false, "a read of an uncommitted end passed the check"},
+		// Issue 7, 4: a woken leader answered 404 for an app registered
+		// meanwhile.
+		{"CatchesAStaleLeadersRead", []hop{
+			reg("k1", "app-1", 0, 10),
+			readApp(1, output{status: 404}, 20, 30),
+		}, false, "a 404 for an acknowledged registration passed the check"},
+		// A repeat of a registration must get the first one's id.
+		{"CatchesADuplicateRegistration", []hop{reg("k1", "app-1", 0, 10), reg("k1", "app-2", 20, 30)},
+			false, "a second app for one key passed the check"},
+		// A driver kill that was accepted must stay accepted: read later as
+		// running without it, it was lost.
+		{"CatchesALostDriverKill", []hop{sub, driverKill, readDriver(output{state: "RUNNING"}, 40, 50)},
+			false, "a lost driver kill passed the check"},
+		{"AcceptsADriverKilledByItsWorker", []hop{sub, driverKill,
+			readDriver(output{state: "RUNNING", killReq: true}, 40, 50),
+			readDriver(output{state: "KILLED", ended: true}, 60, 70),
+		}, true, "a driver killed by its worker after an accepted kill was refused"},
+		{"CatchesADriverEndedWithoutAKill", []hop{sub, readDriver(output{state: "ERROR", ended: true}, 40, 50)},
+			false, "a driver that ended without a kill passed the check"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if checkHistory(c.history...) != c.ok {
+				t.Fatal(c.why)
+			}
+		})
 	}
 }

@@ -1,18 +1,16 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/berth-cluster/berth/internal/poll"
 	"github.com/berth-cluster/berth/internal/testcluster"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -57,10 +55,7 @@ func (lw *leaderWatch) run(ctx context.Context, cl *testcluster.Cluster) {
 			}()
 		}
 		wg.Wait()
-		select {
-		case <-ctx.Done():
-		case <-time.After(25 * time.Millisecond):
-		}
+		poll.Sleep(ctx, 25*time.Millisecond)
 	}
 }
 
@@ -112,39 +107,12 @@ type pidWatch struct {
 	changes  []string
 }
 
-// cmdlines reads every process's command line and parent.
-func cmdlines() (lines map[int]string, parents map[int]int) {
-	lines, parents = map[int]string{}, map[int]int{}
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		lines[pid] = strings.TrimSpace(string(bytes.ReplaceAll(data, []byte{0}, []byte{' '})))
-		if stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat")); err == nil {
-			// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
-			if i := bytes.LastIndexByte(stat, ')'); i > 0 {
-				if f := strings.Fields(string(stat[i+1:])); len(f) > 1 {
-					parents[pid], _ = strconv.Atoi(f[1])
-				}
-			}
-		}
-	}
-	return lines, parents
-}
-
 // pidsContaining lists the processes whose command line contains s.
 func pidsContaining(s string) []int {
-	lines, _ := cmdlines()
 	var out []int
-	for pid, cl := range lines {
-		if strings.Contains(cl, s) && pid != os.Getpid() {
-			out = append(out, pid)
+	for _, p := range testcluster.Processes() {
+		if strings.Contains(p.Cmdline, s) && p.Pid != os.Getpid() {
+			out = append(out, p.Pid)
 		}
 	}
 	return out
@@ -155,11 +123,15 @@ func pidsContaining(s string) []int {
 // skipped).
 func executorPids(markers []string) map[string][]int {
 	out := map[string][]int{}
-	lines, parents := cmdlines()
-	for pid, cl := range lines {
+	ps := testcluster.Processes()
+	cmdlineOf := map[int]string{}
+	for _, p := range ps {
+		cmdlineOf[p.Pid] = p.Cmdline
+	}
+	for _, p := range ps {
 		for _, m := range markers {
-			if strings.HasPrefix(cl, "sleep ") && strings.HasSuffix(cl, " "+m) && lines[parents[pid]] != cl {
-				out[m] = append(out[m], pid)
+			if strings.HasPrefix(p.Cmdline, "sleep ") && strings.HasSuffix(p.Cmdline, " "+m) && cmdlineOf[p.PPid] != p.Cmdline {
+				out[m] = append(out[m], p.Pid)
 			}
 		}
 	}
@@ -173,12 +145,7 @@ func (pw *pidWatch) run(ctx context.Context, markers []string) {
 	pw.mu.Lock()
 	pw.baseline = executorPids(markers)
 	pw.mu.Unlock()
-	for ctx.Err() == nil {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(200 * time.Millisecond):
-		}
+	for poll.Sleep(ctx, 200*time.Millisecond) {
 		now := executorPids(markers)
 		pw.mu.Lock()
 		for _, m := range markers {

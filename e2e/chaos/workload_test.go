@@ -11,6 +11,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/berth-cluster/berth/client"
+	"github.com/berth-cluster/berth/internal/poll"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -86,10 +87,7 @@ func (w *workload) run(ctx context.Context, i, maxOps int) {
 	rng := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
 	for n := 0; n < maxOps && ctx.Err() == nil; n++ {
 		w.one(ctx, i, rng)
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Duration(5+rng.IntN(20)) * time.Millisecond):
-		}
+		poll.Sleep(ctx, time.Duration(5+rng.IntN(20))*time.Millisecond)
 	}
 }
 
@@ -115,7 +113,7 @@ func (w *workload) one(ctx context.Context, i int, rng *rand.Rand) {
 		}
 	case p < 70:
 		if t := w.pick(rng, &w.apps); t != nil {
-			w.read(ctx, i, c, t)
+			w.readApp(ctx, i, c, t)
 		}
 	case p < 80:
 		if t := w.pickActive(rng, &w.apps); t != nil {
@@ -187,23 +185,62 @@ func outcome(err error) output {
 	return output{unknown: true}
 }
 
-// register submits an app under key, repeating it (as a client must) while
-// the outcome is unknown. It learns the id once one attempt is answered.
-func (w *workload) register(ctx context.Context, i int, c *client.Client, key string) {
-	for attempt := 0; attempt < 3; attempt++ {
-		call := w.rec.now()
-		octx, cancel := context.WithTimeout(ctx, opTimeout)
-		id, err := c.RegisterApp(octx, appDesc(key), client.WithIdempotencyKey(key))
-		cancel()
-		out := output{id: id}
-		if err != nil {
-			out = outcome(err)
+// timed makes one call of the workload within opTimeout, and returns when
+// it was made (for the history) with its error.
+func (w *workload) timed(ctx context.Context, do func(context.Context) error) (call int64, err error) {
+	call = w.rec.now()
+	octx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return call, do(octx)
+}
+
+// write makes a call that may change something (do says what it was
+// answered) and records it: a failed call as its outcome (see outcome).
+func (w *workload) write(ctx context.Context, i int, in input, do func(context.Context) (output, error)) (output, error) {
+	var out output
+	call, err := w.timed(ctx, func(ctx context.Context) (err error) {
+		out, err = do(ctx)
+		return err
+	})
+	if err != nil {
+		out = outcome(err)
+	}
+	w.rec.add(i, in, call, out)
+	w.count(in.kind)
+	return out, err
+}
+
+// read makes a call that changes nothing (do says what it was answered)
+// and records it, unless it failed: a failed read has no effect and says
+// nothing, but for a 404, which says the app or driver is unknown.
+func (w *workload) read(ctx context.Context, i int, in input, do func(context.Context) (output, error)) {
+	var out output
+	call, err := w.timed(ctx, func(ctx context.Context) (err error) {
+		out, err = do(ctx)
+		return err
+	})
+	w.count(in.kind)
+	if err != nil {
+		if client.StatusCode(err) != 404 {
+			return
 		}
-		w.rec.add(i, input{kind: opRegister, key: key}, call, out)
-		w.count(opRegister)
+		out = output{status: 404}
+	}
+	w.rec.add(i, in, call, out)
+}
+
+// submit registers an app or submits a driver under key (kind says which,
+// do makes the call), repeating it (as a client must) while the outcome is
+// unknown. It learns the id into *list once one attempt is answered.
+func (w *workload) submit(ctx context.Context, i int, kind opKind, key string, list *[]*tracked, do func(context.Context) (string, error)) {
+	for attempt := 0; attempt < 3; attempt++ {
+		out, _ := w.write(ctx, i, input{kind: kind, key: key}, func(ctx context.Context) (output, error) {
+			id, err := do(ctx)
+			return output{id: id}, err
+		})
 		if !out.unknown {
 			if out.status == 0 {
-				w.learn(&w.apps, key, id)
+				w.learn(list, key, out.id)
 			}
 			return
 		}
@@ -214,29 +251,16 @@ func (w *workload) register(ctx context.Context, i int, c *client.Client, key st
 	w.inDoubt(key)
 }
 
+func (w *workload) register(ctx context.Context, i int, c *client.Client, key string) {
+	w.submit(ctx, i, opRegister, key, &w.apps, func(ctx context.Context) (string, error) {
+		return c.RegisterApp(ctx, appDesc(key), client.WithIdempotencyKey(key))
+	})
+}
+
 func (w *workload) submitDriver(ctx context.Context, i int, c *client.Client, key string) {
-	for attempt := 0; attempt < 3; attempt++ {
-		call := w.rec.now()
-		octx, cancel := context.WithTimeout(ctx, opTimeout)
-		id, err := c.SubmitDriver(octx, w.driverDesc(), client.WithIdempotencyKey(key))
-		cancel()
-		out := output{id: id}
-		if err != nil {
-			out = outcome(err)
-		}
-		w.rec.add(i, input{kind: opSubmitDriver, key: key}, call, out)
-		w.count(opSubmitDriver)
-		if !out.unknown {
-			if out.status == 0 {
-				w.learn(&w.drivers, key, id)
-			}
-			return
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	w.inDoubt(key)
+	w.submit(ctx, i, opSubmitDriver, key, &w.drivers, func(ctx context.Context) (string, error) {
+		return c.SubmitDriver(ctx, w.driverDesc(), client.WithIdempotencyKey(key))
+	})
 }
 
 // learn records the id of a key (once: a repeat must get the same id, which
@@ -258,103 +282,60 @@ func (w *workload) inDoubt(key string) {
 	w.doubt++
 }
 
-func (w *workload) ended(t *tracked) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	t.ended = true
+// end asks to end t (kind says how, do makes the call); once that is
+// accepted, or may have been, t is not picked for more kills.
+func (w *workload) end(ctx context.Context, i int, kind opKind, t *tracked, do func(context.Context) (output, error)) {
+	out, err := w.write(ctx, i, input{kind: kind, key: t.key, id: t.id}, do)
+	if err == nil || out.unknown {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		t.ended = true
+	}
 }
 
 func (w *workload) kill(ctx context.Context, i int, c *client.Client, t *tracked) {
-	call := w.rec.now()
-	octx, cancel := context.WithTimeout(ctx, opTimeout)
-	st, err := c.KillApp(octx, t.id)
-	cancel()
-	out := output{state: string(st.State), ended: st.State.Finished()}
-	if err != nil {
-		out = outcome(err)
-	}
-	w.rec.add(i, input{kind: opKill, key: t.key, id: t.id}, call, out)
-	w.count(opKill)
-	if err == nil || out.unknown {
-		w.ended(t) // killed, or may be: not picked for more kills
-	}
-}
-
-func (w *workload) read(ctx context.Context, i int, c *client.Client, t *tracked) {
-	call := w.rec.now()
-	octx, cancel := context.WithTimeout(ctx, opTimeout)
-	st, err := c.App(octx, t.id)
-	cancel()
-	w.count(opRead)
-	if err != nil {
-		if client.StatusCode(err) == 404 {
-			w.rec.add(i, input{kind: opRead, key: t.key, id: t.id}, call, output{status: 404})
-		}
-		return // a failed read has no effect and says nothing
-	}
-	limit := -1
-	if st.ExecutorLimit != nil {
-		limit = *st.ExecutorLimit
-	}
-	w.rec.add(i, input{kind: opRead, key: t.key, id: t.id}, call, output{state: string(st.State), ended: st.State.Finished(), limit: limit})
-}
-
-func (w *workload) limit(ctx context.Context, i int, c *client.Client, t *tracked, n int) {
-	call := w.rec.now()
-	octx, cancel := context.WithTimeout(ctx, opTimeout)
-	err := c.SetExecutorLimit(octx, t.id, n)
-	cancel()
-	out := output{}
-	if err != nil {
-		out = outcome(err)
-	}
-	w.rec.add(i, input{kind: opLimit, key: t.key, id: t.id, n: n}, call, out)
-	w.count(opLimit)
+	w.end(ctx, i, opKill, t, func(ctx context.Context) (output, error) {
+		st, err := c.KillApp(ctx, t.id)
+		return output{state: string(st.State), ended: st.State.Finished()}, err
+	})
 }
 
 func (w *workload) killDriver(ctx context.Context, i int, c *client.Client, t *tracked) {
-	call := w.rec.now()
-	octx, cancel := context.WithTimeout(ctx, opTimeout)
-	st, err := c.KillDriver(octx, t.id)
-	cancel()
-	out := output{state: string(st.State), ended: st.State.Finished(), killReq: st.KillRequested}
-	if err != nil {
-		out = outcome(err)
-	}
-	w.rec.add(i, input{kind: opKillDriver, key: t.key, id: t.id}, call, out)
-	w.count(opKillDriver)
-	if err == nil || out.unknown {
-		w.ended(t)
-	}
+	w.end(ctx, i, opKillDriver, t, func(ctx context.Context) (output, error) {
+		st, err := c.KillDriver(ctx, t.id)
+		return output{state: string(st.State), ended: st.State.Finished(), killReq: st.KillRequested}, err
+	})
+}
+
+func (w *workload) limit(ctx context.Context, i int, c *client.Client, t *tracked, n int) {
+	w.write(ctx, i, input{kind: opLimit, key: t.key, id: t.id, n: n}, func(ctx context.Context) (output, error) {
+		return output{}, c.SetExecutorLimit(ctx, t.id, n)
+	})
+}
+
+func (w *workload) readApp(ctx context.Context, i int, c *client.Client, t *tracked) {
+	w.read(ctx, i, input{kind: opRead, key: t.key, id: t.id}, func(ctx context.Context) (output, error) {
+		st, err := c.App(ctx, t.id)
+		limit := -1
+		if st.ExecutorLimit != nil {
+			limit = *st.ExecutorLimit
+		}
+		return output{state: string(st.State), ended: st.State.Finished(), limit: limit}, err
+	})
 }
 
 func (w *workload) readDriver(ctx context.Context, i int, c *client.Client, t *tracked) {
-	call := w.rec.now()
-	octx, cancel := context.WithTimeout(ctx, opTimeout)
-	st, err := c.Driver(octx, t.id)
-	cancel()
-	w.count(opReadDriver)
-	if err != nil {
-		if client.StatusCode(err) == 404 {
-			w.rec.add(i, input{kind: opReadDriver, key: t.key, id: t.id}, call, output{status: 404})
-		}
-		return
-	}
-	w.rec.add(i, input{kind: opReadDriver, key: t.key, id: t.id}, call, output{state: string(st.State), ended: st.State.Finished(), killReq: st.KillRequested})
+	w.read(ctx, i, input{kind: opReadDriver, key: t.key, id: t.id}, func(ctx context.Context) (output, error) {
+		st, err := c.Driver(ctx, t.id)
+		return output{state: string(st.State), ended: st.State.Finished(), killReq: st.KillRequested}, err
+	})
 }
 
 // keepLeases heartbeats every workload app that may be active, as a client
 // without an event stream does, so that no app ends by its lease: the
 // apps' clients are "alive" for the whole run.
 func (w *workload) keepLeases(ctx context.Context, c *client.Client) {
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	poll.Every(ctx, 500*time.Millisecond, func() {
 		w.mu.Lock()
 		var ids []string
 		for _, a := range w.apps {
@@ -369,7 +350,7 @@ func (w *workload) keepLeases(ctx context.Context, c *client.Client) {
 				return
 			}
 		}
-	}
+	})
 }
 
 // finalReads reads every app and driver the workload knows, after the
@@ -380,7 +361,7 @@ func (w *workload) finalReads(ctx context.Context) {
 	apps, drivers := append([]*tracked(nil), w.apps...), append([]*tracked(nil), w.drivers...)
 	w.mu.Unlock()
 	for _, t := range apps {
-		w.read(ctx, 0, w.clients[0], t)
+		w.readApp(ctx, 0, w.clients[0], t)
 	}
 	for _, t := range drivers {
 		w.readDriver(ctx, 0, w.clients[0], t)

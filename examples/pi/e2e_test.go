@@ -76,11 +76,7 @@ func (j *job) dyingExecutor(t *testing.T, id, loops int) (kill func()) {
 	}
 	go runExecutor(ctx, c, testLogger())
 	for range loops {
-		select {
-		case <-leased:
-		case <-time.After(20 * time.Second):
-			t.Fatal("the dying executor got no task")
-		}
+		testproc.Receive(t, leased, 20*time.Second, "the dying executor to get a task")
 	}
 	return cancel
 }
@@ -195,12 +191,7 @@ func TestExecutorGivesUpOnDeadDriver(t *testing.T) {
 	c := executorConfig{driver: "http://127.0.0.1:1", token: "t", id: 1, cores: 2, giveUp: 200 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- runExecutor(context.Background(), c, testLogger()) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("executor with a dead driver: %v, want a clean exit", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("executor did not give up on a dead driver")
+	if err := testproc.Receive(t, done, 20*time.Second, "the executor to give up on a dead driver"); err != nil {
+		t.Fatalf("executor with a dead driver: %v, want a clean exit", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-cluster/berth/client"
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -41,18 +42,13 @@ type fakeMaster struct {
 func newFakeMaster(t *testing.T) *fakeMaster {
 	f := &fakeMaster{registered: make(chan wire.AppDescription, 1), stream: make(chan streamItem, 16)}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/apps", func(w http.ResponseWriter, r *http.Request) {
-		var d wire.AppDescription
-		if err := httpx.DecodeJSON(w, r, &d); err != nil {
-			httpx.WriteErr(w, err)
-			return
-		}
+	mux.HandleFunc("POST /v1/apps", testproc.HandleJSON(func(_ *http.Request, d wire.AppDescription) (any, error) {
 		f.mu.Lock()
 		f.desc = &d
 		f.mu.Unlock()
 		f.registered <- d
-		httpx.WriteJSON(w, 200, wire.Submitted{ID: appID})
-	})
+		return wire.Submitted{ID: appID}, nil
+	}))
 	mux.HandleFunc("POST /v1/apps/"+appID+"/unregister", func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.unregistered = true
@@ -109,25 +105,13 @@ func (f *fakeMaster) wasUnregistered() bool {
 // event stream, whose first snapshot is then fixed.
 func (f *fakeMaster) waitRegistered(t *testing.T) wire.AppDescription {
 	t.Helper()
-	var d wire.AppDescription
-	select {
-	case d = <-f.registered:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the driver registered no app")
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	d := testproc.Receive(t, f.registered, 20*time.Second, "the driver to register its app")
+	testproc.Eventually(t, 20*time.Second, "the driver to open its event stream", func() bool {
 		f.mu.Lock()
-		n := f.conns
-		f.mu.Unlock()
-		if n > 0 {
-			return d
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the driver opened no event stream")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer f.mu.Unlock()
+		return f.conns > 0
+	})
+	return d
 }
 
 // testConfig is a small job against f, with quick client retries.

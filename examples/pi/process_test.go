@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,10 +22,7 @@ func TestProcessesSurviveKilledExecutor(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "pi")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testproc.Build(t, "pi")
 	f := newFakeMaster(t)
 	f.setExecutors(0, 1)
 
@@ -62,7 +58,7 @@ func TestProcessesSurviveKilledExecutor(t *testing.T) {
 	}
 
 	// Kill executor 0 once it runs, and report it as its worker would.
-	waitUntil(t, "executor 0 to start", func() bool { return strings.Contains(execStderr[0].String(), "executor started") })
+	testproc.Eventually(t, 20*time.Second, "executor 0 to start", func() bool { return strings.Contains(execStderr[0].String(), "executor started") })
 	_ = execs[0].Process.Kill()
 	_ = execs[0].Wait()
 	f.stream <- streamItem{ev: wire.AppEvent{Type: wire.EventExecutorUpdated, AppID: appID,
@@ -86,16 +82,5 @@ func TestProcessesSurviveKilledExecutor(t *testing.T) {
 	}
 	if !f.wasUnregistered() {
 		t.Fatal("the driver did not unregister")
-	}
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

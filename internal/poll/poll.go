@@ -38,3 +38,30 @@ func Within(ctx context.Context, d, every time.Duration, cond func() bool) bool 
 	defer cancel()
 	return Until(ctx, every, cond)
 }
+
+// UntilNil is Until for a condition that says why it does not hold yet: it
+// calls cond every interval until cond returns nil or ctx ends, and returns
+// nil, or cond's last error, for the caller to report.
+func UntilNil(ctx context.Context, every time.Duration, cond func() error) error {
+	var err error
+	Until(ctx, every, func() bool {
+		err = cond()
+		return err == nil
+	})
+	return err
+}
+
+// Every calls f at once and then at every tick of a ticker of the given
+// interval, until ctx ends: a slow call does not push back the calls after
+// it, as a sleep between them would.
+func Every(ctx context.Context, interval time.Duration, f func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		f()
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+}

@@ -2,6 +2,8 @@ package poll
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -51,5 +53,43 @@ func TestWithin(t *testing.T) {
 	late := time.Now().Add(10 * time.Millisecond)
 	if !Within(context.Background(), time.Minute, time.Millisecond, func() bool { return time.Now().After(late) }) {
 		t.Error("Within gave up on a condition that came to hold")
+	}
+}
+
+func TestUntilNil(t *testing.T) {
+	calls := 0
+	err := UntilNil(context.Background(), time.Millisecond, func() error {
+		if calls++; calls < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Errorf("UntilNil: %v after %d calls, want nil after 3", err, calls)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	calls = 0
+	err = UntilNil(ctx, time.Hour, func() error { calls++; return fmt.Errorf("no %d", calls) })
+	if err == nil || err.Error() != "no 2" {
+		t.Errorf("UntilNil with an ended context: %v, want the last call's error (no 2)", err)
+	}
+}
+
+func TestEvery(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	Every(ctx, time.Millisecond, func() {
+		if calls++; calls == 3 {
+			cancel()
+		}
+	})
+	if calls != 3 {
+		t.Errorf("f called %d times, want 3 (the third ended the context)", calls)
+	}
+	calls = 0
+	Every(ctx, time.Millisecond, func() { calls++ })
+	if calls != 0 {
+		t.Errorf("f called %d times with an ended context, want 0", calls)
 	}
 }

@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/berth-cluster/berth/client"
+	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// TestHAMembershipJoinLeave pins membership changes: a fourth master
+// started with --join and --raft-addr becomes a voter listed in
+// ClusterStatus.Masters and replicates the state; POST /v1/raft/leave
+// removes it; the cluster keeps working, and as three voters again it
+// survives losing its leader while the departed master is down too (with
+// four voters, two down would leave no quorum).
+func TestHAMembershipJoinLeave(t *testing.T) {
+	t.Parallel()
+	hc := haCluster(t, 3, nil)
+	// Apps are killed at once: an app no client holds would keep a new
+	// leader RECOVERING (waiting for its client) for the recovery timeout.
+	app1 := mustRegisterAndKill(t, hc.c, "ha-before-join")
+	m4, err := hc.Join(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	lst := hc.statusWhen(20*time.Second, "m4 a voter in ClusterStatus.Masters", func(s wire.ClusterStatus) error {
+		for _, n := range s.Masters {
+			if n.ID == "m4" {
+				if !n.Voter || n.RaftAddr != m4.RaftAddr || n.APIAddr != m4.URL {
+					return fmt.Errorf("m4 listed as %+v", n)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("masters %+v", s.Masters)
+	})
+	if len(lst.Masters) != 4 {
+		t.Errorf("masters after the join: %+v, want 4", lst.Masters)
+	}
+	testcluster.Eventually(t, 10*time.Second, "m4's replica has the state", func() error {
+		s, err := hc.view(m4)
+		if err != nil {
+			return err
+		}
+		if s.View != wire.ViewFollower || s.LeaderID != lst.MasterID || !slices.Contains(appIDs(s), app1) {
+			return fmt.Errorf("view %s leader %s apps %v", s.View, s.LeaderID, appIDs(s))
+		}
+		return nil
+	})
+
+	leader := hc.master(lst.MasterID)
+	r, err := call(http.MethodPost, leader.URL+"/v1/raft/leave", secret, jsonOf(t, wire.LeaveRequest{ID: "m4"}))
+	if err != nil || r.status != http.StatusOK {
+		t.Fatalf("POST /v1/raft/leave m4: %d %s %v", r.status, r.body, err)
+	}
+	var nodes []wire.MasterNode
+	if err := json.Unmarshal([]byte(r.body), &nodes); err != nil {
+		t.Fatalf("leave's answer %s: %v", r.body, err)
+	}
+	if len(nodes) != 3 || slices.ContainsFunc(nodes, func(n wire.MasterNode) bool { return n.ID == "m4" }) {
+		t.Errorf("masters in leave's answer: %+v, want m1..m3", nodes)
+	}
+	_, lst = hc.leader(10 * time.Second)
+	var ids []string
+	for _, n := range lst.Masters {
+		ids = append(ids, n.ID)
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"m1", "m2", "m3"}) {
+		t.Errorf("masters after the leave: %v, want m1 m2 m3", ids)
+	}
+	mustRegisterAndKill(t, hc.c, "ha-after-leave")
+
+	// Two of four down would be no quorum; two of three up is one.
+	m4.Proc().Kill()
+	leader = hc.master(lst.MasterID)
+	leader.Proc().Kill()
+	newLeader, _ := hc.leader(20*time.Second, leader)
+	t.Logf("after the leave, with m4 and the leader %s down: %s leads", leader.ID, newLeader.ID)
+	mustRegisterAndKill(t, hc.c, "ha-two-of-three")
+}
+
+// mustRegisterAndKill is registerAndKill for the test's goroutine.
+func mustRegisterAndKill(t *testing.T, c *client.Client, name string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id, err := registerAndKill(ctx, c, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}

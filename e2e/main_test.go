@@ -1,0 +1,49 @@
+// Package e2e runs berth's real binaries as processes on 127.0.0.x, kills
+// them with real signals and checks what a user would see through the API.
+//
+// The binaries are built once per test run (without the race detector; the
+// tests themselves run under it). Every process a test starts is killed by
+// pid when the test ends, whatever happened; if the test failed, the ends
+// of their logs are in its log.
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/berth-cluster/berth/internal/testcluster"
+)
+
+// bin holds the paths of the built master, worker and berth; piBin that of
+// the example job, examples/pi.
+var (
+	bin   testcluster.Binaries
+	piBin string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "berth-e2e-bin-")
+	if err == nil {
+		bin, err = testcluster.Build("..", dir)
+	}
+	if err == nil {
+		piBin = filepath.Join(dir, "pi")
+		pi := exec.Command("go", "build", "-o", piBin, "../examples/pi")
+		pi.Stdout, pi.Stderr = os.Stderr, os.Stderr
+		err = pi.Run()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "building binaries:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// secret is the cluster secret every test cluster uses.
+const secret = "e2e-secret"
