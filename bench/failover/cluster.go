@@ -3,7 +3,6 @@ package failover
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/internal/testcluster"
 )
 
@@ -38,7 +38,7 @@ type cluster struct {
 	root    string // the work directory: logs/ and slow/ are here
 	dir     string // this cluster's data: root/<name>
 	ps      *procs
-	hc      *http.Client
+	api     *httpx.Client // reads the masters' status
 	masters []*masterNode
 	workers []*workerNode
 	app     *holder // nil without --executors
@@ -55,9 +55,7 @@ func newCluster(name string, cfg *config, ps *procs, root string) (*cluster, err
 			return nil, err
 		}
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 16
-	return &cluster{name: name, cfg: cfg, root: root, dir: dir, ps: ps, hc: &http.Client{Transport: tr}}, nil
+	return &cluster{name: name, cfg: cfg, root: root, dir: dir, ps: ps, api: statusClient(cfg.secret)}, nil
 }
 
 // masterIP is the loopback address of master i (0-based): 127.0.0.1, .2, ...

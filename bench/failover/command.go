@@ -17,10 +17,11 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/berth-cluster/berth/client"
 )
 
 const masterFailoverDescription = `Starts a cluster of real processes from --bin (build them with make build): 3
@@ -152,8 +153,9 @@ func failoverConfig(cx *cli.Context, cfg *config) {
 	cfg.settle, cfg.slow = cx.Duration("settle"), cx.Duration("slow")
 	cfg.rounds, cfg.handoverRounds = cx.Int("rounds"), cx.Int("handover-rounds")
 	for _, s := range cx.StringSlice("scenario") {
-		for _, f := range strings.Split(s, ",") {
-			if f = strings.TrimSpace(f); f != "" && !slices.Contains(cfg.scenarios, f) {
+		// Split as berth's own lists of masters are (blanks dropped).
+		for _, f := range client.SplitMasters(s) {
+			if !slices.Contains(cfg.scenarios, f) {
 				cfg.scenarios = append(cfg.scenarios, f)
 			}
 		}

@@ -2,38 +2,35 @@ package failover
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/internal/poll"
 	"github.com/berth-cluster/berth/wire"
 )
 
-// status is one GET /v1/cluster on url, bounded by timeout.
+// statusClient reads the masters' GET /v1/cluster with the cluster's
+// secret. It keeps idle connections to each master, so that polling them
+// every few milliseconds during a failover reuses its connections; each
+// read bounds itself (see status).
+func statusClient(secret string) *httpx.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 16
+	c := httpx.NewClient(secret, 0)
+	c.HTTP.Transport = tr
+	return c
+}
+
+// status is one GET /v1/cluster on url, bounded by timeout: the whole
+// answer, as the leader's or a follower's own view.
 func (cl *cluster) status(ctx context.Context, url string, timeout time.Duration) (wire.ClusterStatus, error) {
 	var st wire.ClusterStatus
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/cluster", nil)
-	if err != nil {
-		return st, err
-	}
-	req.Header.Set("Authorization", "Bearer "+cl.cfg.secret)
-	resp, err := cl.hc.Do(req)
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return st, fmt.Errorf("GET %s/v1/cluster: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
-	}
-	err = json.NewDecoder(resp.Body).Decode(&st)
+	err := cl.api.Do(ctx, http.MethodGet, url+"/v1/cluster", nil, &st)
 	return st, err
 }
 
@@ -47,13 +44,13 @@ func aliveWorkers(st wire.ClusterStatus) int {
 	return n
 }
 
+// findApp is the active app id of st.
 func findApp(st wire.ClusterStatus, id string) (wire.AppStatus, bool) {
-	for _, a := range st.ActiveApps {
-		if a.ID == id {
-			return a, true
-		}
+	i := slices.IndexFunc(st.ActiveApps, func(a wire.AppStatus) bool { return a.ID == id })
+	if i < 0 {
+		return wire.AppStatus{}, false
 	}
-	return wire.AppStatus{}, false
+	return st.ActiveApps[i], true
 }
 
 func runningExecutors(a wire.AppStatus) []int {

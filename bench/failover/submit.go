@@ -1,19 +1,18 @@
 package failover
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/berth-cluster/berth/client"
 	"github.com/berth-cluster/berth/internal/benchstat"
+	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -73,44 +72,26 @@ func clientRegister(c *client.Client) register {
 // followerRegister sends every registration to a follower as a plain HTTP
 // client would and follows its 307 to the leader (what curl -L does).
 func followerRegister(follower, secret string) register {
-	hc := &http.Client{
-		Timeout:       30 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	hc := httpx.NewClient(secret, 30*time.Second) // never follows a redirect itself
 	return func(ctx context.Context, desc wire.AppDescription) (string, int, error) {
-		body, err := json.Marshal(desc)
-		if err != nil {
-			return "", 0, err
-		}
 		url := follower + "/v1/apps"
-		key := client.NewIdempotencyKey() // as the Go client sends; the same on every hop
+		// The key the Go client sends; the same on every hop.
+		header := http.Header{wire.IdempotencyKeyHeader: {client.NewIdempotencyKey()}}
 		for redirects := 0; redirects < 5; redirects++ {
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-			if err != nil {
-				return "", redirects, err
-			}
-			req.Header.Set("Authorization", "Bearer "+secret)
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set(wire.IdempotencyKeyHeader, key)
-			resp, err := hc.Do(req)
-			if err != nil {
-				return "", redirects, err
-			}
-			data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-			resp.Body.Close()
-			switch resp.StatusCode {
-			case http.StatusOK:
+			resp, err := hc.OpenWith(ctx, http.MethodPost, url, desc, header)
+			var redirect *httpx.StatusError
+			switch {
+			case err == nil:
 				var sub wire.Submitted
-				if err := json.Unmarshal(data, &sub); err != nil {
-					return "", redirects, err
-				}
-				return sub.ID, redirects, nil
-			case http.StatusTemporaryRedirect:
-				if url = resp.Header.Get("Location"); url == "" {
-					return "", redirects, fmt.Errorf("307 without Location: %s", data)
+				err = json.NewDecoder(resp.Body).Decode(&sub)
+				resp.Body.Close()
+				return sub.ID, redirects, err
+			case errors.As(err, &redirect) && redirect.Status == http.StatusTemporaryRedirect:
+				if url = redirect.Location; url == "" {
+					return "", redirects, fmt.Errorf("307 without Location: %s", redirect.Message)
 				}
 			default:
-				return "", redirects, fmt.Errorf("POST %s: %s: %s", url, resp.Status, strings.TrimSpace(string(data)))
+				return "", redirects, err
 			}
 		}
 		return "", 5, fmt.Errorf("more than 5 redirects")

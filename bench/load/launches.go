@@ -17,9 +17,7 @@ import (
 )
 
 type lnParams struct {
-	Workers             int    `json:"workers"`
-	WorkerCores         int    `json:"workerCores"`
-	WorkerMemMB         int    `json:"workerMemoryMB"`
+	fleetParams
 	Apps                int    `json:"apps"`
 	AppCores            int    `json:"appMaxCores"`
 	CoresPerExecutor    int    `json:"coresPerExecutor"`
@@ -32,6 +30,31 @@ type lnParams struct {
 
 	workerTimeout, timeout time.Duration
 	appsFirst              bool
+}
+
+// readLaunchParams reads and checks the flags of launches.
+func readLaunchParams(c *cli.Context) (*lnParams, error) {
+	p := &lnParams{
+		fleetParams: readFleetParams(c), Apps: c.Int("apps"), AppCores: c.Int("app-cores"),
+		CoresPerExecutor: c.Int("cores-per-executor"), MemoryPerExecutorMB: c.Int("memory-per-executor-mb"),
+		Concurrency: c.Int("concurrency"), Lease: c.String("lease"), Order: c.String("order"),
+		workerTimeout: c.Duration("worker-timeout"), timeout: c.Duration("timeout"),
+	}
+	if p.Order != "workers-first" && p.Order != "apps-first" {
+		return nil, fmt.Errorf("--order %q: want workers-first or apps-first", p.Order)
+	}
+	p.appsFirst = p.Order == "apps-first"
+	if p.Workers <= 0 || p.Apps <= 0 || p.AppCores <= 0 || p.Concurrency <= 0 || p.workerTimeout <= 0 || p.timeout <= 0 {
+		return nil, fmt.Errorf("--workers, --apps, --app-cores, --concurrency, --worker-timeout and --timeout must be positive")
+	}
+	if p.Lease != "heartbeat" && p.Lease != "stream" {
+		return nil, fmt.Errorf("--lease %q: want heartbeat or stream", p.Lease)
+	}
+	if need, have := p.Apps*p.AppCores, p.Workers*p.WorkerCores; need > have {
+		return nil, fmt.Errorf("the apps ask for %d cores, the workers have %d", need, have)
+	}
+	p.WorkerTimeout, p.Timeout = p.workerTimeout.String(), p.timeout.String()
+	return p, nil
 }
 
 type lnResults struct {
@@ -57,21 +80,16 @@ type lnResults struct {
 	AppLaunched Summary `json:"appSubmitToAllLaunched"`
 	// Teardown: every app unregistered (at --concurrency), until every
 	// executor was killed on the workers.
-	UnregisterMs     float64          `json:"unregisterMs"`
-	AllKilledMs      float64          `json:"allKilledMs"`
-	KillsPerSec      float64          `json:"killsPerSec"`
-	MasterCPUPercent float64          `json:"masterCpuPercent"` // over registration to all running; -1 unknown
-	ToolCPUPercent   float64          `json:"toolCpuPercent"`
-	LeaseErrors      int64            `json:"leaseErrors"`
-	Fleet            map[string]int64 `json:"fleet,omitempty"`
-	MasterLog        *MasterLog       `json:"masterLog,omitempty"`
+	UnregisterMs     float64 `json:"unregisterMs"`
+	AllKilledMs      float64 `json:"allKilledMs"`
+	KillsPerSec      float64 `json:"killsPerSec"`
+	MasterCPUPercent float64 `json:"masterCpuPercent"` // over registration to all running; -1 unknown
+	ToolCPUPercent   float64 `json:"toolCpuPercent"`
+	LeaseErrors      int64   `json:"leaseErrors"`
+	fleetOutcome
 }
 
-func launchesCommand(out io.Writer) *cli.Command {
-	return &cli.Command{
-		Name:  "launches",
-		Usage: "register many apps at once: registrations/s and executor launches/s",
-		Description: describe(`Registers W workers, then --apps apps as fast as --concurrency allows, each
+const launchesDescription = `Registers W workers, then --apps apps as fast as --concurrency allows, each
 asking for --app-cores cores in executors of --cores-per-executor, and keeps
 their leases (app heartbeats, or event streams with --lease stream). Measures
 until every core asked for was launched on a worker and every RUNNING report
@@ -80,11 +98,14 @@ killed. The cluster must have room for all of it.
 
 With --order apps-first the apps register before any worker, so they all wait;
 the launch figures then count from the first worker registration: how fast the
-master places and delivers a backlog, apart from how fast it takes apps.`),
-		Flags: append([]cli.Flag{
-			&cli.IntFlag{Name: "workers", Value: 50, Usage: "workers"},
-			&cli.IntFlag{Name: "worker-cores", Value: 64, Usage: "cores per worker"},
-			&cli.IntFlag{Name: "worker-memory-mb", Value: 256 << 10, Usage: "memory per worker"},
+master places and delivers a backlog, apart from how fast it takes apps.`
+
+func launchesCommand(out io.Writer) *cli.Command {
+	return measure[*lnParams]{
+		name:        "launches",
+		usage:       "register many apps at once: registrations/s and executor launches/s",
+		description: launchesDescription,
+		flags: append(fleetFlags(50, 64, 256<<10),
 			&cli.IntFlag{Name: "apps", Value: 200, Usage: "apps to register"},
 			&cli.IntFlag{Name: "app-cores", Value: 8, Usage: "maxCores of each app"},
 			&cli.IntFlag{Name: "cores-per-executor", Value: 1, Usage: "coresPerExecutor of each app"},
@@ -94,34 +115,10 @@ master places and delivers a backlog, apart from how fast it takes apps.`),
 			&cli.StringFlag{Name: "lease", Value: "heartbeat", Usage: "how apps keep their lease: heartbeat (POST every quarter timeout, at most 1s) or stream"},
 			&cli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "bound on each phase"},
 			&cli.StringFlag{Name: "order", Value: "workers-first", Usage: "workers-first: apps arrive at a ready cluster (launches follow the registrations); apps-first: every app waits, then the workers register (a burst of launches)"},
-		}, commonFlags()...),
-		Action: func(c *cli.Context) error {
-			p := &lnParams{
-				Workers: c.Int("workers"), WorkerCores: c.Int("worker-cores"), WorkerMemMB: c.Int("worker-memory-mb"),
-				Apps: c.Int("apps"), AppCores: c.Int("app-cores"), CoresPerExecutor: c.Int("cores-per-executor"),
-				MemoryPerExecutorMB: c.Int("memory-per-executor-mb"), Concurrency: c.Int("concurrency"),
-				Lease: c.String("lease"), workerTimeout: c.Duration("worker-timeout"), timeout: c.Duration("timeout"),
-				Order: c.String("order"),
-			}
-			if p.Order != "workers-first" && p.Order != "apps-first" {
-				return fmt.Errorf("--order %q: want workers-first or apps-first", p.Order)
-			}
-			p.appsFirst = p.Order == "apps-first"
-			if p.Workers <= 0 || p.Apps <= 0 || p.AppCores <= 0 || p.Concurrency <= 0 || p.workerTimeout <= 0 || p.timeout <= 0 {
-				return fmt.Errorf("--workers, --apps, --app-cores, --concurrency, --worker-timeout and --timeout must be positive")
-			}
-			if p.Lease != "heartbeat" && p.Lease != "stream" {
-				return fmt.Errorf("--lease %q: want heartbeat or stream", p.Lease)
-			}
-			if need, have := p.Apps*p.AppCores, p.Workers*p.WorkerCores; need > have {
-				return fmt.Errorf("the apps ask for %d cores, the workers have %d", need, have)
-			}
-			p.WorkerTimeout, p.Timeout = p.workerTimeout.String(), p.timeout.String()
-			return runScenario(c, out, "launches", p, func(ctx context.Context, cm *common, r *Report) error {
-				return runLaunches(ctx, cm, p, r)
-			})
-		},
-	}
+		),
+		params: readLaunchParams,
+		run:    runLaunches,
+	}.command(out)
 }
 
 type appReg struct {
@@ -133,25 +130,16 @@ type appReg struct {
 func runLaunches(ctx context.Context, cm *common, p *lnParams, r *Report) error {
 	res := &lnResults{Apps: p.Apps, Cores: p.Apps * p.AppCores, MasterCPUPercent: -1, Order: p.Order}
 	r.Results = res
-	tgt, mc, err := cm.openReported(ctx, r, "master-launches", p.workerTimeout, 1)
-	if err != nil {
-		return err
-	}
-	var f *fleet
-	defer func() {
-		ml := tgt.shutdown(mc, f)
-		if ml != nil {
-			res.MasterLog = ml
-			r.Problems = append(r.Problems, ml.problems(noSecretWarning)...)
-		}
-	}()
-	f, err = newFleet(fleetConfig{
-		Workers: p.Workers, Cores: p.WorkerCores, MemoryMB: p.WorkerMemMB,
-		IDPrefix: cm.idPrefix, PortBase: cm.portBase, Secret: cm.secret, Seed: cm.seed,
-	}, mc)
-	if err != nil {
-		return err
-	}
+	spec := fleetSpec{master: "master-launches", workerTimeout: p.workerTimeout, minCoreUnit: 1, workers: p.fleetParams}
+	return cm.withFleet(ctx, r, spec, &res.fleetOutcome, func(tgt *target, f *fleet) error {
+		return launch(ctx, cm, p, tgt, f, r, res)
+	})
+}
+
+// launch registers the apps, measures their launches and teardown on a
+// master and a fleet opened for it, and fills the report.
+func launch(ctx context.Context, cm *common, p *lnParams, tgt *target, f *fleet, r *Report, res *lnResults) error {
+	mc := f.mc
 	if !p.appsFirst {
 		if _, err := f.registerAll(ctx, cm.inFlight); err != nil {
 			return err
@@ -203,7 +191,7 @@ func runLaunches(ctx context.Context, cm *common, p *lnParams, r *Report) error 
 	launch0, ack0 := f.counts()
 	regs := make([]appReg, p.Apps)
 	t0 := time.Now()
-	err = inParallel(ctx, p.Apps, p.Concurrency, func(i int) error {
+	err := inParallel(ctx, p.Apps, p.Concurrency, func(i int) error {
 		var sub wire.Submitted
 		sent := time.Now()
 		err := mc.do(ctx, http.MethodPost, "/v1/apps", wire.AppDescription{

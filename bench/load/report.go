@@ -2,12 +2,8 @@ package load
 
 import (
 	"cmp"
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -125,44 +121,3 @@ func printFooter(w io.Writer, r *Report) {
 
 // loadAverage is the first three fields of /proc/loadavg.
 func loadAverage() string { return cmp.Or(benchstat.LoadAverage(), "unknown") }
-
-func writeJSON(path string, r *Report) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(data, '\n'), 0o644)
-}
-
-// writeCSV writes the first table to path and each other one next to it,
-// named <path without .csv>-<table name>.csv.
-func writeCSV(path string, tables []table) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	for i, t := range tables {
-		p := path
-		if i > 0 {
-			p = strings.TrimSuffix(path, ".csv") + "-" + t.Name + ".csv"
-		}
-		f, err := os.Create(p)
-		if err != nil {
-			return err
-		}
-		cw := csv.NewWriter(f)
-		_ = cw.Write(t.Header)
-		_ = cw.WriteAll(t.Rows)
-		cw.Flush()
-		if err := cw.Error(); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-	}
-	return nil
-}

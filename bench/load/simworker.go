@@ -56,17 +56,11 @@ func (w *simWorker) observeEpoch(e uint64) {
 }
 
 // acceptEpoch is the worker's fence: a command older than the newest epoch
-// seen is refused; a newer one becomes the newest.
+// seen is refused; a newer one becomes the newest. It returns the newest.
 func (w *simWorker) acceptEpoch(e uint64) (uint64, bool) {
-	for {
-		cur := w.epoch.Load()
-		if e < cur {
-			return cur, false
-		}
-		if e == cur || w.epoch.CompareAndSwap(cur, e) {
-			return e, true
-		}
-	}
+	w.observeEpoch(e)
+	newest := w.epoch.Load() // at least e: the epoch only grows
+	return newest, e == newest
 }
 
 // register announces the worker and sends its latest state, retrying a few

@@ -20,9 +20,7 @@ import (
 )
 
 type lossParams struct {
-	Workers             int     `json:"workers"`
-	WorkerCores         int     `json:"workerCores"`
-	WorkerMemMB         int     `json:"workerMemoryMB"`
+	fleetParams
 	AppCores            int     `json:"appMaxCores"`
 	AppFraction         float64 `json:"appFraction"`
 	CoresPerExecutor    int     `json:"coresPerExecutor"`
@@ -34,6 +32,27 @@ type lossParams struct {
 	RepTimeout          string  `json:"repTimeout"`
 
 	workerTimeout, settle, repTimeout time.Duration
+}
+
+// readLossParams reads and checks the flags of worker-loss.
+func readLossParams(c *cli.Context) (*lossParams, error) {
+	p := &lossParams{
+		fleetParams: readFleetParams(c), AppCores: c.Int("app-cores"), AppFraction: c.Float64("app-fraction"),
+		CoresPerExecutor: c.Int("cores-per-executor"), MemoryPerExecutorMB: c.Int("memory-per-executor-mb"),
+		MinCoreUnit: c.Int("min-core-unit"), Repeat: c.Int("repeat"),
+		workerTimeout: c.Duration("worker-timeout"), settle: c.Duration("settle"), repTimeout: c.Duration("rep-timeout"),
+	}
+	if p.AppCores == 0 {
+		p.AppCores = int(p.AppFraction * float64(p.Workers*p.WorkerCores))
+	}
+	if p.Workers < 2 || p.AppCores <= 0 || p.Repeat <= 0 || p.workerTimeout <= 0 || p.repTimeout <= 0 {
+		return nil, fmt.Errorf("need at least 2 workers, a positive app size, --repeat, --worker-timeout and --rep-timeout")
+	}
+	if p.AppCores > p.Workers*p.WorkerCores-p.WorkerCores {
+		return nil, fmt.Errorf("the app (%d cores) must leave room for a lost worker's cores (%d of %d free)", p.AppCores, p.Workers*p.WorkerCores-p.AppCores, p.WorkerCores)
+	}
+	p.WorkerTimeout, p.Settle, p.RepTimeout = p.workerTimeout.String(), p.settle.String(), p.repTimeout.String()
+	return p, nil
 }
 
 // lossRep is one worker death.
@@ -80,16 +99,11 @@ type lossResults struct {
 	Reps       []lossRep          `json:"reps"`
 	Summary    map[string]Summary `json:"summary"`
 	// FalseExpiries: workers the tool did not kill that the master forgot.
-	FalseExpiries int64            `json:"falseExpiries"`
-	Fleet         map[string]int64 `json:"fleet,omitempty"`
-	MasterLog     *MasterLog       `json:"masterLog,omitempty"`
+	FalseExpiries int64 `json:"falseExpiries"`
+	fleetOutcome
 }
 
-func workerLossCommand(out io.Writer) *cli.Command {
-	return &cli.Command{
-		Name:  "worker-loss",
-		Usage: "kill workers that hold executors: time to DEAD and to replacement launches",
-		Description: describe(`Registers W workers and one app asking for --app-fraction of the cores (or
+const workerLossDescription = `Registers W workers and one app asking for --app-fraction of the cores (or
 --app-cores), keeps the app's lease with its event stream, and waits until every
 executor runs. Then --repeat times: pick (by --seed) a worker holding executors
 of the app, kill it (no more heartbeats; commands to it get their connection
@@ -103,11 +117,14 @@ closed), and time
   DEAD → first/all        replacement LaunchExecutor received by other workers
                           (all = their cores cover the cores lost)
   DEAD → running          the master accepted the replacements' RUNNING reports
-then bring the worker back empty under the same id and wait --settle.`),
-		Flags: append([]cli.Flag{
-			&cli.IntFlag{Name: "workers", Value: 100, Usage: "workers"},
-			&cli.IntFlag{Name: "worker-cores", Value: 8, Usage: "cores per worker"},
-			&cli.IntFlag{Name: "worker-memory-mb", Value: 16384, Usage: "memory per worker"},
+then bring the worker back empty under the same id and wait --settle.`
+
+func workerLossCommand(out io.Writer) *cli.Command {
+	return measure[*lossParams]{
+		name:        "worker-loss",
+		usage:       "kill workers that hold executors: time to DEAD and to replacement launches",
+		description: workerLossDescription,
+		flags: append(fleetFlags(100, 8, 16384),
 			&cli.IntFlag{Name: "app-cores", Usage: "maxCores of the app (default: --app-fraction of all cores)"},
 			&cli.Float64Flag{Name: "app-fraction", Value: 0.6, Usage: "share of the cluster's cores the app asks for"},
 			&cli.IntFlag{Name: "cores-per-executor", Usage: "coresPerExecutor of the app (0: one executor per worker, sized by placement)"},
@@ -117,30 +134,10 @@ then bring the worker back empty under the same id and wait --settle.`),
 			&cli.IntFlag{Name: "repeat", Value: 20, Usage: "worker deaths"},
 			&cli.DurationFlag{Name: "settle", Value: 500 * time.Millisecond, Usage: "pause after a worker came back"},
 			&cli.DurationFlag{Name: "rep-timeout", Value: 15 * time.Second, Usage: "bound on each phase of a repetition"},
-		}, commonFlags()...),
-		Action: func(c *cli.Context) error {
-			p := &lossParams{
-				Workers: c.Int("workers"), WorkerCores: c.Int("worker-cores"), WorkerMemMB: c.Int("worker-memory-mb"),
-				AppCores: c.Int("app-cores"), AppFraction: c.Float64("app-fraction"),
-				CoresPerExecutor: c.Int("cores-per-executor"), MemoryPerExecutorMB: c.Int("memory-per-executor-mb"),
-				MinCoreUnit: c.Int("min-core-unit"), Repeat: c.Int("repeat"),
-				workerTimeout: c.Duration("worker-timeout"), settle: c.Duration("settle"), repTimeout: c.Duration("rep-timeout"),
-			}
-			if p.AppCores == 0 {
-				p.AppCores = int(p.AppFraction * float64(p.Workers*p.WorkerCores))
-			}
-			if p.Workers < 2 || p.AppCores <= 0 || p.Repeat <= 0 || p.workerTimeout <= 0 || p.repTimeout <= 0 {
-				return fmt.Errorf("need at least 2 workers, a positive app size, --repeat, --worker-timeout and --rep-timeout")
-			}
-			if p.AppCores > p.Workers*p.WorkerCores-p.WorkerCores {
-				return fmt.Errorf("the app (%d cores) must leave room for a lost worker's cores (%d of %d free)", p.AppCores, p.Workers*p.WorkerCores-p.AppCores, p.WorkerCores)
-			}
-			p.WorkerTimeout, p.Settle, p.RepTimeout = p.workerTimeout.String(), p.settle.String(), p.repTimeout.String()
-			return runScenario(c, out, "worker-loss", p, func(ctx context.Context, cm *common, r *Report) error {
-				return runWorkerLoss(ctx, cm, p, r)
-			})
-		},
-	}
+		),
+		params: readLossParams,
+		run:    runWorkerLoss,
+	}.command(out)
 }
 
 // appSettled reports whether the app holds want cores on live workers, every
@@ -169,28 +166,21 @@ func appSettled(f *fleet, appID string, want int) bool {
 func runWorkerLoss(ctx context.Context, cm *common, p *lossParams, r *Report) error {
 	res := &lossResults{AppCores: p.AppCores, Summary: map[string]Summary{}}
 	r.Results = res
-	tgt, mc, err := cm.openReported(ctx, r, "master-worker-loss", p.workerTimeout, p.MinCoreUnit)
-	if err != nil {
-		return err
+	spec := fleetSpec{master: "master-worker-loss", workerTimeout: p.workerTimeout, minCoreUnit: p.MinCoreUnit, workers: p.fleetParams,
+		expected: []string{"removing worker"}}
+	err := cm.withFleet(ctx, r, spec, &res.fleetOutcome, func(tgt *target, f *fleet) error {
+		return loseWorkers(ctx, cm, p, tgt, f, r, res)
+	})
+	if ok := countOK(res.Reps); res.MasterLog != nil && res.MasterLog.RemovedWorkers != ok {
+		r.Problems = append(r.Problems, fmt.Sprintf("the master removed %d workers; the tool killed %d that were seen DEAD", res.MasterLog.RemovedWorkers, ok))
 	}
-	var f *fleet
-	defer func() {
-		ml := tgt.shutdown(mc, f)
-		if ml != nil {
-			res.MasterLog = ml
-			r.Problems = append(r.Problems, ml.problems(noSecretWarning, "removing worker")...)
-			if ok := countOK(res.Reps); ml.RemovedWorkers != ok {
-				r.Problems = append(r.Problems, fmt.Sprintf("the master removed %d workers; the tool killed %d that were seen DEAD", ml.RemovedWorkers, ok))
-			}
-		}
-	}()
-	f, err = newFleet(fleetConfig{
-		Workers: p.Workers, Cores: p.WorkerCores, MemoryMB: p.WorkerMemMB,
-		IDPrefix: cm.idPrefix, PortBase: cm.portBase, Secret: cm.secret, Seed: cm.seed,
-	}, mc)
-	if err != nil {
-		return err
-	}
+	return err
+}
+
+// loseWorkers starts the app, kills and revives workers holding its
+// executors on a master and a fleet opened for it, and fills the report.
+func loseWorkers(ctx context.Context, cm *common, p *lossParams, tgt *target, f *fleet, r *Report, res *lossResults) error {
+	mc := f.mc
 	if _, err := f.registerAll(ctx, cm.inFlight); err != nil {
 		return err
 	}
@@ -202,7 +192,7 @@ func runWorkerLoss(ctx context.Context, cm *common, p *lossParams, r *Report) er
 	res.TimeoutMs, res.IntervalMs = benchstat.Ms(timeout), benchstat.Ms(interval)
 
 	var sub wire.Submitted
-	err = mc.do(ctx, http.MethodPost, "/v1/apps", wire.AppDescription{
+	err := mc.do(ctx, http.MethodPost, "/v1/apps", wire.AppDescription{
 		Name: "berthbench-worker-loss", Command: []string{"/bin/true"}, MaxCores: p.AppCores,
 		CoresPerExecutor: p.CoresPerExecutor, MemoryPerExecutorMB: p.MemoryPerExecutorMB,
 	}, &sub)

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/berth-cluster/berth/client"
 )
 
 const description = `Replays a trace round by round. Each round the policy gets the ALIVE workers
@@ -140,17 +142,19 @@ type options struct {
 }
 
 // runConfigs expands --policies and --units into one RunConfig per row.
+// Both are comma-separated, split as berth's own lists of masters are
+// (blanks dropped).
 func runConfigs(policies, units string, refUnit int) ([]RunConfig, error) {
 	var us []int
-	for _, f := range splitList(units) {
-		u, err := strconv.Atoi(f)
-		if err != nil || u < 1 {
+	for _, f := range client.SplitMasters(units) {
+		u, ok := parseUnit(f)
+		if !ok {
 			return nil, fmt.Errorf("bad unit %q in --units (want positive integers)", f)
 		}
 		us = append(us, u)
 	}
 	var out []RunConfig
-	for _, f := range splitList(policies) {
+	for _, f := range client.SplitMasters(policies) {
 		name, unit, fixed := strings.Cut(f, "@")
 		if !fixed {
 			if len(us) == 0 {
@@ -161,8 +165,8 @@ func runConfigs(policies, units string, refUnit int) ([]RunConfig, error) {
 			}
 			continue
 		}
-		u, err := strconv.Atoi(unit)
-		if err != nil || u < 1 {
+		u, ok := parseUnit(unit)
+		if !ok {
 			return nil, fmt.Errorf("bad unit in policy %q (want NAME@UNIT)", f)
 		}
 		out = append(out, RunConfig{Policy: name, Unit: u, RefUnit: refUnit})
@@ -173,14 +177,10 @@ func runConfigs(policies, units string, refUnit int) ([]RunConfig, error) {
 	return out, nil
 }
 
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
+// parseUnit reads a minimum core unit: a positive integer.
+func parseUnit(s string) (int, bool) {
+	u, err := strconv.Atoi(s)
+	return u, err == nil && u >= 1
 }
 
 // buildTrace returns the named trace.
