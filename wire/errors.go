@@ -12,8 +12,19 @@ const (
 	CodeBadRequest ErrorCode = "bad_request"
 	// CodeTooLarge (413): the body is over MaxBodyBytes.
 	CodeTooLarge ErrorCode = "too_large"
-	// CodeUnauthorized (401): the secret is missing or wrong.
+	// CodeUnauthorized (401): no credential, or a wrong one (secret,
+	// driver credential or client certificate).
 	CodeUnauthorized ErrorCode = "unauthorized"
+	// CodeForbidden (403): the credential is valid but may not do this
+	// (a driver's credential on another app, a worker certificate asking
+	// a master's command), or a browser-shaped request (cross-site Origin,
+	// a Host that is not loopback, a body that is not JSON) in the
+	// loopback mode.
+	CodeForbidden ErrorCode = "forbidden"
+	// CodeLimitReached (429): a configured cap is reached (active apps,
+	// active drivers, event streams, submission size); the message names
+	// it. Retry once something has ended.
+	CodeLimitReached ErrorCode = "limit_reached"
 
 	// CodeNotLeader (307): this master does not lead; Error.Leader (and
 	// Location) name the one that does.
@@ -81,7 +92,7 @@ const (
 
 // ErrorCodes lists every error code, for documentation and its test.
 var ErrorCodes = []ErrorCode{
-	CodeBadRequest, CodeTooLarge, CodeUnauthorized,
+	CodeBadRequest, CodeTooLarge, CodeUnauthorized, CodeForbidden, CodeLimitReached,
 	CodeNotLeader, CodeNoLeader, CodeLeaderPreparing, CodeNotCommitted, CodeOutcomeUnknown, CodeShuttingDown,
 	CodeUnknownWorker, CodeUnknownApp, CodeUnknownExecutor, CodeUnknownDriver, CodeEnded, CodeKeyReused, CodeAddressTaken,
 	CodeLogsUnreachable, CodeWorkerUnreachable, CodeNotReplicated, CodeMembershipFailed,

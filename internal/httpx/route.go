@@ -36,6 +36,8 @@ func Coded(status int, code wire.ErrorCode, format string, args ...any) *StatusE
 var defaultCodes = map[int]wire.ErrorCode{
 	http.StatusBadRequest:            wire.CodeBadRequest,
 	http.StatusUnauthorized:          wire.CodeUnauthorized,
+	http.StatusForbidden:             wire.CodeForbidden,
+	http.StatusTooManyRequests:       wire.CodeLimitReached,
 	http.StatusRequestEntityTooLarge: wire.CodeTooLarge,
 	http.StatusInternalServerError:   wire.CodeInternal,
 }
