@@ -35,6 +35,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -71,6 +72,7 @@ type Client struct {
 	masters []string // validated base URLs, no trailing slash
 	api     *httpx.Client
 	log     *slog.Logger
+	tls     *tls.Config
 
 	retryBudget       time.Duration
 	streamRetryBudget time.Duration
@@ -121,6 +123,10 @@ func WithBackoff(first, largest time.Duration) Option {
 	return func(c *Client) { c.minBackoff, c.maxBackoff = first, largest }
 }
 
+// WithTLS makes the client speak TLS with cfg to masters (nil: plain
+// HTTP); see credentials.Set.ClientTLS.
+func WithTLS(cfg *tls.Config) Option { return func(c *Client) { c.tls = cfg } }
+
 // WithLogger sets where retries and reconnections are logged (debug level;
 // failovers at info).
 func WithLogger(l *slog.Logger) Option { return func(c *Client) { c.log = l } }
@@ -159,7 +165,7 @@ func New(masters []string, secret string, opts ...Option) (*Client, error) {
 	if c.requestTimeout <= 0 || c.streamIdleTimeout <= 0 || c.streamOpenTimeout <= 0 || c.minBackoff <= 0 || c.maxBackoff < c.minBackoff {
 		return nil, errors.New("client options: timeouts and backoffs must be positive, and max backoff >= min backoff")
 	}
-	c.api = &httpx.Client{Secret: secret, HTTP: newHTTPClient(c.requestTimeout)}
+	c.api = (&httpx.Client{Secret: secret, HTTP: newHTTPClient(c.requestTimeout)}).WithTLS(c.tls)
 	return c, nil
 }
 

@@ -124,7 +124,7 @@ func (cl *cluster) others(not ...*testcluster.Master) []*testcluster.Master {
 // newClient returns an API client for the masters.
 func newClient(t *testing.T, masters ...string) *client.Client {
 	t.Helper()
-	c, err := client.New(masters, secret, client.WithRetryBudget(20*time.Second))
+	c, err := client.New(masters, secret, client.WithRetryBudget(20*time.Second), bin.PKI.ClientOption())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func TestHAPausedLeaderIsFenced(t *testing.T) {
 	// waking, finds it expired and wants to kill its executors, which the
 	// new leader keeps. Workers outlive the pause in every master's eyes.
 	hc := haCluster(t, 3, []string{"--worker-timeout", "30s", "--app-timeout", "3s", "--recovery-timeout", "30s"}, "w1", "w2")
-	c, err := client.New(hc.URLs(), secret, client.WithRequestTimeout(time.Second), client.WithRetryBudget(20*time.Second))
+	c, err := client.New(hc.URLs(), secret, client.WithRequestTimeout(time.Second), client.WithRetryBudget(20*time.Second), bin.PKI.ClientOption())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +62,12 @@ func TestHAPausedLeaderIsFenced(t *testing.T) {
 		workerURL[w.ID] = w.Address
 	}
 
+	// Open a connection to the leader before it freezes: a TLS handshake
+	// needs the server awake, and the request below must wait in its
+	// socket (sendWhileStopped reuses this idle connection).
+	if _, err := call(http.MethodGet, old.URL+"/healthz", "", nil); err != nil {
+		t.Fatal(err)
+	}
 	pausedAt := time.Now()
 	signal(t, old.Proc(), syscall.SIGSTOP)
 	newLeader, st := hc.leader(haFailoverBound+10*time.Second, old)

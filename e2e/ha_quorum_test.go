@@ -83,7 +83,7 @@ func TestHAQuorumLostAndRestored(t *testing.T) {
 	})
 	t.Logf("write without a quorum: %d %s", last.status, strings.TrimSpace(last.body))
 	// The typed client gives up with that status too, creating nothing.
-	short, err := client.New([]string{survivor.URL}, secret, client.WithRetryBudget(time.Second))
+	short, err := client.New([]string{survivor.URL}, secret, client.WithRetryBudget(time.Second), bin.PKI.ClientOption())
 	if err != nil {
 		t.Fatal(err)
 	}

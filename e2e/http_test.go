@@ -104,7 +104,7 @@ func sendWhileStopped(t *testing.T, method, url string) <-chan string {
 	req.Header.Set("Authorization", "Bearer "+secret)
 	go func() {
 		defer cancel()
-		resp, err := (&http.Client{CheckRedirect: httpClient.CheckRedirect}).Do(req)
+		resp, err := (&http.Client{CheckRedirect: httpClient.CheckRedirect, Transport: httpClient.Transport}).Do(req)
 		if err != nil {
 			answers <- err.Error()
 			return

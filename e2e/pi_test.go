@@ -82,7 +82,7 @@ func TestPiSurvivesWorkerKilledMidJob(t *testing.T) {
 		return fmt.Errorf("no RUNNING executor away from the driver's worker %s: %s", drv.WorkerID, describeExecs(app))
 	})
 	// berth status lists the workers and the app.
-	out, err := exec.Command(bin.Berth, "--master", cl.master("m1").URL, "--secret", secret, "status").CombinedOutput()
+	out, err := exec.Command(bin.Berth, "--master", cl.master("m1").URL, "--secret", secret, "--tls-ca-file", bin.PKI.CAFile(), "status").CombinedOutput()
 	if err != nil {
 		t.Fatalf("berth status: %v\n%s", err, out)
 	}

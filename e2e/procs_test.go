@@ -26,7 +26,7 @@ func start(t *testing.T, name, path string, args []string) *testcluster.Proc {
 	dir := t.TempDir()
 	dumpLogsOnFailure(t, dir)
 	p, err := testcluster.Start(t, name, path, filepath.Join(dir, name+".log"), args,
-		testcluster.ProcOptions{Env: []string{"BERTH_SECRET=" + secret}})
+		testcluster.ProcOptions{Env: []string{"BERTH_SECRET=" + secret, "BERTH_TLS_CA_FILE=" + bin.PKI.CAFile()}})
 	if err != nil {
 		t.Fatal(err)
 	}

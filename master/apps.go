@@ -35,7 +35,7 @@ func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply func(any,
 	rec := persistence.AppRecord{
 		ID: c.newAppID(), Desc: desc, SubmittedAt: c.now(), State: wire.AppWaiting,
 		ExecutorLimit: desc.InitialExecutorLimit, ExecutorIDsReserved: executorIDBlock,
-		IdempotencyKey: idem.key, IdempotencyHash: idem.hash,
+		IdempotencyKey: idem.key, IdempotencyHash: idem.hash, Owner: idem.owner,
 	}
 	c.beginKeyed(key, idem.hash)
 	c.commit([]persistence.Command{persistence.PutApp(rec, 0)}, func() {

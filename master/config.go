@@ -15,7 +15,9 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/placement"
+	"github.com/berth-cluster/berth/security"
 )
 
 // Config is everything a master is told at start.
@@ -23,6 +25,10 @@ type Config struct {
 	ID        string // this master's id (its Raft node id with several masters)
 	Advertise string // API base URL workers and clients use to reach this master
 	Secret    string
+	// TLS, when set, is the master's certificate and the cluster's CA: its
+	// API is TLS and it talks to workers only over TLS, to the worker
+	// certificate of each worker's id.
+	TLS *security.TLS
 
 	WorkerTimeout   time.Duration // a worker silent this long is DEAD
 	AppTimeout      time.Duration // an app whose client is gone this long is finished
@@ -130,3 +136,15 @@ type Clock interface {
 type realClock struct{}
 
 func (realClock) Now() time.Time { return time.Now() }
+
+// workerClient is how the master calls workers. With TLS it proves itself
+// with its certificate alone and talks to worker certificates only (the
+// outbox asks for the one of each worker's id): the operator secret never
+// goes to a worker, so a process at a worker's address learns nothing.
+// Without TLS it sends the secret (see docs/SECURITY.md).
+func (c Config) workerClient(timeout time.Duration) *httpx.Client {
+	if c.TLS == nil {
+		return httpx.NewClient(c.Secret, timeout)
+	}
+	return httpx.NewClient("", timeout).WithTLS(c.TLS.ClientConfig(security.RoleWorker))
+}

@@ -73,8 +73,10 @@ func (c *core) launchDriver(w *workerInfo, d *driverInfo) {
 	d.worker, d.launching = w, true
 	w.addDriver(d)
 	c.log.Info("launching driver", "driver", d.rec.ID, "worker", w.rec.ID)
+	token, hash := mintDriverToken(d.rec.ID)
 	c.updateDriver(d, 0, func(rec *persistence.DriverRecord) {
 		rec.State, rec.WorkerID, rec.WorkerIncarnation = wire.DriverRunning, w.rec.ID, w.incarnation
+		rec.CredentialHash = hash
 	}, nil, func() {
 		d.launching, d.state = false, wire.DriverRunning
 		c.fx.send(w, workerCommand{
@@ -82,7 +84,7 @@ func (c *core) launchDriver(w *workerInfo, d *driverInfo) {
 			body: wire.LaunchDriver{
 				Epoch: c.epoch, MasterURL: c.cfg.Advertise, DriverID: d.rec.ID,
 				Command: d.rec.Desc.Command, Env: d.rec.Desc.Env, Cores: d.rec.Desc.Cores,
-				MemoryMB: d.rec.Desc.MemoryMB, Supervise: d.rec.Desc.Supervise,
+				MemoryMB: d.rec.Desc.MemoryMB, Supervise: d.rec.Desc.Supervise, Token: token,
 			},
 			driverID: d.rec.ID,
 		})

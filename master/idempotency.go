@@ -37,6 +37,7 @@ type submissionKey struct {
 // otherwise is still the same request.
 type keyed struct {
 	key, hash string
+	owner     string // the driver submitting, "" for an operator
 }
 
 // keyedRequest returns the idempotency of a submission of desc under key.

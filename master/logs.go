@@ -56,7 +56,7 @@ func (m *Master) proxyLogs(w http.ResponseWriter, r *http.Request, target func(c
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	resp, err := httpx.NewClient(m.cfg.Secret, 0).Open(ctx, http.MethodGet, url, nil)
+	resp, err := m.cfg.workerClient(0).Open(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		var se *httpx.StatusError
 		if errors.As(err, &se) {

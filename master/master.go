@@ -67,7 +67,7 @@ func New(cfg Config, engine persistence.Engine, agent election.Agent, log *slog.
 	if mem, ok := engine.(Membership); ok {
 		m.members = mem
 	}
-	m.out = newOutbox(httpx.NewClient(cfg.Secret, cfg.CommandTimeout), log, func(workerID string, cmd workerCommand, err error) {
+	m.out = newOutbox(cfg.workerClient(cfg.CommandTimeout), log, func(workerID string, cmd workerCommand, err error) {
 		m.post(func(c *core) { c.commandFailed(workerID, cmd, err) })
 	})
 	m.core, err = newCore(cfg, log, clock, m)

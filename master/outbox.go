@@ -100,7 +100,7 @@ func (o *outbox) deliver(ctx context.Context, workerID string, q *workerQueue) {
 			idle.Reset(idleExit)
 		case <-q.box.ready():
 			for _, cmd := range q.box.take() {
-				if err := o.post(ctx, q.address, cmd); err != nil {
+				if err := o.post(httpx.ExpectPeer(ctx, workerID), q.address, cmd); err != nil {
 					if ctx.Err() != nil {
 						return
 					}

@@ -14,8 +14,8 @@ import (
 
 // Handler is the master's HTTP API, registered from its declaration
 // (wire.MasterAPI): the JSON routes here, the event stream (streams.go), the
-// log proxy (logs.go) and Raft membership (membership.go). Every request
-// but /healthz needs the secret.
+// log proxy (logs.go) and Raft membership (membership.go). Each route is
+// served to the callers its declaration admits (auth.go).
 func (m *Master) Handler() http.Handler {
 	api := wire.MasterAPI
 	mux := http.NewServeMux()
@@ -53,6 +53,9 @@ func (m *Master) Handler() http.Handler {
 	mux.HandleFunc(api.DriverLogs.Mux(), m.driverLogs)
 
 	serve(mux, api.RegisterWorker, validateRegistration, func(r *http.Request, req wire.RegisterWorker) (any, error) {
+		if p := httpx.PrincipalOf(r.Context()); p.Kind == httpx.KindWorker && req.ID != p.Name {
+			return nil, forbidden("the certificate of worker %q may not register worker %q", p.Name, req.ID)
+		}
 		return m.call(r.Context(), func(c *core, reply func(any, error)) { c.registerWorker(req, reply) })
 	})
 	serve(mux, api.WorkerHeartbeat, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.Heartbeat, reply func(any, error)) {
@@ -72,7 +75,7 @@ func (m *Master) Handler() http.Handler {
 
 	serve(mux, api.JoinMaster, validateJoin, m.join)
 	serve(mux, api.LeaveMaster, validateLeave, m.leave)
-	return httpx.RequireSecret(m.cfg.Secret, mux)
+	return m.authorize(mux)
 }
 
 // serve registers a JSON route: the body is decoded strictly into a Req
@@ -173,6 +176,10 @@ func submit[T any](m *Master, w http.ResponseWriter, r *http.Request, validate f
 		return
 	}
 	idem := keyedRequest(key, desc)
+	if idem.owner = ownerOf(r); idem.owner != "" && idem.key != "" {
+		// A driver's keys are its own: another's cannot find its app.
+		idem.key = idem.owner + "/" + idem.key
+	}
 	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { create(c, desc, idem, reply) })
 	respond(w, r, v, err)
 }

@@ -11,6 +11,7 @@ package membership
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"time"
@@ -38,6 +39,8 @@ type Config struct {
 	// address. Empty: wait for a leader.
 	Join   []string
 	Secret string
+	// TLS is how to call the other masters (nil without TLS).
+	TLS *tls.Config
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Pace waits between attempts; nil waits in real time (RealPace).
@@ -103,7 +106,7 @@ func (a *announcer) attempt(ctx context.Context) (known bool) {
 		a.log.Debug("no master to ask yet: waiting for a leader")
 		return false
 	}
-	c, err := client.New(targets, a.cfg.Secret, client.WithRetryBudget(attemptBudget))
+	c, err := client.New(targets, a.cfg.Secret, client.WithRetryBudget(attemptBudget), client.WithTLS(a.cfg.TLS))
 	if err != nil {
 		a.log.Warn("cannot ask these masters to add this master; retrying", "masters", targets, "err", err)
 		return false

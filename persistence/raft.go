@@ -14,6 +14,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/berth-cluster/berth/internal/logging"
+	"github.com/berth-cluster/berth/security"
 )
 
 // RaftConfig configures the replicated engine (--recovery-mode raft).
@@ -33,7 +34,10 @@ type RaftConfig struct {
 	SnapshotThreshold uint64        // log entries between snapshots (default 8192)
 	TrailingLogs      uint64        // entries kept after a snapshot (default 10240)
 	SnapshotInterval  time.Duration // how often to check the threshold (default 120 s)
-	Logger            *slog.Logger
+	// TLS: Raft runs over mutual TLS between master certificates of the
+	// cluster's CA (nil: plain TCP, for tests of the engine only).
+	TLS    *security.TLS
+	Logger *slog.Logger
 }
 
 // Raft keeps the state in a Raft log replicated over the masters.
@@ -85,7 +89,7 @@ func OpenRaft(cfg RaftConfig) (*Raft, error) {
 		r.store.Close()
 		return nil, fmt.Errorf("raft address %q: %w", cfg.Addr, err)
 	}
-	r.trans, err = raft.NewTCPTransportWithLogger(cfg.Addr, advertise, 3, 10*time.Second, hlog)
+	r.trans, err = newTransport(cfg, advertise, hlog)
 	if err != nil {
 		r.store.Close()
 		return nil, fmt.Errorf("raft transport on %s: %w", cfg.Addr, err)

@@ -39,6 +39,9 @@ type AppRecord struct {
 	Message string        `json:"message,omitempty"`
 	// Summary of a finished app, kept for status pages.
 	CoresGranted int `json:"coresGranted,omitempty"`
+	// Owner is the driver that registered the app with its credential, ""
+	// for an operator: that driver may manage it, no other.
+	Owner string `json:"owner,omitempty"`
 	// IdempotencyKey is the key the client registered it with, if any:
 	// a repeat with the same key gets this app's id (wire.IdempotencyKeyHeader).
 	// IdempotencyHash identifies the description as the client sent it, so
@@ -69,6 +72,10 @@ type DriverRecord struct {
 	// request is durable before it is acknowledged, so a new leader still
 	// kills the driver (and does not relaunch it) if the old one could not.
 	KillRequested bool `json:"killRequested,omitempty"`
+	// CredentialHash is the SHA-256 (hex) of the credential minted for the
+	// driver's current launch (wire.EnvToken); any leader checks a driver's
+	// requests against it. The credential itself is never written.
+	CredentialHash string `json:"credentialHash,omitempty"`
 	// IdempotencyKey is the key it was submitted with, if any, and
 	// IdempotencyHash its description's as the client sent it. A relaunch
 	// carries both: a repeat gets the newest driver of the chain.

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# make demo: a local cluster on 127.0.0.1 (one master, two workers, all in
-# temp dirs) runs the pi job as a supervised driver, prints Pi and the
-# cluster status, then stops everything it started, by pid.
+# make demo: a local TLS cluster on 127.0.0.x (three Raft masters, two
+# workers, all in a temp dir, certificates made by `berth tls`) runs the pi
+# job as a supervised driver, kills the leader with SIGKILL while pi runs,
+# shows pi finishing and the new leader, then stops everything it started,
+# by pid.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$PWD/bin
@@ -10,7 +12,7 @@ PIDS=()
 
 cleanup() {
 	# Workers first (they kill their executors and tell the master), then
-	# the master; SIGKILL whatever is still there after a grace period.
+	# the masters; SIGKILL whatever is still there after a grace period.
 	for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
 		kill -TERM "${PIDS[i]}" 2>/dev/null || true
 		for _ in $(seq 50); do kill -0 "${PIDS[i]}" 2>/dev/null || break; sleep 0.1; done
@@ -21,37 +23,78 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-# A free port for the master: 7077 as documented, or another if it is taken.
-in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-PORT=7077
-while in_use "$PORT"; do PORT=$((20000 + RANDOM % 20000)); done
-[ "$PORT" = 7077 ] || echo "port 7077 is in use; the demo master uses $PORT"
-MASTER=http://127.0.0.1:$PORT
-export BERTH_SECRET=demo-$RANDOM$RANDOM
+in_use() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+free_port() { # free_port IP BASE: BASE if it is free on IP, else a random one
+	local port=$2
+	while in_use "$1" "$port"; do port=$((20000 + RANDOM % 20000)); done
+	echo "$port"
+}
 
-echo "== starting a master on $MASTER and two workers (logs in $TMP)"
-"$BIN/master" --port "$PORT" --data-dir "$TMP/m1" --worker-timeout 10s --min-core-unit 2 >"$TMP/master.log" 2>&1 &
-PIDS+=($!)
+echo "== certificates: berth tls ca create, then one certificate per process (in $TMP/tls)"
+TLS=$TMP/tls
+"$BIN/berth" tls ca create --dir "$TLS" >/dev/null
+for i in 1 2 3; do
+	"$BIN/berth" tls cert create --dir "$TLS" --role master --name "m$i" --host "127.0.0.$i,localhost" >/dev/null
+done
 for i in 1 2; do
-	"$BIN/worker" --master "$MASTER" --cores 4 --memory 2g --work-dir "$TMP/w$i" >"$TMP/worker$i.log" 2>&1 &
+	"$BIN/berth" tls cert create --dir "$TLS" --role worker --name "w$i" --host 127.0.0.1 >/dev/null
+done
+"$BIN/berth" tls cert create --dir "$TLS" --role cli --name operator >/dev/null
+ls "$TLS"
+tlsflags() { echo --tls-ca-file "$TLS/ca.pem" --tls-cert-file "$TLS/$1.pem" --tls-key-file "$TLS/$1-key.pem"; }
+
+MASTERS=() PEERS=()
+for i in 1 2 3; do
+	API[i]=$(free_port "127.0.0.$i" 7077)
+	RAFT[i]=$(free_port "127.0.0.$i" 7177)
+	MASTERS+=("https://127.0.0.$i:${API[i]}")
+	PEERS+=("m$i=127.0.0.$i:${RAFT[i]}")
+done
+MASTER_LIST=$(IFS=,; echo "${MASTERS[*]}")
+PEER_LIST=$(IFS=,; echo "${PEERS[*]}")
+
+echo "== starting three masters ($MASTER_LIST) and two workers (logs in $TMP)"
+for i in 1 2 3; do
+	# shellcheck disable=SC2046 # tlsflags is several words on purpose
+	"$BIN/master" --node-id "m$i" --host "127.0.0.$i" --port "${API[i]}" --data-dir "$TMP/m$i" \
+		--peers "$PEER_LIST" $(tlsflags "m$i") --worker-timeout 10s --min-core-unit 2 >"$TMP/master$i.log" 2>&1 &
+	PIDS+=($!)
+	MPID[i]=$!
+done
+for i in 1 2; do
+	# shellcheck disable=SC2046
+	"$BIN/worker" --master "$MASTER_LIST" $(tlsflags "w$i") --cores 4 --memory 2g --work-dir "$TMP/w$i" >"$TMP/worker$i.log" 2>&1 &
 	PIDS+=($!)
 done
 
-berth() { "$BIN/berth" --master "$MASTER" "$@"; }
+# shellcheck disable=SC2046
+berth() { "$BIN/berth" --master "$MASTER_LIST" $(tlsflags operator) "$@"; }
+leader_id() { berth status --json 2>/dev/null | grep -Eo '"leaderId": *"m[0-9]"' | grep -Eo 'm[0-9]' | head -1; }
 
-# Wait (up to 20 s) until both workers are ALIVE.
-for _ in $(seq 200); do
+# Wait (up to 30 s) until both workers are ALIVE.
+for _ in $(seq 300); do
 	if [ "$(berth status --json 2>/dev/null | grep -Eo '"state": *"ALIVE"' | wc -l)" -ge 2 ]; then break; fi
 	sleep 0.1
 done
+LEADER=$(leader_id)
+echo "leader: $LEADER"
 
-echo "== berth submit --supervise --cores 1 --memory 256m -- bin/pi --tasks 200"
-DRIVER=$(berth submit --supervise --cores 1 --memory 256m -- "$BIN/pi" --tasks 200)
-echo "submitted $DRIVER; waiting for it to finish"
+echo "== berth submit --supervise --cores 1 --memory 256m -- bin/pi --tasks 400"
+DRIVER=$(berth submit --supervise --cores 1 --memory 256m -- "$BIN/pi" --tasks 400 --samples 400000)
+echo "submitted $DRIVER"
+
+# Wait (up to 30 s) until pi's app has running executors, then kill the leader.
+for _ in $(seq 300); do
+	if berth status --json 2>/dev/null | grep -q '"state": *"RUNNING"'; then break; fi
+	sleep 0.1
+done
+echo "== pi is running; kill -9 the leader $LEADER (pid ${MPID[${LEADER#m}]})"
+kill -KILL "${MPID[${LEADER#m}]}"
 berth wait driver "$DRIVER" --timeout 120s
 
 echo "== the driver's output"
 berth logs driver "$DRIVER"
 
-echo "== berth status"
+echo "== berth status (the new leader)"
 berth status
+echo "new leader: $(leader_id) (was $LEADER)"

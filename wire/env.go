@@ -12,11 +12,26 @@ const (
 	EnvWorkerHost = "BERTH_HOST" // the host the worker advertises; bind servers here
 	// EnvMaster is the comma-separated list of master API addresses.
 	EnvMaster = "BERTH_MASTER"
-	// EnvSecret is the cluster's shared secret. Daemons and the CLI read it
-	// too; a worker passes it to drivers (not to executors), which register
-	// their app with the master.
+	// EnvSecret is the operator secret, for daemons and the CLI (prefer
+	// EnvSecretFile: a process's environment is readable by its user). No
+	// process a worker starts inherits it.
 	EnvSecret = "BERTH_SECRET"
+	// EnvSecretFile names a file holding the operator secret.
+	EnvSecretFile = "BERTH_SECRET_FILE"
+	// EnvToken is a driver's credential, minted by the master for that
+	// driver alone and valid while it runs: it may register apps and manage
+	// the apps it registered, nothing else. Executors get none.
+	EnvToken = "BERTH_TOKEN"
+	// EnvTLSCAFile, EnvTLSCertFile, EnvTLSKeyFile name the cluster's CA
+	// certificate and a certificate and key of it. A worker gives its
+	// processes the CA file only (to verify the masters).
+	EnvTLSCAFile   = "BERTH_TLS_CA_FILE"
+	EnvTLSCertFile = "BERTH_TLS_CERT_FILE"
+	EnvTLSKeyFile  = "BERTH_TLS_KEY_FILE"
 )
+
+// DriverTokenPrefix starts every driver credential: drv1.<driver id>.<random>.
+const DriverTokenPrefix = "drv1."
 
 // Placeholders substituted in an executor's or driver's argv.
 const (

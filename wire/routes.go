@@ -19,6 +19,7 @@ import (
 type Endpoint struct {
 	Method  string
 	Pattern string // e.g. /v1/apps/{id}
+	Access  Access // who may call it
 }
 
 // Mux is the pattern http.ServeMux registers, e.g. "GET /v1/apps/{id}".
@@ -60,8 +61,8 @@ type Text struct{}
 // object per line.
 type Stream[T any] struct{}
 
-func route[Req, Resp any](method, pattern string) Route[Req, Resp] {
-	return Route[Req, Resp]{Endpoint{method, pattern}}
+func route[Req, Resp any](method, pattern string, access Access) Route[Req, Resp] {
+	return Route[Req, Resp]{Endpoint{method, pattern, access}}
 }
 
 // MasterAPI is the master's API: for clients, for workers, and for the
@@ -96,35 +97,35 @@ var MasterAPI = struct {
 	JoinMaster  Route[JoinRequest, []MasterNode]
 	LeaveMaster Route[LeaveRequest, []MasterNode]
 }{
-	Health:  route[None, Text]("GET", "/healthz"),
-	Ready:   route[None, Text]("GET", "/readyz"),
-	Cluster: route[None, ClusterStatus]("GET", "/v1/cluster"),
+	Health:  route[None, Text]("GET", "/healthz", AccessOpen),
+	Ready:   route[None, Text]("GET", "/readyz", AccessOperator),
+	Cluster: route[None, ClusterStatus]("GET", "/v1/cluster", AccessOperator),
 
-	RegisterApp:      route[AppDescription, Submitted]("POST", "/v1/apps"),
-	App:              route[None, AppStatus]("GET", "/v1/apps/{id}"),
-	KillApp:          route[None, AppStatus]("DELETE", "/v1/apps/{id}"),
-	UnregisterApp:    route[None, AppStatus]("POST", "/v1/apps/{id}/unregister"),
-	AppHeartbeat:     route[None, None]("POST", "/v1/apps/{id}/heartbeat"),
-	AppEvents:        route[None, Stream[AppEvent]]("GET", "/v1/apps/{id}/events"),
-	SetExecutorLimit: route[ExecutorLimit, ExecutorLimit]("PUT", "/v1/apps/{id}/executor-limit"),
-	KillExecutors:    route[KillExecutors, KillExecutors]("POST", "/v1/apps/{id}/kill-executors"),
-	ExecutorLogs:     route[None, Text]("GET", "/v1/apps/{id}/executors/{executorId}/logs/{stream}"),
+	RegisterApp:      route[AppDescription, Submitted]("POST", "/v1/apps", AccessApp),
+	App:              route[None, AppStatus]("GET", "/v1/apps/{id}", AccessApp),
+	KillApp:          route[None, AppStatus]("DELETE", "/v1/apps/{id}", AccessApp),
+	UnregisterApp:    route[None, AppStatus]("POST", "/v1/apps/{id}/unregister", AccessApp),
+	AppHeartbeat:     route[None, None]("POST", "/v1/apps/{id}/heartbeat", AccessApp),
+	AppEvents:        route[None, Stream[AppEvent]]("GET", "/v1/apps/{id}/events", AccessApp),
+	SetExecutorLimit: route[ExecutorLimit, ExecutorLimit]("PUT", "/v1/apps/{id}/executor-limit", AccessApp),
+	KillExecutors:    route[KillExecutors, KillExecutors]("POST", "/v1/apps/{id}/kill-executors", AccessApp),
+	ExecutorLogs:     route[None, Text]("GET", "/v1/apps/{id}/executors/{executorId}/logs/{stream}", AccessApp),
 
-	SubmitDriver: route[DriverDescription, Submitted]("POST", "/v1/drivers"),
-	Driver:       route[None, DriverStatus]("GET", "/v1/drivers/{id}"),
-	KillDriver:   route[None, DriverStatus]("DELETE", "/v1/drivers/{id}"),
-	DriverLogs:   route[None, Text]("GET", "/v1/drivers/{id}/logs/{stream}"),
+	SubmitDriver: route[DriverDescription, Submitted]("POST", "/v1/drivers", AccessOperator),
+	Driver:       route[None, DriverStatus]("GET", "/v1/drivers/{id}", AccessOperator),
+	KillDriver:   route[None, DriverStatus]("DELETE", "/v1/drivers/{id}", AccessOperator),
+	DriverLogs:   route[None, Text]("GET", "/v1/drivers/{id}/logs/{stream}", AccessOperator),
 
-	RegisterWorker:      route[RegisterWorker, RegisteredWorker]("POST", "/v1/workers"),
-	WorkerHeartbeat:     route[Heartbeat, HeartbeatReply]("POST", "/v1/workers/{id}/heartbeat"),
-	ExecutorStateReport: route[ExecutorStateChanged, None]("POST", "/v1/workers/{id}/executor-state"),
-	DriverStateReport:   route[DriverStateChanged, None]("POST", "/v1/workers/{id}/driver-state"),
-	LatestState:         route[WorkerLatestState, LatestStateReply]("POST", "/v1/workers/{id}/state"),
-	Decommission:        route[None, None]("POST", "/v1/workers/{id}/decommission"),
-	WorkerLeft:          route[None, None]("POST", "/v1/workers/{id}/leave"),
+	RegisterWorker:      route[RegisterWorker, RegisteredWorker]("POST", "/v1/workers", AccessWorker),
+	WorkerHeartbeat:     route[Heartbeat, HeartbeatReply]("POST", "/v1/workers/{id}/heartbeat", AccessWorker),
+	ExecutorStateReport: route[ExecutorStateChanged, None]("POST", "/v1/workers/{id}/executor-state", AccessWorker),
+	DriverStateReport:   route[DriverStateChanged, None]("POST", "/v1/workers/{id}/driver-state", AccessWorker),
+	LatestState:         route[WorkerLatestState, LatestStateReply]("POST", "/v1/workers/{id}/state", AccessWorker),
+	Decommission:        route[None, None]("POST", "/v1/workers/{id}/decommission", AccessOperator),
+	WorkerLeft:          route[None, None]("POST", "/v1/workers/{id}/leave", AccessWorker),
 
-	JoinMaster:  route[JoinRequest, []MasterNode]("POST", "/v1/raft/join"),
-	LeaveMaster: route[LeaveRequest, []MasterNode]("POST", "/v1/raft/leave"),
+	JoinMaster:  route[JoinRequest, []MasterNode]("POST", "/v1/raft/join", AccessMaster),
+	LeaveMaster: route[LeaveRequest, []MasterNode]("POST", "/v1/raft/leave", AccessMaster),
 }
 
 // WorkerAPI is the worker's API: the master's commands (each carries the
@@ -144,18 +145,18 @@ var WorkerAPI = struct {
 	ExecutorLogs Route[None, Text] // {appId}/{executorId}/{stream}; ?tail=N
 	DriverLogs   Route[None, Text] // {driverId}/{stream}; ?tail=N
 }{
-	Health: route[None, Text]("GET", "/healthz"),
-	State:  route[None, WorkerLatestState]("GET", "/v1/state"),
+	Health: route[None, Text]("GET", "/healthz", AccessOpen),
+	State:  route[None, WorkerLatestState]("GET", "/v1/state", AccessMaster),
 
-	LaunchExecutor: route[LaunchExecutor, None]("POST", "/v1/executors"),
-	KillExecutor:   route[KillExecutor, None]("POST", "/v1/executors/kill"),
-	LaunchDriver:   route[LaunchDriver, None]("POST", "/v1/drivers"),
-	KillDriver:     route[KillDriver, None]("POST", "/v1/drivers/kill"),
-	AppFinished:    route[ApplicationFinished, None]("POST", "/v1/apps/finished"),
-	Reconnect:      route[Reconnect, None]("POST", "/v1/reconnect"),
+	LaunchExecutor: route[LaunchExecutor, None]("POST", "/v1/executors", AccessMaster),
+	KillExecutor:   route[KillExecutor, None]("POST", "/v1/executors/kill", AccessMaster),
+	LaunchDriver:   route[LaunchDriver, None]("POST", "/v1/drivers", AccessMaster),
+	KillDriver:     route[KillDriver, None]("POST", "/v1/drivers/kill", AccessMaster),
+	AppFinished:    route[ApplicationFinished, None]("POST", "/v1/apps/finished", AccessMaster),
+	Reconnect:      route[Reconnect, None]("POST", "/v1/reconnect", AccessMaster),
 
-	ExecutorLogs: route[None, Text]("GET", "/v1/executors/{appId}/{executorId}/logs/{stream}"),
-	DriverLogs:   route[None, Text]("GET", "/v1/drivers/{driverId}/logs/{stream}"),
+	ExecutorLogs: route[None, Text]("GET", "/v1/executors/{appId}/{executorId}/logs/{stream}", AccessMaster),
+	DriverLogs:   route[None, Text]("GET", "/v1/drivers/{driverId}/logs/{stream}", AccessMaster),
 }
 
 // Endpoints lists the endpoints of an API table (MasterAPI or WorkerAPI), in

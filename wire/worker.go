@@ -146,6 +146,8 @@ type LaunchDriver struct {
 	Cores     int               `json:"cores"`
 	MemoryMB  int               `json:"memoryMB"`
 	Supervise bool              `json:"supervise"`
+	// Token is the driver's credential (EnvToken), for this launch only.
+	Token string `json:"token,omitempty"`
 }
 
 // KillDriver asks a worker to kill a driver.

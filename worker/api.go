@@ -52,7 +52,7 @@ func (w *Worker) handler() http.Handler {
 			w.sess.reconnect(normalizeMaster(c.Master))
 			return nil
 		}))
-	return httpx.RequireSecret(w.cfg.Secret, mux)
+	return httpx.Authorize(wire.WorkerAPI, mux, httpx.Auth{Secret: w.cfg.Secret, TLS: w.cfg.TLS != nil})
 }
 
 // command is the handler of a master's command: decode strictly (400/413),

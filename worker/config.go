@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/security"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -43,6 +45,10 @@ type Config struct {
 	// Secret is the cluster's shared secret (--secret). Empty disables
 	// authentication, and then the worker may only bind a loopback host.
 	Secret string
+	// TLS, when set, is the worker's certificate and the cluster's CA
+	// (--tls-*-file): its API is TLS, it takes commands only from master
+	// certificates, and its id is its certificate's name.
+	TLS *security.TLS
 	// Host is the address the API listens on (--host), default 127.0.0.1.
 	Host string
 	// AdvertiseHost is the host the worker gives the master and its children
@@ -125,7 +131,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Host == "" {
 		c.Host = DefaultHost
 	}
-	if err := httpx.CheckBind(c.Host, c.Secret, "--host"); err != nil {
+	if err := httpx.CheckBind(c.Host, c.Secret != "" || c.TLS != nil, "--host"); err != nil {
 		errs = append(errs, err)
 	}
 	if c.AdvertiseHost == "" {
@@ -146,6 +152,15 @@ func (c Config) withDefaults() (Config, error) {
 		if err := checkID("--id", c.ID); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if c.TLS != nil {
+		// The master lets a worker certificate speak only for the worker
+		// id it is named.
+		name := c.TLS.Identity().Name
+		if c.ID != "" && c.ID != name {
+			errs = append(errs, fmt.Errorf("--id %q: with TLS a worker's id is its certificate's name, %q", c.ID, name))
+		}
+		c.ID = name
 	}
 
 	if c.Cores == 0 {
@@ -287,4 +302,21 @@ func defaultID(now time.Time, host string, port int) string {
 		}
 	}
 	return fmt.Sprintf("worker-%s-%s-%d", now.Format("20060102150405"), strings.ReplaceAll(string(safe), "..", "_"), port)
+}
+
+// scheme is the worker API's URL scheme.
+func (c Config) scheme() string {
+	if c.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// masterTLS is how the worker calls masters: to master certificates only
+// (nil without TLS).
+func (c Config) masterTLS() *tls.Config {
+	if c.TLS == nil {
+		return nil
+	}
+	return c.TLS.ClientConfig(security.RoleMaster)
 }

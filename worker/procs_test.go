@@ -246,9 +246,10 @@ func TestChildEnvironmentArgsAndNoShell(t *testing.T) {
 		t.Errorf("unexpected env: %v", v.Env)
 	}
 
-	// Drivers get the secret, and their own ids.
+	// Drivers get the credential the master minted for them (never the
+	// worker's secret), and their own ids.
 	w.mustCall(200, "POST", "/v1/drivers", wire.LaunchDriver{
-		Epoch: 5, DriverID: "driver-env", Cores: 2, MemoryMB: 300,
+		Epoch: 5, DriverID: "driver-env", Cores: 2, MemoryMB: 300, Token: "drv1.driver-env.t0ken",
 		Command: helperCmd(t, "print-env", "{{CORES}}@{{HOSTNAME}}"), Env: helperEnvMap,
 	})
 	v = readChildView(t, w, "/v1/drivers/driver-env/logs/stdout")
@@ -260,14 +261,16 @@ func TestChildEnvironmentArgsAndNoShell(t *testing.T) {
 	if v.Args[2] != "2@localhost" {
 		t.Errorf("driver args %q", v.Args)
 	}
-	for k, val := range map[string]string{wire.EnvDriverID: "driver-env", wire.EnvSecret: testSecret,
+	for k, val := range map[string]string{wire.EnvDriverID: "driver-env", wire.EnvToken: "drv1.driver-env.t0ken",
 		wire.EnvCores: "2", wire.EnvMemoryMB: "300", wire.EnvWorkerID: w.ID()} {
 		if env[k] != val {
 			t.Errorf("driver env %s=%q, want %q", k, env[k], val)
 		}
 	}
-	if _, ok := env["BERTH_TEST_WORKER_PRIVATE"]; ok {
-		t.Error("driver got the worker's private env")
+	for _, k := range []string{"BERTH_TEST_WORKER_PRIVATE", wire.EnvSecret} {
+		if _, ok := env[k]; ok {
+			t.Errorf("driver got %s", k)
+		}
 	}
 	reps := fm.waitDriverFinal(t, "driver-env")
 	if got := driverStateNames(reps); !slices.Equal(got, []string{"RUNNING", "FINISHED"}) {

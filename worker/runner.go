@@ -56,8 +56,11 @@ func (w *Worker) launchDriver(req wire.LaunchDriver) error {
 		wire.EnvCores:    cores, wire.EnvMemoryMB: strconv.Itoa(req.MemoryMB),
 		wire.EnvWorkerID: w.id, wire.EnvWorkerHost: w.host, wire.EnvMaster: w.masterList,
 	}
-	if w.cfg.Secret != "" {
-		berth[wire.EnvSecret] = w.cfg.Secret // so the driver can register its app
+	if req.Token != "" {
+		berth[wire.EnvToken] = req.Token // so the driver can register and manage its apps
+	}
+	if w.cfg.TLS != nil {
+		berth[wire.EnvTLSCAFile] = w.cfg.TLS.CAFile() // to verify the masters
 	}
 	p := &proc{
 		kind: kindDriver, driverID: req.DriverID,

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -59,7 +60,7 @@ func New(cfg Config, logger *slog.Logger) (*Worker, error) {
 	return &Worker{
 		cfg:         cfg,
 		log:         logger,
-		client:      httpx.NewClient(cfg.Secret, cfg.RequestTimeout),
+		client:      httpx.NewClient(cfg.Secret, cfg.RequestTimeout).WithTLS(cfg.masterTLS()),
 		sess:        newSession(),
 		incarnation: rand.Text(),
 		reports:     newReportQueue(),
@@ -108,14 +109,17 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("--host/--port: listening: %w", err)
 	}
 	w.port = ln.Addr().(*net.TCPAddr).Port
-	w.url = "http://" + net.JoinHostPort(w.host, strconv.Itoa(w.port))
+	w.url = w.cfg.scheme() + "://" + net.JoinHostPort(w.host, strconv.Itoa(w.port))
+	if w.cfg.TLS != nil {
+		ln = tls.NewListener(ln, w.cfg.TLS.ServerConfig(tls.VerifyClientCertIfGiven))
+	}
 	w.id = w.cfg.ID
 	if w.id == "" {
 		w.id = defaultID(time.Now(), w.host, w.port)
 	}
 	close(w.ready)
 
-	if w.cfg.Secret == "" {
+	if w.cfg.Secret == "" && w.cfg.TLS == nil {
 		w.log.Warn("no secret (--secret / BERTH_SECRET): the API is unauthenticated, listening on loopback only", "host", w.cfg.Host)
 	}
 	w.log.Info("worker listening", "id", w.id, "address", w.url, "cores", w.cfg.Cores,

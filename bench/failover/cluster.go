@@ -38,7 +38,8 @@ type cluster struct {
 	root    string // the work directory: logs/ and slow/ are here
 	dir     string // this cluster's data: root/<name>
 	ps      *procs
-	api     *httpx.Client // reads the masters' status
+	pki     *testcluster.PKI // Raft runs only over TLS: every process has a certificate
+	api     *httpx.Client    // reads the masters' status
 	masters []*masterNode
 	workers []*workerNode
 	app     *holder // nil without --executors
@@ -55,7 +56,11 @@ func newCluster(name string, cfg *config, ps *procs, root string) (*cluster, err
 			return nil, err
 		}
 	}
-	return &cluster{name: name, cfg: cfg, root: root, dir: dir, ps: ps, api: statusClient(cfg.secret)}, nil
+	pki, err := testcluster.NewPKI(filepath.Join(dir, "tls"))
+	if err != nil {
+		return nil, err
+	}
+	return &cluster{name: name, cfg: cfg, root: root, dir: dir, ps: ps, pki: pki, api: statusClient(pki, cfg.secret)}, nil
 }
 
 // masterIP is the loopback address of master i (0-based): 127.0.0.1, .2, ...
@@ -82,19 +87,23 @@ func (cl *cluster) startRaftMasters(ctx context.Context, n int) error {
 			return err
 		}
 		m := &masterNode{
-			id: fmt.Sprintf("m%d", i+1), ip: ip, url: fmt.Sprintf("http://%s:%d", ip, api),
+			id: fmt.Sprintf("m%d", i+1), ip: ip, url: fmt.Sprintf("https://%s:%d", ip, api),
 			raftAddr: fmt.Sprintf("%s:%d", ip, raft), dataDir: filepath.Join(cl.dir, fmt.Sprintf("m%d", i+1)), cl: cl,
 		}
 		peers = append(peers, m.id+"="+m.raftAddr)
 		cl.masters = append(cl.masters, m)
 	}
 	for _, m := range cl.masters {
-		m.args = append([]string{
+		tlsFlags, err := cl.pki.MasterFlags(m.id, m.ip, 0)
+		if err != nil {
+			return err
+		}
+		m.args = append(append([]string{
 			"--node-id", m.id, "--host", m.ip, "--port", strconv.Itoa(portOf(m.url)),
 			"--raft-addr", m.raftAddr, "--peers", strings.Join(peers, ","),
 			"--raft-multiplier", strconv.Itoa(cl.cfg.raftMultiplier),
 			"--data-dir", m.dataDir,
-		}, cl.cfg.commonMasterArgs()...)
+		}, cl.cfg.commonMasterArgs()...), tlsFlags...)
 	}
 	return cl.startMasters(ctx)
 }
@@ -106,11 +115,15 @@ func (cl *cluster) startBoltMaster(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m := &masterNode{id: "b1", ip: ip, url: fmt.Sprintf("http://%s:%d", ip, api), dataDir: filepath.Join(cl.dir, "b1"), cl: cl}
+	m := &masterNode{id: "b1", ip: ip, url: fmt.Sprintf("https://%s:%d", ip, api), dataDir: filepath.Join(cl.dir, "b1"), cl: cl}
+	tlsFlags, err := cl.pki.MasterFlags(m.id, m.ip, 0)
+	if err != nil {
+		return err
+	}
 	m.args = append([]string{
 		"--node-id", m.id, "--host", m.ip, "--port", strconv.Itoa(api),
 		"--recovery-mode", "bolt", "--data-dir", m.dataDir,
-	}, cl.cfg.commonMasterArgs()...)
+	}, append(cl.cfg.commonMasterArgs(), tlsFlags...)...)
 	cl.masters = append(cl.masters, m)
 	return cl.startMasters(ctx)
 }
@@ -166,11 +179,16 @@ func (cl *cluster) startWorkers(ctx context.Context, n int) error {
 	for i := range n {
 		w := &workerNode{id: fmt.Sprintf("w%02d", i+1), ip: workerIP(i)}
 		w.workDir = filepath.Join(cl.dir, w.id)
+		tlsFlags, err := cl.pki.WorkerFlags(w.id, w.ip)
+		if err != nil {
+			return err
+		}
 		w.args = []string{
 			"--master", masters, "--secret", cl.cfg.secret, "--host", w.ip, "--port", "0", "--id", w.id,
 			"--cores", strconv.Itoa(cl.cfg.workerCores), "--memory", cl.cfg.workerMemory,
 			"--work-dir", w.workDir, "--log-level", cl.cfg.logLevel,
 		}
+		w.args = append(w.args, tlsFlags...)
 		p, err := cl.ps.start(w.id, cl.cfg.workerBin(), w.args, filepath.Join(cl.root, "logs", fmt.Sprintf("%s-%s.log", cl.name, w.id)))
 		if err != nil {
 			return err

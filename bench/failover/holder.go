@@ -77,7 +77,7 @@ func (cl *cluster) startApp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c, err := client.New(cl.urls(), cl.cfg.secret, client.WithLogger(slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	c, err := client.New(cl.urls(), cl.cfg.secret, cl.pki.ClientOption(), client.WithLogger(slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	if err != nil {
 		logf.Close()
 		return err

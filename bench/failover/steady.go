@@ -9,6 +9,7 @@ import (
 
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/internal/poll"
+	"github.com/berth-cluster/berth/internal/testcluster"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -16,11 +17,9 @@ import (
 // secret. It keeps idle connections to each master, so that polling them
 // every few milliseconds during a failover reuses its connections; each
 // read bounds itself (see status).
-func statusClient(secret string) *httpx.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 16
-	c := httpx.NewClient(secret, 0)
-	c.HTTP.Transport = tr
+func statusClient(pki *testcluster.PKI, secret string) *httpx.Client {
+	c := pki.TLSClient(secret, 0)
+	c.HTTP.Transport.(*http.Transport).MaxIdleConnsPerHost = 16
 	return c
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/berth-cluster/berth/client"
 	"github.com/berth-cluster/berth/internal/benchstat"
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/internal/testcluster"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -71,8 +72,8 @@ func clientRegister(c *client.Client) register {
 
 // followerRegister sends every registration to a follower as a plain HTTP
 // client would and follows its 307 to the leader (what curl -L does).
-func followerRegister(follower, secret string) register {
-	hc := httpx.NewClient(secret, 30*time.Second) // never follows a redirect itself
+func followerRegister(follower, secret string, pki *testcluster.PKI) register {
+	hc := pki.TLSClient(secret, 30*time.Second) // never follows a redirect itself
 	return func(ctx context.Context, desc wire.AppDescription) (string, int, error) {
 		url := follower + "/v1/apps"
 		// The key the Go client sends; the same on every hop.
@@ -222,7 +223,7 @@ func runSubmit(ctx context.Context, cfg *config, ps *procs, progress func(string
 		notes []string
 	)
 	batches := func(cl *cluster, setup string, newRegister func() register) error {
-		killer, err := client.New(cl.urls(), cfg.secret)
+		killer, err := client.New(cl.urls(), cfg.secret, cl.pki.ClientOption())
 		if err != nil {
 			return err
 		}
@@ -255,7 +256,7 @@ func runSubmit(ctx context.Context, cfg *config, ps *procs, progress func(string
 	if err == nil {
 		infos = append(infos, raft.info())
 		err = batches(raft, setupRaft, func() register {
-			c, err := client.New(raft.urls(), cfg.secret)
+			c, err := client.New(raft.urls(), cfg.secret, raft.pki.ClientOption())
 			if err != nil {
 				panic(err) // the URLs were checked when the killer was made
 			}
@@ -271,7 +272,7 @@ func runSubmit(ctx context.Context, cfg *config, ps *procs, progress func(string
 			}
 		}
 		if follower != nil {
-			err = batches(raft, setupRaftFollower, func() register { return followerRegister(follower.url, cfg.secret) })
+			err = batches(raft, setupRaftFollower, func() register { return followerRegister(follower.url, cfg.secret, raft.pki) })
 		}
 	}
 	notes = append(notes, raft.stop()...)
@@ -293,7 +294,7 @@ func runSubmit(ctx context.Context, cfg *config, ps *procs, progress func(string
 	if err == nil {
 		infos = append(infos, bolt.info())
 		err = batches(bolt, setupBolt, func() register {
-			c, err := client.New(bolt.urls(), cfg.secret)
+			c, err := client.New(bolt.urls(), cfg.secret, bolt.pki.ClientOption())
 			if err != nil {
 				panic(err)
 			}

@@ -308,7 +308,7 @@ func heartbeatStep(ctx context.Context, cm *common, p *hbParams, step, workers, 
 }
 
 // noSecretWarning is what a master without a secret always logs.
-const noSecretWarning = "no --secret set: the API is unauthenticated, so it listens on loopback only"
+const noSecretWarning = "no credentials (--tls-*-file, --secret-file): the API is unauthenticated, so it listens on loopback only"
 
 // fleetProblems lists what went wrong on the workers' side.
 func fleetProblems(f *fleet) []string {

@@ -23,6 +23,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/berth-cluster/berth/client"
+	"github.com/berth-cluster/berth/internal/credentials"
 	"github.com/berth-cluster/berth/internal/logging"
 )
 
@@ -65,16 +66,16 @@ shown in its help, e.g. BERTH_MASTER and BERTH_SECRET.`,
 			return nil
 		},
 		OnUsageError: usageError,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "master", Value: "http://127.0.0.1:7077", EnvVars: env("master"),
 				Usage: "API `URLS` of the masters, comma-separated (http(s)://host:port)"},
 			&cli.StringFlag{Name: "secret", EnvVars: env("secret"),
-				Usage: "the cluster's shared secret (prefer the environment variable: argv is visible to other users)"},
+				Usage: "the operator secret (prefer --secret-file: argv and environments are visible); inside a driver, $BERTH_TOKEN is used"},
 			&cli.DurationFlag{Name: "timeout", Value: client.DefaultRetryBudget, EnvVars: env("timeout"),
 				Usage: "how long one request may take, retries and leader failover included"},
 			&cli.StringFlag{Name: "log-level", Value: "warn", EnvVars: env("log-level"),
 				Usage: "logging on stderr: debug, info, warn or error (debug shows retries)"},
-		},
+		}, credentials.Flags()...),
 		Commands: []*cli.Command{
 			submitCommand(),
 			runCommand(),
@@ -84,6 +85,7 @@ shown in its help, e.g. BERTH_MASTER and BERTH_SECRET.`,
 			waitCommand(),
 			appCommand(),
 			driverCommand(),
+			tlsCommand(),
 		},
 	}
 	setUsageErrors(app.Commands)
@@ -124,10 +126,14 @@ func newClient(c *cli.Context) (*client.Client, error) {
 	if len(masters) == 0 {
 		return nil, errors.New("--master: no master address given")
 	}
-	cl, err := client.New(masters, c.String("secret"),
+	secret, opts, err := clientCredentials(c)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.New(masters, secret, append(opts,
 		client.WithRetryBudget(timeout),
 		client.WithRequestTimeout(min(timeout, client.DefaultRequestTimeout)),
-		client.WithLogger(logger))
+		client.WithLogger(logger))...)
 	if err != nil {
 		return nil, fmt.Errorf("--master: %w", err)
 	}

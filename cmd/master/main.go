@@ -19,12 +19,14 @@ import (
 
 	"github.com/berth-cluster/berth/client"
 	"github.com/berth-cluster/berth/election"
+	"github.com/berth-cluster/berth/internal/credentials"
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/internal/logging"
 	"github.com/berth-cluster/berth/master"
 	"github.com/berth-cluster/berth/membership"
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/placement"
+	"github.com/berth-cluster/berth/security"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -59,20 +61,26 @@ func run(cx *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	host, secret := cx.String("host"), cx.String("secret")
-	if err := httpx.CheckBind(host, secret, "--host"); err != nil {
+	creds, err := credentials.FromFlags(cx, security.RoleMaster)
+	if err != nil {
 		return err
 	}
-	if secret == "" {
-		log.Warn("no --secret set: the API is unauthenticated, so it listens on loopback only")
+	cfg.Secret, cfg.TLS = creds.Secret, creds.TLS
+	host := cx.String("host")
+	if err := httpx.CheckBind(host, !creds.Loopback(), "--host"); err != nil {
+		return err
+	}
+	if creds.Loopback() {
+		log.Warn("no credentials (--tls-*-file, --secret-file): the API is unauthenticated, so it listens on loopback only")
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(cx.Int("port"))))
 	if err != nil {
 		return fmt.Errorf("--host/--port: %w", err)
 	}
 	if cfg.Advertise == "" {
-		cfg.Advertise = "http://" + ln.Addr().String()
+		cfg.Advertise = creds.Scheme() + "://" + ln.Addr().String()
 	}
+	ln = creds.Listen(ln)
 	if cfg.ID == "" {
 		cfg.ID = "master-" + ln.Addr().String()
 	}
@@ -94,7 +102,8 @@ func run(cx *cli.Context) error {
 		go membership.Announce(ctx, r, membership.Config{
 			Self:   wire.JoinRequest{ID: cfg.ID, RaftAddr: r.Addr(), APIAddr: cfg.Advertise},
 			Join:   client.SplitMasters(cx.String("join")),
-			Secret: secret,
+			Secret: creds.Secret,
+			TLS:    creds.ClientTLS(security.RoleMaster),
 			Logger: log,
 		})
 	}
@@ -105,7 +114,6 @@ func configFromFlags(cx *cli.Context) (master.Config, error) {
 	cfg := master.Config{
 		ID:                 cx.String("node-id"),
 		Advertise:          cx.String("advertise"),
-		Secret:             cx.String("secret"),
 		WorkerTimeout:      cx.Duration("worker-timeout"),
 		AppTimeout:         cx.Duration("app-timeout"),
 		RecoveryTimeout:    cx.Duration("recovery-timeout"),
@@ -187,12 +195,18 @@ func openEngine(cx *cli.Context, cfg master.Config, log *slog.Logger) (persisten
 		if m := cx.Int("raft-multiplier"); m < 1 || m > 10 {
 			return nil, nil, fmt.Errorf("--raft-multiplier %d: want 1 to 10", m)
 		}
+		if cfg.TLS == nil {
+			// Even on loopback: any local process could otherwise speak
+			// Raft to this master and rewrite the cluster's state.
+			return nil, nil, errors.New("--recovery-mode raft needs --tls-ca-file, --tls-cert-file and --tls-key-file: Raft runs only over mutual TLS between master certificates (see berth tls --help)")
+		}
 		engine, err := persistence.OpenRaft(persistence.RaftConfig{
 			ID: cfg.ID, Addr: raftAddr, Dir: filepath.Join(dir, "raft"), Peers: peers,
 			Multiplier:        cx.Int("raft-multiplier"),
 			SnapshotThreshold: uint64(cx.Int("raft-snapshot-threshold")),
 			TrailingLogs:      uint64(cx.Int("raft-trailing-logs")),
 			SnapshotInterval:  cx.Duration("raft-snapshot-interval"),
+			TLS:               cfg.TLS,
 			Logger:            log,
 		})
 		if err != nil {
@@ -239,12 +253,12 @@ func parsePeers(s string) (map[string]string, error) {
 }
 
 func flags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{Name: "host", Value: "127.0.0.1", EnvVars: env("HOST"), Usage: "address to listen on; without --secret only loopback addresses are allowed"},
 		&cli.IntFlag{Name: "port", Value: 7077, EnvVars: env("PORT"), Usage: "API port (0 picks a free one)"},
 		&cli.StringFlag{Name: "advertise", EnvVars: env("ADVERTISE"), Usage: "API URL workers and clients use to reach this master (default http://<host>:<port>)"},
 		&cli.StringFlag{Name: "data-dir", EnvVars: env("DATA_DIR"), Usage: "directory for the master's durable state"},
-		&cli.StringFlag{Name: "secret", EnvVars: []string{"BERTH_SECRET"}, Usage: "shared secret every daemon and client must present (Authorization: Bearer)"},
+		&cli.StringFlag{Name: "secret", EnvVars: []string{"BERTH_SECRET"}, Usage: "operator secret (Authorization: Bearer); prefer --secret-file: argv and environments are visible"},
 		&cli.StringFlag{Name: "node-id", EnvVars: env("NODE_ID"), Usage: "this master's id (default master-<host>:<port>)"},
 		&cli.StringFlag{Name: "recovery-mode", EnvVars: env("RECOVERY_MODE"), Usage: "raft: state replicated over the masters in --peers; bolt: one master, state in --data-dir; none: memory only (default: raft if --peers, --raft-addr or --join is given, else bolt)"},
 		&cli.StringFlag{Name: "raft-addr", EnvVars: env("RAFT_ADDR"), Usage: "host:port for Raft traffic between masters (default: this --node-id's address in --peers)"},
@@ -266,5 +280,5 @@ func flags() []cli.Flag {
 		&cli.IntFlag{Name: "retained-drivers", Value: master.DefaultRetained, EnvVars: env("RETAINED_DRIVERS"), Usage: "finished drivers kept for status"},
 		&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: env("LOG_LEVEL"), Usage: "debug, info, warn or error"},
 		&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: env("LOG_FORMAT"), Usage: "text or json"},
-	}
+	}, credentials.Flags()...)
 }

@@ -19,8 +19,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/berth-cluster/berth/internal/credentials"
 	"github.com/berth-cluster/berth/internal/logging"
 	"github.com/berth-cluster/berth/internal/units"
+	"github.com/berth-cluster/berth/security"
 	"github.com/berth-cluster/berth/wire"
 	"github.com/berth-cluster/berth/worker"
 )
@@ -43,8 +45,9 @@ and registers again under the same id. On SIGTERM or SIGINT the worker kills
 every child (SIGTERM, SIGKILL after --kill-grace), reports their final states
 to the master and exits 0; a second signal exits at once.
 
-Without --secret the API is unauthenticated and --host must be a loopback
-address. Exit status: 0 after a signal, 2 for bad flags, 1 otherwise.`
+Without credentials (--tls-*-file, --secret-file) the API is
+unauthenticated and --host must be a loopback address. With TLS the worker's
+id is its certificate's name and it takes commands only from masters. Exit status: 0 after a signal, 2 for bad flags, 1 otherwise.`
 
 func main() {
 	worker.RunGuardianIfAsked() // this process may be a worker's guardian
@@ -64,9 +67,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Description:     description,
 		Writer:          stdout,
 		ErrWriter:       stderr,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "master", Usage: "comma-separated API URLs of the masters, e.g. http://10.0.0.1:7077,http://10.0.0.2:7077 (required)", EnvVars: []string{"BERTH_MASTER"}},
-			&cli.StringFlag{Name: "secret", Usage: "the cluster's shared secret; without it the API is unauthenticated and loopback only", EnvVars: []string{wire.EnvSecret}},
+			&cli.StringFlag{Name: "secret", Usage: "the operator secret (prefer --secret-file); without it or TLS the API is unauthenticated and loopback only", EnvVars: []string{wire.EnvSecret}},
 			&cli.StringFlag{Name: "host", Value: worker.DefaultHost, Usage: "address the API listens on", EnvVars: env("HOST")},
 			&cli.StringFlag{Name: "advertise-host", Usage: "host given to the master and the children (default: --host, or the hostname if --host is 0.0.0.0 or ::)", EnvVars: env("ADVERTISE_HOST")},
 			&cli.IntFlag{Name: "port", Value: 0, Usage: "port of the API; 0 picks a free one", EnvVars: env("PORT")},
@@ -79,7 +82,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&cli.DurationFlag{Name: "cleanup-interval", Value: worker.DefaultCleanupInterval, Usage: "time between two sweeps of the work directory", EnvVars: env("CLEANUP_INTERVAL")},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: env("LOG_LEVEL")},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: env("LOG_FORMAT")},
-		},
+		}, credentials.Flags()...),
 		// Report bad flags as one line on stderr, not with the whole help.
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return usageError{err}
@@ -133,9 +136,14 @@ func configFrom(c *cli.Context, stderr io.Writer) (worker.Config, *slog.Logger, 
 	if err != nil {
 		errs = append(errs, err)
 	}
+	creds, err := credentials.FromFlags(c, security.RoleWorker)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	cfg := worker.Config{
 		Masters:         masters,
-		Secret:          c.String("secret"),
+		Secret:          creds.Secret,
+		TLS:             creds.TLS,
 		Host:            c.String("host"),
 		AdvertiseHost:   c.String("advertise-host"),
 		Port:            c.Int("port"),

@@ -214,7 +214,7 @@ func (ch *chaos) client(i int, opts ...client.Option) *client.Client {
 	rot := append(urls[i%len(urls):], urls[:i%len(urls)]...)
 	c, err := client.New(rot, secret, append([]client.Option{
 		client.WithRequestTimeout(2 * time.Second), client.WithRetryBudget(15 * time.Second),
-		client.WithBackoff(20*time.Millisecond, 300*time.Millisecond)}, opts...)...)
+		client.WithBackoff(20*time.Millisecond, 300*time.Millisecond), ch.cl.PKI.ClientOption()}, opts...)...)
 	if err != nil {
 		ch.t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func (ch *chaos) startLongApps(dir, marker string) {
 			[]string{"--master", strings.Join(ch.cl.URLs(), ","), "--log-level", "debug", "run", "--name", la.name,
 				"--max-cores", fmt.Sprint(longExecutors), "--cores-per-executor", "1", "--executor-memory", "64m",
 				"--", "sleep", "3600", la.marker},
-			testcluster.ProcOptions{Env: []string{"BERTH_SECRET=" + secret}})
+			testcluster.ProcOptions{Env: []string{"BERTH_SECRET=" + secret, "BERTH_TLS_CA_FILE=" + ch.cl.PKI.CAFile()}})
 		if err != nil {
 			ch.t.Fatal(err)
 		}

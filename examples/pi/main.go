@@ -81,7 +81,7 @@ func driverMain(ctx context.Context, args []string, stdout io.Writer) error {
 	coresPer := fs.Int("cores-per-executor", 0, "cores of each executor (0: placement decides)")
 	execMem := fs.String("executor-memory", "256m", "memory of each executor (256m, 1g)")
 	masters := fs.String("master", os.Getenv(wire.EnvMaster), "masters' API URLs, comma-separated (default $"+wire.EnvMaster+")")
-	secret := fs.String("secret", "", "the cluster's secret (default $"+wire.EnvSecret+")")
+	secret := fs.String("secret", "", "the credential to register the app with (default: the driver's, $"+wire.EnvToken+")")
 	host := fs.String("host", envOr(wire.EnvWorkerHost, "127.0.0.1"), "address the task server listens on; executors must reach it (default $"+wire.EnvWorkerHost+" or 127.0.0.1)")
 	taskTimeout := fs.Duration("task-timeout", 60*time.Second, "re-queue a task leased for longer than this")
 	name := fs.String("name", "pi", "the app's name")
@@ -92,10 +92,14 @@ func driverMain(ctx context.Context, args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if *secret == "" {
-		*secret = os.Getenv(wire.EnvSecret) // not a flag default: --help would print it
+	credential, opts, err := client.FromEnv() // the driver's credential and the cluster's CA
+	if err != nil {
+		return err
 	}
-	cfg := driverConfig{
+	if *secret == "" {
+		*secret = credential // not a flag default: --help would print it
+	}
+	cfg := driverConfig{clientOpts: opts,
 		masters: client.SplitMasters(*masters), secret: *secret, name: *name,
 		tasks: *tasks, samples: *samples, seed: *seed,
 		maxCores: *maxCores, coresPerExecutor: *coresPer,
@@ -111,7 +115,6 @@ func driverMain(ctx context.Context, args []string, stdout io.Writer) error {
 	case cfg.taskTimeout <= 0:
 		return errors.New("--task-timeout must be positive")
 	}
-	var err error
 	if cfg.executorMemoryMB, err = units.ParseMemoryMB(*execMem); err != nil {
 		return fmt.Errorf("--executor-memory: %w", err)
 	}

@@ -28,7 +28,7 @@ func TestProcessesSurviveKilledExecutor(t *testing.T) {
 
 	const tasks, samples = 30, 50000
 	driver := exec.Command(bin, "--tasks", fmt.Sprint(tasks), "--samples", fmt.Sprint(samples), "--seed", "3")
-	driver.Env = append(os.Environ(), wire.EnvMaster+"="+f.srv.URL, wire.EnvSecret+"=cluster-secret", wire.EnvWorkerHost+"=127.0.0.1")
+	driver.Env = append(os.Environ(), wire.EnvMaster+"="+f.srv.URL, wire.EnvToken+"=cluster-secret", wire.EnvWorkerHost+"=127.0.0.1")
 	var stdout, stderr testproc.Buffer
 	driver.Stdout, driver.Stderr = &stdout, &stderr
 	if err := driver.Start(); err != nil {

@@ -86,6 +86,14 @@ func (c *Client) OpenWith(ctx context.Context, method, url string, in any, heade
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, url, err)
 	}
+	if resp.TLS != nil {
+		// A pooled connection was checked when dialled; one dialled for
+		// another request to the same address is checked here.
+		if err := checkPeer(ctx, *resp.TLS); err != nil {
+			resp.Body.Close()
+			return nil, fmt.Errorf("%s %s: %w", method, url, err)
+		}
+	}
 	if resp.StatusCode/100 == 2 {
 		return resp, nil
 	}

@@ -107,16 +107,16 @@ func TestClientErrorsAndNoRedirect(t *testing.T) {
 }
 
 func TestCheckBind(t *testing.T) {
-	if err := CheckBind("127.0.0.1", "", "--host"); err != nil {
+	if err := CheckBind("127.0.0.1", false, "--host"); err != nil {
 		t.Error(err)
 	}
-	if err := CheckBind("::1", "", "--host"); err != nil {
+	if err := CheckBind("::1", false, "--host"); err != nil {
 		t.Error(err)
 	}
-	if err := CheckBind("0.0.0.0", "", "--host"); err == nil || !strings.Contains(err.Error(), "--host") {
+	if err := CheckBind("0.0.0.0", false, "--host"); err == nil || !strings.Contains(err.Error(), "--host") {
 		t.Errorf("0.0.0.0 without a secret: %v", err)
 	}
-	if err := CheckBind("0.0.0.0", "s", "--host"); err != nil {
+	if err := CheckBind("0.0.0.0", true, "--host"); err != nil {
 		t.Error(err)
 	}
 }

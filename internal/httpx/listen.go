@@ -6,13 +6,14 @@ import (
 	"net/netip"
 )
 
-// CheckBind refuses to expose an unauthenticated API: without a secret only
-// a loopback host may be bound. flag names the option the host came from.
-func CheckBind(host, secret, flag string) error {
-	if secret != "" || IsLoopback(host) {
+// CheckBind refuses to expose an unauthenticated API: without credentials
+// (a secret or TLS) only a loopback host may be bound. flag names the
+// option the host came from.
+func CheckBind(host string, authenticated bool, flag string) error {
+	if authenticated || IsLoopback(host) {
 		return nil
 	}
-	return fmt.Errorf("%s %q is not a loopback address: without --secret (or BERTH_SECRET) berth listens on loopback only", flag, host)
+	return fmt.Errorf("%s %q is not a loopback address: without credentials (--tls-*-file or --secret-file) berth listens on loopback only", flag, host)
 }
 
 // IsLoopback reports whether host is a loopback IP or "localhost".

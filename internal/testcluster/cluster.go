@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -50,12 +51,28 @@ type Cluster struct {
 	Masters []*Master
 	Workers []*Worker
 	http    *http.Client
+	// PKI is the cluster's CA: every master and worker runs with TLS (Raft
+	// only runs over it); tests trust it through PKI.Transport and
+	// PKI.ClientOption and prove themselves with the secret.
+	PKI *PKI
 }
 
 // StartCluster starts the masters, waits until one leads, then starts the
 // workers.
 func StartCluster(h Host, opt Options) (*Cluster, error) {
-	c := &Cluster{h: h, opt: opt, http: &http.Client{Timeout: 2 * time.Second}}
+	c := &Cluster{h: h, opt: opt, PKI: opt.Bin.PKI}
+	if c.PKI == nil {
+		pki, err := NewPKI(filepath.Join(opt.Dir, "tls"))
+		if err != nil {
+			return nil, err
+		}
+		c.PKI = pki
+	}
+	tr, err := c.PKI.Transport()
+	if err != nil {
+		return nil, err
+	}
+	c.http = &http.Client{Timeout: 2 * time.Second, Transport: tr}
 	var peers []string
 	for i := 1; i <= opt.Masters; i++ {
 		m, err := c.newMaster(i, !opt.Standalone)

@@ -51,7 +51,7 @@ func (c *Cluster) newMaster(i int, raft bool) (*Master, error) {
 	}
 	m := &Master{
 		ID: fmt.Sprintf("m%d", i), IP: ip,
-		URL:     fmt.Sprintf("http://%s:%d", ip, api),
+		URL:     fmt.Sprintf("https://%s:%d", ip, api),
 		DataDir: filepath.Join(c.opt.Dir, fmt.Sprintf("m%d", i)),
 	}
 	if raft {
@@ -73,6 +73,11 @@ func (c *Cluster) newMaster(i int, raft bool) (*Master, error) {
 		}
 	}
 	m.args = []string{"--node-id", m.ID, "--host", ip, "--port", strconv.Itoa(api), "--data-dir", m.DataDir}
+	tlsFlags, err := c.PKI.MasterFlags(m.ID, ip, m.UID)
+	if err != nil {
+		return nil, err
+	}
+	m.args = append(m.args, tlsFlags...)
 	return m, nil
 }
 
@@ -125,12 +130,17 @@ func (c *Cluster) AddWorker(spec WorkerSpec) (*Worker, error) {
 	dir := filepath.Join(c.opt.Dir, "work-"+spec.ID)
 	args := []string{"--master", strings.Join(c.URLs(), ","), "--id", spec.ID, "--port", strconv.Itoa(port),
 		"--cores", strconv.Itoa(spec.Cores), "--memory", spec.Memory, "--work-dir", dir, "--kill-grace", spec.KillGrace.String()}
+	tlsFlags, err := c.PKI.WorkerFlags(spec.ID, "127.0.0.1")
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, tlsFlags...)
 	p, err := Start(c.h, "worker-"+spec.ID, c.opt.Bin.Worker, filepath.Join(c.opt.Dir, "worker-"+spec.ID+".log"), append(args, spec.Flags...),
 		ProcOptions{Env: []string{"BERTH_SECRET=" + c.opt.Secret}})
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{Proc: p, ID: spec.ID, URL: fmt.Sprintf("http://127.0.0.1:%d", port), WorkDir: dir}
+	w := &Worker{Proc: p, ID: spec.ID, URL: fmt.Sprintf("https://127.0.0.1:%d", port), WorkDir: dir}
 	c.Workers = append(c.Workers, w)
 	return w, c.waitHealthy(p, w.URL)
 }

@@ -178,6 +178,9 @@ func (p *Proc) LogMatches(re *regexp.Regexp) []string {
 // Binaries are the paths of the built binaries.
 type Binaries struct {
 	Master, Worker, Berth string
+	// PKI is the CA every cluster of these binaries uses (Build makes it
+	// in dir/tls); nil: each cluster makes its own.
+	PKI *PKI
 }
 
 // Build builds the master, worker and berth binaries of the module whose
@@ -195,9 +198,14 @@ func Build(moduleDir, dir string) (Binaries, error) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return Binaries{}, fmt.Errorf("building the binaries: %w\n%s", err, out)
 	}
+	pki, err := NewPKI(filepath.Join(dir, "tls"))
+	if err != nil {
+		return Binaries{}, err
+	}
 	return Binaries{
 		Master: filepath.Join(dir, "master"),
 		Worker: filepath.Join(dir, "worker"),
 		Berth:  filepath.Join(dir, "berth"),
+		PKI:    pki,
 	}, nil
 }

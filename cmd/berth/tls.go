@@ -1,0 +1,84 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/berth-cluster/berth/client"
+	"github.com/berth-cluster/berth/security"
+)
+
+// tlsCommand makes the cluster's CA and its certificates (docs/SECURITY.md).
+func tlsCommand() *cli.Command {
+	dir := &cli.StringFlag{Name: "dir", Required: true, Usage: "directory of the CA and the certificates"}
+	return &cli.Command{
+		Name:  "tls",
+		Usage: "make the cluster's CA and its certificates",
+		Subcommands: []*cli.Command{{
+			Name:  "ca",
+			Usage: "the cluster's certificate authority",
+			Subcommands: []*cli.Command{{
+				Name:      "create",
+				Usage:     "write DIR/ca.pem and DIR/ca-key.pem (keep ca-key.pem offline)",
+				UsageText: "berth tls ca create --dir DIR",
+				Flags:     []cli.Flag{dir},
+				Action: func(c *cli.Context) error {
+					if err := noArgs(c); err != nil {
+						return err
+					}
+					if err := security.CreateCA(c.String("dir")); err != nil {
+						return err
+					}
+					return wrote(c, filepath.Join(c.String("dir"), "ca"))
+				},
+			}},
+		}, {
+			Name:  "cert",
+			Usage: "certificates of the CA",
+			Subcommands: []*cli.Command{{
+				Name:      "create",
+				Usage:     "write DIR/NAME.pem and DIR/NAME-key.pem, signed by the CA in DIR",
+				UsageText: "berth tls cert create --dir DIR --role master|worker|cli --name NAME --host H1,H2,...",
+				Flags: []cli.Flag{dir,
+					&cli.StringFlag{Name: "role", Required: true, Usage: "master, worker or cli (an operator)"},
+					&cli.StringFlag{Name: "name", Required: true, Usage: "the certificate's name: a master's --node-id, a worker's id"},
+					&cli.StringFlag{Name: "host", Usage: "IP addresses and DNS names the process is reached at, comma-separated (required for master and worker)"},
+				},
+				Action: createCert,
+			}},
+		}},
+	}
+}
+
+func createCert(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	role, err := security.ParseRole(c.String("role"))
+	if err != nil {
+		return fmt.Errorf("--role %w", err)
+	}
+	hosts := client.SplitMasters(c.String("host")) // comma-separated, trimmed
+	if len(hosts) == 0 && role != security.RoleCLI {
+		return fmt.Errorf("--host: a %s certificate needs the hosts it is reached at", role)
+	}
+	if err := security.CreateCert(c.String("dir"), role, c.String("name"), hosts); err != nil {
+		return fmt.Errorf("--name/--dir: %w", err)
+	}
+	return wrote(c, filepath.Join(c.String("dir"), c.String("name")))
+}
+
+func noArgs(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return errors.New("unexpected arguments: this command takes flags only")
+	}
+	return nil
+}
+
+func wrote(c *cli.Context, base string) error {
+	_, err := fmt.Fprintf(c.App.Writer, "wrote %s.pem and %s-key.pem\n", base, base)
+	return err
+}

@@ -1,0 +1,188 @@
+package httpx
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/berth-cluster/berth/security"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// Kind is who a caller is, once authenticated.
+type Kind uint8
+
+const (
+	KindOperator Kind = iota + 1 // cli certificate, the operator secret, or the loopback mode
+	KindMaster                   // master certificate
+	KindWorker                   // worker certificate
+	KindDriver                   // a driver's credential, minted by the master
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindOperator:
+		return "operator"
+	case KindMaster:
+		return "master"
+	case KindWorker:
+		return "worker"
+	case KindDriver:
+		return "driver"
+	}
+	return "anonymous"
+}
+
+// Principal is an authenticated caller: its kind and, for a certificate,
+// its name (the certificate's CN) or, for a driver, the driver's id.
+type Principal struct {
+	Kind Kind
+	Name string
+}
+
+type principalKey struct{}
+
+// PrincipalOf returns the caller that Authorize let through (the zero
+// Principal for an open route).
+func PrincipalOf(ctx context.Context) Principal {
+	p, _ := ctx.Value(principalKey{}).(Principal)
+	return p
+}
+
+// WithPrincipal returns ctx carrying p, for handlers under test.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// Auth is how a server tells callers apart.
+type Auth struct {
+	// Secret is the operator secret ("" for none).
+	Secret string
+	// TLS: the server is TLS and verifies client certificates against the
+	// cluster's CA; a verified certificate's role makes its principal.
+	TLS bool
+	// Driver resolves a driver credential (wire.DriverTokenPrefix...) to its
+	// driver's id; nil on servers that mint none (workers).
+	Driver func(ctx context.Context, token string) (driverID string, err error)
+	// Scope checks a driver's or a worker's access to the route's entity
+	// (see PathParam) once the route's Access admits its kind; nil admits.
+	Scope func(r *http.Request, pattern string, p Principal) error
+}
+
+// loopbackMode: no credential of any kind is configured, so the server is
+// bound to loopback (CheckBind) and everyone who reaches it is an operator.
+func (a Auth) loopbackMode() bool { return a.Secret == "" && !a.TLS }
+
+// Authorize serves mux's routes to the callers their declaration (api, a
+// wire.MasterAPI or wire.WorkerAPI table) admits: 401 for a caller with no
+// valid credential, 403 for one whose kind or scope is not admitted. A
+// request that matches no declared route is left to mux (404, 405).
+func Authorize(api any, mux *http.ServeMux, a Auth) http.Handler {
+	access := map[string]wire.Access{}
+	for _, e := range wire.Endpoints(api) {
+		access[e.Mux()] = e.Access
+	}
+	var want [sha256.Size]byte
+	if a.Secret != "" {
+		want = sha256.Sum256([]byte(a.Secret))
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, pattern := mux.Handler(r)
+		acc, declared := access[pattern]
+		if !declared || acc == wire.AccessOpen {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		p, err := a.authenticate(r, want)
+		if err == nil {
+			err = admit(acc, p)
+		}
+		if err == nil && a.Scope != nil && (p.Kind == KindDriver || p.Kind == KindWorker) {
+			err = a.Scope(r, pattern, p)
+		}
+		if err != nil {
+			WriteErr(w, err)
+			return
+		}
+		mux.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+	})
+}
+
+// authenticate finds who is calling: a verified client certificate first,
+// then a bearer credential, then the loopback mode.
+func (a Auth) authenticate(r *http.Request, want [sha256.Size]byte) (Principal, error) {
+	if a.TLS {
+		if id, ok := security.PeerIdentity(r.TLS); ok {
+			switch id.Role {
+			case security.RoleCLI:
+				return Principal{KindOperator, id.Name}, nil
+			case security.RoleMaster:
+				return Principal{KindMaster, id.Name}, nil
+			case security.RoleWorker:
+				return Principal{KindWorker, id.Name}, nil
+			}
+		}
+	}
+	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && token != "" {
+		if strings.HasPrefix(token, wire.DriverTokenPrefix) && a.Driver != nil {
+			id, err := a.Driver(r.Context(), token)
+			if err != nil {
+				return Principal{}, err
+			}
+			return Principal{KindDriver, id}, nil
+		}
+		if a.Secret != "" {
+			got := sha256.Sum256([]byte(token))
+			if subtle.ConstantTimeCompare(got[:], want[:]) == 1 {
+				return Principal{Kind: KindOperator}, nil
+			}
+		}
+		return Principal{}, Coded(http.StatusUnauthorized, wire.CodeUnauthorized, "wrong credential")
+	}
+	if a.loopbackMode() {
+		return Principal{Kind: KindOperator}, nil
+	}
+	return Principal{}, Coded(http.StatusUnauthorized, wire.CodeUnauthorized, "no credential: give a client certificate of the cluster's CA (--tls-cert-file) or the secret (--secret-file)")
+}
+
+// admit checks a principal's kind against a route's access.
+func admit(acc wire.Access, p Principal) error {
+	ok := p.Kind == KindOperator
+	switch acc {
+	case wire.AccessApp:
+		ok = ok || p.Kind == KindDriver
+	case wire.AccessWorker:
+		ok = ok || p.Kind == KindWorker
+	case wire.AccessMaster:
+		ok = ok || p.Kind == KindMaster
+	}
+	if !ok {
+		return Coded(http.StatusForbidden, wire.CodeForbidden, "a %s may not call this route (allowed: %s)", p.Kind, acc)
+	}
+	return nil
+}
+
+// PathParam is the value of the path parameter {name} of pattern (a mux
+// pattern such as "GET /v1/apps/{id}") in r's path, "" if the pattern has
+// none. Authorize runs before the mux fills r.PathValue.
+func PathParam(pattern string, r *http.Request, name string) string {
+	_, pat, _ := strings.Cut(pattern, " ")
+	want := strings.Split(pat, "/")
+	got := strings.Split(r.URL.EscapedPath(), "/")
+	if len(want) != len(got) {
+		return ""
+	}
+	for i, seg := range want {
+		if seg == "{"+name+"}" {
+			v, err := url.PathUnescape(got[i])
+			if err != nil {
+				return ""
+			}
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,111 @@
+package httpx
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+// authServer serves a few master routes behind Authorize; each answers 200
+// with the caller's kind and name.
+func authServer(t *testing.T, a Auth) *httptest.Server {
+	mux := http.NewServeMux()
+	echo := func(w http.ResponseWriter, r *http.Request) {
+		p := PrincipalOf(r.Context())
+		w.Header().Set("X-Principal", p.Kind.String()+":"+p.Name)
+	}
+	api := wire.MasterAPI
+	for _, e := range []wire.Endpoint{api.Health.Endpoint, api.Cluster.Endpoint, api.RegisterApp.Endpoint, api.KillApp.Endpoint, api.WorkerHeartbeat.Endpoint, api.JoinMaster.Endpoint} {
+		mux.HandleFunc(e.Mux(), echo)
+	}
+	srv := httptest.NewServer(Authorize(api, mux, a))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func ask(t *testing.T, srv *httptest.Server, method, path, bearer string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, srv.URL+path, nil)
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("X-Principal")
+}
+
+func TestAuthorizeAdmitsByDeclaredAccess(t *testing.T) {
+	owner := map[string]string{"app-1": "driver-a"}
+	srv := authServer(t, Auth{
+		Secret: "s3cret",
+		Driver: func(_ context.Context, token string) (string, error) {
+			if token == wire.DriverTokenPrefix+"driver-a.good" {
+				return "driver-a", nil
+			}
+			return "", Coded(http.StatusUnauthorized, wire.CodeUnauthorized, "no")
+		},
+		Scope: func(r *http.Request, pattern string, p Principal) error {
+			if id := PathParam(pattern, r, "id"); id != "" && p.Kind == KindDriver && owner[id] != p.Name {
+				return Coded(http.StatusForbidden, wire.CodeForbidden, "not yours")
+			}
+			return nil
+		},
+	})
+	driver := wire.DriverTokenPrefix + "driver-a.good"
+	for _, c := range []struct {
+		method, path, bearer string
+		status               int
+		who                  string
+	}{
+		{"GET", "/healthz", "", 200, "anonymous:"},
+		{"GET", "/v1/cluster", "", 401, ""},
+		{"GET", "/v1/cluster", "wrong", 401, ""},
+		{"GET", "/v1/cluster", "s3cret", 200, "operator:"},
+		{"POST", "/v1/workers/w1/heartbeat", "s3cret", 200, "operator:"},
+		{"POST", "/v1/raft/join", "s3cret", 200, "operator:"},
+		// A driver: its own apps and new ones, nothing else.
+		{"POST", "/v1/apps", driver, 200, "driver:driver-a"},
+		{"DELETE", "/v1/apps/app-1", driver, 200, "driver:driver-a"},
+		{"DELETE", "/v1/apps/app-2", driver, 403, ""},
+		{"GET", "/v1/cluster", driver, 403, ""},
+		{"POST", "/v1/workers/w1/heartbeat", driver, 403, ""},
+		{"POST", "/v1/raft/join", driver, 403, ""},
+		{"POST", "/v1/apps", wire.DriverTokenPrefix + "driver-a.forged", 401, ""},
+		// Not a declared route: the mux answers.
+		{"GET", "/nowhere", "", 404, ""},
+	} {
+		status, who := ask(t, srv, c.method, c.path, c.bearer)
+		if status != c.status || (c.who != "" && who != c.who) {
+			t.Errorf("%s %s with %q: %d %q, want %d %q", c.method, c.path, c.bearer, status, who, c.status, c.who)
+		}
+	}
+}
+
+func TestAuthorizeLoopbackModeTakesEveryoneForAnOperator(t *testing.T) {
+	srv := authServer(t, Auth{})
+	if status, who := ask(t, srv, "GET", "/v1/cluster", ""); status != 200 || who != "operator:" {
+		t.Errorf("loopback mode: %d %q", status, who)
+	}
+	// With TLS configured, a caller without a certificate or bearer is
+	// nobody.
+	srv = authServer(t, Auth{TLS: true})
+	if status, _ := ask(t, srv, "GET", "/v1/cluster", ""); status != 401 {
+		t.Errorf("TLS mode without a certificate: %d", status)
+	}
+}
+
+func TestPathParam(t *testing.T) {
+	r := httptest.NewRequest("GET", "/v1/apps/app%2F1/executors/3/logs/stdout", nil)
+	if got := PathParam("GET /v1/apps/{id}/executors/{executorId}/logs/{stream}", r, "id"); got != "app/1" {
+		t.Errorf("id %q", got)
+	}
+	if got := PathParam("GET /v1/apps/{id}", r, "id"); got != "" {
+		t.Errorf("another shape: %q", got)
+	}
+}

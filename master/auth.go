@@ -1,0 +1,110 @@
+package master
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"net/http"
+	"strings"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// authorize puts the master's routes behind their declared access
+// (wire.Access): who may call is decided at the edge, once; which app a
+// driver may touch and which worker id a worker certificate may speak for
+// are decided here, from the committed state.
+func (m *Master) authorize(mux *http.ServeMux) http.Handler {
+	return httpx.Authorize(wire.MasterAPI, mux, httpx.Auth{
+		Secret: m.cfg.Secret,
+		TLS:    m.cfg.TLS != nil,
+		Driver: func(ctx context.Context, token string) (string, error) {
+			v, err := m.call(ctx, func(c *core, reply func(any, error)) { reply(c.driverOfToken(token)) })
+			if err != nil {
+				return "", err
+			}
+			return v.(string), nil
+		},
+		Scope: m.scope,
+	})
+}
+
+// scope lets a worker certificate speak only for the worker id it is named
+// (the registration's id is checked by its handler), and a driver touch
+// only the apps it registered.
+func (m *Master) scope(r *http.Request, pattern string, p httpx.Principal) error {
+	id := httpx.PathParam(pattern, r, "id")
+	if id == "" {
+		return nil
+	}
+	switch p.Kind {
+	case httpx.KindWorker:
+		if id != p.Name {
+			return forbidden("the certificate of worker %q may not speak for worker %q", p.Name, id)
+		}
+		return nil
+	case httpx.KindDriver:
+		_, err := m.call(r.Context(), func(c *core, reply func(any, error)) {
+			if !c.leading() {
+				reply(nil, c.notLeader())
+				return
+			}
+			// An app that is not listed is left to the handler (404).
+			if a := c.findApp(id); a != nil && a.rec.Owner != p.Name {
+				reply(nil, forbidden("driver %s did not register app %s", p.Name, id))
+				return
+			}
+			reply(nil, nil)
+		})
+		return err
+	}
+	return nil
+}
+
+func forbidden(format string, args ...any) error {
+	return httpx.Coded(http.StatusForbidden, wire.CodeForbidden, format, args...)
+}
+
+// ownerOf is the driver a request comes from ("" for anyone else): the
+// app it registers is that driver's.
+func ownerOf(r *http.Request) string {
+	if p := httpx.PrincipalOf(r.Context()); p.Kind == httpx.KindDriver {
+		return p.Name
+	}
+	return ""
+}
+
+// mintDriverToken makes the credential of one launch of driver id:
+// drv1.<id>.<random>. Only its hash is written (DriverRecord.CredentialHash),
+// so any later leader can check it and nobody can read it back.
+func mintDriverToken(id string) (token, hash string) {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	token = wire.DriverTokenPrefix + id + "." + base64.RawURLEncoding.EncodeToString(b[:])
+	return token, tokenHash(token)
+}
+
+func tokenHash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// driverOfToken is the driver a credential was minted for, while that
+// launch of it is active; 401 otherwise.
+func (c *core) driverOfToken(token string) (string, error) {
+	if !c.leading() {
+		return "", c.notLeader()
+	}
+	rest := strings.TrimPrefix(token, wire.DriverTokenPrefix)
+	id, _, _ := strings.Cut(rest, ".")
+	d := c.drivers[id]
+	if d != nil && d.rec.CredentialHash != "" &&
+		subtle.ConstantTimeCompare([]byte(tokenHash(token)), []byte(d.rec.CredentialHash)) == 1 {
+		return id, nil
+	}
+	return "", httpx.Coded(http.StatusUnauthorized, wire.CodeUnauthorized, "driver credential unknown or no longer valid")
+}
