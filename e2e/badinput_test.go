@@ -316,6 +316,7 @@ func TestBadInputRefusedWithoutSideEffects(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Header.Set("Authorization", "Bearer "+secret)
+		req.Header.Set("Content-Type", "application/json")
 		req.Header[wire.IdempotencyKeyHeader] = kc.keys
 		resp, err := httpClient.Do(req)
 		if err != nil {

@@ -87,7 +87,7 @@ func (m *Master) Run(ctx context.Context, ln net.Listener) error {
 	go m.loop(loopCtx)
 	go m.lease.refresh(loopCtx)
 
-	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := httpx.NewServer(httpx.Guard(m.Handler(), m.cfg.Secret == "" && m.cfg.TLS == nil), m.log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	m.agent.Start(m)

@@ -43,6 +43,7 @@ func TestWorkerRoutesAnswerTheirDeclaredTypes(t *testing.T) {
 		t.Helper()
 		data, _ := json.Marshal(body)
 		req, _ := http.NewRequest(e.Method, base+e.Path(params...), bytes.NewReader(data))
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -209,6 +209,9 @@ func callWith(t *testing.T, secret, method, url string, body any) (int, string) 
 	if secret != "" {
 		req.Header.Set("Authorization", "Bearer "+secret)
 	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json") // as the master sends it
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -128,11 +128,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.guard = startGuardian(w.log)
 	defer w.guard.stop()
 
-	srv := &http.Server{
-		Handler:           w.handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(w.log.Handler(), slog.LevelWarn),
-	}
+	srv := httpx.NewServer(httpx.Guard(w.handler(), w.cfg.Secret == "" && w.cfg.TLS == nil), w.log)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
