@@ -50,8 +50,10 @@ func ParseRole(s string) (Role, error) {
 	return "", fmt.Errorf("%q: want master, worker or cli", s)
 }
 
-// CreateCA writes dir/ca.pem and dir/ca-key.pem (0600): a new self-signed
-// ECDSA P-256 CA. It never overwrites a file.
+// CreateCA writes dir/ca.pem (0644) and dir/ca-key.pem (0600): a new
+// self-signed ECDSA P-256 CA, valid for CAValidity (10 years: replacing a
+// CA means reissuing every certificate). It creates dir (0700) if missing
+// and never overwrites a file: a second CA would split the cluster.
 func CreateCA(dir string) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -74,17 +76,64 @@ func CreateCA(dir string) error {
 	return writePair(dir, "ca", der, key)
 }
 
-var safeName = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*$`)
+var (
+	safeName = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*$`)
+	dnsLabel = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?$`)
+)
 
-// CreateCert writes dir/NAME.pem and dir/NAME-key.pem (0600): a
-// certificate of role for name (its CN) with hosts (IP addresses or DNS
-// names) as its SANs, signed by the CA in dir. It never overwrites a file.
+// CheckName checks a certificate name: it becomes a file name in the CA's
+// directory, so no path separators, no hidden files, and not the CA's own.
+func CheckName(name string) error {
+	if !safeName.MatchString(name) || name == "ca" || name == "ca-key" || len(name) > 64 {
+		return fmt.Errorf("%q: want 1-64 of A-Z a-z 0-9 . _ -, not starting with a dot, and not \"ca\"", name)
+	}
+	return nil
+}
+
+// CheckHost checks a host for a certificate's SANs: an IP address or a DNS
+// name. Anything else ("host:port", a URL) would be written as a DNS name
+// that no client ever matches, and fail only at the first handshake.
+func CheckHost(host string) error {
+	if net.ParseIP(host) != nil {
+		return nil
+	}
+	labels := strings.Split(strings.TrimSuffix(host, "."), ".")
+	ok := len(host) <= 253
+	for _, l := range labels {
+		ok = ok && len(l) <= 63 && dnsLabel.MatchString(l)
+	}
+	if !ok {
+		return fmt.Errorf("%q: want an IP address or a DNS name", host)
+	}
+	return nil
+}
+
+// CreateCert writes dir/NAME.pem (0644) and dir/NAME-key.pem (0600): a
+// certificate of role for name (its CN), valid for CertValidity (1 year),
+// for both server and client authentication, with hosts (IP addresses or
+// DNS names; blanks are skipped) as its SANs, signed by the CA in dir. It
+// never overwrites a file.
 func CreateCert(dir string, role Role, name string, hosts []string) error {
 	if _, err := ParseRole(string(role)); err != nil {
 		return fmt.Errorf("role %w", err)
 	}
-	if !safeName.MatchString(name) || name == "ca" || len(name) > 64 {
-		return fmt.Errorf("name %q: want 1-64 of A-Z a-z 0-9 . _ -, not starting with a dot, and not \"ca\"", name)
+	if err := CheckName(name); err != nil {
+		return fmt.Errorf("name %w", err)
+	}
+	var ips []net.IP
+	var dns []string
+	for _, h := range hosts {
+		if h = strings.TrimSpace(h); h == "" {
+			continue
+		}
+		if err := CheckHost(h); err != nil {
+			return fmt.Errorf("host %w", err)
+		}
+		if ip := net.ParseIP(h); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			dns = append(dns, h)
+		}
 	}
 	caCert, caKey, err := readCA(dir)
 	if err != nil {
@@ -101,16 +150,8 @@ func CreateCert(dir string, role Role, name string, hosts []string) error {
 		NotAfter:     time.Now().Add(CertValidity),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
-	for _, h := range hosts {
-		h = strings.TrimSpace(h)
-		switch ip := net.ParseIP(h); {
-		case h == "":
-		case ip != nil:
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		default:
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
+		IPAddresses:  ips,
+		DNSNames:     dns,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
 	if err != nil {
@@ -128,11 +169,11 @@ func serial() *big.Int {
 func readCA(dir string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
 	certPEM, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
 	if err != nil {
-		return nil, nil, fmt.Errorf("the CA (berth tls ca create --dir %s): %w", dir, err)
+		return nil, nil, fmt.Errorf("reading the CA (make one with berth tls ca create --dir %s): %w", dir, err)
 	}
 	keyPEM, err := os.ReadFile(filepath.Join(dir, "ca-key.pem"))
 	if err != nil {
-		return nil, nil, fmt.Errorf("the CA's key: %w", err)
+		return nil, nil, fmt.Errorf("reading the CA's key: %w", err)
 	}
 	cert, err := parseCert(certPEM)
 	if err != nil {
@@ -158,10 +199,11 @@ func parseCert(data []byte) (*x509.Certificate, error) {
 }
 
 // writePair writes name.pem and name-key.pem into dir, refusing to replace
-// either.
+// either. A pair is written whole or not at all, so that a failed run can
+// simply be repeated.
 func writePair(dir, name string, der []byte, key *ecdsa.PrivateKey) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("--dir: %w", err)
+		return fmt.Errorf("creating the directory: %w", err)
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
@@ -176,17 +218,30 @@ func writePair(dir, name string, der []byte, key *ecdsa.PrivateKey) error {
 	if err := writeNew(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
 		return err
 	}
-	return writeNew(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	if err := writeNew(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		os.Remove(keyPath)
+		return err
+	}
+	return nil
 }
 
+// writeNew creates path with data; O_EXCL refuses a file that appeared
+// since the check in writePair. A partly written file is removed.
 func writeNew(path string, data []byte, mode os.FileMode) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("%s exists: not overwriting it", path)
+		}
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	return f.Close()
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }

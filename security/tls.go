@@ -80,12 +80,12 @@ func Load(f Files) (*TLS, error) {
 	}
 	pair, err := tls.LoadX509KeyPair(f.Cert, f.Key)
 	if err != nil {
-		return nil, fmt.Errorf("--tls-cert-file/--tls-key-file: %w", err)
+		return nil, fmt.Errorf("--tls-cert-file %s, --tls-key-file %s: %w", f.Cert, f.Key, err)
 	}
 	leaf := pair.Leaf
 	if leaf == nil {
 		if leaf, err = x509.ParseCertificate(pair.Certificate[0]); err != nil {
-			return nil, fmt.Errorf("--tls-cert-file: %w", err)
+			return nil, fmt.Errorf("--tls-cert-file %s: %w", f.Cert, err)
 		}
 	}
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
@@ -93,7 +93,7 @@ func Load(f Files) (*TLS, error) {
 	}
 	self, err := IdentityOf(leaf)
 	if err != nil {
-		return nil, fmt.Errorf("--tls-cert-file: %w", err)
+		return nil, fmt.Errorf("--tls-cert-file %s: %w", f.Cert, err)
 	}
 	return &TLS{caFile: f.CA, pool: pool, pair: pair, self: self}, nil
 }

@@ -13,7 +13,9 @@ import (
 
 // tlsCommand makes the cluster's CA and its certificates (docs/SECURITY.md).
 func tlsCommand() *cli.Command {
-	dir := &cli.StringFlag{Name: "dir", Required: true, Usage: "directory of the CA and the certificates"}
+	// No flag is Required: urfave's message for one ("Required flag "dir"
+	// not set") would not name it as typed; the actions name --dir etc.
+	dir := &cli.StringFlag{Name: "dir", Usage: "required: the directory of the CA and the certificates"}
 	return &cli.Command{
 		Name:  "tls",
 		Usage: "make the cluster's CA and its certificates",
@@ -26,7 +28,7 @@ func tlsCommand() *cli.Command {
 				UsageText: "berth tls ca create --dir DIR",
 				Flags:     []cli.Flag{dir},
 				Action: func(c *cli.Context) error {
-					if err := noArgs(c); err != nil {
+					if err := checkDir(c); err != nil {
 						return err
 					}
 					if err := security.CreateCA(c.String("dir")); err != nil {
@@ -43,8 +45,8 @@ func tlsCommand() *cli.Command {
 				Usage:     "write DIR/NAME.pem and DIR/NAME-key.pem, signed by the CA in DIR",
 				UsageText: "berth tls cert create --dir DIR --role master|worker|cli --name NAME --host H1,H2,...",
 				Flags: []cli.Flag{dir,
-					&cli.StringFlag{Name: "role", Required: true, Usage: "master, worker or cli (an operator)"},
-					&cli.StringFlag{Name: "name", Required: true, Usage: "the certificate's name: a master's --node-id, a worker's id"},
+					&cli.StringFlag{Name: "role", Usage: "required: master, worker or cli (an operator)"},
+					&cli.StringFlag{Name: "name", Usage: "required: the certificate's name, a master's --node-id or a worker's id"},
 					&cli.StringFlag{Name: "host", Usage: "IP addresses and DNS names the process is reached at, comma-separated (required for master and worker)"},
 				},
 				Action: createCert,
@@ -53,27 +55,43 @@ func tlsCommand() *cli.Command {
 	}
 }
 
+// createCert checks each flag itself, so that a refusal names the flag to
+// fix; what CreateCert may still refuse (a file that exists, no CA in
+// --dir) names the file or the command to run.
 func createCert(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
+	if err := checkDir(c); err != nil {
 		return err
 	}
 	role, err := security.ParseRole(c.String("role"))
 	if err != nil {
 		return fmt.Errorf("--role %w", err)
 	}
+	if err := security.CheckName(c.String("name")); err != nil {
+		return fmt.Errorf("--name %w", err)
+	}
 	hosts := client.SplitMasters(c.String("host")) // comma-separated, trimmed
 	if len(hosts) == 0 && role != security.RoleCLI {
-		return fmt.Errorf("--host: a %s certificate needs the hosts it is reached at", role)
+		return fmt.Errorf("--host: a %s certificate needs the addresses it is reached at (IP addresses or DNS names)", role)
+	}
+	for _, h := range hosts {
+		if err := security.CheckHost(h); err != nil {
+			return fmt.Errorf("--host %w", err)
+		}
 	}
 	if err := security.CreateCert(c.String("dir"), role, c.String("name"), hosts); err != nil {
-		return fmt.Errorf("--name/--dir: %w", err)
+		return err
 	}
 	return wrote(c, filepath.Join(c.String("dir"), c.String("name")))
 }
 
-func noArgs(c *cli.Context) error {
+// checkDir refuses arguments and an empty --dir, which would write the
+// keys into the working directory.
+func checkDir(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return errors.New("unexpected arguments: this command takes flags only")
+	}
+	if c.String("dir") == "" {
+		return errors.New("--dir: missing; want the directory of the CA")
 	}
 	return nil
 }

@@ -163,6 +163,11 @@ func startBin(t *testing.T, m *miniMaster, appID string) (*exec.Cmd, int, int) {
 		_, err := fmt.Sscanf(string(data), "%d\n%d", &pid, &grandchild)
 		return err == nil
 	})
+	// The executor runs before its worker hears back from the exec: the
+	// worker has listed its group with the guardian once it logs "started".
+	testproc.Eventually(t, 10*time.Second, "the worker's log of the start", func() bool {
+		return strings.Contains(stderr.String(), fmt.Sprintf("msg=started app=%s executor=0 pid=%d ", appID, pid))
+	})
 	return cmd, pid, grandchild
 }
 
