@@ -32,12 +32,17 @@ func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply func(any,
 	if c.answerRepeat(key, idem.hash, c.listedApp, reply) {
 		return
 	}
+	if err := c.roomForApp(); err != nil {
+		reply(nil, err)
+		return
+	}
 	rec := persistence.AppRecord{
 		ID: c.newAppID(), Desc: desc, SubmittedAt: c.now(), State: wire.AppWaiting,
 		ExecutorLimit: desc.InitialExecutorLimit, ExecutorIDsReserved: executorIDBlock,
 		IdempotencyKey: idem.key, IdempotencyHash: idem.hash, Owner: idem.owner,
 	}
 	c.beginKeyed(key, idem.hash)
+	c.registering.apps++
 	c.commit([]persistence.Command{persistence.PutApp(rec, 0)}, func() {
 		c.rememberKey(key, rec.ID)
 		a := newAppInfo(rec, wire.AppWaiting, c.now())
@@ -48,6 +53,7 @@ func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply func(any,
 	}, func(err error) {
 		// Durable: the app exists even if leadership moved meanwhile (the
 		// new leader recovers it), so the client gets its id either way.
+		c.registering.apps--
 		if err != nil {
 			reply(nil, err)
 		} else {
@@ -124,6 +130,7 @@ func (c *core) finishApp(a *appInfo, state wire.AppState, msg string, done func(
 	c.updateApp(a, c.cfg.RetainedApps, func(rec *persistence.AppRecord) {
 		rec.State, rec.Message, rec.CoresGranted = state, msg, a.coresShown()
 		rec.EndedAt = &endedAt
+		rec.Desc.Env = nil // a completed record keeps no environment (secrets, bulk)
 	}, func() {
 		c.appEnded(a, state, msg, endedAt)
 	}, func(err error) {

@@ -45,6 +45,10 @@ func TestExecutorRetryLimit(t *testing.T) {
 	a := h.addApp(wire.AppDescription{MaxCores: 1})
 	fail := func(a *appInfo, runFor time.Duration) {
 		t.Helper()
+		// Fast failures put the app in a relaunch backoff: wait it out.
+		for i := 0; len(a.executors) == 0 && i < int(relaunchBackoffMax/(100*time.Millisecond)); i++ {
+			h.pass(100*time.Millisecond, "w1")
+		}
 		for _, e := range a.executors {
 			h.report(e, wire.ExecutorRunning, nil)
 			h.pass(runFor, "w1")

@@ -11,6 +11,7 @@
 package master
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"time"
@@ -41,6 +42,12 @@ type Config struct {
 	MaxExecutorRetries int // consecutive executor failures that fail an app; 0: the default (10); < 0: never
 	RetainedApps       int // finished apps kept for status
 	RetainedDrivers    int // finished drivers kept for status
+
+	// Caps (limits.go); 0 takes the default.
+	MaxActiveApps      int // apps registered and not ended
+	MaxActiveDrivers   int // drivers submitted and not ended
+	MaxSubmissionBytes int // bytes of a submission's command and environment
+	MaxStreamsPerApp   int // event streams open on one app
 
 	CommandTimeout time.Duration // per master → worker request
 }
@@ -87,6 +94,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RetainedDrivers == 0 {
 		c.RetainedDrivers = DefaultRetained
+	}
+	c.MaxActiveApps = cmp.Or(c.MaxActiveApps, DefaultMaxActiveApps)
+	c.MaxActiveDrivers = cmp.Or(c.MaxActiveDrivers, DefaultMaxActiveDrivers)
+	c.MaxSubmissionBytes = cmp.Or(c.MaxSubmissionBytes, DefaultMaxSubmissionBytes)
+	c.MaxStreamsPerApp = cmp.Or(c.MaxStreamsPerApp, DefaultMaxStreamsPerApp)
+	if min(c.MaxActiveApps, c.MaxActiveDrivers, c.MaxSubmissionBytes, c.MaxStreamsPerApp) < 0 {
+		return c, fmt.Errorf("caps must not be negative")
 	}
 	if c.Placement == "" {
 		c.Placement = "spread"

@@ -62,6 +62,7 @@ type core struct {
 	waitingDrivers   []*driverInfo
 	completedDrivers []*driverInfo
 	keys             submissionKeys // idempotency keys of submissions
+	registering      inFlight       // submissions being written, counted by the caps
 	nextAppNumber    int
 	nextDriverNumber int
 	driverCursor     int

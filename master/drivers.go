@@ -26,10 +26,16 @@ func (c *core) submitDriver(desc wire.DriverDescription, idem keyed, reply func(
 	if c.answerRepeat(key, idem.hash, c.listedDriver, reply) {
 		return
 	}
+	if err := c.roomForDriver(); err != nil {
+		reply(nil, err)
+		return
+	}
 	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: desc, SubmittedAt: c.now(), State: wire.DriverSubmitted,
 		IdempotencyKey: idem.key, IdempotencyHash: idem.hash}
 	c.beginKeyed(key, idem.hash)
+	c.registering.drivers++
 	c.commit([]persistence.Command{persistence.PutDriver(rec, 0)}, func() { c.driverAdded(rec) }, func(err error) {
+		c.registering.drivers--
 		if err != nil {
 			reply(nil, err)
 		} else {
@@ -208,6 +214,7 @@ func (c *core) endDriver(d *driverInfo, end driverEnd, done func(error)) {
 	c.updateDriver(d, c.cfg.RetainedDrivers, func(rec *persistence.DriverRecord) {
 		rec.State, rec.Message, rec.ExitCode = end.state, end.message, end.exitCode
 		rec.EndedAt = &endedAt
+		rec.Desc.Env = nil // a completed record keeps no environment (secrets, bulk)
 		if d.worker != nil {
 			rec.WorkerID = d.worker.rec.ID
 		}

@@ -29,6 +29,9 @@ func (c *core) subscribe(id string) (*subscriber, []wire.AppEvent, error) {
 		}
 		return nil, nil, notFound("application", id)
 	}
+	if err := c.roomForStream(a); err != nil {
+		return nil, nil, err
+	}
 	var first []wire.AppEvent
 	now := c.now()
 	if a.state == wire.AppUnknown {

@@ -91,6 +91,7 @@ func (c *core) executorEnded(e *executorInfo, end executorEnd) {
 	if c.stable(e) {
 		a.retryCount = 0
 	}
+	c.noteExecutorEnd(e)
 	if e.state == wire.ExecutorFailed {
 		a.retryCount++
 		if limit := c.cfg.MaxExecutorRetries; limit >= 0 && a.retryCount >= limit && !c.hasStableExecutor(a) {

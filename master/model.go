@@ -127,6 +127,8 @@ type appInfo struct {
 	ending       *waiters
 	coresGranted int
 	retryCount   int
+	fastEnds     int       // executors in a row that ended soon after starting (backoff.go)
+	backoffUntil time.Time // no new executors before this
 	subs         map[*subscriber]struct{}
 	lastSeen     time.Time // last sign of life of its client
 	endedAt      time.Time

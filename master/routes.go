@@ -24,7 +24,7 @@ func (m *Master) Handler() http.Handler {
 	mux.HandleFunc(api.Cluster.Mux(), m.getCluster)
 
 	mux.HandleFunc(api.RegisterApp.Mux(), func(w http.ResponseWriter, r *http.Request) {
-		submit(m, w, r, validateApp, (*core).registerApp)
+		submit(m, w, r, m.cfg.checkAppSubmission, (*core).registerApp)
 	})
 	serve(mux, api.App, nil, onEntity(m, "app id", func(c *core, id string, _ wire.None, reply func(any, error)) { reply(c.app(id)) }))
 	serve(mux, api.KillApp, nil, onEntity(m, "app id", func(c *core, id string, _ wire.None, reply func(any, error)) {
@@ -46,7 +46,7 @@ func (m *Master) Handler() http.Handler {
 	mux.HandleFunc(api.ExecutorLogs.Mux(), m.executorLogs)
 
 	mux.HandleFunc(api.SubmitDriver.Mux(), func(w http.ResponseWriter, r *http.Request) {
-		submit(m, w, r, validateDriver, (*core).submitDriver)
+		submit(m, w, r, m.cfg.checkDriverSubmission, (*core).submitDriver)
 	})
 	serve(mux, api.Driver, nil, onEntity(m, "driver id", func(c *core, id string, _ wire.None, reply func(any, error)) { reply(c.driver(id)) }))
 	serve(mux, api.KillDriver, nil, onEntity(m, "driver id", func(c *core, id string, _ wire.None, reply func(any, error)) { c.killDriver(id, reply) }))
@@ -55,6 +55,9 @@ func (m *Master) Handler() http.Handler {
 	serve(mux, api.RegisterWorker, validateRegistration, func(r *http.Request, req wire.RegisterWorker) (any, error) {
 		if p := httpx.PrincipalOf(r.Context()); p.Kind == httpx.KindWorker && req.ID != p.Name {
 			return nil, forbidden("the certificate of worker %q may not register worker %q", p.Name, req.ID)
+		}
+		if m.cfg.TLS != nil && !strings.HasPrefix(req.Address, "https://") {
+			return nil, badRequest("address %q: this cluster runs TLS, a worker's address is https", req.Address)
 		}
 		return m.call(r.Context(), func(c *core, reply func(any, error)) { c.registerWorker(req, reply) })
 	})

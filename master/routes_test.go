@@ -55,7 +55,7 @@ func TestWorkerRoutesAnswerTheirDeclaredTypes(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		status, body := post(api.RegisterWorker.Endpoint, wire.RegisterWorker{ID: "w1", Host: "127.0.0.1", Port: 9, Address: fakeWorker.URL, Cores: 2, MemoryMB: 4096})
+		status, body := post(api.RegisterWorker.Endpoint, wire.RegisterWorker{ID: "w1", Host: "127.0.0.1", Port: fakeWorker.Listener.Addr().(*net.TCPAddr).Port, Address: fakeWorker.URL, Cores: 2, MemoryMB: 4096})
 		if status == http.StatusOK {
 			break
 		}

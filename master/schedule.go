@@ -55,7 +55,7 @@ func (c *core) scheduleExecutors(alive []*workerInfo) {
 	}
 	var apps []placement.App
 	for _, a := range c.appOrder {
-		if !wantsCores(a) {
+		if !wantsCores(a) || c.backingOff(a) {
 			continue
 		}
 		// Never hand out more executor ids than are reserved. An app that
@@ -93,7 +93,7 @@ func (c *core) scheduleExecutors(alive []*workerInfo) {
 // appsWantCores reports whether any app could use more executors.
 func (c *core) appsWantCores() bool {
 	for _, a := range c.appOrder {
-		if wantsCores(a) && len(a.executors) < a.executorLimit() {
+		if wantsCores(a) && !c.backingOff(a) && len(a.executors) < a.executorLimit() {
 			return true
 		}
 	}

@@ -16,6 +16,8 @@ import (
 const (
 	appEventsKeepAlive = 250 * time.Millisecond
 	appEventsDeadline  = time.Second
+	// appEventsWriteTimeout bounds one line's write.
+	appEventsWriteTimeout = 10 * time.Second
 )
 
 // appEvents streams an app's events as one JSON object per line. The open
@@ -57,6 +59,9 @@ func (m *Master) appEvents(w http.ResponseWriter, r *http.Request) {
 	if o.sub != nil {
 		defer m.post(func(c *core) { c.unsubscribe(id, o.sub) })
 	}
+	if err := httpx.LongLived(w); err != nil {
+		m.log.Warn("event stream: lifting the server's timeouts", "app", id, "err", err)
+	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
@@ -66,6 +71,9 @@ func (m *Master) appEvents(w http.ResponseWriter, r *http.Request) {
 			ev.AppID = id
 		}
 		ev.NextWithinMs = appEventsDeadline.Milliseconds()
+		// A client that stops reading is gone: its lease must not live on
+		// in a write blocked on a full socket.
+		_ = httpx.WriteWithin(w, appEventsWriteTimeout)
 		if enc.Encode(ev) != nil {
 			return false
 		}

@@ -44,6 +44,7 @@ func (c *core) tick() {
 	c.expireWorkers()
 	c.expireApps()
 	c.resetRetries()
+	c.endBackoffs()
 }
 
 // rearm restarts the heartbeat deadline of every live worker and the lease

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"net"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -144,8 +145,12 @@ func validateRegistration(r wire.RegisterWorker) error {
 	if err := checkRange("memoryMB", r.MemoryMB, 1, wire.MaxMemoryMB); err != nil {
 		return err
 	}
-	if !strings.HasPrefix(r.Address, "http://") && !strings.HasPrefix(r.Address, "https://") {
-		return badRequest("address %q is not an http(s) URL", r.Address)
+	// The master sends commands (and, without TLS, the secret) to this
+	// address: exactly the registration's own host and port, with no
+	// path, query or user that could point a request elsewhere.
+	hostport := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
+	if r.Address != "http://"+hostport && r.Address != "https://"+hostport {
+		return badRequest("address %q: want exactly http://%s or https://%s (the registration's host and port, nothing else)", r.Address, hostport, hostport)
 	}
 	return nil
 }

@@ -176,6 +176,9 @@ const (
 	EventExecutorLost    EventType = "executorLost" // its worker was lost
 	EventAppRemoved      EventType = "appRemoved"   // final; the stream ends
 	EventMasterChanged   EventType = "masterChanged"
+	// EventRelaunchDelayed: the app's executors keep ending soon after
+	// they start, so its next ones wait (Message says how long).
+	EventRelaunchDelayed EventType = "relaunchDelayed"
 	// EventHeartbeat: the master still leads and the stream is alive. An
 	// idle stream carries one every few hundred milliseconds, and only
 	// while the master has confirmed its leadership with a quorum, so a
@@ -194,7 +197,7 @@ type AppEvent struct {
 	App      *AppStatus      `json:"app,omitempty"`     // snapshot, appRemoved
 	Epoch    uint64          `json:"epoch,omitempty"`   // masterChanged
 	Leader   string          `json:"leader,omitempty"`  // masterChanged
-	Message  string          `json:"message,omitempty"` // appRemoved, executorLost
+	Message  string          `json:"message,omitempty"` // appRemoved, executorLost, relaunchDelayed
 	// NextWithinMs promises the next line of the stream within this many
 	// milliseconds (snapshot, heartbeat). A client that hears nothing for
 	// that long treats the stream as dead and reconnects, to whichever

@@ -24,9 +24,9 @@ import (
 
 // fleetDescription ends the description of every subcommand: what the
 // simulated workers do, and how a run ends.
-const fleetDescription = `The simulated workers: N of them run in this process. They share one HTTP
-server on 127.0.0.1; worker n registers as 127.0.0.1:<port-base+n> with the
-address http://127.0.0.1:PORT/w/n, where the master sends its commands. Each
+const fleetDescription = `The simulated workers: N of them run in this process. Worker n listens at
+127.0.0.(2+s%250):(10000+s/250), s = port-base+n, and registers that address,
+where the master sends its commands. Each
 registers, sends its (empty) latest state, heartbeats every interval the master
 asks for (at a random phase), fences commands by epoch (409 when stale), and
 answers a launch with 200 and then a RUNNING report; a kill or an

@@ -53,7 +53,7 @@ func commonFlags() []cli.Flag {
 		&cli.StringFlag{Name: "csv", Usage: "write the result table as CSV to this file (other tables next to it)"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the heartbeat phases and of the choices of victims"},
 		&cli.StringFlag{Name: "id-prefix", Value: "sim", Usage: "worker ids are <prefix>-<n>"},
-		&cli.IntFlag{Name: "port-base", Value: 20000, Usage: "worker n registers port <port-base>+n (only an identity: nothing listens there)"},
+		&cli.IntFlag{Name: "port-base", Value: 0, Usage: "first slot: worker n listens at 127.0.0.(2+s%250):(10000+s/250) with s = port-base+n"},
 		&cli.DurationFlag{Name: "max-time", Value: 15 * time.Minute, Usage: "hard bound on the whole run"},
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,9 +14,10 @@ import (
 	"github.com/berth-cluster/berth/internal/httpx"
 )
 
-// A fleet is many simulated workers in this process. They share one HTTP
-// server: worker n registers with the address http://127.0.0.1:PORT/w/n, so
-// the master's commands to it arrive under /w/n/v1/... They speak the real
+// A fleet is many simulated workers in this process. Each listens on an
+// address of its own (a master takes only http(s)://host:port as a
+// worker's address), slotAddr of its slot, and one HTTP server serves them
+// all, telling them apart by the address a request came to. They speak the real
 // protocol: register, send their latest state, heartbeat at the interval
 // the master asks for, fence commands by epoch (409 on a stale one), and
 // report each executor RUNNING once its launch is acknowledged and KILLED
@@ -28,19 +28,18 @@ type fleetConfig struct {
 	Cores    int
 	MemoryMB int
 	IDPrefix string // worker n is <IDPrefix>-<n>
-	PortBase int    // worker n registers 127.0.0.1:<PortBase+n>
+	PortBase int    // worker n listens at slotAddr(PortBase+n)
 	Secret   string
 	Seed     uint64 // of the heartbeat phase jitter
 }
 
 type fleet struct {
-	cfg  fleetConfig
-	mc   *masterClient
-	ln   net.Listener
-	srv  *http.Server
-	base string // http://127.0.0.1:PORT
-	ws   []*simWorker
-	byID map[string]*simWorker
+	cfg    fleetConfig
+	mc     *masterClient
+	srv    *http.Server
+	ws     []*simWorker
+	byID   map[string]*simWorker
+	byAddr map[string]*simWorker // by the address a worker listens at
 
 	started   time.Time
 	ctx       context.Context // the fleet's lifetime: every loop stops with it
@@ -103,27 +102,40 @@ func newFleet(cfg fleetConfig, mc *masterClient) (*fleet, error) {
 	if cfg.Workers <= 0 || cfg.Cores <= 0 || cfg.MemoryMB <= 0 {
 		return nil, fmt.Errorf("fleet: workers, cores and memory must be positive")
 	}
-	if cfg.PortBase+cfg.Workers > 65535 || cfg.PortBase <= 0 {
+	if cfg.PortBase < 0 || slotPort(cfg.PortBase+cfg.Workers) > 65535 {
 		return nil, fmt.Errorf("fleet: --port-base %d + %d workers leaves the port range", cfg.PortBase, cfg.Workers)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &fleet{started: time.Now(), cfg: cfg, mc: mc, ln: ln, base: "http://" + ln.Addr().String(), ctx: ctx, cancel: cancel, byID: map[string]*simWorker{}}
+	f := &fleet{started: time.Now(), cfg: cfg, mc: mc, ctx: ctx, cancel: cancel, byID: map[string]*simWorker{}, byAddr: map[string]*simWorker{}}
+	f.srv = &http.Server{Handler: httpx.RequireSecret(cfg.Secret, f.handler()), ReadHeaderTimeout: 10 * time.Second}
 	for n := range cfg.Workers {
+		ln, err := net.Listen("tcp", slotAddr(cfg.PortBase+n))
+		if err != nil {
+			f.srv.Close()
+			cancel()
+			return nil, fmt.Errorf("fleet: worker %d (--port-base %d): %w", n, cfg.PortBase, err)
+		}
+		host, port, _ := httpx.SplitHostPort(ln.Addr().String())
 		w := &simWorker{
-			f: f, n: n, id: fmt.Sprintf("%s-%05d", cfg.IDPrefix, n), port: cfg.PortBase + n,
-			addr: f.base + "/w/" + strconv.Itoa(n), execs: map[execKey]*simExec{},
+			f: f, n: n, id: fmt.Sprintf("%s-%05d", cfg.IDPrefix, n), host: host, port: port,
+			addr: "http://" + ln.Addr().String(), execs: map[execKey]*simExec{},
 		}
 		f.ws = append(f.ws, w)
 		f.byID[w.id] = w
+		f.byAddr[ln.Addr().String()] = w
+		go func() { _ = f.srv.Serve(ln) }()
 	}
-	f.srv = &http.Server{Handler: httpx.RequireSecret(cfg.Secret, f.handler()), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = f.srv.Serve(ln) }()
 	return f, nil
 }
+
+// Slots spread the workers over loopback addresses 127.0.0.2-251 and, 250
+// workers to a port, ports from 10000: below the ephemeral range, so that
+// 100,000 workers need 400 ports.
+func slotAddr(slot int) string {
+	return fmt.Sprintf("127.0.0.%d:%d", 2+slot%250, slotPort(slot))
+}
+
+func slotPort(slot int) int { return 10000 + slot/250 }
 
 // close stops the server, then every loop. Bounded: in-flight requests end
 // with the fleet's context.

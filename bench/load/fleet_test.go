@@ -59,7 +59,7 @@ func TestSimulatedWorkerCommands(t *testing.T) {
 		} else {
 			data, _ = json.Marshal(body)
 		}
-		req, _ := http.NewRequest(http.MethodPost, f.base+path, bytes.NewReader(data))
+		req, _ := http.NewRequest(http.MethodPost, w.addr+path, bytes.NewReader(data))
 		if secret != "" {
 			req.Header.Set("Authorization", "Bearer "+secret)
 		}
@@ -74,24 +74,24 @@ func TestSimulatedWorkerCommands(t *testing.T) {
 	}
 	launch := wire.LaunchExecutor{Epoch: 5, AppID: "app-1", ExecutorID: 3, Cores: 2, MemoryMB: 256, Command: []string{"x"}}
 
-	if code, _ := post("/w/1/v1/executors", "", launch); code != http.StatusUnauthorized {
+	if code, _ := post("/v1/executors", "", launch); code != http.StatusUnauthorized {
 		t.Errorf("no secret: %d", code)
 	}
 	stale := launch
 	stale.Epoch = 4
-	if code, body := post("/w/1/v1/executors", "k", stale); code != http.StatusConflict || !strings.Contains(body, `"epoch":5`) {
+	if code, body := post("/v1/executors", "k", stale); code != http.StatusConflict || !strings.Contains(body, `"epoch":5`) {
 		t.Errorf("stale epoch: %d %s", code, body)
 	}
-	if code, _ := post("/w/1/v1/executors", "k", `{"epoch":5,"appId":"a","bogus":1}`); code != http.StatusBadRequest {
+	if code, _ := post("/v1/executors", "k", `{"epoch":5,"appId":"a","bogus":1}`); code != http.StatusBadRequest {
 		t.Errorf("unknown field: %d", code)
 	}
-	if code, _ := post("/w/9/v1/executors", "k", launch); code != http.StatusNotFound {
+	if code, _ := post("/v1/no-such-route", "k", launch); code != http.StatusNotFound {
 		t.Errorf("no such worker: %d", code)
 	}
-	if code, body := post("/w/1/v1/executors", "k", launch); code != http.StatusOK {
+	if code, body := post("/v1/executors", "k", launch); code != http.StatusOK {
 		t.Fatalf("launch: %d %s", code, body)
 	}
-	if code, _ := post("/w/1/v1/executors", "k", launch); code != http.StatusOK || f.n.dupLaunches.Load() != 1 {
+	if code, _ := post("/v1/executors", "k", launch); code != http.StatusOK || f.n.dupLaunches.Load() != 1 {
 		t.Errorf("a repeated launch is acknowledged and counted once: %d, dups %d", code, f.n.dupLaunches.Load())
 	}
 	if !poll.Within(context.Background(), 5*time.Second, pollEvery, func() bool { return f.n.running.Load() == 1 }) {
@@ -109,10 +109,10 @@ func TestSimulatedWorkerCommands(t *testing.T) {
 	}
 	// A newer epoch is adopted.
 	newer := wire.KillExecutor{Epoch: 7, AppID: "app-1", ExecutorID: 99}
-	if code, _ := post("/w/1/v1/executors/kill", "k", newer); code != http.StatusNotFound || w.epoch.Load() != 7 {
+	if code, _ := post("/v1/executors/kill", "k", newer); code != http.StatusNotFound || w.epoch.Load() != 7 {
 		t.Errorf("kill of an unknown executor: %d, epoch %d", code, w.epoch.Load())
 	}
-	if code, _ := post("/w/1/v1/executors/kill", "k", wire.KillExecutor{Epoch: 7, AppID: "app-1", ExecutorID: 3}); code != http.StatusOK {
+	if code, _ := post("/v1/executors/kill", "k", wire.KillExecutor{Epoch: 7, AppID: "app-1", ExecutorID: 3}); code != http.StatusOK {
 		t.Errorf("kill: %d", code)
 	}
 	if !poll.Within(context.Background(), 5*time.Second, pollEvery, func() bool { return f.n.finalUnknown.Load() == 1 }) {
@@ -129,7 +129,7 @@ func TestSimulatedWorkerCommands(t *testing.T) {
 
 	// A killed worker does not answer at all.
 	w.kill()
-	if code, _ := post("/w/1/v1/executors", "k", wire.LaunchExecutor{Epoch: 7, AppID: "app-2", ExecutorID: 0, Cores: 1, MemoryMB: 1, Command: []string{"x"}}); code != -1 {
+	if code, _ := post("/v1/executors", "k", wire.LaunchExecutor{Epoch: 7, AppID: "app-2", ExecutorID: 0, Cores: 1, MemoryMB: 1, Command: []string{"x"}}); code != -1 {
 		t.Errorf("dead worker answered %d", code)
 	}
 	if f.n.deadConnClosed.Load() != 1 {

@@ -28,6 +28,7 @@ type simWorker struct {
 	f    *fleet
 	n    int
 	id   string
+	host string
 	port int
 	addr string
 
@@ -67,7 +68,7 @@ func (w *simWorker) acceptEpoch(e uint64) (uint64, bool) {
 // times with a short backoff.
 func (w *simWorker) register(ctx context.Context) error {
 	req := wire.RegisterWorker{
-		ID: w.id, Host: "127.0.0.1", Port: w.port, Address: w.addr,
+		ID: w.id, Host: w.host, Port: w.port, Address: w.addr,
 		Cores: w.f.cfg.Cores, MemoryMB: w.f.cfg.MemoryMB,
 	}
 	var err error

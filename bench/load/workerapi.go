@@ -2,8 +2,8 @@ package load
 
 import (
 	"fmt"
+	"net"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
@@ -14,13 +14,13 @@ import (
 // master sends, under /w/{n}.
 func (f *fleet) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /w/{n}/v1/state", f.withWorker(func(w *simWorker, rw http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /v1/state", f.withWorker(func(w *simWorker, rw http.ResponseWriter, r *http.Request) {
 		st := w.latestState()
 		st.Epoch = w.epoch.Load()
 		st.Master = f.mc.base
 		httpx.WriteJSON(rw, http.StatusOK, st)
 	}))
-	mux.Handle("POST /w/{n}/v1/executors", command(f, func(c *wire.LaunchExecutor) uint64 { return c.Epoch },
+	mux.Handle("POST /v1/executors", command(f, func(c *wire.LaunchExecutor) uint64 { return c.Epoch },
 		func(w *simWorker, c *wire.LaunchExecutor) (func(), error) {
 			if c.AppID == "" || c.ExecutorID < 0 || c.Cores <= 0 {
 				return nil, httpx.Errorf(http.StatusBadRequest, "launch executor: bad app, id or cores")
@@ -40,7 +40,7 @@ func (f *fleet) handler() http.Handler {
 			f.recordLaunch(launchRec{At: time.Now(), Worker: w.n, AppID: c.AppID, ExecID: c.ExecutorID, Cores: c.Cores})
 			return func() { w.report(k, wire.ExecutorRunning) }, nil
 		}))
-	mux.Handle("POST /w/{n}/v1/executors/kill", command(f, func(c *wire.KillExecutor) uint64 { return c.Epoch },
+	mux.Handle("POST /v1/executors/kill", command(f, func(c *wire.KillExecutor) uint64 { return c.Epoch },
 		func(w *simWorker, c *wire.KillExecutor) (func(), error) {
 			k := execKey{c.AppID, c.ExecutorID}
 			w.mu.Lock()
@@ -54,7 +54,7 @@ func (f *fleet) handler() http.Handler {
 			f.n.kills.Add(1)
 			return func() { w.report(k, wire.ExecutorKilled) }, nil
 		}))
-	mux.Handle("POST /w/{n}/v1/apps/finished", command(f, func(c *wire.ApplicationFinished) uint64 { return c.Epoch },
+	mux.Handle("POST /v1/apps/finished", command(f, func(c *wire.ApplicationFinished) uint64 { return c.Epoch },
 		func(w *simWorker, c *wire.ApplicationFinished) (func(), error) {
 			f.n.appFinished.Add(1)
 			var gone []execKey
@@ -72,7 +72,7 @@ func (f *fleet) handler() http.Handler {
 				}
 			}, nil
 		}))
-	mux.Handle("POST /w/{n}/v1/reconnect", command(f, func(c *wire.Reconnect) uint64 { return c.Epoch },
+	mux.Handle("POST /v1/reconnect", command(f, func(c *wire.Reconnect) uint64 { return c.Epoch },
 		func(w *simWorker, c *wire.Reconnect) (func(), error) {
 			f.n.reconnectCmds.Add(1)
 			f.note("reconnect", "%s told to reconnect to %s", w.id, c.Master)
@@ -85,16 +85,20 @@ func (f *fleet) handler() http.Handler {
 	return mux
 }
 
-// withWorker resolves /w/{n}. A worker the tool killed does not answer: its
-// connection is closed, as a dead host's would be refused.
+// withWorker finds the worker by the address the request came to. A worker
+// the tool killed does not answer: its connection is closed, as a dead
+// host's would be refused.
 func (f *fleet) withWorker(h func(w *simWorker, rw http.ResponseWriter, r *http.Request)) http.HandlerFunc {
 	return func(rw http.ResponseWriter, r *http.Request) {
-		n, err := strconv.Atoi(r.PathValue("n"))
-		if err != nil || n < 0 || n >= len(f.ws) {
-			httpx.WriteError(rw, http.StatusNotFound, "no simulated worker %q", r.PathValue("n"))
+		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		var w *simWorker
+		if local != nil {
+			w = f.byAddr[local.String()]
+		}
+		if w == nil {
+			httpx.WriteError(rw, http.StatusNotFound, "no simulated worker at %v", local)
 			return
 		}
-		w := f.ws[n]
 		if w.dead.Load() {
 			f.n.deadConnClosed.Add(1)
 			if hj, ok := rw.(http.Hijacker); ok {

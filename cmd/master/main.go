@@ -2,6 +2,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -80,7 +81,8 @@ func run(cx *cli.Context) error {
 	if cfg.Advertise == "" {
 		cfg.Advertise = creds.Scheme() + "://" + ln.Addr().String()
 	}
-	ln = creds.Listen(ln)
+	// The cap under TLS: a connection waiting for its slot costs no handshake.
+	ln = creds.Listen(httpx.LimitListener(ln, cmp.Or(cx.Int("max-connections"), httpx.DefaultMaxConnections())))
 	if cfg.ID == "" {
 		cfg.ID = "master-" + ln.Addr().String()
 	}
@@ -124,6 +126,10 @@ func configFromFlags(cx *cli.Context) (master.Config, error) {
 		MaxExecutorRetries: cx.Int("max-executor-retries"),
 		RetainedApps:       cx.Int("retained-apps"),
 		RetainedDrivers:    cx.Int("retained-drivers"),
+		MaxActiveApps:      cx.Int("max-active-apps"),
+		MaxActiveDrivers:   cx.Int("max-active-drivers"),
+		MaxSubmissionBytes: cx.Int("max-submission-bytes"),
+		MaxStreamsPerApp:   cx.Int("max-streams-per-app"),
 	}
 	if cfg.WorkerTimeout <= 0 {
 		return cfg, fmt.Errorf("--worker-timeout %s: must be positive", cfg.WorkerTimeout)
@@ -131,7 +137,9 @@ func configFromFlags(cx *cli.Context) (master.Config, error) {
 	for _, d := range []struct {
 		flag string
 		v    int
-	}{{"--default-cores", cfg.DefaultCores}, {"--min-core-unit", cfg.MinCoreUnit}, {"--retained-apps", cfg.RetainedApps}, {"--retained-drivers", cfg.RetainedDrivers}} {
+	}{{"--default-cores", cfg.DefaultCores}, {"--min-core-unit", cfg.MinCoreUnit}, {"--retained-apps", cfg.RetainedApps}, {"--retained-drivers", cfg.RetainedDrivers},
+		{"--max-active-apps", cfg.MaxActiveApps}, {"--max-active-drivers", cfg.MaxActiveDrivers}, {"--max-submission-bytes", cfg.MaxSubmissionBytes},
+		{"--max-streams-per-app", cfg.MaxStreamsPerApp}, {"--max-connections", cx.Int("max-connections")}} {
 		if d.v < 0 {
 			return cfg, fmt.Errorf("%s %d: must not be negative", d.flag, d.v)
 		}
@@ -278,6 +286,11 @@ func flags() []cli.Flag {
 		&cli.IntFlag{Name: "max-executor-retries", Value: master.DefaultMaxExecutorRetries, EnvVars: env("MAX_EXECUTOR_RETRIES"), Usage: "executor failures in a row, with none running, that fail an app (-1: never; 0 means the default)"},
 		&cli.IntFlag{Name: "retained-apps", Value: master.DefaultRetained, EnvVars: env("RETAINED_APPS"), Usage: "finished apps kept for status"},
 		&cli.IntFlag{Name: "retained-drivers", Value: master.DefaultRetained, EnvVars: env("RETAINED_DRIVERS"), Usage: "finished drivers kept for status"},
+		&cli.IntFlag{Name: "max-active-apps", Value: master.DefaultMaxActiveApps, EnvVars: env("MAX_ACTIVE_APPS"), Usage: "apps registered and not ended; one more gets 429"},
+		&cli.IntFlag{Name: "max-active-drivers", Value: master.DefaultMaxActiveDrivers, EnvVars: env("MAX_ACTIVE_DRIVERS"), Usage: "drivers submitted and not ended; one more gets 429"},
+		&cli.IntFlag{Name: "max-submission-bytes", Value: master.DefaultMaxSubmissionBytes, EnvVars: env("MAX_SUBMISSION_BYTES"), Usage: "bytes of a submission's command and environment; more gets 429"},
+		&cli.IntFlag{Name: "max-streams-per-app", Value: master.DefaultMaxStreamsPerApp, EnvVars: env("MAX_STREAMS_PER_APP"), Usage: "event streams open on one app; one more gets 429"},
+		&cli.IntFlag{Name: "max-connections", EnvVars: env("MAX_CONNECTIONS"), Usage: "open API connections; more wait to be accepted (0: three quarters of the file descriptor limit)"},
 		&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: env("LOG_LEVEL"), Usage: "debug, info, warn or error"},
 		&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: env("LOG_FORMAT"), Usage: "text or json"},
 	}, credentials.Flags()...)

@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"errors"
 	"log/slog"
 	"mime"
 	"net"
@@ -64,17 +65,34 @@ func refuse(r *http.Request, loopbackOnly bool) string {
 	return ""
 }
 
-// Server timeouts: a client must send its headers promptly, and an idle
-// keep-alive connection is closed (it would otherwise hold a file
+// Server timeouts: a client must send its headers promptly and its whole
+// request within ReadTimeout, take its answer within WriteTimeout, and an
+// idle keep-alive connection is closed (it would otherwise hold a file
 // descriptor for ever: 1,500 idle connections opened after an
-// unauthenticated /healthz all stayed). No read or write timeout on the
-// whole request: event streams and followed logs stay open for as long as
-// their client reads (a read deadline would also end them, through the
-// server's background read); bodies are bounded by wire.MaxBodyBytes.
+// unauthenticated /healthz all stayed). ReadTimeout also bounds a
+// handler's run: once it passes, the server's background read fails and
+// cancels the request's context. A long-lived response (an event stream)
+// lifts both with LongLived and bounds each of its writes instead.
 var (
 	ReadHeaderTimeout = 10 * time.Second
+	ReadTimeout       = 60 * time.Second
+	WriteTimeout      = 60 * time.Second
 	IdleTimeout       = 90 * time.Second
 )
+
+// LongLived lifts the server's read and write timeouts from a response
+// that stays open for as long as its client reads; it must then bound its
+// writes itself (WriteWithin).
+func LongLived(w http.ResponseWriter) error {
+	rc := http.NewResponseController(w)
+	return errors.Join(rc.SetReadDeadline(time.Time{}), rc.SetWriteDeadline(time.Time{}))
+}
+
+// WriteWithin gives the next writes of w until d from now: a client that
+// stops reading fails them instead of holding the handler for ever.
+func WriteWithin(w http.ResponseWriter, d time.Duration) error {
+	return http.NewResponseController(w).SetWriteDeadline(time.Now().Add(d))
+}
 
 // NewServer is the HTTP server of a berth daemon, with the timeouts above
 // and its errors (TLS handshakes refused, ...) logged at warn.
@@ -82,6 +100,8 @@ func NewServer(h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		WriteTimeout:      WriteTimeout,
 		IdleTimeout:       IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}

@@ -1,0 +1,109 @@
+package master
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+func TestRelaunchBackoffDoublesUpToItsCap(t *testing.T) {
+	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}
+	for i, w := range want {
+		if got := relaunchBackoff(i + 1); got != w {
+			t.Errorf("backoff %d: %v, want %v", i+1, got, w)
+		}
+	}
+	if got := relaunchBackoff(40); got != relaunchBackoffMax {
+		t.Errorf("backoff 40: %v, want the cap %v", got, relaunchBackoffMax)
+	}
+}
+
+// executors lists a's live executors.
+func executors(a *appInfo) []*executorInfo { return sortedExecutors(a.executors) }
+
+// endAll reports every live executor of a ended in state.
+func (h *harness) endAll(a *appInfo, state wire.ExecutorState) {
+	h.t.Helper()
+	for _, e := range executors(a) {
+		h.report(e, wire.ExecutorRunning, nil)
+		h.report(e, state, intp(0))
+	}
+}
+
+// Executors that end soon after starting, whatever their exit code, are
+// relaunched after a delay that doubles (executors ending together count
+// once) and the app's client is told; one that runs stably clears it.
+func TestFastEndingExecutorsAreRelaunchedWithBackoff(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lead(nil)
+	h.addWorker("w1", 4, 4096)
+	a := h.addApp(wire.AppDescription{MaxCores: 2, CoresPerExecutor: 1})
+	sub, _, err := h.c.subscribe(a.rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delays := func() []string {
+		var out []string
+		for {
+			select {
+			case ev := <-sub.ch:
+				if ev.Type == wire.EventRelaunchDelayed {
+					out = append(out, ev.Message)
+				}
+			default:
+				return out
+			}
+		}
+	}
+	if n := len(a.executors); n != 2 {
+		t.Fatalf("%d executors at the start, want 2", n)
+	}
+
+	h.endAll(a, wire.ExecutorExited) // exit 0 at once: counts as much as a failure
+	if n := len(a.executors); n != 0 {
+		t.Fatalf("%d executors relaunched at once after a fast exit", n)
+	}
+	if d := delays(); len(d) != 1 || !strings.Contains(d[0], "(1 in a row)") || !strings.Contains(d[0], "wait 500ms") {
+		t.Errorf("events after two executors ended together: %q", d)
+	}
+	h.pass(400*time.Millisecond, "w1")
+	if n := len(a.executors); n != 0 {
+		t.Fatalf("%d executors within the backoff", n)
+	}
+	h.pass(200*time.Millisecond, "w1")
+	if n := len(a.executors); n != 2 {
+		t.Fatalf("%d executors once the backoff passed, want 2", n)
+	}
+
+	h.endAll(a, wire.ExecutorFailed)
+	if d := delays(); len(d) != 1 || !strings.Contains(d[0], "(2 in a row)") || !strings.Contains(d[0], "wait 1s") {
+		t.Errorf("events after the second fast end: %q", d)
+	}
+	h.pass(900*time.Millisecond, "w1")
+	if n := len(a.executors); n != 0 {
+		t.Fatalf("%d executors within the doubled backoff", n)
+	}
+	h.pass(200*time.Millisecond, "w1")
+	if n := len(a.executors); n != 2 {
+		t.Fatalf("%d executors after the doubled backoff, want 2", n)
+	}
+
+	// Running stably clears it: the next end is relaunched at once.
+	for _, e := range executors(a) {
+		h.report(e, wire.ExecutorRunning, nil)
+	}
+	h.pass(executorStableAfter+time.Second, "w1")
+	if a.fastEnds != 0 {
+		t.Errorf("fast ends %d after running stably", a.fastEnds)
+	}
+	e := executors(a)[0]
+	h.report(e, wire.ExecutorExited, intp(0))
+	if n := len(a.executors); n != 2 {
+		t.Errorf("%d executors after a stable one ended, want 2 (relaunched at once)", n)
+	}
+	if d := delays(); len(d) != 0 {
+		t.Errorf("a stable executor's end delayed the relaunch: %q", d)
+	}
+}
