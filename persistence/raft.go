@@ -48,7 +48,12 @@ type Raft struct {
 	trans  *raft.NetworkTransport
 	store  *raftboltdb.BoltStore
 	notify chan bool
+	fatal  chan error
 }
+
+// Fatal delivers the error that stopped this master's FSM (an entry it
+// cannot read, ErrUnreadableEntry): the master must stop.
+func (r *Raft) Fatal() <-chan error { return r.fatal }
 
 // notifyBuffer holds leadership changes between Raft and the election
 // agent; Raft blocks when it is full, and changes are rare.
@@ -71,7 +76,8 @@ func OpenRaft(cfg RaftConfig) (*Raft, error) {
 	hlog := logging.HCLog(cfg.Logger, "raft")
 	rc := raftConfig(cfg)
 	rc.Logger = hlog
-	r := &Raft{cfg: cfg, fsm: &fsm{state: NewState(), log: cfg.Logger}, notify: make(chan bool, notifyBuffer)}
+	r := &Raft{cfg: cfg, fsm: &fsm{state: NewState(), log: cfg.Logger}, notify: make(chan bool, notifyBuffer), fatal: make(chan error, 1)}
+	r.fsm.fatal = func(err error) { r.fatal <- err } // once: the FSM stops after it
 	rc.NotifyCh = r.notify
 
 	var err error

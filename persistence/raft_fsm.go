@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,25 +12,43 @@ import (
 )
 
 // fsm applies committed log entries to the State, the same way on every
-// master. It never panics: a malformed or unknown entry is logged, leaves
-// the state as it was and answers the writer with an error.
+// master. It never panics. A command its entry carries that State.Apply
+// refuses is refused the same way everywhere: logged, the rest applied, the
+// writer answered with an error. An entry it cannot read at all (malformed,
+// or a command type this version does not know and may not skip) is another
+// matter: applying the entries after it would drift from the masters that
+// can read it, so, as Nomad does, the FSM stops there: it applies nothing
+// more and reports the entry once through fatal, and the master exits with
+// that error (upgrade it, or mark new commands IgnoreUnknownTypeFlag).
 type fsm struct {
-	mu    sync.RWMutex
-	state *State
-	log   *slog.Logger
+	mu      sync.RWMutex
+	state   *State
+	log     *slog.Logger
+	fatal   func(error) // nil: only logged
+	stopped error       // the entry it could not read
 }
+
+// ErrUnreadableEntry: the FSM met a log entry it cannot read and stopped.
+var ErrUnreadableEntry = errors.New("a committed log entry this master cannot read")
 
 func (f *fsm) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
-	cmds, err := Decode(l.Data)
-	if err != nil {
-		f.log.Error("skipping a log entry this master cannot read", "index", l.Index, "err", err)
-		return err
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.stopped != nil {
+		return f.stopped
+	}
+	cmds, err := Decode(l.Data)
+	if err != nil {
+		f.stopped = fmt.Errorf("%w (index %d, term %d): %w; stopped applying the log rather than drift from the other masters", ErrUnreadableEntry, l.Index, l.Term, err)
+		f.log.Error("stopping: cannot read a committed log entry", "index", l.Index, "err", err)
+		if f.fatal != nil {
+			f.fatal(f.stopped)
+		}
+		return f.stopped
+	}
 	if err := applyAll(f.state, cmds, nil); err != nil {
 		f.log.Error("log entry rejected", "index", l.Index, "err", err)
 		return err

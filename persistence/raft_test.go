@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -429,8 +430,10 @@ func (b *bufferSink) Close() error  { return nil }
 // next to State.Apply of the same commands: the states must stay Equal and
 // valid, and the FSM must answer an error exactly when a command was
 // refused. An entry Decode refuses (malformed, or a type unknown and not
-// ignorable) changes nothing. At a fuzzed entry the FSM is snapshotted and
-// restored into a second one, which must follow the same way.
+// ignorable) changes nothing and stops the FSM, which reports it once and
+// refuses every later entry; the history ends there. At a fuzzed entry
+// the FSM is snapshotted and restored into a second one, which must follow
+// the same way.
 func FuzzFSMApply(f *testing.F) {
 	for _, seed := range historySeeds() {
 		f.Add(seed.program, seed.snapAt)
@@ -438,7 +441,8 @@ func FuzzFSMApply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, program []byte, snapAt uint16) {
 		logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 		entries := readHistory(program)
-		fsms := []*fsm{{state: NewState(), log: logger}}
+		fatals := 0
+		fsms := []*fsm{{state: NewState(), log: logger, fatal: func(error) { fatals++ }}}
 		want := NewState()
 		at := int(snapAt) % (len(entries) + 1)
 		for i, e := range entries {
@@ -453,7 +457,24 @@ func FuzzFSMApply(f *testing.F) {
 				}
 			}
 			refused := e.err != nil || refusedWhole(e.cmds)
-			wantErr := refused
+			if refused {
+				for n, m := range fsms {
+					for range 2 { // stopped: the next entry is refused too
+						err, _ := m.Apply(&raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: data}).(error)
+						if !errors.Is(err, ErrUnreadableEntry) {
+							t.Fatalf("entry %d (%v) on fsm %d: answered %v, want ErrUnreadableEntry", i, e.cmds, n, err)
+						}
+					}
+					if got := m.snapshotState(); !got.Equal(want) {
+						t.Fatalf("unreadable entry %d changed fsm %d", i, n)
+					}
+				}
+				if fatals != 1 {
+					t.Fatalf("fatal reported %d times, want once", fatals)
+				}
+				return
+			}
+			wantErr := false
 			if !refused {
 				for _, c := range e.cmds {
 					wantErr = want.Apply(c, nil) != nil || wantErr
@@ -474,4 +495,37 @@ func FuzzFSMApply(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A committed entry a master cannot read stops every master's FSM there,
+// each reporting it through Fatal, instead of applying what follows it.
+func TestUnreadableEntryStopsTheMasters(t *testing.T) {
+	c := newRaftCluster(t, 3, nil)
+	leader := c.leader()
+	if err := leader.Write(t.Context(), []Command{BumpEpoch()}); err != nil {
+		t.Fatal(err)
+	}
+	unknown := []byte{77, '{', '}'} // a type of a later version, not ignorable
+	if err := leader.raft.Apply(unknown, 5*time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for id, n := range c.nodes {
+		select {
+		case err := <-n.Fatal():
+			if !errors.Is(err, ErrUnreadableEntry) || !strings.Contains(err.Error(), "unknown command type") {
+				t.Errorf("%s: fatal %v", id, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s did not report the unreadable entry", id)
+		}
+	}
+	// A write after it commits in Raft but changes no state.
+	if err := leader.Write(t.Context(), []Command{BumpEpoch()}); !errors.Is(err, ErrUnreadableEntry) {
+		t.Errorf("a write after the unreadable entry: %v", err)
+	}
+	for id, n := range c.nodes {
+		if s, _ := n.Load(t.Context()); s.Epoch != 1 {
+			t.Errorf("%s: epoch %d after the stop, want 1", id, s.Epoch)
+		}
+	}
 }

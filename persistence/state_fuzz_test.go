@@ -194,13 +194,13 @@ func historySeeds() []historySeed {
 		rawEntry(PutApp(app("app-20261122100000-0001"), 0)),
 		rawEntry(PutWorker(w1), PutExecutor(ExecutorRecord{AppID: "app-20261122100000-0001", WorkerID: "w1", Cores: 1})),
 		rawEntry(Command{Type: 77 | IgnoreUnknownTypeFlag}, BumpEpoch()),            // skipped, the rest applies
-		rawEntry(Command{Type: 77}, BumpEpoch()),                                    // refused whole
 		rawEntry(Command{Type: TypeDeleteWorker | IgnoreUnknownTypeFlag, ID: "w1"}), // known: applied
 		rawEntry(Command{Type: TypePutApp}, BumpEpoch()),                            // one refused, one applied
-		rawBytes([]byte{200, 1, 2}),
-		rawBytes([]byte{byte(TypePutApp), '{'}),
 		[]byte{opOddCommand, 1, 1, 1, opOddCommand, 4, 0, opOddCommand, 3, 3, 0},
+		rawEntry(Command{Type: 77}, BumpEpoch()), // unreadable: the FSM stops
 	)
+	// Each unreadable shape, after a history, ends it.
+	unreadable := [][]byte{rawEntry(Command{Type: 77}, BumpEpoch()), rawBytes([]byte{200, 1, 2}), rawBytes([]byte{byte(TypePutApp), '{'})}
 	// A time as another writer may encode it: read back from a snapshot it
 	// is the same instant in another *time.Location.
 	zoned := rawBytes([]byte("\x02" + `{"app":{"id":"app-20261122100000-0001","submittedAt":"2026-11-22T10:00:00+00:00","state":"WAITING"}}`))
@@ -210,6 +210,7 @@ func historySeeds() []historySeed {
 		{drivers, 3}, {drivers, 6},
 		{workerLost, 2}, {workerLost, 4},
 		{odd, 1}, {odd, 4},
+		{slices.Concat(placements, unreadable[0]), 3}, {slices.Concat(drivers, unreadable[1]), 2}, {slices.Concat(workerLost, unreadable[2]), 1},
 		{slices.Concat(workerLost, drivers, placements), 12},
 	}
 }

@@ -100,6 +100,18 @@ func run(cx *cli.Context) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if r, ok := engine.(*persistence.Raft); ok {
+		// A log entry this master cannot read stops it (see persistence's
+		// fsm): it exits with that error rather than drift from the others.
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		go func() {
+			select {
+			case err := <-r.Fatal():
+				cancel(err)
+			case <-ctx.Done():
+			}
+		}()
 		// Announce logs its progress; it returns an error only once ctx ends.
 		go membership.Announce(ctx, r, membership.Config{
 			Self:   wire.JoinRequest{ID: cfg.ID, RaftAddr: r.Addr(), APIAddr: cfg.Advertise},
@@ -109,7 +121,11 @@ func run(cx *cli.Context) error {
 			Logger: log,
 		})
 	}
-	return m.Run(ctx, ln)
+	err = m.Run(ctx, ln)
+	if cause := context.Cause(ctx); errors.Is(cause, persistence.ErrUnreadableEntry) {
+		return cause
+	}
+	return err
 }
 
 func configFromFlags(cx *cli.Context) (master.Config, error) {
