@@ -21,7 +21,7 @@ import (
 	"github.com/berth-cluster/berth/wire"
 )
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -32,14 +32,14 @@ func freeAddr(t *testing.T) string {
 }
 
 type raftCluster struct {
-	t     *testing.T
+	t     testing.TB
 	peers map[string]string
 	dirs  map[string]string
 	nodes map[string]*Raft
 	tune  func(*RaftConfig)
 }
 
-func newRaftCluster(t *testing.T, n int, tune func(*RaftConfig)) *raftCluster {
+func newRaftCluster(t testing.TB, n int, tune func(*RaftConfig)) *raftCluster {
 	c := &raftCluster{t: t, peers: map[string]string{}, dirs: map[string]string{}, nodes: map[string]*Raft{}, tune: tune}
 	for i := 1; i <= n; i++ {
 		id := "m" + strconv.Itoa(i)

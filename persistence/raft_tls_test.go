@@ -24,7 +24,7 @@ import (
 
 // testPKI makes a CA in a temp dir and a certificate for 127.0.0.1 per
 // name given, of role.
-func testPKI(t *testing.T, role security.Role, names ...string) string {
+func testPKI(t testing.TB, role security.Role, names ...string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "tls")
 	if err := security.CreateCA(dir); err != nil {
@@ -38,7 +38,7 @@ func testPKI(t *testing.T, role security.Role, names ...string) string {
 	return dir
 }
 
-func loadTLS(t *testing.T, dir, name string) *security.TLS {
+func loadTLS(t testing.TB, dir, name string) *security.TLS {
 	t.Helper()
 	m, err := security.Load(security.Files{CA: filepath.Join(dir, "ca.pem"), Cert: filepath.Join(dir, name+".pem"), Key: filepath.Join(dir, name+"-key.pem")})
 	if err != nil {

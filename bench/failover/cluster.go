@@ -39,6 +39,7 @@ type cluster struct {
 	dir     string // this cluster's data: root/<name>
 	ps      *procs
 	pki     *testcluster.PKI // Raft runs only over TLS: every process has a certificate
+	plain   bool             // a bolt master and its workers without TLS (the secret only), to compare
 	api     *httpx.Client    // reads the masters' status
 	masters []*masterNode
 	workers []*workerNode
@@ -120,6 +121,9 @@ func (cl *cluster) startBoltMaster(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if cl.plain {
+		m.url, tlsFlags = fmt.Sprintf("http://%s:%d", ip, api), nil
+	}
 	m.args = append([]string{
 		"--node-id", m.id, "--host", m.ip, "--port", strconv.Itoa(api),
 		"--recovery-mode", "bolt", "--data-dir", m.dataDir,
@@ -188,7 +192,9 @@ func (cl *cluster) startWorkers(ctx context.Context, n int) error {
 			"--cores", strconv.Itoa(cl.cfg.workerCores), "--memory", cl.cfg.workerMemory,
 			"--work-dir", w.workDir, "--log-level", cl.cfg.logLevel,
 		}
-		w.args = append(w.args, tlsFlags...)
+		if !cl.plain {
+			w.args = append(w.args, tlsFlags...)
+		}
 		p, err := cl.ps.start(w.id, cl.cfg.workerBin(), w.args, filepath.Join(cl.root, "logs", fmt.Sprintf("%s-%s.log", cl.name, w.id)))
 		if err != nil {
 			return err

@@ -29,6 +29,7 @@ type Report struct {
 	App       *AppReport        `json:"app,omitempty"`
 	Submit    []SubmitResult    `json:"submit,omitempty"`
 	Ratios    []Ratio           `json:"raftToBolt,omitempty"`
+	TLSCost   []TLSCost         `json:"tlsToPlain,omitempty"`
 	Notes     []string          `json:"notes,omitempty"`
 	WorkDir   string            `json:"workDir,omitempty"` // kept: logs of slow or failed rounds
 	Error     string            `json:"error,omitempty"`
@@ -117,6 +118,15 @@ type Ratio struct {
 	RaftToBolt  float64 `json:"raftToBolt"`
 }
 
+// TLSCost compares one bolt master with TLS and one without (the secret
+// alone) at one concurrency.
+type TLSCost struct {
+	Concurrency int     `json:"concurrency"`
+	TLS         float64 `json:"tlsPerSecond"`
+	Plain       float64 `json:"plainPerSecond"`
+	TLSToPlain  float64 `json:"tlsToPlain"`
+}
+
 func summarizeRounds(scenario string, rounds []Round) FailoverSummary {
 	fs := FailoverSummary{Scenario: scenario, Rounds: len(rounds)}
 	var elected, leading, workers, app, alive, exit, restart []time.Duration
@@ -151,6 +161,23 @@ func summarizeRounds(scenario string, rounds []Round) FailoverSummary {
 		fs.OldExit = &s
 	}
 	return fs
+}
+
+// tlsCosts pairs the bolt setups with and without TLS.
+func tlsCosts(results []SubmitResult) []TLSCost {
+	var out []TLSCost
+	for _, r := range results {
+		if r.Setup != setupBolt {
+			continue
+		}
+		for _, p := range results {
+			if p.Setup == setupBoltPlain && p.Concurrency == r.Concurrency && p.PerSecond > 0 {
+				out = append(out, TLSCost{Concurrency: r.Concurrency, TLS: r.PerSecond, Plain: p.PerSecond,
+					TLSToPlain: float64(int(r.PerSecond/p.PerSecond*100+0.5)) / 100})
+			}
+		}
+	}
+	return out
 }
 
 func ratios(results []SubmitResult) []Ratio {
@@ -268,6 +295,15 @@ func (r *Report) print(w io.Writer) {
 			fmt.Fprintln(tw, "clients\traft-3/s\tbolt-1/s\traft/bolt\t")
 			for _, q := range r.Ratios {
 				fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.2f\t\n", q.Concurrency, q.Raft, q.Bolt, q.RaftToBolt)
+			}
+			tw.Flush()
+		}
+		if len(r.TLSCost) > 0 {
+			fmt.Fprintln(w, "\nbolt-1 with TLS vs without:")
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "clients\tTLS/s\twithout/s\tTLS/without\t")
+			for _, q := range r.TLSCost {
+				fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.2f\t\n", q.Concurrency, q.TLS, q.Plain, q.TLSToPlain)
 			}
 			tw.Flush()
 		}

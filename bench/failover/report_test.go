@@ -14,11 +14,15 @@ func TestRatios(t *testing.T) {
 		{Setup: setupRaft, Concurrency: 8, PerSecond: 1500},
 		{Setup: setupBolt, Concurrency: 1, PerSecond: 2000},
 		{Setup: setupBolt, Concurrency: 8, PerSecond: 3000},
+		{Setup: setupBoltPlain, Concurrency: 8, PerSecond: 4000},
 	}
 	got := ratios(res)
 	want := []Ratio{{1, 500, 2000, 0.25}, {8, 1500, 3000, 0.5}}
 	if !slices.Equal(got, want) {
 		t.Errorf("ratios = %+v, want %+v", got, want)
+	}
+	if got, want := tlsCosts(res), []TLSCost{{8, 3000, 4000, 0.75}}; !slices.Equal(got, want) {
+		t.Errorf("TLS costs = %+v, want %+v", got, want)
 	}
 }
 

@@ -71,7 +71,7 @@ func execute(ctx context.Context, cfg *config, ps *procs, argv []string, progres
 			progress(fmt.Sprintf("submit: %d registrations at concurrency %v", cfg.submitCount, cfg.submitConcurrency))
 			res, infos, notes, err := runSubmit(ctx, cfg, ps, progress)
 			rep.Submit, rep.Clusters, rep.Notes = res, append(rep.Clusters, infos...), append(rep.Notes, notes...)
-			rep.Ratios = ratios(res)
+			rep.Ratios, rep.TLSCost = ratios(res), tlsCosts(res)
 			return err
 		}
 		return nil
