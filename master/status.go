@@ -80,8 +80,11 @@ func (c *core) clusterStatus(completed bool) *wire.ClusterStatus {
 	for _, w := range sortedWorkers(c.workers) {
 		s.Workers = append(s.Workers, workerStatus(w))
 	}
+	r := c.room()
 	for _, a := range c.appOrder {
-		s.ActiveApps = append(s.ActiveApps, *appStatus(a))
+		st := appStatus(a)
+		st.Waiting = c.appWaiting(a, r)
+		s.ActiveApps = append(s.ActiveApps, *st)
 	}
 	for _, a := range slices.Backward(c.completedApps) {
 		if !completed {
@@ -90,7 +93,9 @@ func (c *core) clusterStatus(completed bool) *wire.ClusterStatus {
 		s.CompletedApps = append(s.CompletedApps, *appStatus(a))
 	}
 	for _, d := range sortedDrivers(c.drivers) {
-		s.ActiveDrivers = append(s.ActiveDrivers, *driverStatus(d))
+		st := driverStatus(d)
+		st.Waiting = c.driverWaiting(d, r)
+		s.ActiveDrivers = append(s.ActiveDrivers, *st)
 	}
 	for _, d := range slices.Backward(c.completedDrivers) {
 		if !completed {
@@ -103,12 +108,20 @@ func (c *core) clusterStatus(completed bool) *wire.ClusterStatus {
 
 // app returns the status of an active or completed app.
 func (c *core) app(id string) (*wire.AppStatus, error) {
-	return readOne(c, c.findApp(id), appStatus, "application", id)
+	return readOne(c, c.findApp(id), func(a *appInfo) *wire.AppStatus {
+		st := appStatus(a)
+		st.Waiting = c.appWaiting(a, c.room())
+		return st
+	}, "application", id)
 }
 
 // driver returns the status of an active or completed driver.
 func (c *core) driver(id string) (*wire.DriverStatus, error) {
-	return readOne(c, c.findDriver(id), driverStatus, "driver", id)
+	return readOne(c, c.findDriver(id), func(d *driverInfo) *wire.DriverStatus {
+		st := driverStatus(d)
+		st.Waiting = c.driverWaiting(d, c.room())
+		return st
+	}, "driver", id)
 }
 
 // readOne answers a read of one entity (x, nil if not listed) as the

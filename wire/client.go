@@ -79,19 +79,22 @@ type ExecutorStatus struct {
 
 // AppStatus is an application as the master sees it.
 type AppStatus struct {
-	ID                  string           `json:"id"`
-	Name                string           `json:"name"`
-	State               AppState         `json:"state"`
-	SubmittedAt         time.Time        `json:"submittedAt"`
-	EndedAt             *time.Time       `json:"endedAt,omitempty"`
-	MaxCores            int              `json:"maxCores"` // 0: unlimited
-	CoresGranted        int              `json:"coresGranted"`
-	CoresPerExecutor    int              `json:"coresPerExecutor,omitempty"`
-	MemoryPerExecutorMB int              `json:"memoryPerExecutorMB"`
-	ExecutorLimit       *int             `json:"executorLimit,omitempty"` // absent: no bound
-	RetryCount          int              `json:"retryCount"`
-	Message             string           `json:"message,omitempty"`
-	Executors           []ExecutorStatus `json:"executors"`
+	ID                  string     `json:"id"`
+	Name                string     `json:"name"`
+	State               AppState   `json:"state"`
+	SubmittedAt         time.Time  `json:"submittedAt"`
+	EndedAt             *time.Time `json:"endedAt,omitempty"`
+	MaxCores            int        `json:"maxCores"` // 0: unlimited
+	CoresGranted        int        `json:"coresGranted"`
+	CoresPerExecutor    int        `json:"coresPerExecutor,omitempty"`
+	MemoryPerExecutorMB int        `json:"memoryPerExecutorMB"`
+	ExecutorLimit       *int       `json:"executorLimit,omitempty"` // absent: no bound
+	RetryCount          int        `json:"retryCount"`
+	Message             string     `json:"message,omitempty"`
+	// Waiting says why an active app has no executor ("waiting: ..." or,
+	// when no worker could ever hold one, "cannot start: ...").
+	Waiting   string           `json:"waiting,omitempty"`
+	Executors []ExecutorStatus `json:"executors"`
 }
 
 // DriverStatus is a driver as the master sees it.
@@ -111,6 +114,8 @@ type DriverStatus struct {
 	// KillRequested: a kill was accepted (and is durable) while the driver
 	// ran; its worker reports KILLED once the process is gone.
 	KillRequested bool `json:"killRequested,omitempty"`
+	// Waiting says why a SUBMITTED driver has not started (as AppStatus's).
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // WorkerStatus is a worker as the master sees it.

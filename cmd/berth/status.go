@@ -90,14 +90,14 @@ func printApps(w io.Writer, title string, apps []wire.AppStatus) {
 		if a.MaxCores > 0 {
 			cores += fmt.Sprintf("/%d", a.MaxCores)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Name, a.State, cores, executorsByState(a.Executors), a.Message)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Name, a.State, cores, executorsByState(a.Executors), strings.TrimSpace(a.Waiting+" "+a.Message))
 	}
 }
 
 func printDrivers(w io.Writer, title string, drivers []wire.DriverStatus) {
 	section(w, fmt.Sprintf("%s (%d)", title, len(drivers)), "ID\tSTATE\tWORKER\tCORES\tMEMORY\tMESSAGE")
 	for _, d := range drivers {
-		msg := d.Message
+		msg := strings.TrimSpace(d.Waiting + " " + d.Message)
 		if d.RelaunchedAs != "" {
 			msg = strings.TrimSpace("relaunched as " + d.RelaunchedAs + " " + msg)
 		}

@@ -1,0 +1,87 @@
+package master
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+// Anything that waits says why, so that its user knows whether to wait or
+// to change the request: a driver asking for 64 cores on a cluster whose
+// largest worker has 2 used to sit SUBMITTED with an empty message. The
+// reasons are worked out when a status is read, from one pass over the
+// workers, so they are never stale; "never fits" (the request exceeds every
+// worker) is told apart from "not now" (the room is taken).
+
+// room summarises the schedulable workers: the largest of each quantity,
+// not necessarily on one worker.
+type room struct {
+	alive               int
+	maxCores, maxMemory int // largest worker
+	maxFreeCores        int // most free cores on one worker
+	maxFreeMemory       int // most free memory on one worker
+}
+
+func (c *core) room() room {
+	var r room
+	for _, w := range c.aliveWorkers() {
+		r.alive++
+		r.maxCores, r.maxMemory = max(r.maxCores, w.rec.Cores), max(r.maxMemory, w.rec.MemoryMB)
+		r.maxFreeCores, r.maxFreeMemory = max(r.maxFreeCores, w.coresFree()), max(r.maxFreeMemory, w.memoryFree())
+	}
+	return r
+}
+
+// fitReason says why a process of cores and memory does not start now ("" if
+// a worker has the room), naming what asks (an executor, the driver).
+func (r room) fitReason(what string, cores, memory int) string {
+	switch {
+	case r.alive == 0:
+		return "waiting: no worker is alive"
+	case cores > r.maxCores || memory > r.maxMemory:
+		return fmt.Sprintf("cannot start: no worker has %d cores and %d MB for %s (largest: %d cores, %d MB); ask for less or add a larger worker",
+			cores, memory, what, r.maxCores, r.maxMemory)
+	case cores > r.maxFreeCores || memory > r.maxFreeMemory:
+		return fmt.Sprintf("waiting: no worker has %d free cores and %d MB free for %s (largest free: %d cores, %d MB)",
+			cores, memory, what, r.maxFreeCores, r.maxFreeMemory)
+	}
+	return ""
+}
+
+// appWaiting says why an active app without executors has none.
+func (c *core) appWaiting(a *appInfo, r room) string {
+	switch {
+	case a.state.Finished() || a.ending != nil || len(a.executors) > 0:
+		return ""
+	case a.state == wire.AppUnknown:
+		return "waiting: for its client to reconnect to this leader"
+	case c.status != wire.MasterAlive:
+		return "waiting: the master is recovering its workers"
+	case a.coresLeft() <= 0:
+		return ""
+	case a.executorLimit() <= 0:
+		return "waiting: executor limit reached (0)"
+	case c.backingOff(a):
+		return fmt.Sprintf("waiting: its executors kept ending soon after starting; next try in %s", a.backoffUntil.Sub(c.now()).Round(100*time.Millisecond))
+	}
+	step := a.rec.Desc.CoresPerExecutor
+	if step == 0 {
+		step = min(max(c.cfg.MinCoreUnit, 1), a.coresLeft())
+		if r.alive > 0 && step > r.maxCores {
+			return fmt.Sprintf("cannot start: the core unit %d fits on no worker (largest: %d cores); lower --min-core-unit or add a larger worker", step, r.maxCores)
+		}
+	}
+	return r.fitReason("an executor", step, a.rec.Desc.MemoryPerExecutorMB)
+}
+
+// driverWaiting says why a submitted driver has not started.
+func (c *core) driverWaiting(d *driverInfo, r room) string {
+	switch {
+	case d.state != wire.DriverSubmitted || d.launching || d.ending != nil:
+		return ""
+	case c.status != wire.MasterAlive:
+		return "waiting: the master is recovering its workers"
+	}
+	return r.fitReason("the driver", d.rec.Desc.Cores, d.rec.Desc.MemoryMB)
+}
