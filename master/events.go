@@ -1,6 +1,8 @@
 package master
 
 import (
+	"slices"
+
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -60,6 +62,10 @@ func (c *core) unsubscribe(id string, s *subscriber) {
 // publish sends an event to every open stream of the app.
 func (c *core) publish(a *appInfo, ev wire.AppEvent) {
 	ev.AppID, ev.Time = a.rec.ID, c.now()
+	a.recent = append(a.recent, ev)
+	if len(a.recent) > recentEventsKept {
+		a.recent = slices.Delete(a.recent, 0, len(a.recent)-recentEventsKept)
+	}
 	for s := range a.subs {
 		select {
 		case s.ch <- ev:

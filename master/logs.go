@@ -41,26 +41,20 @@ func (m *Master) executorLogs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *Master) proxyLogs(w http.ResponseWriter, r *http.Request, target func(c *core) (string, error)) {
-	v, err := m.query(r.Context(), func(c *core) (any, error) { return target(c) })
-	if err != nil {
-		respond(w, r, nil, err)
-		return
-	}
-	url := v.(string)
-	if tail := r.URL.Query().Get("tail"); tail != "" {
+	tail := r.URL.Query().Get("tail")
+	if tail != "" {
 		if err := checkTail(tail); err != nil {
 			httpx.WriteErr(w, err)
 			return
 		}
-		url += "?tail=" + tail
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	resp, err := m.cfg.workerClient(0).Open(ctx, http.MethodGet, url, nil)
+	resp, err := m.openLog(ctx, target, tail)
 	if err != nil {
 		var se *httpx.StatusError
 		if errors.As(err, &se) {
-			httpx.WriteErr(w, se)
+			respond(w, r, nil, se) // the lookup's (a 404, a redirect) or the worker's
 			return
 		}
 		httpx.WriteErr(w, httpx.Coded(http.StatusBadGateway, wire.CodeWorkerUnreachable, "worker unreachable: %v", err))
@@ -69,4 +63,19 @@ func (m *Master) proxyLogs(w http.ResponseWriter, r *http.Request, target func(c
 	defer resp.Body.Close()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	io.Copy(w, resp.Body)
+}
+
+// openLog asks the worker that runs (or ran) target's process for its log
+// (the last tail bytes, all if ""). A lookup error is the loop's (404, a
+// redirect); a transport error is left to the caller.
+func (m *Master) openLog(ctx context.Context, target func(c *core) (string, error), tail string) (*http.Response, error) {
+	v, err := m.query(ctx, func(c *core) (any, error) { return target(c) })
+	if err != nil {
+		return nil, err
+	}
+	url := v.(string)
+	if tail != "" {
+		url += "?tail=" + tail
+	}
+	return m.cfg.workerClient(0).Open(ctx, http.MethodGet, url, nil)
 }

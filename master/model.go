@@ -127,8 +127,9 @@ type appInfo struct {
 	ending       *waiters
 	coresGranted int
 	retryCount   int
-	fastEnds     int       // executors in a row that ended soon after starting (backoff.go)
-	backoffUntil time.Time // no new executors before this
+	fastEnds     int             // executors in a row that ended soon after starting (backoff.go)
+	backoffUntil time.Time       // no new executors before this
+	recent       []wire.AppEvent // its last events, for the UI (recentEventsKept)
 	subs         map[*subscriber]struct{}
 	lastSeen     time.Time // last sign of life of its client
 	endedAt      time.Time

@@ -78,6 +78,7 @@ func (m *Master) Handler() http.Handler {
 
 	serve(mux, api.JoinMaster, validateJoin, m.join)
 	serve(mux, api.LeaveMaster, validateLeave, m.leave)
+	m.mountUI(mux)
 	return m.authorize(mux)
 }
 
@@ -215,8 +216,15 @@ func (m *Master) getCluster(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteErr(w, err)
 		return
 	}
-	confirmed := m.confirmedLeader(r.Context())
-	v, err := m.ask(r.Context(), func(c *core, reply func(any, error)) {
+	cs, err := m.clusterView(r.Context(), completed)
+	respond(w, r, cs, err)
+}
+
+// clusterView is the cluster as this master can tell it: the leader's
+// view once it has confirmed its leadership, else its replica's.
+func (m *Master) clusterView(ctx context.Context, completed bool) (*wire.ClusterStatus, error) {
+	confirmed := m.confirmedLeader(ctx)
+	v, err := m.ask(ctx, func(c *core, reply func(any, error)) {
 		if confirmed && c.leading() {
 			reply(c.clusterStatus(completed), nil)
 			return
@@ -228,20 +236,17 @@ func (m *Master) getCluster(w http.ResponseWriter, r *http.Request) {
 		reply(status, nil)
 	})
 	if err != nil {
-		respond(w, r, nil, err)
-		return
+		return nil, err
 	}
 	if cs, ok := v.(*wire.ClusterStatus); ok {
-		m.addMasters(r.Context(), cs)
-		respond(w, r, cs, nil)
-		return
+		m.addMasters(ctx, cs)
+		return cs, nil
 	}
-	s, err := m.engine.Load(r.Context())
+	s, err := m.engine.Load(ctx)
 	if err != nil {
-		respond(w, r, nil, fmt.Errorf("reading the replica: %w", err))
-		return
+		return nil, fmt.Errorf("reading the replica: %w", err)
 	}
 	cs := followerStatus(m.cfg.ID, v.(wire.MasterStatus), m.agent.Leader(), m.leaderAddress(), s, completed)
-	m.addMasters(r.Context(), cs)
-	respond(w, r, cs, nil)
+	m.addMasters(ctx, cs)
+	return cs, nil
 }

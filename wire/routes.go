@@ -96,6 +96,8 @@ var MasterAPI = struct {
 
 	JoinMaster  Route[JoinRequest, []MasterNode]
 	LeaveMaster Route[LeaveRequest, []MasterNode]
+
+	UI
 }{
 	Health:  route[None, Text]("GET", "/healthz", AccessOpen),
 	Ready:   route[None, Text]("GET", "/readyz", AccessOperator),
@@ -126,6 +128,8 @@ var MasterAPI = struct {
 
 	JoinMaster:  route[JoinRequest, []MasterNode]("POST", "/v1/raft/join", AccessMaster),
 	LeaveMaster: route[LeaveRequest, []MasterNode]("POST", "/v1/raft/leave", AccessMaster),
+
+	UI: uiRoutes,
 }
 
 // WorkerAPI is the worker's API: the master's commands (each carries the
@@ -144,6 +148,8 @@ var WorkerAPI = struct {
 
 	ExecutorLogs Route[None, Text] // {appId}/{executorId}/{stream}; ?tail=N
 	DriverLogs   Route[None, Text] // {driverId}/{stream}; ?tail=N
+
+	UI
 }{
 	Health: route[None, Text]("GET", "/healthz", AccessOpen),
 	State:  route[None, WorkerLatestState]("GET", "/v1/state", AccessMaster),
@@ -157,6 +163,30 @@ var WorkerAPI = struct {
 
 	ExecutorLogs: route[None, Text]("GET", "/v1/executors/{appId}/{executorId}/logs/{stream}", AccessMaster),
 	DriverLogs:   route[None, Text]("GET", "/v1/drivers/{driverId}/logs/{stream}", AccessMaster),
+
+	UI: uiRoutes,
+}
+
+// UI is the web UI's part of an API (package ui), on master and worker:
+// "/" goes to its pages; the pages and their forms are an operator's,
+// behind the sign-in (a session cookie, a cli certificate, or the loopback
+// mode), which is open, as are the styles and script.
+type UI struct {
+	UIRoot       Route[None, Text] // redirects to the pages
+	UIPages      Route[None, Text] // GET /ui/...: HTML
+	UIActions    Route[None, Text] // POST /ui/...: forms, with the UI's CSRF token
+	UISignIn     Route[None, Text]
+	UISignInForm Route[None, Text]
+	UIStatic     Route[None, Text]
+}
+
+var uiRoutes = UI{
+	UIRoot:       route[None, Text]("GET", "/{$}", AccessOpen),
+	UIPages:      route[None, Text]("GET", "/ui/", AccessOperator),
+	UIActions:    route[None, Text]("POST", "/ui/", AccessOperator),
+	UISignIn:     route[None, Text]("GET", "/ui/sign-in", AccessOpen),
+	UISignInForm: route[None, Text]("POST", "/ui/sign-in", AccessOpen),
+	UIStatic:     route[None, Text]("GET", "/ui/static/", AccessOpen),
 }
 
 // Endpoints lists the endpoints of an API table (MasterAPI or WorkerAPI), in
@@ -165,7 +195,12 @@ func Endpoints(api any) []Endpoint {
 	v := reflect.ValueOf(api)
 	var out []Endpoint
 	for i := range v.NumField() {
-		if e, ok := v.Field(i).FieldByName("Endpoint").Interface().(Endpoint); ok {
+		f := v.Field(i)
+		if ui, ok := f.Interface().(UI); ok {
+			out = append(out, Endpoints(ui)...)
+			continue
+		}
+		if e, ok := f.FieldByName("Endpoint").Interface().(Endpoint); ok {
 			out = append(out, e)
 		}
 	}

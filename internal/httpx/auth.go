@@ -2,8 +2,10 @@ package httpx
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"net/http"
 	"net/url"
 	"strings"
@@ -70,6 +72,28 @@ type Auth struct {
 	// Scope checks a driver's or a worker's access to the route's entity
 	// (see PathParam) once the route's Access admits its kind; nil admits.
 	Scope func(r *http.Request, pattern string, p Principal) error
+	// UI: the web UI's pages (paths under UIPrefix) also take the sign-in
+	// cookie (UISessionCookie) as an operator credential, and a browser
+	// that has none is sent to UISignIn instead of answered 401.
+	UI bool
+}
+
+// The web UI's session. Its cookie holds not the secret but a value only
+// the secret's holder can make, which every master sharing the secret
+// checks: a session survives a failover and the browser never stores the
+// secret. (HttpOnly, SameSite=Strict, Path /ui/: no script reads it, no
+// other site's request carries it, and the JSON API never accepts it.)
+const (
+	UIPrefix        = "/ui/"
+	UISignIn        = "/ui/sign-in"
+	UISessionCookie = "berth_session"
+)
+
+// UISession is the session cookie's value for secret.
+func UISession(secret string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("berth ui session v1"))
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // loopbackMode: no credential of any kind is configured, so the server is
@@ -97,6 +121,10 @@ func Authorize(api any, mux *http.ServeMux, a Auth) http.Handler {
 			return
 		}
 		p, err := a.authenticate(r, want)
+		if err != nil && a.UI && r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, UIPrefix) {
+			http.Redirect(w, r, UISignIn+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
 		if err == nil {
 			err = admit(acc, p)
 		}
@@ -144,6 +172,14 @@ func (a Auth) authenticate(r *http.Request, want [sha256.Size]byte) (Principal, 
 	}
 	if a.loopbackMode() {
 		return Principal{Kind: KindOperator}, nil
+	}
+	if a.UI && a.Secret != "" && strings.HasPrefix(r.URL.Path, UIPrefix) {
+		if c, err := r.Cookie(UISessionCookie); err == nil {
+			want := UISession(a.Secret)
+			if subtle.ConstantTimeCompare([]byte(c.Value), []byte(want)) == 1 {
+				return Principal{Kind: KindOperator}, nil
+			}
+		}
 	}
 	return Principal{}, Coded(http.StatusUnauthorized, wire.CodeUnauthorized, "no credential: give a client certificate of the cluster's CA (--tls-cert-file) or the secret (--secret-file)")
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/berth-cluster/berth/wire"
@@ -17,6 +18,8 @@ import (
 //   - a state-changing request (POST, PUT, PATCH, DELETE) with a body that
 //     is not Content-Type application/json: a page can send text/plain and
 //     form bodies cross-site without asking, JSON it cannot;
+//     (The web UI's forms, under UIPrefix, are form-encoded: the UI checks
+//     their CSRF token instead.)
 //   - any request whose Origin is not the server's own;
 //   - when loopbackOnly (no credential at all, so everyone who reaches the
 //     server is an operator), a request whose Host is not a loopback name
@@ -57,6 +60,9 @@ func refuse(r *http.Request, loopbackOnly bool) string {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 		if r.ContentLength != 0 {
 			mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+			if err == nil && mt == "application/x-www-form-urlencoded" && r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, UIPrefix) {
+				break // the UI's forms: each carries the UI's CSRF token, checked by the UI
+			}
 			if err != nil || mt != "application/json" {
 				return "a request body must be Content-Type: application/json"
 			}

@@ -1,0 +1,252 @@
+package ui
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+// pageSize bounds every table: 10,000 workers or 1,000 apps must still make
+// a page that renders fast (the rest is a click away).
+const pageSize = 100
+
+// pageOf is one page of a list: its items and the links around them.
+type pageOf[T any] struct {
+	Items       []T
+	Page, Pages int
+	Total       int
+	Param       string // the query parameter of the page number
+}
+
+func paginate[T any](all []T, r *http.Request, param string) pageOf[T] {
+	pages := max((len(all)+pageSize-1)/pageSize, 1)
+	n, _ := strconv.Atoi(r.URL.Query().Get(param))
+	n = min(max(n, 1), pages)
+	lo := (n - 1) * pageSize
+	return pageOf[T]{Items: all[lo:min(lo+pageSize, len(all))], Page: n, Pages: pages, Total: len(all), Param: param}
+}
+
+// overviewData is the master's overview: Spark's master page and more.
+type overviewData struct {
+	C          *wire.ClusterStatus
+	Raft       map[string]string
+	Sum        summary
+	Workers    pageOf[wire.WorkerStatus]
+	Apps       pageOf[wire.AppStatus]
+	Drivers    pageOf[wire.DriverStatus]
+	DoneApps   pageOf[wire.AppStatus]
+	DoneDrvs   pageOf[wire.DriverStatus]
+	Now        time.Time
+	IsFollower bool
+}
+
+// summary counts what the overview's header shows.
+type summary struct {
+	Alive, Dead, Decommissioned, Other   int
+	Cores, CoresUsed, Memory, MemoryUsed int
+	Executors                            map[wire.ExecutorState]int
+}
+
+func summarize(c *wire.ClusterStatus) summary {
+	s := summary{Executors: map[wire.ExecutorState]int{}}
+	for _, w := range c.Workers {
+		switch w.State {
+		case wire.WorkerAlive:
+			s.Alive++
+		case wire.WorkerDead:
+			s.Dead++
+		case wire.WorkerDecommissioned:
+			s.Decommissioned++
+		default:
+			s.Other++
+		}
+		if w.State != wire.WorkerDead {
+			s.Cores, s.CoresUsed, s.Memory, s.MemoryUsed = s.Cores+w.Cores, s.CoresUsed+w.CoresUsed, s.Memory+w.MemoryMB, s.MemoryUsed+w.MemoryUsedMB
+		}
+	}
+	for _, a := range c.ActiveApps {
+		for _, e := range a.Executors {
+			s.Executors[e.State]++
+		}
+	}
+	return s
+}
+
+func (u *server) overview(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := pageCtx(r)
+	defer cancel()
+	c, err := u.o.Source.Cluster(ctx)
+	if err != nil {
+		u.fail(w, err)
+		return
+	}
+	u.render(w, http.StatusOK, "overview", overviewData{
+		C: c, Raft: u.o.Source.Raft(), Sum: summarize(c), Now: time.Now(), IsFollower: c.View == wire.ViewFollower,
+		Workers: paginate(c.Workers, r, "workers"), Apps: paginate(c.ActiveApps, r, "apps"),
+		Drivers: paginate(c.ActiveDrivers, r, "drivers"), DoneApps: paginate(c.CompletedApps, r, "done-apps"),
+		DoneDrvs: paginate(c.CompletedDrivers, r, "done-drivers"),
+	})
+}
+
+// workerData is one worker and what runs on it.
+type workerData struct {
+	W         wire.WorkerStatus
+	Executors []placed
+	Drivers   []wire.DriverStatus
+	Follower  bool
+}
+
+// placed is an executor with its app.
+type placed struct {
+	App string
+	E   wire.ExecutorStatus
+}
+
+func (u *server) worker(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := pageCtx(r)
+	defer cancel()
+	c, err := u.o.Source.Cluster(ctx)
+	if err != nil {
+		u.fail(w, err)
+		return
+	}
+	id := r.PathValue("id")
+	i := slices.IndexFunc(c.Workers, func(x wire.WorkerStatus) bool { return x.ID == id })
+	if i < 0 {
+		u.render(w, http.StatusNotFound, "error", struct{ Message, Leader string }{"unknown worker " + id, ""})
+		return
+	}
+	d := workerData{W: c.Workers[i], Follower: c.View == wire.ViewFollower}
+	for _, a := range c.ActiveApps {
+		for _, e := range a.Executors {
+			if e.WorkerID == id && !e.State.Finished() {
+				d.Executors = append(d.Executors, placed{a.ID, e})
+			}
+		}
+	}
+	for _, dr := range c.ActiveDrivers {
+		if dr.WorkerID == id {
+			d.Drivers = append(d.Drivers, dr)
+		}
+	}
+	u.render(w, http.StatusOK, "worker", d)
+}
+
+// appData is one app, its executors and its recent events.
+type appData struct {
+	A      *wire.AppStatus
+	Events []wire.AppEvent
+	Shape  appShape
+}
+
+func (u *server) app(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := pageCtx(r)
+	defer cancel()
+	a, events, err := u.o.Source.App(ctx, r.PathValue("id"))
+	if err != nil {
+		u.fail(w, err)
+		return
+	}
+	var workers []wire.WorkerStatus
+	if c, err := u.o.Source.Cluster(ctx); err == nil {
+		workers = c.Workers
+	}
+	u.render(w, http.StatusOK, "app", appData{A: a, Events: events, Shape: shapeOf(*a, capacities(workers))})
+}
+
+// driverData is one driver and its history across relaunches.
+type driverData struct {
+	D       *wire.DriverStatus
+	History []wire.DriverStatus // oldest first, this one included
+}
+
+func (u *server) driver(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := pageCtx(r)
+	defer cancel()
+	d, err := u.o.Source.Driver(ctx, r.PathValue("id"))
+	if err != nil {
+		u.fail(w, err)
+		return
+	}
+	data := driverData{D: d, History: []wire.DriverStatus{*d}}
+	if c, err := u.o.Source.Cluster(ctx); err == nil {
+		data.History = history(*d, append(slices.Clone(c.ActiveDrivers), c.CompletedDrivers...))
+	}
+	u.render(w, http.StatusOK, "driver", data)
+}
+
+// history is d's chain of relaunches, oldest first, as far as the listed
+// drivers go.
+func history(d wire.DriverStatus, all []wire.DriverStatus) []wire.DriverStatus {
+	byID := map[string]wire.DriverStatus{}
+	for _, x := range all {
+		byID[x.ID] = x
+	}
+	byID[d.ID] = d
+	chain := []wire.DriverStatus{d}
+	for cur := d; cur.RelaunchOf != "" && len(chain) < 1000; {
+		prev, ok := byID[cur.RelaunchOf]
+		if !ok {
+			break
+		}
+		chain, cur = append([]wire.DriverStatus{prev}, chain...), prev
+	}
+	for cur := d; cur.RelaunchedAs != "" && len(chain) < 1000; {
+		next, ok := byID[cur.RelaunchedAs]
+		if !ok {
+			break
+		}
+		chain, cur = append(chain, next), next
+	}
+	return chain
+}
+
+// logData is a log page: the tail of a process's stream, followed live.
+type logData struct {
+	T     LogTarget
+	Text  string
+	Raw   string // the URL of the raw tail, for the page's script
+	Error string
+}
+
+const logTail = 64 << 10
+
+func (u *server) logs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	t := LogTarget{AppID: q.Get("app"), DriverID: q.Get("driver"), Stream: q.Get("stream")}
+	exec, err := strconv.Atoi(q.Get("executor"))
+	t.Executor = exec
+	if (t.AppID == "") == (t.DriverID == "") || (t.AppID != "" && err != nil) || (t.Stream != "stdout" && t.Stream != "stderr") {
+		http.Error(w, "want app and executor, or driver, and stream stdout or stderr", http.StatusBadRequest)
+		return
+	}
+	ctx, cancel := pageCtx(r)
+	defer cancel()
+	text, err := u.o.Source.Log(ctx, t, logTail)
+	if q.Get("raw") == "1" {
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write([]byte(text))
+		return
+	}
+	raw := url.Values{"raw": {"1"}, "stream": {t.Stream}}
+	if t.AppID != "" {
+		raw.Set("app", t.AppID)
+		raw.Set("executor", strconv.Itoa(t.Executor))
+	} else {
+		raw.Set("driver", t.DriverID)
+	}
+	d := logData{T: t, Text: text, Raw: "/ui/logs?" + raw.Encode()}
+	if err != nil {
+		d.Error = err.Error()
+	}
+	u.render(w, http.StatusOK, "logs", d)
+}

@@ -1,0 +1,55 @@
+package ui
+
+import (
+	"context"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// WorkerView is what a worker's page shows: the worker and what it runs.
+type WorkerView struct {
+	ID, Address     string
+	Cores, MemoryMB int
+	Masters         []string
+	Leader          string // the leader's API address, as the worker knows it
+	Procs           []Proc
+}
+
+// Proc is one process a worker runs.
+type Proc struct {
+	Kind            string // executor or driver
+	ID              string // app/executor, or the driver's id
+	Cores, MemoryMB int
+	State           string
+	PID             int
+	Started         time.Time
+}
+
+// WorkerOptions configure a worker's UI.
+type WorkerOptions struct {
+	View         func(ctx context.Context) WorkerView
+	Secret       string
+	Secure       bool
+	SignInNeeded bool
+	Log          *slog.Logger
+}
+
+// WorkerHandler serves a worker's page under /ui/: its processes, and a
+// link to the master's UI, which shows the cluster.
+func WorkerHandler(o WorkerOptions) http.Handler {
+	u := &server{o: Options{Secret: o.Secret, Secure: o.Secure, SignInNeeded: o.SignInNeeded, Log: o.Log}, pages: parse(), csrf: newCSRF()}
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(assets, "static")
+	mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", cacheFor(time.Hour, http.FileServerFS(static))))
+	mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := pageCtx(r)
+		defer cancel()
+		u.render(w, http.StatusOK, "workerui", o.View(ctx))
+	})
+	mux.HandleFunc("GET /ui/sign-in", u.signInPage)
+	mux.HandleFunc("POST /ui/sign-in", u.signIn)
+	mux.HandleFunc("POST /ui/sign-out", u.signOut)
+	return securityHeaders(mux)
+}
