@@ -5,7 +5,7 @@ PKGS     := ./...
 # CI has 2 cores; the race detector and the end-to-end tests share them.
 TESTFLAGS ?= -race -count=1 -timeout 14m
 
-.PHONY: all build bench-tools test test-deps chaos bench demo lint fuzz clean
+.PHONY: all build bench-tools test test-deps chaos bench demo lint fuzz screenshots clean
 
 all: build
 
@@ -23,7 +23,8 @@ test: test-deps
 	$(GO) vet $(PKGS)
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
-# What the tests need beyond Go (nftables for the partition fault).
+# What the tests need beyond Go (nftables for the partition fault, chromium
+# for the web UI's browser tests).
 test-deps:
 	scripts/test-deps.sh
 
@@ -42,6 +43,10 @@ bench:
 # result and the cluster status, and stops everything it started.
 demo: build
 	scripts/demo.sh
+
+# The web UI's screenshots in docs/img, taken by its browser test.
+screenshots: test-deps
+	BERTH_UI_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -count=1 -run TestWebUIInABrowser ./e2e
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/berth-cluster/berth/internal/testcluster"
+)
+
+// The web UI's tests drive a real headless Chromium (Debian's chromium,
+// which scripts/test-deps.sh installs) with chromedp, as a person would:
+// they sign in, read pages, click buttons and accept the confirmations.
+
+// browser is one headless Chromium for a test. Its certificate errors are
+// ignored: the test clusters' CA is the test's own.
+type browser struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("the UI tests need chromium: run scripts/test-deps.sh (apt-get install chromium): %v", err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.WindowSize(1400, 1000),
+		chromedp.Flag("ignore-certificate-errors", true), chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	// Every confirmation is accepted, as the person clicking means it.
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			go chromedp.Run(ctx, page.HandleJavaScriptDialog(true))
+		}
+	})
+	if err := chromedp.Run(ctx); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	return &browser{t: t, ctx: ctx}
+}
+
+// run runs actions with a deadline.
+func (b *browser) run(what string, actions ...chromedp.Action) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Run(ctx, actions...); err != nil {
+		b.t.Fatalf("browser, %s: %v", what, err)
+	}
+}
+
+// text is the visible text of the page's body.
+func (b *browser) text() string {
+	b.t.Helper()
+	var s string
+	b.run("reading the page", chromedp.Text("body", &s, chromedp.ByQuery))
+	return s
+}
+
+// open navigates to url and returns the page's text.
+func (b *browser) open(url string) string {
+	b.t.Helper()
+	b.run("opening "+url, chromedp.Navigate(url), chromedp.WaitReady("body", chromedp.ByQuery))
+	return b.text()
+}
+
+// until reloads url until its text satisfies cond.
+func (b *browser) until(url, what string, within time.Duration, cond func(text string) error) string {
+	b.t.Helper()
+	var last string
+	testcluster.Eventually(b.t, within, what, func() error {
+		last = b.open(url)
+		return cond(last)
+	})
+	return last
+}
+
+// signIn signs in on the UI at base with the operator secret, as a person
+// types it into the sign-in page it was sent to.
+func (b *browser) signIn(base string) {
+	b.t.Helper()
+	b.run("signing in at "+base,
+		chromedp.Navigate(base+"/ui/"),
+		chromedp.WaitVisible(`input[name="token"]`, chromedp.ByQuery),
+		chromedp.SendKeys(`input[name="token"]`, secret, chromedp.ByQuery),
+		chromedp.Submit(`input[name="token"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`section.cards`, chromedp.ByQuery))
+}
+
+// screenshot saves the viewport as name.png in the test's directory and,
+// when BERTH_UI_SCREENSHOTS names a directory (make screenshots:
+// docs/img), there too.
+func (b *browser) screenshot(name string) {
+	b.t.Helper()
+	var png []byte
+	b.run("screenshot "+name, chromedp.FullScreenshot(&png, 100))
+	dirs := []string{b.t.TempDir()}
+	if d := os.Getenv("BERTH_UI_SCREENSHOTS"); d != "" {
+		dirs = append(dirs, d)
+	}
+	for _, d := range dirs {
+		if err := os.WriteFile(filepath.Join(d, name+".png"), png, 0o644); err != nil {
+			b.t.Errorf("screenshot %s: %v", name, err)
+		}
+	}
+}
+
+func mustContain(t *testing.T, where, text string, parts ...string) {
+	t.Helper()
+	for _, p := range parts {
+		if !strings.Contains(text, p) {
+			t.Errorf("%s does not show %q", where, p)
+		}
+	}
+}
+
+func wantText(text string, parts ...string) error {
+	for _, p := range parts {
+		if !strings.Contains(text, p) {
+			return fmt.Errorf("no %q yet", p)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,189 @@
+package e2e
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// TestWebUIInABrowser uses the master's UI as an operator would, on a
+// 3-master TLS cluster with three workers and two running apps: nothing
+// shows before signing in; the overview lists the cluster; the topology
+// puts each executor on its worker; a worker killed with SIGKILL shows DEAD
+// and its executors LOST; after a kill -9 of the leader the new leader's
+// pages show the app intact; a cross-site form post kills nothing; killing
+// an app from its page kills it.
+func TestWebUIInABrowser(t *testing.T) {
+	t.Parallel()
+	hc := haCluster(t, 3, []string{"--worker-timeout", "4s", "--recovery-timeout", "20s"}, "w1", "w2", "w3")
+	appID, _, before := hc.runLongApp("ui-pi", 3)
+	other, _, _ := hc.runLongApp("ui-bystander", 1)
+	leader := hc.master(before.MasterID)
+	b := newBrowser(t)
+
+	// Nothing before the sign-in: the page is the sign-in form.
+	page := b.open(leader.URL + "/ui/")
+	if strings.Contains(page, appID) || strings.Contains(page, "w1") || !strings.Contains(page, "Sign in") {
+		t.Fatalf("a page without a session shows: %q", page)
+	}
+	b.signIn(leader.URL)
+	page = b.until(leader.URL+"/ui/", "the overview lists the cluster", 10*time.Second, func(s string) error {
+		return wantText(s, appID, other, "w1", "w2", "w3", "ALIVE", "3 alive", "leader view")
+	})
+	mustContain(t, "the overview", page, "m1", "m2", "m3", "ui-pi", "RUNNING")
+	b.screenshot("ui-overview")
+
+	// The topology puts each executor on the worker the API says.
+	st := hc.mustStatus()
+	want := map[string][]string{}
+	for _, a := range st.ActiveApps {
+		for _, e := range liveExecutors(a) {
+			want[e.WorkerID] = append(want[e.WorkerID], a.ID)
+		}
+	}
+	b.open(leader.URL + "/ui/topology")
+	var rows map[string][]string
+	b.run("reading the topology", chromedp.Evaluate(`Object.fromEntries(Array.from(document.querySelectorAll("tr.bar-row")).map(r =>
+		[r.querySelector("a").textContent, Array.from(r.querySelectorAll("rect.seg")).map(s => s.dataset.app)]))`, &rows))
+	for w := range rows {
+		slices.Sort(rows[w])
+		slices.Sort(want[w])
+		if len(rows[w]) == 0 && len(want[w]) == 0 {
+			continue
+		}
+		if !slices.Equal(rows[w], want[w]) {
+			t.Errorf("topology, worker %s: segments %v, the API's executors %v", w, rows[w], want[w])
+		}
+	}
+	if len(rows) != 3 {
+		t.Errorf("topology rows %v, want the 3 workers", slices.Collect(maps.Keys(rows)))
+	}
+	b.screenshot("ui-topology")
+	page = b.open(leader.URL + "/ui/apps/" + appID)
+	mustContain(t, "the app page", page, appID, "RUNNING", "Kill application", "stdout")
+	b.screenshot("ui-app")
+
+	// A log page follows its stream: a line written after the page opened
+	// appears in it, without a reload.
+	talker := hc.registerApp(t, wire.AppDescription{Name: "ui-talker", MaxCores: 1, CoresPerExecutor: 1, MemoryPerExecutorMB: 32,
+		Command: []string{"/bin/sh", "-c", "echo first-line; sleep 2; echo later-line; sleep 3600; : " + hc.marker}})
+	hc.appWhen(talker, 20*time.Second, "its executor RUNNING", func(a wire.AppStatus) error {
+		if len(executorsIn(a, wire.ExecutorRunning)) != 1 {
+			return fmt.Errorf("executors %s", describeExecs(a))
+		}
+		return nil
+	})
+	b.run("opening the log page", chromedp.Navigate(leader.URL+"/ui/logs?app="+talker+"&executor=0&stream=stdout"), chromedp.WaitReady("#log", chromedp.ByID))
+	testcluster.Eventually(t, 15*time.Second, "the later line in the followed log", func() error {
+		var log string
+		if err := chromedp.Run(b.ctx, chromedp.Text("#log", &log, chromedp.ByID)); err != nil {
+			return err
+		}
+		return wantText(log, "first-line", "later-line")
+	})
+
+	// A worker killed with SIGKILL: DEAD on the overview, its executors
+	// LOST on the app's page.
+	var victim string
+	for _, e := range liveExecutors(mustApp(t, st, appID)) {
+		victim = e.WorkerID
+	}
+	hc.worker(victim).Kill()
+	b.until(leader.URL+"/ui/workers/"+victim, "the killed worker DEAD", 20*time.Second, func(s string) error { return wantText(s, "DEAD") })
+	b.until(leader.URL+"/ui/apps/"+appID, "its executors LOST", 10*time.Second, func(s string) error { return wantText(s, "LOST", "executorLost") })
+
+	// kill -9 of the leader: the new leader's pages show the app, running.
+	leader.Proc().Kill()
+	newLeader, _ := hc.leader(20*time.Second, leader)
+	b.signIn(newLeader.URL) // a session is per address: sign in there
+	b.until(newLeader.URL+"/ui/apps/"+appID, "the app on the new leader's page as its API shows it", 20*time.Second, func(s string) error {
+		a := mustApp(t, hc.mustStatus(), appID)
+		cores := 0
+		for _, e := range liveExecutors(a) {
+			cores += e.Cores
+		}
+		return wantText(s, appID, "RUNNING", fmt.Sprintf("%d executors holding %d cores", len(liveExecutors(a)), cores))
+	})
+	for _, m := range hc.others(leader, newLeader) {
+		b.signIn(m.URL)
+		mustContain(t, "a follower's page", b.open(m.URL+"/ui/"), "follower's view", newLeader.URL)
+	}
+
+	// A page of another site posts the kill form: refused, nothing killed.
+	evil := crossSitePage(t, newLeader.URL+"/ui/act", other)
+	b.run("the cross-site page", chromedp.Navigate(evil), chromedp.WaitReady("body", chromedp.ByQuery))
+	testcluster.Eventually(t, 10*time.Second, "the cross-site form to be answered", func() error {
+		var loc string
+		if err := chromedp.Run(b.ctx, chromedp.Location(&loc)); err != nil || !strings.HasPrefix(loc, newLeader.URL) {
+			return fmt.Errorf("at %q", loc)
+		}
+		return nil
+	})
+	if a := mustApp(t, hc.mustStatus(), other); a.State != wire.AppRunning {
+		t.Errorf("the app a cross-site form tried to kill is %s", a.State)
+	}
+
+	// Kill the app from its page: the button, the confirmation, done.
+	b.run("killing the app from its page",
+		chromedp.Navigate(newLeader.URL+"/ui/apps/"+appID),
+		chromedp.WaitVisible(`button.danger`, chromedp.ByQuery),
+		chromedp.Click(`button.danger`, chromedp.ByQuery))
+	hc.appWhen(appID, 15*time.Second, "KILLED from the UI", func(a wire.AppStatus) error {
+		if a.State != wire.AppKilled {
+			return fmt.Errorf("state %s", a.State)
+		}
+		return nil
+	})
+	if a := mustApp(t, hc.mustStatus(), other); a.State != wire.AppRunning {
+		t.Errorf("the other app is %s after the kill of %s", a.State, appID)
+	}
+}
+
+// registerApp registers desc through the cluster's client and follows its
+// events (its lease).
+func (cl *cluster) registerApp(t *testing.T, desc wire.AppDescription) string {
+	t.Helper()
+	id, err := cl.c.RegisterApp(callCtx(t, 30*time.Second), desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	followEvents(t, cl.c, id)
+	return id
+}
+
+func mustApp(t *testing.T, st wire.ClusterStatus, id string) wire.AppStatus {
+	t.Helper()
+	a, ok := appStatus(st, id)
+	if !ok {
+		t.Fatalf("app %s not listed", id)
+	}
+	return a
+}
+
+// crossSitePage serves, on another loopback address, a page that posts the
+// UI's kill form for app to target as soon as it loads (what a malicious
+// page would do); it returns the page's URL.
+func crossSitePage(t *testing.T, target, app string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.9:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<!doctype html><form id="f" method="post" action="%s"><input name="kind" value="kill-app"><input name="id" value="%s"><input name="csrf" value="guess"></form><script>document.getElementById("f").submit()</script>`, target, app)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String() + "/"
+}
