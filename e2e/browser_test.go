@@ -96,7 +96,8 @@ func (b *browser) signIn(base string) {
 		chromedp.WaitVisible(`input[name="token"]`, chromedp.ByQuery),
 		chromedp.SendKeys(`input[name="token"]`, secret, chromedp.ByQuery),
 		chromedp.Submit(`input[name="token"]`, chromedp.ByQuery),
-		chromedp.WaitVisible(`section.cards`, chromedp.ByQuery))
+		chromedp.WaitVisible(`a.brand`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(`input[name="token"]`, chromedp.ByQuery))
 }
 
 // screenshot saves the viewport as name.png in the test's directory and,

@@ -135,6 +135,12 @@ func TestLoopbackDevModeRefusesBrowserRequests(t *testing.T) {
 		}
 		return nil
 	})
+	// The worker's own page, without a sign-in in the dev mode, links to
+	// the master's.
+	page, err := call(http.MethodGet, worker+"/ui/", "", nil)
+	if err != nil || page.status != http.StatusOK || !strings.Contains(page.body, "Processes") || !strings.Contains(page.body, master+"/ui/") {
+		t.Errorf("the worker's page: %v %d %q", err, page.status, page.body)
+	}
 	st, err := call(http.MethodGet, master+wire.MasterAPI.Cluster.Path(), "", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,6 @@ type Proc struct {
 	Cores, MemoryMB int
 	State           string
 	PID             int
-	Started         time.Time
 }
 
 // WorkerOptions configure a worker's UI.

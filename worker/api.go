@@ -52,7 +52,8 @@ func (w *Worker) handler() http.Handler {
 			w.sess.reconnect(normalizeMaster(c.Master))
 			return nil
 		}))
-	return httpx.Authorize(wire.WorkerAPI, mux, httpx.Auth{Secret: w.cfg.Secret, TLS: w.cfg.TLS != nil})
+	w.mountUI(mux)
+	return httpx.Authorize(wire.WorkerAPI, mux, httpx.Auth{Secret: w.cfg.Secret, TLS: w.cfg.TLS != nil, UI: true})
 }
 
 // command is the handler of a master's command: decode strictly (400/413),

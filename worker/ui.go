@@ -1,0 +1,54 @@
+package worker
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/berth-cluster/berth/ui"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// mountUI serves the worker's page (package ui) on mux: / goes to it.
+func (w *Worker) mountUI(mux *http.ServeMux) {
+	h := ui.WorkerHandler(ui.WorkerOptions{
+		View: w.uiView, Secret: w.cfg.Secret, Secure: w.cfg.TLS != nil,
+		SignInNeeded: w.cfg.Secret != "" || w.cfg.TLS != nil, Log: w.log,
+	})
+	api := wire.WorkerAPI.UI
+	mux.HandleFunc(api.UIRoot.Mux(), func(rw http.ResponseWriter, r *http.Request) {
+		http.Redirect(rw, r, api.UIPages.Pattern, http.StatusSeeOther)
+	})
+	for _, e := range []wire.Endpoint{api.UIPages.Endpoint, api.UIActions.Endpoint, api.UISignIn.Endpoint, api.UISignInForm.Endpoint, api.UIStatic.Endpoint} {
+		mux.Handle(e.Mux(), h)
+	}
+}
+
+// uiView is what the worker's page shows: itself and its live processes.
+func (w *Worker) uiView(context.Context) ui.WorkerView {
+	master, _, _, _ := w.sess.current()
+	v := ui.WorkerView{ID: w.id, Address: w.url, Cores: w.cfg.Cores, MemoryMB: w.cfg.MemoryMB, Masters: w.cfg.Masters, Leader: master}
+	w.procs.mu.Lock()
+	defer w.procs.mu.Unlock()
+	add := func(p *proc, kind, id string) {
+		pid := 0
+		if p.process != nil {
+			pid = p.process.Pid
+		}
+		v.Procs = append(v.Procs, ui.Proc{Kind: kind, ID: id, Cores: p.cores, MemoryMB: p.memoryMB, State: p.state, PID: pid})
+	}
+	for _, p := range w.procs.executors {
+		if !p.ended {
+			add(p, "executor", fmt.Sprintf("%s/%d", p.appID, p.execID))
+		}
+	}
+	for _, p := range w.procs.drivers {
+		if !p.ended {
+			add(p, "driver", p.driverID)
+		}
+	}
+	slices.SortFunc(v.Procs, func(a, b ui.Proc) int { return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.ID, b.ID)) })
+	return v
+}
