@@ -48,13 +48,13 @@ func (f *fakeFx) send(w *workerInfo, cmd workerCommand) {
 
 // harness is a core with its fakes.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	c     *core
 	fx    *fakeFx
 	clock *fakeClock
 }
 
-func newHarness(t *testing.T, mutate func(*Config)) *harness {
+func newHarness(t testing.TB, mutate func(*Config)) *harness {
 	t.Helper()
 	cfg := Config{ID: "m1", Advertise: "http://127.0.0.1:7077", WorkerTimeout: 60 * time.Second}
 	if mutate != nil {
