@@ -64,6 +64,12 @@ type Config struct {
 	// MemoryMB offered to the master (--memory); 0: the machine's memory
 	// minus 1 GiB, at least 1 GiB.
 	MemoryMB int
+	// RunAs is the user executors and drivers run as (--run-as, a name or a
+	// uid; the worker must be root), with no supplementary groups and
+	// directories of their own (runas.go). Empty: the worker's own user.
+	RunAs string
+	runAs *runAs // RunAs, looked up
+
 	// WorkDir holds the children's directories and logs (--work-dir),
 	// default ./work. It is created if missing and must be writable.
 	WorkDir string
@@ -184,6 +190,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if err := checkWritableDir(c.WorkDir); err != nil {
 		errs = append(errs, fmt.Errorf("--work-dir %s: %w", c.WorkDir, err))
+	}
+	if r, err := resolveRunAs(c.RunAs); err != nil {
+		errs = append(errs, err)
+	} else if err := r.checkReachable(c.WorkDir); err != nil {
+		errs = append(errs, err)
+	} else {
+		c.runAs = r
 	}
 
 	if c.KillGrace < 0 {

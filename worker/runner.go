@@ -210,6 +210,14 @@ func (w *Worker) startAttempt(p *proc, note string) (*exec.Cmd, error) {
 		return nil, fmt.Errorf("opening its stderr: %w", err)
 	}
 	defer stderr.Close()
+	tenant := p.dir // a driver's; an executor's is its app's
+	if p.kind == kindExecutor {
+		tenant = filepath.Dir(p.dir)
+	}
+	gid, err := w.cfg.runAs.prepare(w.cfg.WorkDir, tenant, p.dir, stdout.Name(), stderr.Name())
+	if err != nil {
+		return nil, err
+	}
 	if note != "" {
 		_, _ = stderr.WriteString(note)
 	}
@@ -217,10 +225,14 @@ func (w *Worker) startAttempt(p *proc, note string) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
+	env := p.env
+	if r := w.cfg.runAs; r != nil {
+		env = setEnv(env, "HOME", r.home) // not the worker's
+	}
 	cmd := &exec.Cmd{
-		Path: path, Args: p.argv, Env: p.env, Dir: p.dir,
+		Path: path, Args: p.argv, Env: env, Dir: p.dir,
 		Stdout: stdout, Stderr: stderr, // Stdin nil: /dev/null
-		SysProcAttr: sysProcAttr(),
+		SysProcAttr: w.sysProcAttr(gid),
 	}
 	// The spawner only ever blocks on other Starts, so no deadline is needed.
 	// Setpgid: its pid is its group's id. (A grandchild forked before the

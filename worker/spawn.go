@@ -27,7 +27,12 @@ func startProcess(ctx context.Context, cmd *exec.Cmd, started func(pid int)) err
 // sysProcAttr puts a child in its own process group (so that a kill reaches
 // what it started, and a Ctrl-C at the worker's terminal does not) and, on
 // Linux, has the kernel SIGKILL it when the worker dies: see spawn.Attr.
-func sysProcAttr() *syscall.SysProcAttr { return spawn.Attr() }
+// With --run-as, it runs as that user in its tenant's group gid.
+func (w *Worker) sysProcAttr(gid uint32) *syscall.SysProcAttr {
+	a := spawn.Attr()
+	a.Credential = w.cfg.runAs.credential(gid)
+	return a
+}
 
 // inheritedEnv is all a child gets from the worker's own environment.
 var inheritedEnv = []string{"PATH", "HOME", "TMPDIR", "LANG"}

@@ -58,6 +58,9 @@ func TestBadInputsAreRefusedNamingTheFlag(t *testing.T) {
 		{Args: append(ok, "--cleanup-interval", "0s"), Flag: "--cleanup-interval"},
 		{Args: append(ok, "--log-level", "loud"), Flag: "--log-level"},
 		{Args: append(ok, "--no-such-flag"), Flag: "no-such-flag"},
+		{Args: append(ok, "--run-as", "no-such-user-xyz"), Flag: "--run-as"},
+		{Env: []string{"BERTH_WORKER_RUN_AS=no-such-user-xyz"}, Args: ok, Flag: "--run-as"},
+		{Args: append(ok, "--run-as", "nobody", "--work-dir", filepath.Join(t.TempDir(), "w")), Flag: "--run-as"}, // not root, or a work dir nobody cannot reach
 	}
 	if os.Geteuid() == 0 {
 		cases = append(cases[:11], cases[12:]...) // root writes anywhere
@@ -72,7 +75,7 @@ func TestHelp(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, flag := range []string{"--master", "--secret", "--host", "--port", "--cores", "--memory", "--work-dir",
-		"--kill-grace", "--cleanup-ttl", "--cleanup-interval", "--log-level", "--log-format", "--id", "--advertise-host",
+		"--kill-grace", "--cleanup-ttl", "--run-as", "--cleanup-interval", "--log-level", "--log-format", "--id", "--advertise-host",
 		"BERTH_MASTER", "BERTH_SECRET", "BERTH_WORKER_CORES", "PATH, HOME, TMPDIR and LANG"} {
 		if !strings.Contains(string(out), flag) {
 			t.Errorf("--help does not mention %s", flag)
@@ -150,6 +153,9 @@ func startBin(t *testing.T, m *miniMaster, appID string) (*exec.Cmd, int, int) {
 		}
 	})
 	testproc.Eventually(t, 10*time.Second, "the worker's registration", func() bool { return m.workerAddress() != "" })
+	if os.Geteuid() == 0 && !strings.Contains(stderr.String(), "level=WARN msg=\"running as root without --run-as") {
+		t.Errorf("a root worker without --run-as did not warn:\n%s", stderr.String())
+	}
 
 	launch := wire.LaunchExecutor{Epoch: 1, AppID: appID, ExecutorID: 0, Cores: 1, MemoryMB: 10,
 		Command: []string{"sh", "-c", "echo $$; sleep 300 & echo $!; wait"}}
