@@ -64,6 +64,10 @@ type Config struct {
 	// MemoryMB offered to the master (--memory); 0: the machine's memory
 	// minus 1 GiB, at least 1 GiB.
 	MemoryMB int
+	// MaxConnections bounds the API's open connections (--max-connections);
+	// 0: three quarters of the file descriptor limit.
+	MaxConnections int
+
 	// RunAs is the user executors and drivers run as (--run-as, a name or a
 	// uid; the worker must be root), with no supplementary groups and
 	// directories of their own (runas.go). Empty: the worker's own user.
@@ -199,6 +203,9 @@ func (c Config) withDefaults() (Config, error) {
 		c.runAs = r
 	}
 
+	if c.MaxConnections < 0 {
+		errs = append(errs, fmt.Errorf("--max-connections %d is negative", c.MaxConnections))
+	}
 	if c.KillGrace < 0 {
 		errs = append(errs, fmt.Errorf("--kill-grace %v is negative", c.KillGrace))
 	}

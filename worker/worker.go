@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -110,6 +111,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("--host/--port: listening: %w", err)
 	}
 	w.port = ln.Addr().(*net.TCPAddr).Port
+	// The cap under TLS: a connection waiting for its slot costs no handshake.
+	ln = httpx.LimitListener(ln, cmp.Or(w.cfg.MaxConnections, httpx.DefaultMaxConnections()))
 	w.url = w.cfg.scheme() + "://" + net.JoinHostPort(w.host, strconv.Itoa(w.port))
 	if w.cfg.TLS != nil {
 		ln = tls.NewListener(ln, w.cfg.TLS.ServerConfig(tls.VerifyClientCertIfGiven))
