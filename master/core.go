@@ -63,6 +63,7 @@ type core struct {
 	completedDrivers []*driverInfo
 	keys             submissionKeys // idempotency keys of submissions
 	registering      inFlight       // submissions being written, counted by the caps
+	metrics          *metrics
 	nextAppNumber    int
 	nextDriverNumber int
 	driverCursor     int
@@ -73,7 +74,7 @@ func newCore(cfg Config, log *slog.Logger, clock Clock, fx effects) (*core, erro
 	if err != nil {
 		return nil, err
 	}
-	c := &core{cfg: cfg, log: log, clock: clock, fx: fx, policy: p, status: wire.MasterStandby}
+	c := &core{cfg: cfg, log: log, clock: clock, fx: fx, policy: p, status: wire.MasterStandby, metrics: newMetrics()}
 	// Keyed writes in flight outlive a leadership: their continuations
 	// still run and answer the repeats that wait on them.
 	c.keys.inFlight = map[submissionKey]*keyedWrite{}

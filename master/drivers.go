@@ -279,6 +279,7 @@ func (c *core) relaunchDriver(d *driverInfo, reason string) {
 	// driver that runs now, and the key lives as long as the chain does.
 	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: d.rec.Desc, SubmittedAt: c.now(), State: wire.DriverSubmitted, RelaunchOf: d.rec.ID,
 		IdempotencyKey: d.rec.IdempotencyKey, IdempotencyHash: d.rec.IdempotencyHash}
+	c.metrics.driverRelaunches.Inc()
 	c.endDriver(d, driverEnd{state: wire.DriverRelaunching, message: reason + "; relaunched as " + rec.ID, relaunch: &rec}, nil)
 }
 

@@ -25,6 +25,7 @@ func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int) {
 			return
 		}
 		e.launching = false
+		c.metrics.launches.Inc()
 		a.hosts[w.rec.ID] = struct{}{}
 		a.state = wire.AppRunning
 		c.fx.send(w, workerCommand{
@@ -81,6 +82,9 @@ func (c *core) executorEnded(e *executorInfo, end executorEnd) {
 	a := e.app
 	e.worker.removeExecutor(e)
 	e.state, e.message, e.exitCode = end.state, end.message, end.exitCode
+	if !e.launching {
+		c.metrics.executorEnds.WithLabelValues(string(end.state)).Inc()
+	}
 	a.retire(e)
 	if end.kill && !e.launching {
 		c.fx.send(e.worker, c.killExecutorCommand(a.rec.ID, e.id))

@@ -74,6 +74,7 @@ func New(cfg Config, engine persistence.Engine, agent election.Agent, log *slog.
 	if err != nil {
 		return nil, err
 	}
+	m.core.metrics.reg.MustRegister(stateCollector{m})
 	return m, nil
 }
 
@@ -82,7 +83,7 @@ func New(cfg Config, engine persistence.Engine, agent election.Agent, log *slog.
 func (m *Master) Run(ctx context.Context, ln net.Listener) error {
 	loopCtx, stopLoop := context.WithCancel(context.Background())
 	defer stopLoop()
-	w := &writer{engine: m.engine, queue: m.writes, done: m.post, gen: m.gen.Load, timeout: 10 * time.Second, log: m.log}
+	w := &writer{engine: m.engine, queue: m.writes, done: m.post, gen: m.gen.Load, timeout: 10 * time.Second, log: m.log, observe: m.core.metrics.observeWrite}
 	go w.run(loopCtx)
 	go m.loop(loopCtx)
 	go m.lease.refresh(loopCtx)

@@ -11,6 +11,7 @@ func (c *core) elected() {
 	c.gen++
 	c.status, c.preparing = wire.MasterRecovering, true
 	c.leaderSince = c.now()
+	c.metrics.leadershipChanges.Inc()
 	c.reset()
 	c.log.Info("elected leader; preparing", "gen", c.gen)
 	c.fx.prepareLeadership(c.gen)
@@ -52,6 +53,7 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 	c.indexKeys(s)
 	if s.Empty() {
 		c.status = wire.MasterAlive
+		c.metrics.recovery.Set(c.now().Sub(c.leaderSince).Seconds())
 		c.log.Info("leader ALIVE; nothing to recover", "epoch", c.epoch)
 		return
 	}
@@ -196,6 +198,7 @@ func (c *core) recoveryCompleted() {
 	}
 	c.rearm(c.now())
 	c.status = wire.MasterAlive
+	c.metrics.recovery.Set(c.now().Sub(c.leaderSince).Seconds())
 	for _, a := range c.appOrder {
 		c.publish(a, wire.AppEvent{Type: wire.EventSnapshot, App: appStatus(a)})
 	}

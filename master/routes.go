@@ -78,8 +78,9 @@ func (m *Master) Handler() http.Handler {
 
 	serve(mux, api.JoinMaster, validateJoin, m.join)
 	serve(mux, api.LeaveMaster, validateLeave, m.leave)
+	mux.Handle(api.Metrics.Mux(), m.metricsHandler())
 	m.mountUI(mux)
-	return m.authorize(mux)
+	return m.core.metrics.instrument(mux, m.authorize(mux))
 }
 
 // serve registers a JSON route: the body is decoded strictly into a Req

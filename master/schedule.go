@@ -1,6 +1,8 @@
 package master
 
 import (
+	"time"
+
 	"github.com/berth-cluster/berth/placement"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -16,6 +18,7 @@ func (c *core) runSchedule() {
 // scheduleNow places waiting drivers, then executors. Only an ALIVE leader
 // schedules: during recovery the master does not yet know what runs where.
 func (c *core) scheduleNow() {
+	defer c.metrics.timeRound(time.Now())
 	if c.status != wire.MasterAlive || (len(c.waitingDrivers) == 0 && !c.appsWantCores()) {
 		return
 	}

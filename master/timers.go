@@ -81,6 +81,7 @@ func (c *core) expireWorkers() {
 	}
 	slices.SortFunc(silent, func(a, b *workerInfo) int { return cmp.Compare(a.rec.ID, b.rec.ID) })
 	for _, w := range silent {
+		c.metrics.workerExpiries.Inc()
 		c.removeWorker(w, fmt.Sprintf("no heartbeat for %s (timeout %s)", now.Sub(w.lastHeartbeat).Round(time.Millisecond), c.cfg.WorkerTimeout), nil)
 	}
 }

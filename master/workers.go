@@ -145,6 +145,7 @@ func (c *core) heartbeat(id string) (wire.HeartbeatReply, error) {
 		return wire.HeartbeatReply{Epoch: c.epoch, Reconnect: true}, nil
 	}
 	w.lastHeartbeat = c.now()
+	c.metrics.heartbeats.Inc()
 	return wire.HeartbeatReply{Epoch: c.epoch}, nil
 }
 

@@ -30,6 +30,7 @@ type writer struct {
 	gen     func() uint64     // the current leadership generation
 	timeout time.Duration
 	log     *slog.Logger
+	observe func(took time.Duration, err error) // each write's latency (metrics); nil: none
 }
 
 // admit fails, on their own, the proposals that must not be written: ones
@@ -87,8 +88,12 @@ func (w *writer) run(ctx context.Context) {
 			cmds = append(cmds, p.cmds...)
 		}
 		wctx, cancel := context.WithTimeout(ctx, w.timeout)
+		start := time.Now()
 		err := w.engine.Write(wctx, cmds)
 		cancel()
+		if w.observe != nil {
+			w.observe(time.Since(start), err)
+		}
 		if err != nil {
 			w.log.Warn("persistence write failed", "commands", len(cmds), "err", err)
 		}

@@ -70,6 +70,7 @@ func route[Req, Resp any](method, pattern string, access Access) Route[Req, Resp
 var MasterAPI = struct {
 	Health, Ready Route[None, Text]
 	Cluster       Route[None, ClusterStatus] // ?completed=false leaves the finished out
+	Metrics       Route[None, Text]          // Prometheus' text format
 
 	RegisterApp      Route[AppDescription, Submitted] // Idempotency-Key header
 	App              Route[None, AppStatus]           // {id}
@@ -102,6 +103,7 @@ var MasterAPI = struct {
 	Health:  route[None, Text]("GET", "/healthz", AccessOpen),
 	Ready:   route[None, Text]("GET", "/readyz", AccessOperator),
 	Cluster: route[None, ClusterStatus]("GET", "/v1/cluster", AccessOperator),
+	Metrics: route[None, Text]("GET", "/metrics", AccessOperator),
 
 	RegisterApp:      route[AppDescription, Submitted]("POST", "/v1/apps", AccessApp),
 	App:              route[None, AppStatus]("GET", "/v1/apps/{id}", AccessApp),
@@ -136,8 +138,9 @@ var MasterAPI = struct {
 // master's epoch; a worker refuses one older than the newest it has seen
 // with 409 stale_epoch), and reads for people and the master's log proxy.
 var WorkerAPI = struct {
-	Health Route[None, Text]
-	State  Route[None, WorkerLatestState]
+	Health  Route[None, Text]
+	State   Route[None, WorkerLatestState]
+	Metrics Route[None, Text] // Prometheus' text format
 
 	LaunchExecutor Route[LaunchExecutor, None]
 	KillExecutor   Route[KillExecutor, None]
@@ -151,8 +154,9 @@ var WorkerAPI = struct {
 
 	UI
 }{
-	Health: route[None, Text]("GET", "/healthz", AccessOpen),
-	State:  route[None, WorkerLatestState]("GET", "/v1/state", AccessMaster),
+	Health:  route[None, Text]("GET", "/healthz", AccessOpen),
+	State:   route[None, WorkerLatestState]("GET", "/v1/state", AccessMaster),
+	Metrics: route[None, Text]("GET", "/metrics", AccessOperator),
 
 	LaunchExecutor: route[LaunchExecutor, None]("POST", "/v1/executors", AccessMaster),
 	KillExecutor:   route[KillExecutor, None]("POST", "/v1/executors/kill", AccessMaster),

@@ -17,6 +17,7 @@ func (w *Worker) handler() http.Handler {
 		_, _ = rw.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc(api.State.Mux(), w.handleState)
+	mux.Handle(api.Metrics.Mux(), w.metrics.handler())
 	mux.HandleFunc(api.ExecutorLogs.Mux(), w.handleExecutorLog)
 	mux.HandleFunc(api.DriverLogs.Mux(), w.handleDriverLog)
 

@@ -29,7 +29,8 @@ func (w *Worker) cleanupLoop(ctx context.Context) {
 	t := time.NewTicker(w.cfg.CleanupInterval)
 	defer t.Stop()
 	for {
-		w.cleanWorkDir(time.Now())
+		w.metrics.sweeps.Inc()
+		w.metrics.removed.Add(float64(len(w.cleanWorkDir(time.Now()))))
 		select {
 		case <-ctx.Done():
 			return

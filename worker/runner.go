@@ -247,6 +247,7 @@ func (w *Worker) startAttempt(p *proc, note string) (*exec.Cmd, error) {
 		w.terminateLocked(p) // the kill came while we were starting
 	}
 	w.procs.mu.Unlock()
+	w.metrics.launches.WithLabelValues(kindName(p.kind)).Inc()
 	w.procLog(p).Info("started", "pid", cmd.Process.Pid, "argv", p.argv)
 	return cmd, nil
 }
@@ -311,6 +312,7 @@ func (w *Worker) endExecutor(p *proc, e ending[wire.ExecutorState]) {
 	// The table first, so that GET /v1/state agrees with what the master
 	// hears; done last, once the report is queued (shutdown waits on it).
 	w.procs.setEnded(p, string(e.state))
+	w.metrics.exits.WithLabelValues("executor", string(e.state)).Inc()
 	w.enqueueExecutor(wire.ExecutorStateChanged{AppID: p.appID, ExecutorID: p.execID,
 		State: e.state, ExitCode: e.exitCode, Message: e.message})
 	close(p.done)
@@ -322,6 +324,7 @@ func (w *Worker) endDriver(p *proc, e ending[wire.DriverState]) {
 	}
 	w.procLog(p).Info("driver ended", "state", e.state, "message", e.message)
 	w.procs.setEnded(p, string(e.state))
+	w.metrics.exits.WithLabelValues("driver", string(e.state)).Inc()
 	w.enqueueDriver(wire.DriverStateChanged{DriverID: p.driverID,
 		State: e.state, ExitCode: e.exitCode, Message: e.message})
 	close(p.done)

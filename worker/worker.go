@@ -36,6 +36,7 @@ type Worker struct {
 	// incarnation tells this process from an earlier one with the same id.
 	incarnation string
 	procs       *procTable
+	metrics     *metrics
 
 	// Set by Run before ready is closed, read-only afterwards.
 	ready      chan struct{}
@@ -59,14 +60,16 @@ func New(cfg Config, logger *slog.Logger) (*Worker, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	procs := newProcTable()
 	return &Worker{
+		metrics:     newMetrics(procs),
 		cfg:         cfg,
 		log:         logger,
 		client:      httpx.NewClient(cfg.Secret, cfg.RequestTimeout).WithTLS(cfg.masterTLS()),
 		sess:        newSession(),
 		incarnation: rand.Text(),
 		reports:     newReportQueue(),
-		procs:       newProcTable(),
+		procs:       procs,
 		ready:       make(chan struct{}),
 		host:        cfg.AdvertiseHost,
 		masterList:  strings.Join(cfg.Masters, ","),

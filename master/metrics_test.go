@@ -1,0 +1,178 @@
+package master
+
+import (
+	"bytes"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/berth-cluster/berth/election"
+	"github.com/berth-cluster/berth/internal/testproc"
+	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/wire"
+)
+
+func scrape(t *testing.T, base string) map[string]*dto.MetricFamily {
+	return testproc.Scrape(t, base+"/metrics", "")
+}
+
+var value = testproc.Value
+
+// The metrics agree with the API: after launches, and after a worker's
+// death (DEAD, expired, its executors LOST).
+func TestMetricsAgreeWithTheAPI(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	m, err := New(Config{ID: "m1", Advertise: base, WorkerTimeout: time.Second}, persistence.NewMemory(), election.NewSingle("m1"), discardLogger(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go m.Run(t.Context(), ln)
+	fakeWorker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("{}")) }))
+	defer fakeWorker.Close()
+	port := fakeWorker.Listener.Addr().(*net.TCPAddr).Port
+	post := func(path string, body any) int {
+		data, _ := json.Marshal(body)
+		resp, err := http.Post(base+path, "application/json", bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	testproc.Eventually(t, 10*time.Second, "the worker registered", func() bool {
+		return post(wire.MasterAPI.RegisterWorker.Path(), wire.RegisterWorker{ID: "w1", Host: "127.0.0.1", Port: port, Address: fakeWorker.URL, Cores: 4, MemoryMB: 4096}) == http.StatusOK
+	})
+	// The worker heartbeats until the test silences it.
+	silence, beats := make(chan struct{}), make(chan int, 1)
+	go func() {
+		n := 0
+		defer func() { beats <- n }()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if post(wire.MasterAPI.WorkerHeartbeat.Path("w1"), wire.Heartbeat{}) == http.StatusOK {
+				n++
+			}
+			select {
+			case <-silence:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	if code := post(wire.MasterAPI.RegisterApp.Path(), wire.AppDescription{Command: []string{"x"}, MaxCores: 3, CoresPerExecutor: 1, MemoryPerExecutorMB: 100}); code != http.StatusOK {
+		t.Fatalf("app: %d", code)
+	}
+	status := func() wire.ClusterStatus {
+		resp, err := http.Get(base + wire.MasterAPI.Cluster.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var st wire.ClusterStatus
+		json.NewDecoder(resp.Body).Decode(&st)
+		return st
+	}
+	testproc.Eventually(t, 10*time.Second, "3 executors", func() bool {
+		st := status()
+		return len(st.ActiveApps) == 1 && len(st.ActiveApps[0].Executors) == 3
+	})
+	close(silence)
+	sent := <-beats
+	st, f := status(), scrape(t, base)
+	w := st.Workers[0]
+	for _, c := range []struct {
+		name string
+		got  float64
+		want int
+	}{
+		{"workers ALIVE", value(f, "berth_workers", "state", "ALIVE"), 1},
+		{"cores total", value(f, "berth_cores", "kind", "total"), w.Cores},
+		{"cores used", value(f, "berth_cores", "kind", "used"), w.CoresUsed},
+		{"memory used (MiB)", value(f, "berth_memory_bytes", "kind", "used") / (1 << 20), w.MemoryUsedMB},
+		{"apps RUNNING", value(f, "berth_apps", "state", "RUNNING"), 1},
+		{"executors LAUNCHING", value(f, "berth_executors", "state", "LAUNCHING"), len(st.ActiveApps[0].Executors)},
+		{"launches", value(f, "berth_master_executor_launches_total"), 3},
+		{"heartbeats", value(f, "berth_master_heartbeats_total"), sent},
+		{"leader", value(f, "berth_master_leader"), 1},
+		{"ALIVE", value(f, "berth_master_status", "status", "ALIVE"), 1},
+		{"leaderships", value(f, "berth_master_leadership_gained_total"), 1},
+	} {
+		if int(c.got) != c.want {
+			t.Errorf("%s: the metrics say %v, the API %d", c.name, c.got, c.want)
+		}
+	}
+	if value(f, "berth_master_writes_seconds", "outcome", "committed") < 3 || value(f, "berth_master_schedule_round_seconds") < 1 {
+		t.Errorf("writes %v, scheduling rounds %v", value(f, "berth_master_writes_seconds", "outcome", "committed"), value(f, "berth_master_schedule_round_seconds"))
+	}
+	if value(f, "berth_http_request_duration_seconds", "route", "/v1/cluster", "method", "GET", "code", "200") < 1 {
+		t.Error("no request recorded under the route /v1/cluster")
+	}
+	for _, fam := range f {
+		for _, m := range fam.Metric {
+			for _, l := range m.Label {
+				if l.GetName() == "route" && strings.Contains(l.GetValue(), "w1") {
+					t.Errorf("a route label carries a path's value: %q", l.GetValue())
+				}
+			}
+		}
+	}
+
+	// The worker goes silent: DEAD, expired once, its executors LOST.
+	testproc.Eventually(t, 10*time.Second, "the worker DEAD", func() bool { return status().Workers[0].State == wire.WorkerDead })
+	f = scrape(t, base)
+	if v := value(f, "berth_workers", "state", "DEAD"); v != 1 {
+		t.Errorf("workers DEAD: %v", v)
+	}
+	if v := value(f, "berth_master_worker_expiries_total"); v != 1 {
+		t.Errorf("worker expiries: %v", v)
+	}
+	if v := value(f, "berth_master_executor_ends_total", "state", "LOST"); v != 3 {
+		t.Errorf("executors LOST: %v, want 3", v)
+	}
+	if v := value(f, "berth_cores", "kind", "total"); v != 0 {
+		t.Errorf("cores of the workers not DEAD: %v", v)
+	}
+}
+
+// A failover counts a leadership and sets the recovery's duration; a
+// follower reports no state of the leader's.
+func TestMetricsAcrossAFailover(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lead(nil)
+	h.addWorker("w1", 4, 4096)
+	h.failover()
+	h.clock.advance(1500 * time.Millisecond)
+	h.reregister(h.c.workers["w1"], "w1-1")
+	h.commit()
+	h.pass(h.c.cfg.RecoveryTimeout+time.Second, "w1")
+	if h.c.status != wire.MasterAlive {
+		t.Fatalf("status %s", h.c.status)
+	}
+	got := map[string]float64{}
+	for _, c := range []struct {
+		name string
+		m    interface{ Write(*dto.Metric) error }
+	}{{"leaderships", h.c.metrics.leadershipChanges}, {"recovery", h.c.metrics.recovery}} {
+		var d dto.Metric
+		c.m.Write(&d)
+		got[c.name] = d.GetCounter().GetValue() + d.GetGauge().GetValue()
+	}
+	if got["leaderships"] != 2 || got["recovery"] < 1.5 {
+		t.Errorf("after a failover: %v", got)
+	}
+	h.c.revoked()
+	if s := h.c.stateCounts(); s.leading || len(s.workers) != 0 {
+		t.Errorf("a follower's counts: %+v", s)
+	}
+}

@@ -1,0 +1,70 @@
+package worker
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// The worker's metrics (docs/METRICS.md), in a registry of its own.
+type metrics struct {
+	reg      *prometheus.Registry
+	launches *prometheus.CounterVec
+	exits    *prometheus.CounterVec
+	sweeps   prometheus.Counter
+	removed  prometheus.Counter
+}
+
+func newMetrics(procs *procTable) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		launches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "berth_worker_launches_total",
+			Help: "Processes started, by kind (executor, driver); a supervised driver's restarts count."}, []string{"kind"}),
+		exits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "berth_worker_exits_total",
+			Help: "Processes that ended, by kind and final state (EXITED, FAILED, KILLED, FINISHED, ERROR)."}, []string{"kind", "state"}),
+		sweeps: prometheus.NewCounter(prometheus.CounterOpts{Name: "berth_worker_cleanup_sweeps_total",
+			Help: "Sweeps of the work directory for stale directories (--cleanup-interval)."}),
+		removed: prometheus.NewCounter(prometheus.CounterOpts{Name: "berth_worker_cleanup_removed_total",
+			Help: "Stale work directories removed (--cleanup-ttl)."}),
+	}
+	m.reg.MustRegister(m.launches, m.exits, m.sweeps, m.removed, procCollector{procs},
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) handler() http.Handler { return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}) }
+
+func kindName(k procKind) string {
+	if k == kindExecutor {
+		return "executor"
+	}
+	return "driver"
+}
+
+// procCollector counts the live processes by kind and state at a scrape.
+type procCollector struct{ t *procTable }
+
+var descProcs = prometheus.NewDesc("berth_worker_processes", "Live processes by kind and state.", []string{"kind", "state"}, nil)
+
+func (c procCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descProcs }
+
+func (c procCollector) Collect(ch chan<- prometheus.Metric) {
+	type key struct{ kind, state string }
+	counts := map[key]int{}
+	c.t.mu.Lock()
+	for _, p := range c.t.executors {
+		if !p.ended {
+			counts[key{"executor", p.state}]++
+		}
+	}
+	for _, p := range c.t.drivers {
+		if !p.ended {
+			counts[key{"driver", p.state}]++
+		}
+	}
+	c.t.mu.Unlock()
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(descProcs, prometheus.GaugeValue, float64(n), k.kind, k.state)
+	}
+}
