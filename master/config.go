@@ -42,6 +42,7 @@ type Config struct {
 	MaxExecutorRetries int // consecutive executor failures that fail an app; 0: the default (10); < 0: never
 	RetainedApps       int // finished apps kept for status
 	RetainedDrivers    int // finished drivers kept for status
+	MaxDrivers         int // drivers running at once (--max-drivers); 0: no bound
 
 	// Caps (limits.go); 0 takes the default.
 	MaxActiveApps      int // apps registered and not ended
@@ -113,7 +114,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.DefaultCores < 0 || c.DefaultCores > maxAppCores {
 		return c, fmt.Errorf("default cores %d out of range 0..%d", c.DefaultCores, maxAppCores)
 	}
-	if c.RetainedApps < 0 || c.RetainedDrivers < 0 {
+	if c.RetainedApps < 0 || c.RetainedDrivers < 0 || c.MaxDrivers < 0 {
 		return c, fmt.Errorf("retained apps and drivers must not be negative")
 	}
 	if _, err := placement.New(c.Placement, placement.Options{Order: c.WorkerOrder, MinCoreUnit: c.MinCoreUnit}); err != nil {

@@ -33,8 +33,16 @@ func (c *core) scheduleNow() {
 // scheduleDrivers gives each waiting driver, first come first served, the
 // next worker round the ring that has room (spark.deploy.spreadOutDrivers):
 // drivers spread over the workers instead of piling onto the first.
+//
+// With --max-drivers N, no more than N drivers run (or are being launched)
+// at once (spark.deploy.maxDrivers): drivers that take every core leave
+// their own apps none and wait on them for ever (SPARK-27750).
 func (c *core) scheduleDrivers(alive []*workerInfo) {
+	placed := c.placedDrivers()
 	for _, d := range append([]*driverInfo(nil), c.waitingDrivers...) {
+		if c.cfg.MaxDrivers > 0 && placed >= c.cfg.MaxDrivers {
+			return
+		}
 		if d.ending != nil || d.writes.busy {
 			continue // being killed: decided when that write is done
 		}
@@ -43,6 +51,7 @@ func (c *core) scheduleDrivers(alive []*workerInfo) {
 			c.driverCursor++
 			if w.coresFree() >= d.rec.Desc.Cores && w.memoryFree() >= d.rec.Desc.MemoryMB {
 				c.launchDriver(w, d)
+				placed++
 				break
 			}
 		}
@@ -91,6 +100,17 @@ func (c *core) scheduleExecutors(alive []*workerInfo) {
 			c.launchExecutor(a, w, l.Cores, l.MemoryMB)
 		}
 	}
+}
+
+// placedDrivers counts the drivers on a worker: running, or being launched.
+func (c *core) placedDrivers() int {
+	n := 0
+	for _, d := range c.drivers {
+		if d.worker != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // appsWantCores reports whether any app could use more executors.

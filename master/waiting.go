@@ -82,6 +82,8 @@ func (c *core) driverWaiting(d *driverInfo, r room) string {
 		return ""
 	case c.status != wire.MasterAlive:
 		return "waiting: the master is recovering its workers"
+	case c.cfg.MaxDrivers > 0 && c.placedDrivers() >= c.cfg.MaxDrivers:
+		return fmt.Sprintf("waiting: %d drivers run, the most --max-drivers allows", c.cfg.MaxDrivers)
 	}
 	return r.fitReason("the driver", d.rec.Desc.Cores, d.rec.Desc.MemoryMB)
 }

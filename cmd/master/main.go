@@ -146,6 +146,7 @@ func configFromFlags(cx *cli.Context) (master.Config, error) {
 		MaxActiveDrivers:   cx.Int("max-active-drivers"),
 		MaxSubmissionBytes: cx.Int("max-submission-bytes"),
 		MaxStreamsPerApp:   cx.Int("max-streams-per-app"),
+		MaxDrivers:         cx.Int("max-drivers"),
 	}
 	if cfg.WorkerTimeout <= 0 {
 		return cfg, fmt.Errorf("--worker-timeout %s: must be positive", cfg.WorkerTimeout)
@@ -155,7 +156,7 @@ func configFromFlags(cx *cli.Context) (master.Config, error) {
 		v    int
 	}{{"--default-cores", cfg.DefaultCores}, {"--min-core-unit", cfg.MinCoreUnit}, {"--retained-apps", cfg.RetainedApps}, {"--retained-drivers", cfg.RetainedDrivers},
 		{"--max-active-apps", cfg.MaxActiveApps}, {"--max-active-drivers", cfg.MaxActiveDrivers}, {"--max-submission-bytes", cfg.MaxSubmissionBytes},
-		{"--max-streams-per-app", cfg.MaxStreamsPerApp}, {"--max-connections", cx.Int("max-connections")}} {
+		{"--max-streams-per-app", cfg.MaxStreamsPerApp}, {"--max-drivers", cfg.MaxDrivers}, {"--max-connections", cx.Int("max-connections")}} {
 		if d.v < 0 {
 			return cfg, fmt.Errorf("%s %d: must not be negative", d.flag, d.v)
 		}
@@ -302,6 +303,7 @@ func flags() []cli.Flag {
 		&cli.IntFlag{Name: "max-executor-retries", Value: master.DefaultMaxExecutorRetries, EnvVars: env("MAX_EXECUTOR_RETRIES"), Usage: "executor failures in a row, with none running, that fail an app (-1: never; 0 means the default)"},
 		&cli.IntFlag{Name: "retained-apps", Value: master.DefaultRetained, EnvVars: env("RETAINED_APPS"), Usage: "finished apps kept for status"},
 		&cli.IntFlag{Name: "retained-drivers", Value: master.DefaultRetained, EnvVars: env("RETAINED_DRIVERS"), Usage: "finished drivers kept for status"},
+		&cli.IntFlag{Name: "max-drivers", EnvVars: env("MAX_DRIVERS"), Usage: "drivers running at once; more wait SUBMITTED, so drivers cannot take every core from their own apps (Spark's spark.deploy.maxDrivers; 0: no bound)"},
 		&cli.IntFlag{Name: "max-active-apps", Value: master.DefaultMaxActiveApps, EnvVars: env("MAX_ACTIVE_APPS"), Usage: "apps registered and not ended; one more gets 429"},
 		&cli.IntFlag{Name: "max-active-drivers", Value: master.DefaultMaxActiveDrivers, EnvVars: env("MAX_ACTIVE_DRIVERS"), Usage: "drivers submitted and not ended; one more gets 429"},
 		&cli.IntFlag{Name: "max-submission-bytes", Value: master.DefaultMaxSubmissionBytes, EnvVars: env("MAX_SUBMISSION_BYTES"), Usage: "bytes of a submission's command and environment; more gets 429"},

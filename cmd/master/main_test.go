@@ -29,6 +29,7 @@ func TestBadFlagsAreRefusedNamingTheFlag(t *testing.T) {
 		{Args: []string{"--max-submission-bytes", "-1"}, Flag: "--max-submission-bytes"},
 		{Args: []string{"--max-streams-per-app", "-1"}, Flag: "--max-streams-per-app"},
 		{Args: []string{"--max-connections", "-1"}, Flag: "--max-connections"},
+		{Args: []string{"--max-drivers", "-1"}, Flag: "--max-drivers"},
 		{Args: []string{"--default-cores", "-1"}, Flag: "--default-cores"},
 		{Args: []string{"--recovery-mode", "zookeeper"}, Flag: "--recovery-mode"},
 		{Args: []string{"--recovery-mode", "bolt", "--data-dir", ""}, Flag: "--data-dir"},
