@@ -6,10 +6,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/berth-cluster/berth/election"
@@ -174,5 +177,39 @@ func TestMetricsAcrossAFailover(t *testing.T) {
 	h.c.revoked()
 	if s := h.c.stateCounts(); s.leading || len(s.workers) != 0 {
 		t.Errorf("a follower's counts: %+v", s)
+	}
+}
+
+// The dashboard queries and the reference name only metrics that exist,
+// and the reference names every master metric.
+func TestMetricsDocAndDashboardMatchTheRegistry(t *testing.T) {
+	names := regexp.MustCompile(`berth_[a-z_]+`)
+	doc, err := os.ReadFile("../docs/METRICS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dash, err := os.ReadFile("../deploy/grafana-berth.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, n := range names.FindAllString(string(doc), -1) {
+		documented[n] = true
+	}
+	for _, n := range names.FindAllString(string(dash), -1) {
+		n = strings.TrimSuffix(strings.TrimSuffix(n, "_bucket"), "_count")
+		if !documented[n] {
+			t.Errorf("the dashboard queries %s, which docs/METRICS.md does not describe", n)
+		}
+	}
+	m := newMetrics()
+	m.reg.MustRegister(stateCollector{})
+	descs := make(chan *prometheus.Desc, 100)
+	m.reg.Describe(descs)
+	close(descs)
+	for d := range descs {
+		if n := names.FindString(d.String()); n != "" && !documented[n] {
+			t.Errorf("%s is not in docs/METRICS.md", n)
+		}
 	}
 }
