@@ -82,8 +82,11 @@ func TestScenarios(t *testing.T) {
 		t.Errorf("app: %+v", rep.App)
 	}
 
-	if len(rep.Submit) != 6 {
+	if len(rep.Submit) != 8 { // raft-3, via follower, bolt-1 with and without TLS, at 2 concurrencies
 		t.Fatalf("%d submit results", len(rep.Submit))
+	}
+	if len(rep.TLSCost) != 2 {
+		t.Errorf("TLS costs %+v, want one per concurrency", rep.TLSCost)
 	}
 	for _, s := range rep.Submit {
 		if s.Count != 40 || s.Errors+s.KillErrors > 0 || s.PerSecond <= 0 || s.Latency.P50 <= 0 || s.KillPerSecond <= 0 {

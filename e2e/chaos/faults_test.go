@@ -79,7 +79,10 @@ func (ch *chaos) restartAfterExit(m *testcluster.Master) error {
 	select {
 	case <-m.Proc().Done():
 	case <-time.After(15 * time.Second):
-		return fmt.Errorf("%s did not exit within 15s of SIGTERM", m.ID)
+		// SIGQUIT: the Go runtime writes every goroutine's stack into
+		// the master's log, which the report keeps: where it hangs.
+		_ = m.Proc().Signal(syscall.SIGQUIT)
+		return fmt.Errorf("%s did not exit within 15s of SIGTERM (its goroutines are in its log, after SIGQUIT)", m.ID)
 	}
 	return ch.cl.StartMaster(m)
 }

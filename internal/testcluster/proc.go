@@ -149,8 +149,14 @@ func (p *Proc) Stop(timeout time.Duration) error {
 	case <-p.done:
 		return nil
 	case <-time.After(timeout):
+		// SIGQUIT first: a Go process writes its goroutines into its log.
+		_ = p.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(2 * time.Second):
+		}
 		p.Kill()
-		return fmt.Errorf("%s did not exit within %s of SIGTERM", p.Name, timeout)
+		return fmt.Errorf("%s did not exit within %s of SIGTERM (goroutines in its log, after SIGQUIT)", p.Name, timeout)
 	}
 }
 
