@@ -68,6 +68,13 @@ type Config struct {
 	// 0: three quarters of the file descriptor limit.
 	MaxConnections int
 
+	// LogMaxSize rolls each process's stdout and stderr once it would pass
+	// this many bytes (--log-max-size); 0 keeps one file, unbounded.
+	LogMaxSize int64
+	// LogMaxFiles is the rolled files kept besides the current one
+	// (--log-max-files); the oldest beyond it are deleted.
+	LogMaxFiles int
+
 	// RunAs is the user executors and drivers run as (--run-as, a name or a
 	// uid; the worker must be root), with no supplementary groups and
 	// directories of their own (runas.go). Empty: the worker's own user.
@@ -203,6 +210,9 @@ func (c Config) withDefaults() (Config, error) {
 		c.runAs = r
 	}
 
+	if c.LogMaxSize < 0 || c.LogMaxFiles < 0 {
+		errs = append(errs, fmt.Errorf("--log-max-size %d, --log-max-files %d: must not be negative", c.LogMaxSize, c.LogMaxFiles))
+	}
 	if c.MaxConnections < 0 {
 		errs = append(errs, fmt.Errorf("--max-connections %d is negative", c.MaxConnections))
 	}

@@ -5,7 +5,6 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -59,7 +58,8 @@ func (w *Worker) serveLog(rw http.ResponseWriter, r *http.Request, dir, what str
 		}
 		tail = n
 	}
-	f, err := os.Open(filepath.Join(dir, stream))
+	// Across the rolled files, oldest first (--log-max-size).
+	body, closeAll, err := openLogStream(dir, stream, tail)
 	if errors.Is(err, fs.ErrNotExist) {
 		httpx.WriteErr(rw, httpx.Coded(http.StatusNotFound, wire.CodeUnknownProcess, "no %s for %s on this worker", stream, what))
 		return
@@ -68,22 +68,7 @@ func (w *Worker) serveLog(rw http.ResponseWriter, r *http.Request, dir, what str
 		httpx.WriteError(rw, http.StatusInternalServerError, "opening the %s of %s: %v", stream, what, err)
 		return
 	}
-	defer f.Close()
-	var body io.Reader = f
-	if tail >= 0 {
-		st, err := f.Stat()
-		if err != nil {
-			httpx.WriteError(rw, http.StatusInternalServerError, "%v", err)
-			return
-		}
-		if off := st.Size() - tail; off > 0 {
-			if _, err := f.Seek(off, io.SeekStart); err != nil {
-				httpx.WriteError(rw, http.StatusInternalServerError, "%v", err)
-				return
-			}
-		}
-		body = io.LimitReader(f, tail)
-	}
+	defer closeAll()
 	rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	rw.Header().Set("X-Content-Type-Options", "nosniff")
 	rw.WriteHeader(http.StatusOK)

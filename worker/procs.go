@@ -35,6 +35,7 @@ type proc struct {
 	argv      []string // placeholders substituted
 	env       []string
 	dir       string
+	logs      *logCopier // with --log-max-size: the copies of its output; owned by its runner
 
 	killCh chan struct{} // closed when a kill is requested
 	done   chan struct{} // closed once the final state is queued

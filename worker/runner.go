@@ -234,6 +234,20 @@ func (w *Worker) startAttempt(p *proc, note string) (*exec.Cmd, error) {
 		Stdout: stdout, Stderr: stderr, // Stdin nil: /dev/null
 		SysProcAttr: w.sysProcAttr(gid),
 	}
+	logGID := -1
+	if w.cfg.runAs != nil {
+		logGID = int(gid)
+	}
+	logs, childEnds, err := w.pipeLogs(cmd, logGID)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, f := range childEnds {
+			f.Close() // the child has its own copies
+		}
+	}()
+	p.logs = logs
 	// The spawner only ever blocks on other Starts, so no deadline is needed.
 	// Setpgid: its pid is its group's id. (A grandchild forked before the
 	// guardian hears of the group would outlive a SIGKILLed worker; the
@@ -271,6 +285,10 @@ func (w *Worker) wait(p *proc, cmd *exec.Cmd) (code int, reason string) {
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	w.guard.untrack(pid)
 	err := cmd.Wait()
+	if p.logs != nil {
+		p.logs.wait() // every byte it wrote is in its files before its end is told
+		p.logs = nil
+	}
 	if cmd.ProcessState == nil {
 		w.procLog(p).Error("lost track of the process", "pid", pid, "err", err)
 		return -1, reason

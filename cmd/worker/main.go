@@ -76,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&cli.StringFlag{Name: "id", Usage: "worker id (default: worker-YYYYMMDDhhmmss-host-port)", EnvVars: env("NODE_ID")},
 			&cli.StringFlag{Name: "cores", Usage: fmt.Sprintf("cores offered to the master, 1 to %d (default: the machine's, %d)", wire.MaxCores, runtime.NumCPU()), EnvVars: env("CORES")},
 			&cli.StringFlag{Name: "memory", Usage: "memory offered to the master, e.g. 512m, 2g (default: the machine's memory minus 1g, at least 1g)", EnvVars: env("MEMORY")},
+			&cli.StringFlag{Name: "log-max-size", Usage: "roll each executor's and driver's stdout and stderr at this size (e.g. 128m; 0: one file, unbounded)", EnvVars: env("LOG_MAX_SIZE")},
+			&cli.IntFlag{Name: "log-max-files", Value: 5, Usage: "rolled log files kept besides the current one, with --log-max-size", EnvVars: env("LOG_MAX_FILES")},
 			&cli.IntFlag{Name: "max-connections", Usage: "open API connections; more wait to be accepted (0: three quarters of the file descriptor limit)", EnvVars: env("MAX_CONNECTIONS")},
 			&cli.StringFlag{Name: "run-as", Usage: "user (name or uid) that executors and drivers run as, without supplementary groups, each in a directory of its own (the worker must be root); unset: the worker's user", EnvVars: env("RUN_AS")},
 			&cli.StringFlag{Name: "work-dir", Value: "./work", Usage: "directory of the children's work directories and logs; created if missing", EnvVars: env("WORK_DIR")},
@@ -153,6 +155,7 @@ func configFrom(c *cli.Context, stderr io.Writer) (worker.Config, *slog.Logger, 
 		WorkDir:         c.String("work-dir"),
 		RunAs:           c.String("run-as"),
 		MaxConnections:  c.Int("max-connections"),
+		LogMaxFiles:     c.Int("log-max-files"),
 		KillGrace:       c.Duration("kill-grace"),
 		CleanupTTL:      c.Duration("cleanup-ttl"),
 		CleanupInterval: c.Duration("cleanup-interval"),
@@ -185,6 +188,16 @@ func configFrom(c *cli.Context, stderr io.Writer) (worker.Config, *slog.Logger, 
 		default:
 			cfg.Cores = n
 		}
+	}
+	if s := c.String("log-max-size"); s != "" && s != "0" {
+		if mb, err := units.ParseMemoryMB(s); err != nil {
+			errs = append(errs, fmt.Errorf("--log-max-size: %w", err))
+		} else {
+			cfg.LogMaxSize = int64(mb) << 20
+		}
+	}
+	if n := c.Int("log-max-files"); n < 0 {
+		errs = append(errs, fmt.Errorf("--log-max-files %d: must not be negative", n))
 	}
 	if s := c.String("memory"); s != "" {
 		mb, err := units.ParseMemoryMB(s)
