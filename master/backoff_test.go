@@ -1,6 +1,7 @@
 package master
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -61,34 +62,26 @@ func TestFastEndingExecutorsAreRelaunchedWithBackoff(t *testing.T) {
 		t.Fatalf("%d executors at the start, want 2", n)
 	}
 
-	h.endAll(a, wire.ExecutorExited) // exit 0 at once: counts as much as a failure
-	if n := len(a.executors); n != 0 {
-		t.Fatalf("%d executors relaunched at once after a fast exit", n)
+	// Both executors end soon after starting, in state: one event says
+	// the delay; none is relaunched within it, both right after.
+	round := func(state wire.ExecutorState, inARow int, delay time.Duration) {
+		t.Helper()
+		h.endAll(a, state)
+		want := fmt.Sprintf("(%d in a row): new executors wait %s", inARow, delay)
+		if d := delays(); len(d) != 1 || !strings.Contains(d[0], want) {
+			t.Errorf("events after %d fast ends: %q, want one saying %q", inARow, d, want)
+		}
+		h.pass(delay-100*time.Millisecond, "w1")
+		if n := len(a.executors); n != 0 {
+			t.Fatalf("%d executors within the backoff of %s", n, delay)
+		}
+		h.pass(200*time.Millisecond, "w1")
+		if n := len(a.executors); n != 2 {
+			t.Fatalf("%d executors once the backoff of %s passed, want 2", n, delay)
+		}
 	}
-	if d := delays(); len(d) != 1 || !strings.Contains(d[0], "(1 in a row)") || !strings.Contains(d[0], "wait 500ms") {
-		t.Errorf("events after two executors ended together: %q", d)
-	}
-	h.pass(400*time.Millisecond, "w1")
-	if n := len(a.executors); n != 0 {
-		t.Fatalf("%d executors within the backoff", n)
-	}
-	h.pass(200*time.Millisecond, "w1")
-	if n := len(a.executors); n != 2 {
-		t.Fatalf("%d executors once the backoff passed, want 2", n)
-	}
-
-	h.endAll(a, wire.ExecutorFailed)
-	if d := delays(); len(d) != 1 || !strings.Contains(d[0], "(2 in a row)") || !strings.Contains(d[0], "wait 1s") {
-		t.Errorf("events after the second fast end: %q", d)
-	}
-	h.pass(900*time.Millisecond, "w1")
-	if n := len(a.executors); n != 0 {
-		t.Fatalf("%d executors within the doubled backoff", n)
-	}
-	h.pass(200*time.Millisecond, "w1")
-	if n := len(a.executors); n != 2 {
-		t.Fatalf("%d executors after the doubled backoff, want 2", n)
-	}
+	round(wire.ExecutorExited, 1, 500*time.Millisecond) // exit 0 at once counts as much as a failure
+	round(wire.ExecutorFailed, 2, time.Second)
 
 	// Running stably clears it: the next end is relaunched at once.
 	for _, e := range executors(a) {

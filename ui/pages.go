@@ -77,11 +77,8 @@ func summarize(c *wire.ClusterStatus) summary {
 }
 
 func (u *server) overview(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := pageCtx(r)
-	defer cancel()
-	c, err := u.o.Source.Cluster(ctx)
-	if err != nil {
-		u.fail(w, err)
+	c, ok := u.cluster(w, r)
+	if !ok {
 		return
 	}
 	u.render(w, http.StatusOK, "overview", overviewData{
@@ -90,6 +87,19 @@ func (u *server) overview(w http.ResponseWriter, r *http.Request) {
 		Drivers: paginate(c.ActiveDrivers, r, "drivers"), DoneApps: paginate(c.CompletedApps, r, "done-apps"),
 		DoneDrvs: paginate(c.CompletedDrivers, r, "done-drivers"),
 	})
+}
+
+// cluster reads the cluster for a page; on failure it renders the error
+// page and returns false.
+func (u *server) cluster(w http.ResponseWriter, r *http.Request) (*wire.ClusterStatus, bool) {
+	ctx, cancel := pageCtx(r)
+	defer cancel()
+	c, err := u.o.Source.Cluster(ctx)
+	if err != nil {
+		u.fail(w, err)
+		return nil, false
+	}
+	return c, true
 }
 
 // workerData is one worker and what runs on it.
@@ -107,11 +117,8 @@ type placed struct {
 }
 
 func (u *server) worker(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := pageCtx(r)
-	defer cancel()
-	c, err := u.o.Source.Cluster(ctx)
-	if err != nil {
-		u.fail(w, err)
+	c, ok := u.cluster(w, r)
+	if !ok {
 		return
 	}
 	id := r.PathValue("id")

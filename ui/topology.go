@@ -152,11 +152,8 @@ type topologyData struct {
 }
 
 func (u *server) topology(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := pageCtx(r)
-	defer cancel()
-	c, err := u.o.Source.Cluster(ctx)
-	if err != nil {
-		u.fail(w, err)
+	c, ok := u.cluster(w, r)
+	if !ok {
 		return
 	}
 	all := bars(c)

@@ -163,36 +163,38 @@ func summarizeRounds(scenario string, rounds []Round) FailoverSummary {
 	return fs
 }
 
-// tlsCosts pairs the bolt setups with and without TLS.
-func tlsCosts(results []SubmitResult) []TLSCost {
-	var out []TLSCost
-	for _, r := range results {
-		if r.Setup != setupBolt {
+// pairs calls pair for each result of setup a with the result of setup b
+// at the same concurrency (when b committed anything).
+func pairs(results []SubmitResult, a, b string, pair func(x, y SubmitResult)) {
+	for _, x := range results {
+		if x.Setup != a {
 			continue
 		}
-		for _, p := range results {
-			if p.Setup == setupBoltPlain && p.Concurrency == r.Concurrency && p.PerSecond > 0 {
-				out = append(out, TLSCost{Concurrency: r.Concurrency, TLS: r.PerSecond, Plain: p.PerSecond,
-					TLSToPlain: float64(int(r.PerSecond/p.PerSecond*100+0.5)) / 100})
+		for _, y := range results {
+			if y.Setup == b && y.Concurrency == x.Concurrency && y.PerSecond > 0 {
+				pair(x, y)
 			}
 		}
 	}
+}
+
+// ratio is x/y to two decimals.
+func ratio(x, y float64) float64 { return float64(int(x/y*100+0.5)) / 100 }
+
+// tlsCosts pairs the bolt setups with and without TLS.
+func tlsCosts(results []SubmitResult) []TLSCost {
+	var out []TLSCost
+	pairs(results, setupBolt, setupBoltPlain, func(x, y SubmitResult) {
+		out = append(out, TLSCost{Concurrency: x.Concurrency, TLS: x.PerSecond, Plain: y.PerSecond, TLSToPlain: ratio(x.PerSecond, y.PerSecond)})
+	})
 	return out
 }
 
 func ratios(results []SubmitResult) []Ratio {
 	var out []Ratio
-	for _, r := range results {
-		if r.Setup != setupRaft {
-			continue
-		}
-		for _, b := range results {
-			if b.Setup == setupBolt && b.Concurrency == r.Concurrency && b.PerSecond > 0 {
-				out = append(out, Ratio{Concurrency: r.Concurrency, Raft: r.PerSecond, Bolt: b.PerSecond,
-					RaftToBolt: float64(int(r.PerSecond/b.PerSecond*100+0.5)) / 100})
-			}
-		}
-	}
+	pairs(results, setupRaft, setupBolt, func(x, y SubmitResult) {
+		out = append(out, Ratio{Concurrency: x.Concurrency, Raft: x.PerSecond, Bolt: y.PerSecond, RaftToBolt: ratio(x.PerSecond, y.PerSecond)})
+	})
 	return out
 }
 
