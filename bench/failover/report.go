@@ -291,24 +291,15 @@ func (r *Report) print(w io.Writer) {
 				fmt.Fprintf(w, "  %s c=%d first error: %s\n", s.Setup, s.Concurrency, s.FirstError)
 			}
 		}
-		if len(r.Ratios) > 0 {
-			fmt.Fprintln(w, "\nraft-3 vs bolt-1:")
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "clients\traft-3/s\tbolt-1/s\traft/bolt\t")
-			for _, q := range r.Ratios {
-				fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.2f\t\n", q.Concurrency, q.Raft, q.Bolt, q.RaftToBolt)
-			}
-			tw.Flush()
+		var raft, tls [][4]float64
+		for _, q := range r.Ratios {
+			raft = append(raft, [4]float64{float64(q.Concurrency), q.Raft, q.Bolt, q.RaftToBolt})
 		}
-		if len(r.TLSCost) > 0 {
-			fmt.Fprintln(w, "\nbolt-1 with TLS vs without:")
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "clients\tTLS/s\twithout/s\tTLS/without\t")
-			for _, q := range r.TLSCost {
-				fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.2f\t\n", q.Concurrency, q.TLS, q.Plain, q.TLSToPlain)
-			}
-			tw.Flush()
+		for _, q := range r.TLSCost {
+			tls = append(tls, [4]float64{float64(q.Concurrency), q.TLS, q.Plain, q.TLSToPlain})
 		}
+		writeComparison(w, "raft-3 vs bolt-1:", "clients\traft-3/s\tbolt-1/s\traft/bolt\t", raft)
+		writeComparison(w, "bolt-1 with TLS vs without:", "clients\tTLS/s\twithout/s\tTLS/without\t", tls)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
@@ -374,4 +365,19 @@ func fsType(dir string) string {
 		return "overlayfs"
 	}
 	return fmt.Sprintf("0x%x", uint64(st.Type))
+}
+
+// writeComparison writes a side-by-side table (clients, a/s, b/s, a/b),
+// if it has rows.
+func writeComparison(w io.Writer, title, header string, rows [][4]float64) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\n"+title)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, header)
+	for _, q := range rows {
+		fmt.Fprintf(tw, "%.0f\t%.0f\t%.0f\t%.2f\t\n", q[0], q[1], q[2], q[3])
+	}
+	tw.Flush()
 }
