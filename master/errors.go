@@ -61,6 +61,11 @@ func notFound(kind, id string) error {
 	return httpx.Coded(http.StatusNotFound, code, "unknown %s %q", kind, id)
 }
 
+// conflict is a 409 for a change the entity's state does not allow.
+func conflict(format string, args ...any) error {
+	return httpx.Coded(http.StatusConflict, wire.CodeWrongState, format, args...)
+}
+
 // ended is the 409 for a change of an app or driver that has ended.
 func ended(kind, id string) error {
 	return httpx.Coded(http.StatusConflict, wire.CodeEnded, "%s %s has ended", kind, id)

@@ -31,6 +31,8 @@ type workerInfo struct {
 	// removing: the worker's removal is being committed; it takes nothing
 	// new, and these wait for the outcome.
 	removing *waiters
+	// drainKilled: its drain deadline passed and what ran there was killed.
+	drainKilled bool
 }
 
 // schedulable reports whether new work may be placed on the worker.

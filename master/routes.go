@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/wire"
@@ -71,6 +72,12 @@ func (m *Master) Handler() http.Handler {
 	}))
 	serve(mux, api.Decommission, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, reply func(any, error)) {
 		reply(wire.None{}, c.decommissionWorker(id))
+	}))
+	serve(mux, api.Drain, validateDrain, onEntity(m, "worker id", func(c *core, id string, d wire.DrainRequest, reply func(any, error)) {
+		c.drainWorker(id, time.Duration(d.DeadlineSeconds)*time.Second, reply)
+	}))
+	serve(mux, api.Undrain, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, reply func(any, error)) {
+		c.undrainWorker(id, reply)
 	}))
 	serve(mux, api.WorkerLeft, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, reply func(any, error)) {
 		c.workerLeft(id, reply)

@@ -42,6 +42,7 @@ func (c *core) tick() {
 		return // the silent workers' removals are being committed
 	}
 	c.expireWorkers()
+	c.expireDrains()
 	c.expireApps()
 	c.resetRetries()
 	c.endBackoffs()
@@ -51,7 +52,7 @@ func (c *core) tick() {
 // of every app without a stream.
 func (c *core) rearm(now time.Time) {
 	for _, w := range c.workers {
-		if w.state == wire.WorkerAlive || w.state == wire.WorkerDecommissioned {
+		if w.state == wire.WorkerAlive || w.state == wire.WorkerDecommissioned || w.state == wire.WorkerDecommissioning {
 			w.lastHeartbeat = now
 		}
 	}
@@ -69,7 +70,7 @@ func (c *core) expireWorkers() {
 	var silent []*workerInfo
 	for _, w := range c.workers {
 		switch w.state {
-		case wire.WorkerAlive, wire.WorkerDecommissioned:
+		case wire.WorkerAlive, wire.WorkerDecommissioned, wire.WorkerDecommissioning:
 			if w.removing == nil && now.Sub(w.lastHeartbeat) > c.cfg.WorkerTimeout {
 				silent = append(silent, w)
 			}

@@ -96,7 +96,9 @@ func (s uiSource) Act(ctx context.Context, a ui.Action) error {
 		case ui.ActionSetLimit:
 			c.setExecutorLimit(a.ID, a.Limit, reply)
 		case ui.ActionDecommission:
-			reply(nil, c.decommissionWorker(a.ID))
+			c.drainWorker(a.ID, DefaultDrainDeadline, reply)
+		case ui.ActionUndrain:
+			c.undrainWorker(a.ID, reply)
 		default:
 			reply(nil, badRequest("unknown action %q", a.Kind))
 		}
@@ -105,7 +107,7 @@ func (s uiSource) Act(ctx context.Context, a ui.Action) error {
 }
 
 func checkIDFor(a ui.Action) error {
-	kind := map[ui.ActionKind]string{ui.ActionKillApp: "app id", ui.ActionSetLimit: "app id", ui.ActionKillDriver: "driver id", ui.ActionDecommission: "worker id"}[a.Kind]
+	kind := map[ui.ActionKind]string{ui.ActionKillApp: "app id", ui.ActionSetLimit: "app id", ui.ActionKillDriver: "driver id", ui.ActionDecommission: "worker id", ui.ActionUndrain: "worker id"}[a.Kind]
 	if kind == "" {
 		return badRequest("unknown action %q", a.Kind)
 	}

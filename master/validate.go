@@ -155,6 +155,13 @@ func validateRegistration(r wire.RegisterWorker) error {
 	return nil
 }
 
+// maxDrainDeadline bounds a drain's deadline (a week).
+const maxDrainDeadline = 7 * 24 * 3600
+
+func validateDrain(d wire.DrainRequest) error {
+	return checkRange("deadlineSeconds", d.DeadlineSeconds, 0, maxDrainDeadline)
+}
+
 func validateExecutorState(m wire.ExecutorStateChanged) error {
 	if err := checkID("app id", m.AppID); err != nil {
 		return err

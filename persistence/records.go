@@ -91,6 +91,9 @@ type WorkerRecord struct {
 	Address  string `json:"address"`
 	Cores    int    `json:"cores"`
 	MemoryMB int    `json:"memoryMB"`
+	// DrainDeadline: the worker is being drained until then (a new leader
+	// goes on with the drain).
+	DrainDeadline *time.Time `json:"drainDeadline,omitempty"`
 }
 
 // ExecutorRecord is a live executor: where it was placed. It is written at

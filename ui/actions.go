@@ -28,7 +28,7 @@ func (u *server) act(w http.ResponseWriter, r *http.Request) {
 		back = "/ui/apps/" + url.PathEscape(a.ID)
 	case ActionKillDriver:
 		back = "/ui/drivers/" + url.PathEscape(a.ID)
-	case ActionDecommission:
+	case ActionDecommission, ActionUndrain:
 		back = "/ui/workers/" + url.PathEscape(a.ID)
 	default:
 		http.Error(w, "unknown action "+strconv.Quote(string(a.Kind)), http.StatusBadRequest)

@@ -42,7 +42,8 @@ const (
 	ActionKillApp      ActionKind = "kill-app"
 	ActionKillDriver   ActionKind = "kill-driver"
 	ActionSetLimit     ActionKind = "set-limit"
-	ActionDecommission ActionKind = "decommission"
+	ActionDecommission ActionKind = "decommission" // a drain with the master's default deadline
+	ActionUndrain      ActionKind = "undrain"
 )
 
 // LogTarget names a process's log: an app's executor or a driver.

@@ -130,6 +130,16 @@ type WorkerStatus struct {
 	MemoryUsedMB  int         `json:"memoryUsedMB"`
 	State         WorkerState `json:"state"`
 	LastHeartbeat time.Time   `json:"lastHeartbeat"`
+	// DrainDeadline: being drained (DECOMMISSIONING) until then.
+	DrainDeadline *time.Time `json:"drainDeadline,omitempty"`
+}
+
+// DrainRequest is the body of POST /v1/workers/{id}/drain.
+type DrainRequest struct {
+	// DeadlineSeconds is how long what runs on the worker may take to end
+	// on its own before it is killed and replaced elsewhere; 0: the
+	// default (10 minutes).
+	DeadlineSeconds int `json:"deadlineSeconds"`
 }
 
 // MasterNode is one master of the cluster, as Raft sees it.

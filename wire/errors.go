@@ -65,6 +65,9 @@ const (
 	// CodeAddressTaken (409): another live worker is registered at this
 	// host and port.
 	CodeAddressTaken ErrorCode = "address_taken"
+	// CodeWrongState (409): the change does not apply to the entity in its
+	// state (draining a DEAD worker, undraining one not drained).
+	CodeWrongState ErrorCode = "wrong_state"
 
 	// CodeLogsUnreachable (404): the process's worker is unknown, so its
 	// logs cannot be fetched; CodeWorkerUnreachable (502): the worker did
@@ -94,7 +97,7 @@ const (
 var ErrorCodes = []ErrorCode{
 	CodeBadRequest, CodeTooLarge, CodeUnauthorized, CodeForbidden, CodeLimitReached,
 	CodeNotLeader, CodeNoLeader, CodeLeaderPreparing, CodeNotCommitted, CodeOutcomeUnknown, CodeShuttingDown,
-	CodeUnknownWorker, CodeUnknownApp, CodeUnknownExecutor, CodeUnknownDriver, CodeEnded, CodeKeyReused, CodeAddressTaken,
+	CodeUnknownWorker, CodeUnknownApp, CodeUnknownExecutor, CodeUnknownDriver, CodeEnded, CodeKeyReused, CodeAddressTaken, CodeWrongState,
 	CodeLogsUnreachable, CodeWorkerUnreachable, CodeNotReplicated, CodeMembershipFailed,
 	CodeStaleEpoch, CodeUnknownProcess, CodeInternal,
 }

@@ -93,6 +93,8 @@ var MasterAPI = struct {
 	DriverStateReport   Route[DriverStateChanged, None]            // {id}
 	LatestState         Route[WorkerLatestState, LatestStateReply] // {id}
 	Decommission        Route[None, None]                          // {id}: place nothing new here
+	Drain               Route[DrainRequest, WorkerStatus]          // {id}: drain it, with a deadline
+	Undrain             Route[None, WorkerStatus]                  // {id}: end a drain
 	WorkerLeft          Route[None, None]                          // {id}: gone, remove it now
 
 	JoinMaster  Route[JoinRequest, []MasterNode]
@@ -126,6 +128,8 @@ var MasterAPI = struct {
 	DriverStateReport:   route[DriverStateChanged, None]("POST", "/v1/workers/{id}/driver-state", AccessWorker),
 	LatestState:         route[WorkerLatestState, LatestStateReply]("POST", "/v1/workers/{id}/state", AccessWorker),
 	Decommission:        route[None, None]("POST", "/v1/workers/{id}/decommission", AccessOperator),
+	Drain:               route[DrainRequest, WorkerStatus]("POST", "/v1/workers/{id}/drain", AccessOperator),
+	Undrain:             route[None, WorkerStatus]("POST", "/v1/workers/{id}/undrain", AccessOperator),
 	WorkerLeft:          route[None, None]("POST", "/v1/workers/{id}/leave", AccessWorker),
 
 	JoinMaster:  route[JoinRequest, []MasterNode]("POST", "/v1/raft/join", AccessMaster),

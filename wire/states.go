@@ -29,6 +29,10 @@ const (
 	// WorkerDecommissioned: shutting down; nothing new is placed on it, and
 	// it is removed when it says it left (or stops heartbeating).
 	WorkerDecommissioned WorkerState = "DECOMMISSIONED"
+	// WorkerDecommissioning: being drained (berth worker drain): nothing
+	// new is placed on it; what runs there has until its drain deadline to
+	// end, then is killed and replaced elsewhere.
+	WorkerDecommissioning WorkerState = "DECOMMISSIONING"
 )
 
 // AppState is an application's state.

@@ -85,6 +85,7 @@ shown in its help, e.g. BERTH_MASTER and BERTH_SECRET.`,
 			waitCommand(),
 			appCommand(),
 			driverCommand(),
+			workerCommand(),
 			tlsCommand(),
 		},
 	}

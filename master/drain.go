@@ -1,0 +1,119 @@
+package master
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// Draining a worker (berth worker drain; Nomad's node drain): it turns
+// DECOMMISSIONING and nothing new is placed on it; what runs there has
+// until the deadline to end on its own. Then its executors are killed and
+// counted LOST, so their apps get replacements elsewhere as after a lost
+// worker, and its drivers are killed and relaunched elsewhere if
+// supervised. The deadline is in the worker's record: a new leader goes on
+// with the drain. Undrain, before the deadline, makes the worker ALIVE.
+
+// DefaultDrainDeadline is a drain's deadline when the request gives none.
+const DefaultDrainDeadline = 10 * time.Minute
+
+// drainWorker starts (or re-times) the drain of worker id; it answers the
+// worker's status once the drain is durable.
+func (c *core) drainWorker(id string, deadline time.Duration, reply func(any, error)) {
+	w, err := c.liveWorker(id)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	if w.state != wire.WorkerAlive && w.state != wire.WorkerDecommissioning {
+		reply(nil, conflict("worker %s is %s: only an ALIVE worker can be drained", id, w.state))
+		return
+	}
+	if deadline <= 0 {
+		deadline = DefaultDrainDeadline
+	}
+	until := c.now().Add(deadline)
+	c.setDrain(w, &until, reply)
+}
+
+// undrainWorker ends the drain of worker id before its deadline.
+func (c *core) undrainWorker(id string, reply func(any, error)) {
+	w, err := c.liveWorker(id)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	if w.state != wire.WorkerDecommissioning {
+		reply(nil, conflict("worker %s is %s, not being drained", id, w.state))
+		return
+	}
+	if w.drainKilled {
+		reply(nil, conflict("worker %s's drain deadline has passed: what ran there is being replaced", id))
+		return
+	}
+	c.setDrain(w, nil, reply)
+}
+
+// setDrain writes w's record with the drain deadline until (nil: none) and,
+// once durable, applies it.
+func (c *core) setDrain(w *workerInfo, until *time.Time, reply func(any, error)) {
+	rec := w.rec
+	rec.DrainDeadline = until
+	c.commit([]persistence.Command{persistence.PutWorker(rec)}, func() {
+		w.rec = rec
+		if until != nil {
+			w.state = wire.WorkerDecommissioning
+			c.log.Info("draining worker", "worker", w.rec.ID, "deadline", until.Format(time.RFC3339))
+		} else {
+			w.state, w.drainKilled = wire.WorkerAlive, false
+			c.log.Info("drain ended: worker ALIVE", "worker", w.rec.ID)
+		}
+		c.schedule()
+	}, func(err error) {
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		st := workerStatus(w)
+		reply(&st, nil)
+	})
+}
+
+// drainState is the state of a worker that answers a new leader: ALIVE, or
+// DECOMMISSIONING if its record says it is being drained.
+func drainState(rec persistence.WorkerRecord) wire.WorkerState {
+	if rec.DrainDeadline != nil {
+		return wire.WorkerDecommissioning
+	}
+	return wire.WorkerAlive
+}
+
+// expireDrains kills what still runs on drained workers whose deadline has
+// passed (from tick).
+func (c *core) expireDrains() {
+	now := c.now()
+	for _, w := range sortedWorkers(c.workers) {
+		if w.state != wire.WorkerDecommissioning || w.drainKilled || w.removing != nil || now.Before(*w.rec.DrainDeadline) {
+			continue
+		}
+		w.drainKilled = true
+		msg := fmt.Sprintf("killed: worker %s's drain deadline passed", w.rec.ID)
+		c.log.Info("drain deadline passed; killing what is left", "worker", w.rec.ID, "executors", len(w.executors), "drivers", len(w.drivers))
+		for _, e := range sortedExecutors(w.executors) {
+			if !e.launching {
+				c.endExecutor(e, executorEnd{state: wire.ExecutorLost, message: msg, event: wire.EventExecutorLost, note: msg, kill: true}, nil)
+			}
+		}
+		for _, d := range sortedDrivers(w.drivers) {
+			if !d.launching {
+				c.fx.send(w, killDriverCommand(c.epoch, d.rec.ID))
+				c.driverLost(d, msg)
+			}
+		}
+	}
+}
+
+// drained reports whether nothing runs on w any more.
+func (w *workerInfo) drained() bool { return len(w.executors) == 0 && len(w.drivers) == 0 }
