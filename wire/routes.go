@@ -128,7 +128,7 @@ var MasterAPI = struct {
 	DriverStateReport:   route[DriverStateChanged, None]("POST", "/v1/workers/{id}/driver-state", AccessWorker),
 	LatestState:         route[WorkerLatestState, LatestStateReply]("POST", "/v1/workers/{id}/state", AccessWorker),
 	Decommission:        route[None, None]("POST", "/v1/workers/{id}/decommission", AccessOperator),
-	Drain:               route[DrainRequest, WorkerStatus]("POST", "/v1/workers/{id}/drain", AccessOperator),
+	Drain:               route[DrainRequest, WorkerStatus]("POST", "/v1/workers/{id}/drain", AccessWorker), // a worker drains itself on SIGTERM
 	Undrain:             route[None, WorkerStatus]("POST", "/v1/workers/{id}/undrain", AccessOperator),
 	WorkerLeft:          route[None, None]("POST", "/v1/workers/{id}/leave", AccessWorker),
 

@@ -64,6 +64,12 @@ type Config struct {
 	// MemoryMB offered to the master (--memory); 0: the machine's memory
 	// minus 1 GiB, at least 1 GiB.
 	MemoryMB int
+	// DrainDeadline, when positive, makes SIGTERM drain the worker first
+	// (--drain-deadline): the master places nothing new here and what runs
+	// has this long to end on its own before it is killed (and replaced
+	// elsewhere). Zero: SIGTERM kills at once (after KillGrace).
+	DrainDeadline time.Duration
+
 	// MaxConnections bounds the API's open connections (--max-connections);
 	// 0: three quarters of the file descriptor limit.
 	MaxConnections int
@@ -212,6 +218,9 @@ func (c Config) withDefaults() (Config, error) {
 
 	if c.LogMaxSize < 0 || c.LogMaxFiles < 0 {
 		errs = append(errs, fmt.Errorf("--log-max-size %d, --log-max-files %d: must not be negative", c.LogMaxSize, c.LogMaxFiles))
+	}
+	if c.DrainDeadline < 0 {
+		errs = append(errs, fmt.Errorf("--drain-deadline %v is negative", c.DrainDeadline))
 	}
 	if c.MaxConnections < 0 {
 		errs = append(errs, fmt.Errorf("--max-connections %d is negative", c.MaxConnections))

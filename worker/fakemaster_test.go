@@ -27,6 +27,7 @@ type fakeMaster struct {
 	lastBeat      wire.Heartbeat
 	execStates    []wire.ExecutorStateChanged
 	driverStates  []wire.DriverStateChanged
+	drains        []wire.DrainRequest
 	calls         []string // "register", "state", "heartbeat", "executor-state", "driver-state", "decommission", "leave"
 
 	// onRegister, if set, may answer a registration (n counts from 1)
@@ -87,6 +88,10 @@ func newFakeMaster(t *testing.T) *fakeMaster {
 	mux.HandleFunc("POST /v1/workers/{id}/driver-state", answer(fm, "driver-state", func(req wire.DriverStateChanged) (any, error) {
 		fm.driverStates = append(fm.driverStates, req)
 		return struct{}{}, nil
+	}))
+	mux.HandleFunc("POST /v1/workers/{id}/drain", answer(fm, "drain", func(req wire.DrainRequest) (any, error) {
+		fm.drains = append(fm.drains, req)
+		return wire.WorkerStatus{State: wire.WorkerDecommissioning}, nil
 	}))
 	for _, notice := range []string{"decommission", "leave"} { // no body
 		mux.HandleFunc("POST /v1/workers/{id}/"+notice, func(w http.ResponseWriter, r *http.Request) {

@@ -147,16 +147,23 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer stopReports()
 	var bg sync.WaitGroup
 	bg.Go(func() { w.deliverLoop(reportCtx) })
-	bg.Go(func() { w.masterLoop(ctx) })
+	// The master loop (heartbeats) outlives ctx while the worker drains.
+	masterCtx, stopMaster := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopMaster()
+	bg.Go(func() { w.masterLoop(masterCtx) })
 	bg.Go(func() { w.cleanupLoop(ctx) })
 
 	select {
 	case <-ctx.Done():
+		if w.cfg.DrainDeadline > 0 {
+			w.drainBeforeStopping(w.cfg.DrainDeadline)
+		}
 		w.log.Info("stopping: killing every process", "grace", w.cfg.KillGrace)
 	case err := <-serveErr:
 		// Should not happen; stop cleanly all the same.
 		w.log.Error("API server failed; stopping", "err", err)
 	}
+	stopMaster()
 	w.shutdown(srv)
 	stopReports()
 	bg.Wait()
