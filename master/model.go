@@ -33,6 +33,7 @@ type workerInfo struct {
 	removing *waiters
 	// drainKilled: its drain deadline passed and what ran there was killed.
 	drainKilled bool
+	limits      string // as it registered (wire.RegisterWorker.Limits)
 }
 
 // schedulable reports whether new work may be placed on the worker.

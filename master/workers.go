@@ -77,6 +77,7 @@ func (c *core) registerWorker(req wire.RegisterWorker, reply func(any, error)) {
 			return
 		}
 		c.addWorker(rec, req.Incarnation)
+		c.workers[req.ID].limits = req.Limits
 		reply(c.registered(false), nil)
 	})
 }
@@ -92,6 +93,7 @@ func restarted(w *workerInfo, req wire.RegisterWorker) bool {
 // knows and has not declared DEAD.
 func (c *core) acceptKnownWorker(w *workerInfo, req wire.RegisterWorker) {
 	w.lastHeartbeat = c.now()
+	w.limits = req.Limits
 	if w.incarnation == "" {
 		w.incarnation = req.Incarnation
 	}

@@ -132,6 +132,9 @@ type WorkerStatus struct {
 	LastHeartbeat time.Time   `json:"lastHeartbeat"`
 	// DrainDeadline: being drained (DECOMMISSIONING) until then.
 	DrainDeadline *time.Time `json:"drainDeadline,omitempty"`
+	// Limits: how the worker enforces its processes' limits ("cgroup v1",
+	// "cgroup v2", "not enforced: ..."), as it registered.
+	Limits string `json:"limits,omitempty"`
 }
 
 // DrainRequest is the body of POST /v1/workers/{id}/drain.

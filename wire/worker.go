@@ -16,8 +16,11 @@ type RegisterWorker struct {
 	Cores    int    `json:"cores"`
 	MemoryMB int    `json:"memoryMB"`
 	// Address is the base URL of the worker's API as the master should call
-	// it, e.g. http://127.0.0.1:41234 (it may carry a path prefix).
+	// it: exactly http(s)://Host:Port.
 	Address string `json:"address"`
+	// Limits says how the worker enforces its processes' memory, CPU and
+	// pids: "cgroup v1", "cgroup v2", or "not enforced: <why>".
+	Limits string `json:"limits,omitempty"`
 	// Incarnation is random per worker process. A known worker id that
 	// registers with a new incarnation was restarted: what the master had
 	// placed on the old process is gone.

@@ -70,6 +70,10 @@ type Config struct {
 	// elsewhere). Zero: SIGTERM kills at once (after KillGrace).
 	DrainDeadline time.Duration
 
+	// PidsLimit bounds the processes of each executor and driver (its
+	// cgroup's pids.max; --pids-limit), default 4096.
+	PidsLimit int
+
 	// MaxConnections bounds the API's open connections (--max-connections);
 	// 0: three quarters of the file descriptor limit.
 	MaxConnections int
@@ -218,6 +222,12 @@ func (c Config) withDefaults() (Config, error) {
 
 	if c.LogMaxSize < 0 || c.LogMaxFiles < 0 {
 		errs = append(errs, fmt.Errorf("--log-max-size %d, --log-max-files %d: must not be negative", c.LogMaxSize, c.LogMaxFiles))
+	}
+	if c.PidsLimit == 0 {
+		c.PidsLimit = 4096
+	}
+	if c.PidsLimit < 0 {
+		errs = append(errs, fmt.Errorf("--pids-limit %d is negative", c.PidsLimit))
 	}
 	if c.DrainDeadline < 0 {
 		errs = append(errs, fmt.Errorf("--drain-deadline %v is negative", c.DrainDeadline))

@@ -94,7 +94,7 @@ func (w *Worker) masterLoop(ctx context.Context) {
 // ends.
 func (w *Worker) register(ctx context.Context, hint string) (string, wire.RegisteredWorker, error) {
 	req := wire.RegisterWorker{
-		ID: w.id, Host: w.host, Port: w.port, Address: w.url,
+		ID: w.id, Host: w.host, Port: w.port, Address: w.url, Limits: w.limits,
 		Cores: w.cfg.Cores, MemoryMB: w.cfg.MemoryMB, Incarnation: w.incarnation,
 	}
 	for round := 0; ; round++ {

@@ -36,6 +36,8 @@ type proc struct {
 	env       []string
 	dir       string
 	logs      *logCopier // with --log-max-size: the copies of its output; owned by its runner
+	cg        *cgroup    // its attempt's cgroup (nil without); owned by its runner
+	oomKilled bool       // its last attempt was killed for its memory; owned by its runner
 
 	killCh chan struct{} // closed when a kill is requested
 	done   chan struct{} // closed once the final state is queued

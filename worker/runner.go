@@ -138,6 +138,8 @@ func (w *Worker) runExecutor(p *proc) {
 	w.enqueueExecutor(wire.ExecutorStateChanged{AppID: p.appID, ExecutorID: p.execID, State: wire.ExecutorRunning})
 	code, reason := w.wait(p, cmd)
 	switch {
+	case memoryNote(p, code) != "":
+		w.endExecutor(p, ending[wire.ExecutorState]{wire.ExecutorFailed, &code, memoryNote(p, code)})
 	case reason != "":
 		w.endExecutor(p, ending[wire.ExecutorState]{wire.ExecutorKilled, &code, reason + " (" + DescribeExitCode(code) + ")"})
 	case code == 0:
@@ -163,6 +165,9 @@ func (w *Worker) runDriver(p *proc) {
 		began := time.Now()
 		code, reason := w.wait(p, cmd)
 		switch {
+		case memoryNote(p, code) != "" && !p.supervise:
+			w.endDriver(p, ending[wire.DriverState]{wire.DriverFailed, &code, memoryNote(p, code)})
+			return
 		case reason != "":
 			w.endDriver(p, ending[wire.DriverState]{wire.DriverKilled, &code, reason + " (" + DescribeExitCode(code) + ")"})
 			return
@@ -248,11 +253,26 @@ func (w *Worker) startAttempt(p *proc, note string) (*exec.Cmd, error) {
 		}
 	}()
 	p.logs = logs
+	if p.cg, err = w.cgroupFor(p); err != nil {
+		return nil, err
+	}
+	started := func(pid int) {
+		w.guard.track(pid)
+		if p.cg != nil {
+			if err := p.cg.add(pid); err != nil {
+				w.procLog(p).Warn("could not move the process into its cgroup: its limits are not enforced", "pid", pid, "err", err)
+			}
+		}
+	}
 	// The spawner only ever blocks on other Starts, so no deadline is needed.
 	// Setpgid: its pid is its group's id. (A grandchild forked before the
 	// guardian hears of the group would outlive a SIGKILLed worker; the
 	// window is the spawner thread's next few instructions.)
-	if err := startProcess(context.Background(), cmd, w.guard.track); err != nil {
+	if err := startProcess(context.Background(), cmd, started); err != nil {
+		if p.cg != nil {
+			p.cg.remove()
+			p.cg = nil
+		}
 		return nil, err
 	}
 	w.procs.mu.Lock()
@@ -283,8 +303,18 @@ func (w *Worker) wait(p *proc, cmd *exec.Cmd) (code int, reason string) {
 	// The unreaped leader still pins the group id, so this cannot hit
 	// another group; once swept, the guardian may forget it.
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	p.oomKilled = false
+	if p.cg != nil {
+		// The cgroup holds what left the group too (setsid, double forks).
+		p.oomKilled = p.cg.oomKilled()
+		p.cg.kill()
+	}
 	w.guard.untrack(pid)
 	err := cmd.Wait()
+	if p.cg != nil {
+		p.cg.remove()
+		p.cg = nil
+	}
 	if p.logs != nil {
 		p.logs.wait() // every byte it wrote is in its files before its end is told
 		p.logs = nil

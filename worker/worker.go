@@ -37,6 +37,8 @@ type Worker struct {
 	incarnation string
 	procs       *procTable
 	metrics     *metrics
+	cg          *cgroups // nil: limits not enforced (limits says why)
+	limits      string
 
 	// Set by Run before ready is closed, read-only afterwards.
 	ready      chan struct{}
@@ -136,6 +138,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		"memoryMB", w.cfg.MemoryMB, "workDir", w.cfg.WorkDir, "masters", w.cfg.Masters)
 
 	w.guard = startGuardian(w.log)
+	w.setupLimits()
+	defer w.cg.close()
 	defer w.guard.stop()
 
 	srv := httpx.NewServer(httpx.Guard(w.handler(), w.cfg.Secret == "" && w.cfg.TLS == nil), w.log)

@@ -67,10 +67,10 @@ func printStatus(out io.Writer, st wire.ClusterStatus, now time.Time) error {
 		fmt.Fprintf(w, "  %s\t%s\traft %s\t%s\n", m.ID, orDash(m.APIAddr), m.RaftAddr, role)
 	}
 
-	section(w, fmt.Sprintf("Workers (%d)", len(st.Workers)), "ID\tADDRESS\tSTATE\tCORES\tMEMORY\tLAST HEARTBEAT")
+	section(w, fmt.Sprintf("Workers (%d)", len(st.Workers)), "ID\tADDRESS\tSTATE\tCORES\tMEMORY\tLAST HEARTBEAT\tLIMITS")
 	for _, wk := range st.Workers {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s/%s\t%s\n", wk.ID, wk.Address, wk.State,
-			wk.CoresUsed, wk.Cores, mem(wk.MemoryUsedMB), mem(wk.MemoryMB), ago(wk.LastHeartbeat, now))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s/%s\t%s\t%s\n", wk.ID, wk.Address, wk.State,
+			wk.CoresUsed, wk.Cores, mem(wk.MemoryUsedMB), mem(wk.MemoryMB), ago(wk.LastHeartbeat, now), orDash(wk.Limits))
 	}
 	printApps(w, "Active apps", st.ActiveApps)
 	printApps(w, "Completed apps", st.CompletedApps)
