@@ -324,9 +324,11 @@ func TestApplicationFinishedKillsItsExecutors(t *testing.T) {
 	if !testproc.Alive(pidB) {
 		t.Error("app-b's executor was killed")
 	}
-	if st := w.state(); len(st.Executors) != 1 || st.Executors[0].AppID != "app-b" {
-		t.Errorf("state %+v", st.Executors)
-	}
+	// The ended ones leave the state once the master's ack is processed.
+	testproc.Eventually(t, 5*time.Second, "only app-b's executor in the state", func() bool {
+		st := w.state()
+		return len(st.Executors) == 1 && st.Executors[0].AppID == "app-b"
+	})
 }
 
 func TestDrivers(t *testing.T) {

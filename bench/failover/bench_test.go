@@ -99,7 +99,7 @@ func TestScenarios(t *testing.T) {
 	if len(rep.Ratios) != 2 {
 		t.Errorf("ratios %+v", rep.Ratios)
 	}
-	if rep.Machine.Cores == 0 || rep.Machine.GoBinaries == "" || len(rep.Clusters) != 3 {
+	if rep.Machine.Cores == 0 || rep.Machine.GoBinaries == "" || len(rep.Clusters) != 4 { // failover, raft-3, bolt-1 with and without TLS
 		t.Errorf("machine %+v, clusters %d", rep.Machine, len(rep.Clusters))
 	}
 	for _, c := range rep.Clusters {
