@@ -51,6 +51,7 @@ func setupCgroups(workerID string, pidsMax int) (*cgroups, error) {
 			return nil, fmt.Errorf("cgroup v2: enabling memory, cpu and pids under %s: %w", dir, err)
 		}
 		c.base[""] = dir
+		c.sweep()
 		return c, nil
 	}
 	for _, ctl := range v1Controllers {
@@ -64,7 +65,22 @@ func setupCgroups(workerID string, pidsMax int) (*cgroups, error) {
 		}
 		c.base[ctl] = dir
 	}
+	c.sweep()
 	return c, nil
+}
+
+// sweep removes the groups an earlier run of this worker left (it was
+// killed before it could): rmdir takes only empty ones, so a group that
+// still holds a process stays.
+func (c *cgroups) sweep() {
+	for _, base := range c.base {
+		entries, _ := os.ReadDir(base)
+		for _, e := range entries {
+			if e.IsDir() {
+				_ = os.Remove(filepath.Join(base, e.Name()))
+			}
+		}
+	}
 }
 
 // ownCgroups reads /proc/self/cgroup: controller → this process's path

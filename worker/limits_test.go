@@ -108,3 +108,26 @@ func TestSetsidEscapeeDiesWithItsExecutor(t *testing.T) {
 	tw.mustCall(200, "POST", "/v1/executors/kill", wire.KillExecutor{Epoch: 5, AppID: "app-esc", ExecutorID: 0})
 	testproc.Eventually(t, 10*time.Second, "the setsid escapee to die with its executor", func() bool { return !testproc.Alive(escapee) })
 }
+
+// A worker killed before it could remove its processes' groups leaves them
+// empty; the next run of the worker removes them.
+func TestLeftoverCgroupsAreSwept(t *testing.T) {
+	cg, err := setupCgroups("sweep-test-"+strconv.Itoa(os.Getpid()), 64)
+	if err != nil {
+		t.Skipf("no cgroups here: %v", err)
+	}
+	g, err := cg.create("executor-left-0", 1, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cg2, err := setupCgroups("sweep-test-"+strconv.Itoa(os.Getpid()), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cg2.close()
+	for _, dir := range g.dirs {
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("%s left after the next run started", dir)
+		}
+	}
+}
