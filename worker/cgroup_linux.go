@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -169,16 +170,6 @@ func (g *cgroup) file(name string) string {
 	return filepath.Join(g.dirs[ctl], f)
 }
 
-// add moves pid into the group (called as it starts).
-func (g *cgroup) add(pid int) error {
-	for _, dir := range g.dirs {
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // pids lists the processes in the group.
 func (g *cgroup) pids() []int {
 	var dir string
@@ -240,4 +231,57 @@ func (g *cgroup) remove() {
 	for _, dir := range g.dirs {
 		_ = os.Remove(dir)
 	}
+}
+
+// killCgroups kills every process in the groups under each parent and
+// removes the groups and the parents (the guardian, once its worker died).
+func killCgroups(parents []string) {
+	for _, parent := range parents {
+		entries, _ := os.ReadDir(parent)
+		for _, e := range entries {
+			if e.IsDir() {
+				g := &cgroup{dirs: map[string]string{"": filepath.Join(parent, e.Name())}}
+				g.kill()
+				g.remove()
+			}
+		}
+		_ = os.Remove(parent)
+	}
+}
+
+// enterScript writes the shell's pid into each cgroup.procs named before
+// "--", then execs what follows it: the process is in its group from its
+// first instruction. 125 if a write fails.
+const enterScript = `for f; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 125; shift; done; shift; exec "$@"`
+
+// enter has cmd start inside g: through /bin/sh, which joins the group and
+// execs cmd's program (argv[0] becomes its path). A tenant of --run-as
+// joins as itself, so the group's cgroup.procs are handed to it.
+func (g *cgroup) enter(cmd *exec.Cmd, r *runAs) error {
+	// What exec would refuse is refused here, as exec would (127, 126):
+	// once the shell runs, it would be an exit of the process instead.
+	path := cmd.Path
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(cmd.Dir, path)
+	}
+	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: %w", cmd.Path, err)
+	case !st.Mode().IsRegular() || st.Mode()&0o111 == 0:
+		return fmt.Errorf("%s: %w", cmd.Path, syscall.EACCES)
+	}
+	args := []string{"sh", "-c", enterScript, "berth-cgroup"}
+	for _, dir := range g.dirs {
+		procs := filepath.Join(dir, "cgroup.procs")
+		if r != nil {
+			if err := os.Chown(procs, int(r.uid), -1); err != nil {
+				return fmt.Errorf("handing %s to %s: %w", procs, r.name, err)
+			}
+		}
+		args = append(args, procs)
+	}
+	cmd.Args = append(append(append(args, "--"), cmd.Path), cmd.Args[1:]...)
+	cmd.Path = "/bin/sh"
+	return nil
 }

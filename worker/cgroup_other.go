@@ -2,9 +2,15 @@
 
 package worker
 
-import "errors"
+import (
+	"errors"
+	"os/exec"
+)
 
-type cgroups struct{ v2 bool }
+type cgroups struct {
+	v2   bool
+	base map[string]string
+}
 
 type cgroup struct{ memoryMB int }
 
@@ -13,9 +19,12 @@ func setupCgroups(string, int) (*cgroups, error) {
 }
 
 func (c *cgroups) create(string, int, int) (*cgroup, error) { return nil, errors.New("no cgroups") }
-func (g *cgroup) add(int) error                             { return nil }
 func (g *cgroup) kill()                                     {}
 func (g *cgroup) oomKilled() bool                           { return false }
 func (g *cgroup) remove()                                   {}
 
 func (c *cgroups) close() {}
+
+func killCgroups([]string) {}
+
+func (g *cgroup) enter(*exec.Cmd, *runAs) error { return nil }

@@ -37,13 +37,21 @@ func RunGuardianIfAsked() {
 	}
 }
 
-// runGuardian reads +pgid / -pgid lines until EOF, then kills what is left.
+// runGuardian reads +pgid / -pgid lines (and "c<dir>", the worker's cgroup
+// parents) until EOF, then kills what is left: the listed process groups,
+// and every process in the cgroups under the parents (what left its group,
+// setsid), whose empty groups it then removes.
 func runGuardian(r io.Reader) int {
 	groups := map[int]bool{}
+	var cgroupParents []string
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := sc.Text()
 		if len(line) < 2 {
+			continue
+		}
+		if line[0] == 'c' {
+			cgroupParents = append(cgroupParents, line[1:])
 			continue
 		}
 		pgid, err := strconv.Atoi(line[1:])
@@ -60,7 +68,17 @@ func runGuardian(r io.Reader) int {
 	for pgid := range groups {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
+	killCgroups(cgroupParents)
 	return 0
+}
+
+// cgroupParent lists a cgroup parent directory with the guardian.
+func (g *guardian) cgroupParent(dir string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.pipe != nil {
+		fmt.Fprintf(g.pipe, "c%s\n", dir)
+	}
 }
 
 // guardian is the worker's end of the pipe.

@@ -16,6 +16,9 @@ func (w *Worker) setupLimits() {
 		return
 	}
 	w.cg = cg
+	for _, dir := range cg.base {
+		w.guard.cgroupParent(dir) // the guardian empties them if the worker dies
+	}
 	w.limits = "cgroup v1"
 	if cg.v2 {
 		w.limits = "cgroup v2"

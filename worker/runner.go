@@ -256,14 +256,16 @@ func (w *Worker) startAttempt(p *proc, note string) (*exec.Cmd, error) {
 	if p.cg, err = w.cgroupFor(p); err != nil {
 		return nil, err
 	}
-	started := func(pid int) {
-		w.guard.track(pid)
-		if p.cg != nil {
-			if err := p.cg.add(pid); err != nil {
-				w.procLog(p).Warn("could not move the process into its cgroup: its limits are not enforced", "pid", pid, "err", err)
-			}
+	if p.cg != nil {
+		// The process joins its cgroup before it runs a line of its own:
+		// moved there after it started, what it forked first would escape.
+		if err := p.cg.enter(cmd, w.cfg.runAs); err != nil {
+			p.cg.remove()
+			p.cg = nil
+			return nil, err
 		}
 	}
+	started := w.guard.track
 	// The spawner only ever blocks on other Starts, so no deadline is needed.
 	// Setpgid: its pid is its group's id. (A grandchild forked before the
 	// guardian hears of the group would outlive a SIGKILLed worker; the
