@@ -21,7 +21,9 @@ import (
 // and its pids are bounded. cgroup v2 when the machine runs it alone
 // (/sys/fs/cgroup/cgroup.controllers); else v1's memory, cpu and pids
 // controllers, as on these machines. The worker's groups hang under its own
-// cgroup, in berth-<worker id>. Where none can be made (no permission, no
+// cgroup, in berth-<worker id>-<pid>: of this process alone, so that two
+// workers of one id on a machine (tests; a restart while the old one dies)
+// never touch each other's groups. Where none can be made (no permission, no
 // controller) the worker says so at start and falls back to process groups:
 // the limits are then not enforced.
 
@@ -36,7 +38,7 @@ var v1Controllers = []string{"memory", "cpu", "pids"}
 
 // setupCgroups makes the worker's parent groups, or says why it cannot.
 func setupCgroups(workerID string, pidsMax int) (*cgroups, error) {
-	name := "berth-" + regexp.MustCompile(`[^A-Za-z0-9._-]`).ReplaceAllString(workerID, "_")
+	name := fmt.Sprintf("berth-%s-%d", regexp.MustCompile(`[^A-Za-z0-9._-]`).ReplaceAllString(workerID, "_"), os.Getpid())
 	own, err := ownCgroups()
 	if err != nil {
 		return nil, err
