@@ -122,6 +122,22 @@ func (l *leaderLease) refresh(ctx context.Context) {
 
 // notConfirmed is the answer to a request this master could not confirm it
 // leads for: a redirect to the leader Raft knows, or a 503.
+// errLeaseLapsed: the lease ran out between the confirmation and the answer.
+var errLeaseLapsed = fmt.Errorf("the leader lease lapsed while the answer was made (this master was paused or slowed)")
+
+// stillLeading passes a read the loop answered as the leader's only if the
+// lease still holds once it is answered: a master frozen (SIGSTOP, a long
+// pause) between its confirmation and its answer would otherwise answer
+// from a state that a master elected meanwhile has moved past: two leaders
+// seen at once. (Writes need no such check: they are answered once
+// committed, which a deposed master cannot do.)
+func (m *Master) stillLeading(v any, err error) (any, error) {
+	if err == nil && m.lease.leading.Load() && !m.lease.fresh() {
+		return nil, m.notConfirmed(errLeaseLapsed)
+	}
+	return v, err
+}
+
 func (m *Master) notConfirmed(err error) error {
 	if se, ok := err.(*httpx.StatusError); ok {
 		return se

@@ -27,7 +27,7 @@ func (m *Master) Handler() http.Handler {
 	mux.HandleFunc(api.RegisterApp.Mux(), func(w http.ResponseWriter, r *http.Request) {
 		submit(m, w, r, m.cfg.checkAppSubmission, (*core).registerApp)
 	})
-	serve(mux, api.App, nil, onEntity(m, "app id", func(c *core, id string, _ wire.None, reply func(any, error)) { reply(c.app(id)) }))
+	serve(mux, api.App, nil, readEntity(m, "app id", func(c *core, id string, _ wire.None, reply func(any, error)) { reply(c.app(id)) }))
 	serve(mux, api.KillApp, nil, onEntity(m, "app id", func(c *core, id string, _ wire.None, reply func(any, error)) {
 		c.endApp(id, wire.AppKilled, "killed by request", reply)
 	}))
@@ -49,7 +49,7 @@ func (m *Master) Handler() http.Handler {
 	mux.HandleFunc(api.SubmitDriver.Mux(), func(w http.ResponseWriter, r *http.Request) {
 		submit(m, w, r, m.cfg.checkDriverSubmission, (*core).submitDriver)
 	})
-	serve(mux, api.Driver, nil, onEntity(m, "driver id", func(c *core, id string, _ wire.None, reply func(any, error)) { reply(c.driver(id)) }))
+	serve(mux, api.Driver, nil, readEntity(m, "driver id", func(c *core, id string, _ wire.None, reply func(any, error)) { reply(c.driver(id)) }))
 	serve(mux, api.KillDriver, nil, onEntity(m, "driver id", func(c *core, id string, _ wire.None, reply func(any, error)) { c.killDriver(id, reply) }))
 	mux.HandleFunc(api.DriverLogs.Mux(), m.driverLogs)
 
@@ -136,6 +136,13 @@ func onEntity[T any](m *Master, kind string, apply func(c *core, id string, in T
 		}
 		return m.call(r.Context(), func(c *core, reply func(any, error)) { apply(c, id, in, reply) })
 	}
+}
+
+// readEntity is onEntity for a read answered as the leader's view: the
+// lease must still hold once the loop has answered (stillLeading).
+func readEntity[T any](m *Master, kind string, apply func(c *core, id string, in T, reply func(any, error))) func(*http.Request, T) (any, error) {
+	h := onEntity(m, kind, apply)
+	return func(r *http.Request, in T) (any, error) { return m.stillLeading(h(r, in)) }
 }
 
 // respond writes v as JSON, or err with its status and code. A redirect to
@@ -246,9 +253,11 @@ func (m *Master) clusterView(ctx context.Context, completed bool) (*wire.Cluster
 	if err != nil {
 		return nil, err
 	}
-	if cs, ok := v.(*wire.ClusterStatus); ok {
+	if cs, ok := v.(*wire.ClusterStatus); ok && (!confirmed || m.lease.fresh()) {
 		m.addMasters(ctx, cs)
 		return cs, nil
+	} else if ok {
+		v = wire.MasterStandby // the lease lapsed meanwhile (stillLeading): not the leader's view
 	}
 	s, err := m.engine.Load(ctx)
 	if err != nil {
