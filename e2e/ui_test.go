@@ -40,7 +40,10 @@ func TestWebUIInABrowser(t *testing.T) {
 	page = b.until(leader.URL+"/ui/", "the overview lists the cluster", 10*time.Second, func(s string) error {
 		return wantText(s, appID, other, "w1", "w2", "w3", "ALIVE", "3 alive", "leader view")
 	})
-	mustContain(t, "the overview", page, "m1", "m2", "m3", "ui-pi", "RUNNING")
+	mustContain(t, "the overview", page, "m1", "m2", "m3", "ui-pi", "RUNNING", "Leader", "Follower")
+	if strings.Contains(page, "not answering") {
+		t.Errorf("a master's Raft figures are missing from the overview")
+	}
 	b.screenshot("ui-overview")
 
 	// The topology puts each executor on the worker the API says.

@@ -85,6 +85,7 @@ func (m *Master) Handler() http.Handler {
 
 	serve(mux, api.JoinMaster, validateJoin, m.join)
 	serve(mux, api.LeaveMaster, validateLeave, m.leave)
+	serve(mux, api.RaftStatus, nil, m.serveRaftStatus)
 	mux.Handle(api.Metrics.Mux(), m.metricsHandler())
 	m.mountUI(mux)
 	return m.core.metrics.instrument(mux, m.authorize(mux))

@@ -39,7 +39,11 @@ func (m *Master) uiHandler() http.Handler {
 type uiSource struct{ m *Master }
 
 func (s uiSource) Cluster(ctx context.Context) (*wire.ClusterStatus, error) {
-	return s.m.clusterView(ctx, true)
+	cs, err := s.m.clusterView(ctx, true)
+	if err == nil {
+		s.m.withRaftFigures(ctx, cs)
+	}
+	return cs, err
 }
 
 // App is the leader's view of an app; a follower finds it in its replica

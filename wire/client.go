@@ -152,6 +152,18 @@ type MasterNode struct {
 	APIAddr  string `json:"apiAddr,omitempty"`
 	Leader   bool   `json:"leader"`
 	Voter    bool   `json:"voter"`
+	// Raft: the master's own figures, when asked for (the UI's overview).
+	Raft *RaftFigures `json:"raft,omitempty"`
+}
+
+// RaftFigures is one master's Raft state as it sees it (GET /v1/raft/status).
+type RaftFigures struct {
+	ID           string `json:"id"`
+	State        string `json:"state"` // Leader, Follower, Candidate, Shutdown
+	Term         uint64 `json:"term"`
+	CommitIndex  uint64 `json:"commitIndex"`
+	AppliedIndex uint64 `json:"appliedIndex"`
+	LastContact  string `json:"lastContact"` // since it last heard the leader: "0" on the leader, "never"
 }
 
 // ClusterStatus is GET /v1/cluster.

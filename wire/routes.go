@@ -99,6 +99,7 @@ var MasterAPI = struct {
 
 	JoinMaster  Route[JoinRequest, []MasterNode]
 	LeaveMaster Route[LeaveRequest, []MasterNode]
+	RaftStatus  Route[None, RaftFigures] // this master's own Raft figures
 
 	UI
 }{
@@ -134,6 +135,7 @@ var MasterAPI = struct {
 
 	JoinMaster:  route[JoinRequest, []MasterNode]("POST", "/v1/raft/join", AccessMaster),
 	LeaveMaster: route[LeaveRequest, []MasterNode]("POST", "/v1/raft/leave", AccessMaster),
+	RaftStatus:  route[None, RaftFigures]("GET", "/v1/raft/status", AccessMaster),
 
 	UI: uiRoutes,
 }
