@@ -111,7 +111,7 @@ func TestRaftOverTCPFallsToTheAttack(t *testing.T) {
 	if resp, err := deposeAndWrite(t, plain, leader); err != nil || !resp.Success {
 		t.Fatalf("plain TCP attack: %+v %v", resp, err)
 	}
-	testproc.Eventually(t, 5*time.Second, "the attacker's entry applied", func() bool {
+	testproc.Eventually(t, 20*time.Second, "the attacker's entry applied", func() bool {
 		s, _ := leader.Load(context.Background())
 		return s.Epoch == 1
 	})
