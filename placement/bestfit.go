@@ -79,8 +79,15 @@ func newFit(app App, workers []Worker, unit int) *fit {
 	memory := max(app.MemoryPerExecutorMB, 0)
 	f.remaining = min(max(app.CoresLeft, 0), sumCoresFree(workers)) / f.slotCores
 	f.assigned = make([]int, len(workers))
+	fits := resourceFits(app, workers)
 	for i, w := range workers {
-		if n := slotsFree(w, f.slotCores, memory, f.fixed); n > 0 {
+		n := slotsFree(w, f.slotCores, memory, f.fixed)
+		if fits != nil && fits[i] < 1 {
+			n = 0 // no executor's resources
+		} else if fits != nil && f.fixed {
+			n = min(n, fits[i])
+		}
+		if n > 0 {
 			f.fresh = append(f.fresh, fitCandidate{index: i, slots: n})
 		}
 	}

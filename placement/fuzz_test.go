@@ -9,7 +9,6 @@ package placement_test
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/berth-cluster/berth/placement"
@@ -113,7 +112,7 @@ func FuzzRound(f *testing.F) {
 		}
 		apps0, workers0 := cloneCluster(c.apps, c.workers)
 		launches := placement.StartExecutorsOnWorkers(c.apps, c.workers, p)
-		if !slices.Equal(c.apps, apps0) || !slices.Equal(c.workers, workers0) {
+		if !same(c.apps, apps0) || !same(c.workers, workers0) {
 			t.Fatalf("inputs modified")
 		}
 		if bad := roundViolations(c.apps, c.workers, c.opts.MinCoreUnit, launches); len(bad) > 0 {
@@ -129,12 +128,12 @@ func FuzzRound(f *testing.F) {
 		if !c.sane || !isSpark {
 			return
 		}
-		if want := referenceStartExecutorsOnWorkers(c.apps, c.workers, spread, c.opts.MinCoreUnit, c.opts.Order); !slices.Equal(launches, want) {
+		if want := referenceStartExecutorsOnWorkers(c.apps, c.workers, spread, c.opts.MinCoreUnit, c.opts.Order); !same(launches, want) {
 			t.Fatalf("%s %+v: round differs from the reference\napps    %+v\nworkers %+v\ngot  %+v\nwant %+v",
 				c.policy, c.opts, c.apps, c.workers, launches, want)
 		}
 		for _, app := range c.apps {
-			if got, want := p.Assign(app, c.workers), referenceAssign(app, c.workers, spread, c.opts.MinCoreUnit); !slices.Equal(got, want) {
+			if got, want := p.Assign(app, c.workers), referenceAssign(app, c.workers, spread, c.opts.MinCoreUnit); !same(got, want) {
 				t.Fatalf("%s %+v: Assign(%+v, %+v) = %v, reference %v", c.policy, c.opts, app, c.workers, got, want)
 			}
 		}

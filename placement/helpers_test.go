@@ -5,7 +5,9 @@ package placement_test
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -51,6 +53,9 @@ func effectiveUnit(unit int) int { return max(unit, 1) }
 //     min(unit, cores the app still needed when its first step was taken). All
 //     the app's cores are granted at or after that step, so that need was at
 //     least CoresLeft - granted + this executor's cores.
+//   - resources: every launch takes what its app asks of each resource
+//     (whole requests that many distinct addresses, a share one address),
+//     and no address of a worker gives more than it had free.
 //
 // It returns human-readable violations; empty means the round is valid.
 func roundViolations(apps []placement.App, workers []placement.Worker, unit int, launches []placement.Launch) []string {
@@ -92,6 +97,7 @@ func roundViolations(apps []placement.App, workers []placement.Worker, unit int,
 		perApp[l.AppID] = use{a.cores + l.Cores, a.memory + 1}
 		perAppWorker[[2]string{l.AppID, l.WorkerID}]++
 	}
+	bad = append(bad, resourceViolations(appByID, capacity, launches)...)
 	for id, u := range perWorker {
 		w := capacity[id]
 		if u.cores > max(w.CoresFree, 0) || u.memory > max(w.MemoryFreeMB, 0) {
@@ -170,6 +176,9 @@ func assignViolations(app placement.App, workers []placement.Worker, unit int, c
 		if n*max(app.MemoryPerExecutorMB, 0) > max(w.MemoryFreeMB, 0) {
 			bad = append(bad, fmt.Sprintf("worker %d (%+v) assigned %d executors of %d MB", i, w, n, app.MemoryPerExecutorMB))
 		}
+		if fit := resourceRoom(w.Resources, app.ResourcesPerExecutor); n > fit {
+			bad = append(bad, fmt.Sprintf("worker %d (%+v) assigned %d executors, its resources hold %d", i, w, n, fit))
+		}
 	}
 	if total > max(app.CoresLeft, 0) {
 		bad = append(bad, fmt.Sprintf("assigned %d cores, CoresLeft %d", total, app.CoresLeft))
@@ -186,6 +195,86 @@ func assignViolations(app placement.App, workers []placement.Worker, unit int, c
 		}
 	}
 	return bad
+}
+
+// resourceViolations checks the launches' custom resources (see
+// roundViolations).
+func resourceViolations(apps map[string]placement.App, workers map[string]placement.Worker, launches []placement.Launch) []string {
+	var bad []string
+	taken := map[string]map[string][]int{} // worker → name → thousandths per address
+	for i, l := range launches {
+		app, w := apps[l.AppID], workers[l.WorkerID]
+		for name, amount := range app.ResourcesPerExecutor {
+			addrs := l.Resources[name]
+			want := 1
+			if amount >= placement.Whole {
+				want = (amount + placement.Whole - 1) / placement.Whole
+			}
+			if len(addrs) != want || len(uniqueInts(addrs)) != want {
+				bad = append(bad, fmt.Sprintf("launch %d %+v: asked %d of %s, got addresses %v", i, l, amount, name, addrs))
+				continue
+			}
+			if taken[l.WorkerID] == nil {
+				taken[l.WorkerID] = map[string][]int{}
+			}
+			use := taken[l.WorkerID]
+			if use[name] == nil {
+				use[name] = make([]int, len(w.Resources[name]))
+			}
+			for _, a := range addrs {
+				if a < 0 || a >= len(use[name]) {
+					bad = append(bad, fmt.Sprintf("launch %d %+v: %s address %d does not exist", i, l, name, a))
+					continue
+				}
+				use[name][a] += min(amount, placement.Whole)
+			}
+		}
+		for name := range l.Resources {
+			if app.ResourcesPerExecutor[name] <= 0 {
+				bad = append(bad, fmt.Sprintf("launch %d %+v: given %s, never asked", i, l, name))
+			}
+		}
+	}
+	for id, use := range taken {
+		for name, per := range use {
+			for a, n := range per {
+				if free := workers[id].Resources[name][a]; n > free {
+					bad = append(bad, fmt.Sprintf("worker %s over-committed: %s address %d given %d thousandths, %d free", id, name, a, n, free))
+				}
+			}
+		}
+	}
+	return bad
+}
+
+func uniqueInts(xs []int) map[int]bool {
+	m := map[int]bool{}
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+// resourceRoom is how many executors asking want fit in free, computed
+// independently of the package: whole requests count wholly free
+// addresses, shares count per address.
+func resourceRoom(free map[string][]int, want map[string]int) int {
+	n := placement.Unlimited
+	for name, amount := range want {
+		k := 0
+		for _, f := range free[name] {
+			if amount < placement.Whole {
+				k += f / amount
+			} else if f == placement.Whole {
+				k++
+			}
+		}
+		if amount >= placement.Whole {
+			k /= (amount + placement.Whole - 1) / placement.Whole
+		}
+		n = min(n, k)
+	}
+	return n
 }
 
 func checkRound(t testing.TB, apps []placement.App, workers []placement.Worker, unit int, launches []placement.Launch) {
@@ -207,6 +296,7 @@ func randomCluster(r *rand.Rand) ([]placement.App, []placement.Worker) {
 			CoresFree:    pick(r, 0, 1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 32),
 			MemoryFreeMB: pick(r, 0, 512, 1024, 2048, 4096, 8192, 16384),
 		}
+		randomGPUs(r, &workers[i])
 	}
 	apps := make([]placement.App, r.IntN(6))
 	for i := range apps {
@@ -220,9 +310,25 @@ func randomCluster(r *rand.Rand) ([]placement.App, []placement.Worker) {
 		if r.IntN(2) == 0 {
 			app.CoresPerExecutor = pick(r, 1, 2, 3, 4, 5, 8)
 		}
+		if r.IntN(3) == 0 {
+			app.ResourcesPerExecutor = map[string]int{"gpu": pick(r, 1, 1, 2, 3) * placement.Whole}
+		}
 		apps[i] = app
 	}
 	return apps, workers
+}
+
+// randomGPUs gives a third of the workers 1 to 4 "gpu" addresses, each free
+// or taken (Spark's model: whole addresses only).
+func randomGPUs(r *rand.Rand, w *placement.Worker) {
+	if r.IntN(3) != 0 {
+		return
+	}
+	free := make([]int, 1+r.IntN(4))
+	for a := range free {
+		free[a] = pick(r, 0, placement.Whole, placement.Whole)
+	}
+	w.Resources = map[string][]int{"gpu": free}
 }
 
 func pick(r *rand.Rand, values ...int) int { return values[r.IntN(len(values))] }
@@ -230,7 +336,19 @@ func pick(r *rand.Rand, values ...int) int { return values[r.IntN(len(values))] 
 // cloneCluster deep-copies apps and workers (to prove the caller's slices
 // are left alone).
 func cloneCluster(apps []placement.App, workers []placement.Worker) ([]placement.App, []placement.Worker) {
-	return slices.Clone(apps), slices.Clone(workers)
+	apps, workers = slices.Clone(apps), slices.Clone(workers)
+	for i := range apps {
+		apps[i].ResourcesPerExecutor = maps.Clone(apps[i].ResourcesPerExecutor)
+	}
+	for i := range workers {
+		if res := workers[i].Resources; res != nil {
+			workers[i].Resources = map[string][]int{}
+			for name, free := range res {
+				workers[i].Resources[name] = slices.Clone(free)
+			}
+		}
+	}
+	return apps, workers
 }
 
 // workersAt builds workers named w1, w2, ... with the given free cores and memory.
@@ -249,4 +367,10 @@ func coresByWorker(launches []placement.Launch) map[string]int {
 		m[l.WorkerID] += l.Cores
 	}
 	return m
+}
+
+// same compares two slices of placement values (which hold maps, so are not
+// comparable): equal lengths and deeply equal elements.
+func same[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || reflect.DeepEqual(a, b))
 }

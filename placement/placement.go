@@ -26,6 +26,11 @@ type Worker struct {
 	ID           string
 	CoresFree    int
 	MemoryFreeMB int
+	// Resources is what is free of each custom resource the worker offers
+	// (GPUs...), per address in thousandths of it: Resources["gpu"][i] is
+	// Whole when address i is free, less when shares of it are taken. nil
+	// when the worker offers none.
+	Resources map[string][]int
 }
 
 // App is the outstanding demand of one waiting application.
@@ -36,12 +41,19 @@ type App struct {
 	MemoryPerExecutorMB int
 	ExecutorLimit       int // executors the app may hold in total; Unlimited for no bound
 	Executors           int // executors the app holds now
+	// ResourcesPerExecutor is the custom resources each executor needs, in
+	// thousandths of an address: a multiple of Whole takes that many whole
+	// free addresses, less than Whole a share of one address. nil: none.
+	ResourcesPerExecutor map[string]int
 }
 
 // Launch is one executor to start.
 type Launch struct {
 	AppID, WorkerID string
 	Cores, MemoryMB int
+	// Resources is the addresses (indexes into Worker.Resources[name]) the
+	// executor takes of each resource it asked for; nil when it asked none.
+	Resources map[string][]int
 }
 
 // Policy is one pluggable placement strategy.

@@ -38,7 +38,7 @@ func TestPropertyAssignMatchesReference(t *testing.T) {
 			for k, p := range policies {
 				before := slices.Clone(workers)
 				got := p.Assign(app, workers)
-				if !slices.Equal(workers, before) {
+				if !same(workers, before) {
 					t.Fatalf("case %d %s unit %d: Assign modified its workers", i, k.name, k.unit)
 				}
 				if bad := assignViolations(app, workers, k.unit, got); len(bad) > 0 {
@@ -48,7 +48,7 @@ func TestPropertyAssignMatchesReference(t *testing.T) {
 				if !isSpark {
 					continue
 				}
-				if want := referenceAssign(app, workers, spread, k.unit); !slices.Equal(got, want) {
+				if want := referenceAssign(app, workers, spread, k.unit); !same(got, want) {
 					t.Fatalf("case %d %s unit %d: Assign differs from the reference\napp     %+v\nworkers %+v\ngot  %v\nwant %v",
 						i, k.name, k.unit, app, workers, got, want)
 				}
@@ -63,19 +63,20 @@ func TestPropertyAssignMatchesReference(t *testing.T) {
 
 func TestPropertyRoundMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(99, 5))
-	launched := 0
+	launched, withGPUs := 0, 0
 	for i := 0; i < propertyCases; i++ {
 		apps, workers := randomCluster(r)
 		// Spark's spellings and the default "" too.
 		order := pick2(r, append([]string{"", "CORES_FREE_ASC", "MEMORY_FREE_DESC"}, allOrders...))
 		for _, name := range placement.Names() {
 			for _, unit := range append([]int{0}, testUnits...) {
-				launched += checkRoundCase(t, fmt.Sprintf("case %d", i), apps, workers, name, placement.Options{Order: order, MinCoreUnit: unit})
+				n, g := checkRoundCase(t, fmt.Sprintf("case %d", i), apps, workers, name, placement.Options{Order: order, MinCoreUnit: unit})
+				launched, withGPUs = launched+n, withGPUs+g
 			}
 		}
 	}
-	if launched == 0 {
-		t.Fatal("no launches at all; the generator is broken")
+	if launched == 0 || withGPUs < 100 {
+		t.Fatalf("%d launches, %d with GPUs; the generator is broken", launched, withGPUs)
 	}
 }
 
@@ -113,13 +114,13 @@ func TestPropertyRoundLargerClusters(t *testing.T) {
 
 // checkRoundCase runs one round and checks it: inputs untouched, invariants
 // kept, and for spread and pack the reference's launches exactly. It returns
-// how many executors were launched.
-func checkRoundCase(t *testing.T, label string, apps []placement.App, workers []placement.Worker, name string, opts placement.Options) int {
+// how many executors were launched, and how many of them with resources.
+func checkRoundCase(t *testing.T, label string, apps []placement.App, workers []placement.Worker, name string, opts placement.Options) (launched, withResources int) {
 	t.Helper()
 	p := mustNew(t, name, opts)
 	apps0, workers0 := cloneCluster(apps, workers)
 	got := placement.StartExecutorsOnWorkers(apps, workers, p)
-	if !slices.Equal(apps, apps0) || !slices.Equal(workers, workers0) {
+	if !same(apps, apps0) || !same(workers, workers0) {
 		t.Fatalf("%s %s %+v: StartExecutorsOnWorkers modified its input", label, name, opts)
 	}
 	if bad := roundViolations(apps, workers, opts.MinCoreUnit, got); len(bad) > 0 {
@@ -127,12 +128,17 @@ func checkRoundCase(t *testing.T, label string, apps []placement.App, workers []
 	}
 	if spread, ok := sparkPolicies[name]; ok {
 		want := referenceStartExecutorsOnWorkers(apps, workers, spread, opts.MinCoreUnit, opts.Order)
-		if !slices.Equal(got, want) {
+		if !same(got, want) {
 			t.Fatalf("%s %s %+v: round differs from the reference\napps    %+v\nworkers %+v\ngot  %+v\nwant %+v",
 				label, name, opts, apps, workers, got, want)
 		}
 	}
-	return len(got)
+	for _, l := range got {
+		if len(l.Resources) > 0 {
+			withResources++
+		}
+	}
+	return len(got), withResources
 }
 
 func pick2(r *rand.Rand, values []string) string { return values[r.IntN(len(values))] }

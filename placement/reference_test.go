@@ -12,8 +12,10 @@ package placement_test
 // It keeps Spark's shape on purpose, including its cost: canLaunchExecutorForApp
 // recomputes everything on every call and re-sums assignedExecutors, so one
 // app costs O(W²) and more. The package's implementation is checked against
-// this, so it must not share code or shortcuts with it. Custom resources and
-// resource profiles (absent from berth) are left out. It assumes sane input:
+// this, so it must not share code or shortcuts with it. Custom resources are
+// Spark's (whole addresses: resourcesAmountFree counts the free addresses;
+// resourcesMeetRequirements; acquire takes the first free ones in address
+// order); resource profiles (absent from berth) are left out. It assumes sane input:
 // non-negative values, unique worker IDs, no overflow.
 
 import (
@@ -70,7 +72,16 @@ func referenceAssign(app placement.App, usableWorkers []placement.Worker, spread
 				assignedExecutorsSum += n
 			}
 			underLimit := assignedExecutorsSum+app.Executors < app.ExecutorLimit
-			return keepScheduling && enoughCores && enoughMemory && underLimit
+			// assignedResources = resourceReqsPerExecutor * assignedExecutorNum
+			enoughResources := true
+			for name, amount := range app.ResourcesPerExecutor {
+				perExecutor := amount / placement.Whole
+				resourcesFree := referenceResourcesAmountFree(usableWorkers[pos], name) - perExecutor*assignedExecutorNum
+				if resourcesFree < perExecutor {
+					enoughResources = false
+				}
+			}
+			return keepScheduling && enoughCores && enoughMemory && enoughResources && underLimit
 		}
 		// We're adding cores to an existing executor, so no need
 		// to check memory and executor limits
@@ -130,7 +141,7 @@ func referenceStartExecutorsOnWorkers(apps []placement.App, workers []placement.
 	if unit < 1 {
 		unit = 1
 	}
-	state := slices.Clone(workers) // Spark's WorkerInfo objects; the caller's stay untouched
+	_, state := cloneCluster(nil, workers) // Spark's WorkerInfo objects; the caller's stay untouched
 	var launches []placement.Launch
 	// Right now this is a very simple FIFO scheduler. We keep trying to fit in the first app
 	// in the queue, then the second app, etc.
@@ -151,7 +162,13 @@ func referenceStartExecutorsOnWorkers(apps []placement.App, workers []placement.
 		}
 		var alive []int // indices into state
 		for i, w := range state {
-			if w.MemoryFreeMB >= app.MemoryPerExecutorMB && w.CoresFree >= firstStep {
+			enoughResources := true
+			for name, amount := range app.ResourcesPerExecutor {
+				if referenceResourcesAmountFree(w, name) < amount/placement.Whole {
+					enoughResources = false
+				}
+			}
+			if w.MemoryFreeMB >= app.MemoryPerExecutorMB && w.CoresFree >= firstStep && enoughResources {
 				alive = append(alive, i)
 			}
 		}
@@ -175,8 +192,22 @@ func referenceStartExecutorsOnWorkers(apps []placement.App, workers []placement.
 			}
 			worker := &state[alive[pos]]
 			for range numExecutors {
+				// worker.acquireResources: the first free addresses, in order.
+				var acquired map[string][]int
+				for name, amount := range app.ResourcesPerExecutor {
+					if acquired == nil {
+						acquired = map[string][]int{}
+					}
+					free := worker.Resources[name]
+					for a := 0; a < len(free) && len(acquired[name]) < amount/placement.Whole; a++ {
+						if free[a] == placement.Whole {
+							acquired[name] = append(acquired[name], a)
+							free[a] = 0
+						}
+					}
+				}
 				launches = append(launches, placement.Launch{
-					AppID: app.ID, WorkerID: worker.ID, Cores: coresToAssign, MemoryMB: app.MemoryPerExecutorMB,
+					AppID: app.ID, WorkerID: worker.ID, Cores: coresToAssign, MemoryMB: app.MemoryPerExecutorMB, Resources: acquired,
 				})
 				worker.CoresFree -= coresToAssign
 				worker.MemoryFreeMB -= app.MemoryPerExecutorMB
@@ -184,6 +215,18 @@ func referenceStartExecutorsOnWorkers(apps []placement.App, workers []placement.
 		}
 	}
 	return launches
+}
+
+// referenceResourcesAmountFree is Spark's WorkerInfo.resourcesAmountFree for
+// one resource: how many of its addresses are free.
+func referenceResourcesAmountFree(w placement.Worker, name string) int {
+	n := 0
+	for _, free := range w.Resources[name] {
+		if free == placement.Whole {
+			n++
+		}
+	}
+	return n
 }
 
 // referenceSortIndices sorts indices into workers by Spark 4.0's

@@ -57,7 +57,7 @@ func StartExecutorsOnWorkers(apps []App, workers []Worker, p Policy) []Launch {
 		first, memory := firstStep(app, unit), max(app.MemoryPerExecutorMB, 0)
 		usable, from = usable[:0], from[:0]
 		for i, w := range pool {
-			if w.CoresFree >= first && w.MemoryFreeMB >= memory {
+			if w.CoresFree >= first && w.MemoryFreeMB >= memory && ResourceFit(w.Resources, app.ResourcesPerExecutor) >= 1 {
 				usable = append(usable, w)
 				from = append(from, i)
 			}
@@ -97,7 +97,7 @@ func grant(launches []Launch, app App, usable []Worker, from []int, pool []Worke
 		if app.CoresPerExecutor > 0 {
 			size, count = app.CoresPerExecutor, c/app.CoresPerExecutor
 		}
-		count = min(count, room)
+		count = min(count, room, ResourceFit(w.Resources, app.ResourcesPerExecutor))
 		if memory > 0 {
 			count = min(count, w.MemoryFreeMB/memory)
 		}
@@ -105,7 +105,8 @@ func grant(launches []Launch, app App, usable []Worker, from []int, pool []Worke
 			continue
 		}
 		for range count {
-			launches = append(launches, Launch{AppID: app.ID, WorkerID: w.ID, Cores: size, MemoryMB: memory})
+			picked, _ := PickResources(w.Resources, app.ResourcesPerExecutor) // fits: counted above
+			launches = append(launches, Launch{AppID: app.ID, WorkerID: w.ID, Cores: size, MemoryMB: memory, Resources: picked})
 		}
 		w.CoresFree -= size * count
 		w.MemoryFreeMB -= memory * count
@@ -115,7 +116,8 @@ func grant(launches []Launch, app App, usable []Worker, from []int, pool []Worke
 	return launches
 }
 
-// uniqueWorkers copies workers, keeping the first of any repeated ID.
+// uniqueWorkers copies workers (their resources too), keeping the first of
+// any repeated ID.
 func uniqueWorkers(workers []Worker) []Worker {
 	seen := make(map[string]struct{}, len(workers))
 	out := make([]Worker, 0, len(workers))
@@ -124,6 +126,7 @@ func uniqueWorkers(workers []Worker) []Worker {
 			continue
 		}
 		seen[w.ID] = struct{}{}
+		w.Resources = cloneResources(w.Resources)
 		out = append(out, w)
 	}
 	return out

@@ -103,7 +103,7 @@ func TestRoundFIFO(t *testing.T) {
 		{AppID: "first", WorkerID: "w1", Cores: 4, MemoryMB: 1024},
 		{AppID: "first", WorkerID: "w2", Cores: 2, MemoryMB: 1024},
 	}
-	if !slices.Equal(got, want) {
+	if !same(got, want) {
 		t.Fatalf("launches %+v, want %+v", got, want)
 	}
 
@@ -113,7 +113,7 @@ func TestRoundFIFO(t *testing.T) {
 		{AppID: "second", WorkerID: "w1", Cores: 4, MemoryMB: 1024},
 		{AppID: "first", WorkerID: "w2", Cores: 4, MemoryMB: 1024},
 	}
-	if !slices.Equal(got, want) {
+	if !same(got, want) {
 		t.Fatalf("reversed: launches %+v, want %+v", got, want)
 	}
 }
@@ -132,7 +132,7 @@ func TestRoundReordersBetweenApps(t *testing.T) {
 		{AppID: "a", WorkerID: "w1", Cores: 4, MemoryMB: 512},
 		{AppID: "b", WorkerID: "w2", Cores: 2, MemoryMB: 512},
 	}
-	if !slices.Equal(got, want) {
+	if !same(got, want) {
 		t.Fatalf("launches %+v, want %+v", got, want)
 	}
 }
@@ -208,11 +208,11 @@ func TestRoundDoesNotModifyInputs(t *testing.T) {
 			if len(launches) == 0 {
 				t.Fatalf("%s/%s: nothing launched; the check below would prove nothing", name, order)
 			}
-			if !slices.Equal(apps, apps0) || !slices.Equal(workers, workers0) {
+			if !same(apps, apps0) || !same(workers, workers0) {
 				t.Fatalf("%s/%s: StartExecutorsOnWorkers modified its input\napps %+v\nworkers %+v", name, order, apps, workers)
 			}
 			for _, app := range apps {
-				if p.Assign(app, workers); !slices.Equal(workers, workers0) {
+				if p.Assign(app, workers); !same(workers, workers0) {
 					t.Fatalf("%s/%s: Assign modified its workers: %+v", name, order, workers)
 				}
 			}
@@ -239,7 +239,7 @@ func TestRoundDuplicateWorkerIDs(t *testing.T) {
 			if byW := coresByWorker(got); byW["w1"] > 4 {
 				t.Errorf("%s unit %d: %d cores on w1, which has 4", name, unit, byW["w1"])
 			}
-			if want := placement.StartExecutorsOnWorkers(apps, deduped, p); !slices.Equal(got, want) {
+			if want := placement.StartExecutorsOnWorkers(apps, deduped, p); !same(got, want) {
 				t.Errorf("%s unit %d: with repeats %+v, without %+v", name, unit, got, want)
 			}
 		}
@@ -282,7 +282,7 @@ func TestRoundBadValues(t *testing.T) {
 					t.Errorf("%s unit %d: launch %+v for an app that can have nothing", name, unit, l)
 				}
 			}
-			if !slices.Equal(apps, apps0) || !slices.Equal(workers, workers0) {
+			if !same(apps, apps0) || !same(workers, workers0) {
 				t.Errorf("%s unit %d: inputs modified", name, unit)
 			}
 			for _, app := range apps {
@@ -388,7 +388,7 @@ func TestRoundClampsAWrongPolicy(t *testing.T) {
 				apps0, workers0 := cloneCluster(c.apps, c.workers)
 				got := placement.StartExecutorsOnWorkers(c.apps, c.workers, p)
 				checkRound(t, c.apps, c.workers, 1, got)
-				if !slices.Equal(c.apps, apps0) || !slices.Equal(c.workers, workers0) {
+				if !same(c.apps, apps0) || !same(c.workers, workers0) {
 					t.Fatalf("inputs modified")
 				}
 			})

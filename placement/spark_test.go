@@ -76,13 +76,13 @@ func TestSparkMasterSuiteScheduling(t *testing.T) {
 				expected = tc.want.spread
 			}
 			t.Run(tc.name+"/"+policy, func(t *testing.T) {
-				if got := referenceAssign(tc.app, workers, spread, 1); !slices.Equal(got, expected) {
+				if got := referenceAssign(tc.app, workers, spread, 1); !same(got, expected) {
 					t.Fatalf("reference assigns %v, Spark's MasterSuite expects %v", got, expected)
 				}
 				// MinCoreUnit 0 and 1 are both Spark's one core.
 				for _, unit := range []int{0, 1} {
 					p := mustNew(t, policy, placement.Options{MinCoreUnit: unit})
-					if got := p.Assign(tc.app, slices.Clone(workers)); !slices.Equal(got, expected) {
+					if got := p.Assign(tc.app, slices.Clone(workers)); !same(got, expected) {
 						t.Fatalf("MinCoreUnit %d: Assign = %v, Spark's MasterSuite expects %v", unit, got, expected)
 					}
 				}
@@ -103,7 +103,7 @@ func TestSparkScheduleWithExecutorsHeld(t *testing.T) {
 			want = []int{4, 0, 0}
 		}
 		got := mustNew(t, policy, placement.Options{}).Assign(app, workers)
-		if !slices.Equal(got, want) {
+		if !same(got, want) {
 			t.Errorf("%s: Assign = %v, want %v", policy, got, want)
 		}
 		if ref := referenceAssign(app, workers, spread, 1); !slices.Equal(ref, want) {
@@ -150,11 +150,11 @@ func TestSparkWorkerSelectionSuite(t *testing.T) {
 				p := mustNew(t, policy, placement.Options{Order: order})
 				launches := placement.StartExecutorsOnWorkers([]placement.App{app}, workers, p)
 				checkRound(t, []placement.App{app}, workers, 1, launches)
-				if got := distinctWorkers(launches); !slices.Equal(got, tc.want) {
+				if got := distinctWorkers(launches); !same(got, tc.want) {
 					t.Errorf("executors on %v, Spark expects %v (launches %+v)", got, tc.want, launches)
 				}
 				ref := referenceStartExecutorsOnWorkers([]placement.App{app}, workers, tc.spread, 1, order)
-				if got := distinctWorkers(ref); !slices.Equal(got, tc.want) {
+				if got := distinctWorkers(ref); !same(got, tc.want) {
 					t.Errorf("reference: executors on %v, Spark expects %v", got, tc.want)
 				}
 				if len(launches) != 2 {

@@ -15,6 +15,7 @@ type steps struct {
 	assigned []int // cores assigned on each worker
 	execs    []int // executors started on each worker
 	started  int   // sum of execs
+	resFit   []int // executors each worker's resources hold; nil: no resources asked
 }
 
 func newSteps(app App, workers []Worker, unit int) *steps {
@@ -26,6 +27,7 @@ func newSteps(app App, workers []Worker, unit int) *steps {
 		room:     executorRoom(app),
 		assigned: make([]int, len(workers)),
 		execs:    make([]int, len(workers)),
+		resFit:   resourceFits(app, workers),
 	}
 	s.toAssign = min(max(app.CoresLeft, 0), sumCoresFree(workers))
 	return s
@@ -76,8 +78,12 @@ func (s *steps) canTake(i int) bool {
 	if s.fixed == 0 && s.execs[i] > 0 {
 		return true // more cores for this worker's one executor
 	}
-	// A new executor: it needs memory and room under the executor limit.
+	// A new executor: it needs memory, resources and room under the
+	// executor limit (Spark's enoughMemory, enoughResources, underLimit).
 	// execs[i]*memory never exceeds MemoryFreeMB, so it cannot overflow.
+	if s.resFit != nil && s.execs[i] >= s.resFit[i] {
+		return false
+	}
 	return w.MemoryFreeMB-s.execs[i]*s.memory >= s.memory && s.started < s.room
 }
 

@@ -52,7 +52,7 @@ func TestAssignWithUnit(t *testing.T) {
 					t.Fatalf("reference = %v, worked out by hand %v", ref, want)
 				}
 				p := mustNew(t, policy, placement.Options{MinCoreUnit: tc.unit})
-				if got := p.Assign(tc.app, workers); !slices.Equal(got, want) {
+				if got := p.Assign(tc.app, workers); !same(got, want) {
 					t.Fatalf("Assign = %v, want %v", got, want)
 				}
 			})
@@ -75,7 +75,7 @@ func TestSeedExample(t *testing.T) {
 		{AppID: "app", WorkerID: "w2", Cores: 1, MemoryMB: 1024},
 		{AppID: "app", WorkerID: "w3", Cores: 1, MemoryMB: 1024},
 	}
-	if !slices.Equal(got, want) {
+	if !same(got, want) {
 		t.Errorf("spread, unit 1: %+v, want %+v", got, want)
 	}
 
@@ -85,7 +85,7 @@ func TestSeedExample(t *testing.T) {
 			p := mustNew(t, policy, placement.Options{Order: order, MinCoreUnit: 4})
 			got := placement.StartExecutorsOnWorkers(apps, workers, p)
 			want := []placement.Launch{{AppID: "app", WorkerID: "w1", Cores: 3, MemoryMB: 1024}}
-			if !slices.Equal(got, want) {
+			if !same(got, want) {
 				t.Errorf("%s, order %q, unit 4: %+v, want %+v", policy, order, got, want)
 			}
 		}
@@ -151,7 +151,7 @@ func TestUnitRecovery(t *testing.T) {
 	for _, policy := range []string{"spread", "pack"} {
 		got := placement.StartExecutorsOnWorkers(apps, workers, mustNew(t, policy, placement.Options{MinCoreUnit: 4}))
 		want := []placement.Launch{{AppID: "app", WorkerID: "w4", Cores: 6, MemoryMB: 1024}}
-		if !slices.Equal(got, want) {
+		if !same(got, want) {
 			t.Errorf("%s, unit 4: %+v, want %+v", policy, got, want)
 		}
 	}

@@ -37,6 +37,9 @@ type AppDescription struct {
 	// InitialExecutorLimit bounds the executors the app starts with
 	// (dynamic allocation); absent means no bound.
 	InitialExecutorLimit *int `json:"initialExecutorLimit,omitempty"`
+	// ResourcesPerExecutor: custom resources each executor needs, e.g.
+	// {"gpu": 1}, or {"gpu": 0.5} for half of one shared GPU.
+	ResourcesPerExecutor ResourceAmounts `json:"resourcesPerExecutor,omitempty"`
 }
 
 // DriverDescription is what `berth submit` sends: a driver run in the cluster.
@@ -46,6 +49,8 @@ type DriverDescription struct {
 	Cores     int               `json:"cores"`
 	MemoryMB  int               `json:"memoryMB"`
 	Supervise bool              `json:"supervise"`
+	// Resources: custom resources the driver needs, e.g. {"gpu": 1}.
+	Resources ResourceAmounts `json:"resources,omitempty"`
 }
 
 // Submitted answers a registration or submission with the new id.
@@ -75,6 +80,8 @@ type ExecutorStatus struct {
 	State    ExecutorState `json:"state"`
 	ExitCode *int          `json:"exitCode,omitempty"`
 	Message  string        `json:"message,omitempty"`
+	// Resources: the addresses of custom resources it was given.
+	Resources ResourceGrants `json:"resources,omitempty"`
 }
 
 // AppStatus is an application as the master sees it.
@@ -88,9 +95,11 @@ type AppStatus struct {
 	CoresGranted        int        `json:"coresGranted"`
 	CoresPerExecutor    int        `json:"coresPerExecutor,omitempty"`
 	MemoryPerExecutorMB int        `json:"memoryPerExecutorMB"`
-	ExecutorLimit       *int       `json:"executorLimit,omitempty"` // absent: no bound
-	RetryCount          int        `json:"retryCount"`
-	Message             string     `json:"message,omitempty"`
+	// ResourcesPerExecutor: custom resources each executor asks for.
+	ResourcesPerExecutor ResourceAmounts `json:"resourcesPerExecutor,omitempty"`
+	ExecutorLimit        *int            `json:"executorLimit,omitempty"` // absent: no bound
+	RetryCount           int             `json:"retryCount"`
+	Message              string          `json:"message,omitempty"`
 	// Waiting says why an active app has no executor ("waiting: ..." or,
 	// when no worker could ever hold one, "cannot start: ...").
 	Waiting   string           `json:"waiting,omitempty"`
@@ -116,6 +125,10 @@ type DriverStatus struct {
 	KillRequested bool `json:"killRequested,omitempty"`
 	// Waiting says why a SUBMITTED driver has not started (as AppStatus's).
 	Waiting string `json:"waiting,omitempty"`
+	// ResourcesAsked: custom resources it asks for; Resources: the
+	// addresses its current launch was given.
+	ResourcesAsked ResourceAmounts `json:"resourcesAsked,omitempty"`
+	Resources      ResourceGrants  `json:"resources,omitempty"`
 }
 
 // WorkerStatus is a worker as the master sees it.
@@ -135,6 +148,8 @@ type WorkerStatus struct {
 	// Limits: how the worker enforces its processes' limits ("cgroup v1",
 	// "cgroup v2", "not enforced: ..."), as it registered.
 	Limits string `json:"limits,omitempty"`
+	// Resources: the custom resources it offers, with their use, by name.
+	Resources []ResourceUse `json:"resources,omitempty"`
 }
 
 // DrainRequest is the body of POST /v1/workers/{id}/drain.

@@ -21,6 +21,9 @@ type RegisterWorker struct {
 	// Limits says how the worker enforces its processes' memory, CPU and
 	// pids: "cgroup v1", "cgroup v2", or "not enforced: <why>".
 	Limits string `json:"limits,omitempty"`
+	// Resources: the custom resources the worker offers, name → addresses
+	// (--resource).
+	Resources map[string][]string `json:"resources,omitempty"`
 	// Incarnation is random per worker process. A known worker id that
 	// registers with a new incarnation was restarted: what the master had
 	// placed on the old process is gone.
@@ -73,24 +76,26 @@ type DriverStateChanged struct {
 // final state no master has acknowledged yet (then State is final and
 // ExitCode and Message say how it ended).
 type ExecutorReport struct {
-	AppID      string        `json:"appId"`
-	ExecutorID int           `json:"executorId"`
-	Cores      int           `json:"cores"`
-	MemoryMB   int           `json:"memoryMB"`
-	State      ExecutorState `json:"state"`
-	ExitCode   *int          `json:"exitCode,omitempty"`
-	Message    string        `json:"message,omitempty"`
+	AppID      string         `json:"appId"`
+	ExecutorID int            `json:"executorId"`
+	Cores      int            `json:"cores"`
+	MemoryMB   int            `json:"memoryMB"`
+	State      ExecutorState  `json:"state"`
+	ExitCode   *int           `json:"exitCode,omitempty"`
+	Message    string         `json:"message,omitempty"`
+	Resources  ResourceGrants `json:"resources,omitempty"`
 }
 
 // DriverReport is one driver a worker runs, or one that ended unacknowledged
 // (as ExecutorReport).
 type DriverReport struct {
-	DriverID string      `json:"driverId"`
-	Cores    int         `json:"cores"`
-	MemoryMB int         `json:"memoryMB"`
-	State    DriverState `json:"state"`
-	ExitCode *int        `json:"exitCode,omitempty"`
-	Message  string      `json:"message,omitempty"`
+	DriverID  string         `json:"driverId"`
+	Cores     int            `json:"cores"`
+	MemoryMB  int            `json:"memoryMB"`
+	State     DriverState    `json:"state"`
+	ExitCode  *int           `json:"exitCode,omitempty"`
+	Message   string         `json:"message,omitempty"`
+	Resources ResourceGrants `json:"resources,omitempty"`
 }
 
 // WorkerLatestState is everything a worker runs, plus what ended without a
@@ -130,6 +135,8 @@ type LaunchExecutor struct {
 	MemoryMB   int               `json:"memoryMB"`
 	Command    []string          `json:"command"`
 	Env        map[string]string `json:"env,omitempty"`
+	// Resources: the addresses of custom resources the executor is given.
+	Resources ResourceGrants `json:"resources,omitempty"`
 }
 
 // KillExecutor asks a worker to kill an executor.
@@ -151,6 +158,8 @@ type LaunchDriver struct {
 	Supervise bool              `json:"supervise"`
 	// Token is the driver's credential (EnvToken), for this launch only.
 	Token string `json:"token,omitempty"`
+	// Resources: the addresses of custom resources the driver is given.
+	Resources ResourceGrants `json:"resources,omitempty"`
 }
 
 // KillDriver asks a worker to kill a driver.
