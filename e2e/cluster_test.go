@@ -26,6 +26,8 @@ type clusterSpec struct {
 	workers []string // ids of the workers started once a master leads
 	cores   int      // each worker's
 	memory  string   // each worker's (1g)
+	// workerFlags are more flags for every worker.
+	workerFlags []string
 }
 
 // cluster is one test's cluster. Its processes are killed by pid when the
@@ -50,6 +52,7 @@ func startCluster(t *testing.T, spec clusterSpec) *cluster {
 	workers := make([]testcluster.WorkerSpec, len(spec.workers))
 	for i, id := range spec.workers {
 		workers[i] = workerSpec(id, spec.cores, spec.memory)
+		workers[i].Flags = append(workers[i].Flags, spec.workerFlags...)
 	}
 	tc, err := testcluster.StartCluster(t, testcluster.Options{
 		Bin: bin, Dir: dir, Secret: secret, Masters: max(spec.masters, 1), Standalone: spec.masters == 0,

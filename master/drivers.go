@@ -74,15 +74,15 @@ func (c *core) updateDriver(d *driverInfo, retain int, change func(*persistence.
 // at once, but its launch record (state RUNNING and its worker) is durable
 // before the launch is sent, so a new leader can tell a driver that may run
 // (and must be claimed by its worker) from one that never started.
-func (c *core) launchDriver(w *workerInfo, d *driverInfo) {
+func (c *core) launchDriver(w *workerInfo, d *driverInfo, grants wire.ResourceGrants) {
 	c.waitingDrivers = slices.DeleteFunc(c.waitingDrivers, func(x *driverInfo) bool { return x == d })
 	d.worker, d.launching = w, true
-	w.addDriver(d)
+	w.addDriver(d, grants)
 	c.log.Info("launching driver", "driver", d.rec.ID, "worker", w.rec.ID)
 	token, hash := mintDriverToken(d.rec.ID)
 	c.updateDriver(d, 0, func(rec *persistence.DriverRecord) {
 		rec.State, rec.WorkerID, rec.WorkerIncarnation = wire.DriverRunning, w.rec.ID, w.incarnation
-		rec.CredentialHash = hash
+		rec.CredentialHash, rec.Resources = hash, grants
 	}, nil, func() {
 		d.launching, d.state = false, wire.DriverRunning
 		c.fx.send(w, workerCommand{
@@ -91,6 +91,7 @@ func (c *core) launchDriver(w *workerInfo, d *driverInfo) {
 				Epoch: c.epoch, MasterURL: c.cfg.Advertise, DriverID: d.rec.ID,
 				Command: d.rec.Desc.Command, Env: d.rec.Desc.Env, Cores: d.rec.Desc.Cores,
 				MemoryMB: d.rec.Desc.MemoryMB, Supervise: d.rec.Desc.Supervise, Token: token,
+				Resources: grants,
 			},
 			driverID: d.rec.ID,
 		})

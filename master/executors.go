@@ -13,13 +13,13 @@ import (
 // shown nor launched until its placement record is durable: a new leader
 // then knows where it runs, and a leader that cannot commit launches
 // nothing. A placement that fails to commit gives its cores back.
-func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int) {
-	e := &executorInfo{app: a, id: a.nextExecID, worker: w, cores: cores, memory: memory, state: wire.ExecutorLaunching, launching: true}
+func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int, grants wire.ResourceGrants) {
+	e := &executorInfo{app: a, id: a.nextExecID, worker: w, cores: cores, memory: memory, resources: grants, state: wire.ExecutorLaunching, launching: true}
 	a.nextExecID++
 	a.executors[e.id] = e
 	a.coresGranted += cores
 	w.addExecutor(e)
-	rec := persistence.ExecutorRecord{AppID: a.rec.ID, ID: e.id, WorkerID: w.rec.ID, Cores: cores, MemoryMB: memory}
+	rec := persistence.ExecutorRecord{AppID: a.rec.ID, ID: e.id, WorkerID: w.rec.ID, Cores: cores, MemoryMB: memory, Resources: grants}
 	c.commit([]persistence.Command{persistence.PutExecutor(rec)}, func() {
 		if !c.live(e) {
 			return
@@ -33,6 +33,7 @@ func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int) {
 			body: wire.LaunchExecutor{
 				Epoch: c.epoch, MasterURL: c.cfg.Advertise, AppID: a.rec.ID, ExecutorID: e.id,
 				Cores: cores, MemoryMB: memory, Command: a.rec.Desc.Command, Env: a.rec.Desc.Env,
+				Resources: grants,
 			},
 			appID: a.rec.ID, execID: e.id,
 		})

@@ -26,6 +26,7 @@ type workerInfo struct {
 	// being committed included (placement must not reuse them).
 	coresUsed  int
 	memoryUsed int
+	resUsed    resourceUse // custom resources in use (resources.go)
 	executors  map[execKey]*executorInfo
 	drivers    map[string]*driverInfo
 	// removing: the worker's removal is being committed; it takes nothing
@@ -87,6 +88,7 @@ func (w *workerInfo) addExecutor(e *executorInfo) {
 	w.executors[execKey{e.app.rec.ID, e.id}] = e
 	w.coresUsed += e.cores
 	w.memoryUsed += e.memory
+	w.useResources(e.resources, 1)
 }
 
 func (w *workerInfo) removeExecutor(e *executorInfo) {
@@ -95,16 +97,20 @@ func (w *workerInfo) removeExecutor(e *executorInfo) {
 		delete(w.executors, k)
 		w.coresUsed -= e.cores
 		w.memoryUsed -= e.memory
+		w.useResources(e.resources, -1)
 	}
 }
 
-func (w *workerInfo) addDriver(d *driverInfo) {
+// addDriver places d on w, holding the custom resources' addresses held.
+func (w *workerInfo) addDriver(d *driverInfo, held wire.ResourceGrants) {
 	if _, ok := w.drivers[d.rec.ID]; ok {
 		return
 	}
 	w.drivers[d.rec.ID] = d
 	w.coresUsed += d.rec.Desc.Cores
 	w.memoryUsed += d.rec.Desc.MemoryMB
+	d.held = held
+	w.useResources(held, 1)
 }
 
 func (w *workerInfo) removeDriver(d *driverInfo) {
@@ -112,6 +118,8 @@ func (w *workerInfo) removeDriver(d *driverInfo) {
 		delete(w.drivers, d.rec.ID)
 		w.coresUsed -= d.rec.Desc.Cores
 		w.memoryUsed -= d.rec.Desc.MemoryMB
+		w.useResources(d.held, -1)
+		d.held = nil
 	}
 }
 
@@ -189,6 +197,7 @@ type executorInfo struct {
 	worker       *workerInfo
 	cores        int
 	memory       int
+	resources    wire.ResourceGrants // custom resources' addresses it holds
 	state        wire.ExecutorState
 	runningSince time.Time // when it was last reported RUNNING
 	exitCode     *int
@@ -208,6 +217,8 @@ type driverInfo struct {
 	// launching: its launch record is being committed; it holds its
 	// worker's resources but shows as waiting until then.
 	launching bool
+	// held: the custom resources' addresses it holds on its worker.
+	held wire.ResourceGrants
 	// ending: its end is being committed; these wait for it.
 	ending *waiters
 }

@@ -81,7 +81,7 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 			orphans = append(orphans, persistence.DeleteExecutor(rec.AppID, rec.ID))
 			continue
 		}
-		e := &executorInfo{app: a, id: rec.ID, worker: w, cores: rec.Cores, memory: rec.MemoryMB, state: wire.ExecutorLaunching}
+		e := &executorInfo{app: a, id: rec.ID, worker: w, cores: rec.Cores, memory: rec.MemoryMB, resources: rec.Resources, state: wire.ExecutorLaunching}
 		a.executors[e.id] = e
 		a.coresGranted += e.cores
 		a.hosts[w.rec.ID] = struct{}{}

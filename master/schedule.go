@@ -49,11 +49,17 @@ func (c *core) scheduleDrivers(alive []*workerInfo) {
 		for range len(alive) {
 			w := alive[c.driverCursor%len(alive)]
 			c.driverCursor++
-			if w.coresFree() >= d.rec.Desc.Cores && w.memoryFree() >= d.rec.Desc.MemoryMB {
-				c.launchDriver(w, d)
-				placed++
-				break
+			if w.coresFree() < d.rec.Desc.Cores || w.memoryFree() < d.rec.Desc.MemoryMB {
+				continue
 			}
+			want := milli(d.rec.Desc.Resources)
+			picked, ok := placement.PickResources(w.resourcesFree(), want)
+			if !ok {
+				continue
+			}
+			c.launchDriver(w, d, w.grantsOf(picked, want))
+			placed++
+			break
 		}
 	}
 }
@@ -85,6 +91,8 @@ func (c *core) scheduleExecutors(alive []*workerInfo) {
 			MemoryPerExecutorMB: a.rec.Desc.MemoryPerExecutorMB,
 			ExecutorLimit:       limit,
 			Executors:           len(a.executors),
+			// Checked when registered; thousandths of an address.
+			ResourcesPerExecutor: milli(a.rec.Desc.ResourcesPerExecutor),
 		})
 	}
 	if len(apps) == 0 {
@@ -92,12 +100,12 @@ func (c *core) scheduleExecutors(alive []*workerInfo) {
 	}
 	workers := make([]placement.Worker, len(alive))
 	for i, w := range alive {
-		workers[i] = placement.Worker{ID: w.rec.ID, CoresFree: w.coresFree(), MemoryFreeMB: w.memoryFree()}
+		workers[i] = placement.Worker{ID: w.rec.ID, CoresFree: w.coresFree(), MemoryFreeMB: w.memoryFree(), Resources: w.resourcesFree()}
 	}
 	for _, l := range placement.StartExecutorsOnWorkers(apps, workers, c.policy) {
 		a, w := c.apps[l.AppID], c.workers[l.WorkerID]
 		if a != nil && w != nil {
-			c.launchExecutor(a, w, l.Cores, l.MemoryMB)
+			c.launchExecutor(a, w, l.Cores, l.MemoryMB, w.grantsOf(l.Resources, milli(a.rec.Desc.ResourcesPerExecutor)))
 		}
 	}
 }

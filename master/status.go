@@ -10,7 +10,7 @@ import (
 func executorStatus(e *executorInfo) *wire.ExecutorStatus {
 	return &wire.ExecutorStatus{
 		ID: e.id, WorkerID: e.worker.rec.ID, Cores: e.cores, MemoryMB: e.memory,
-		State: e.state, ExitCode: e.exitCode, Message: e.message,
+		State: e.state, ExitCode: e.exitCode, Message: e.message, Resources: e.resources,
 	}
 }
 
@@ -20,7 +20,7 @@ func appStatus(a *appInfo) *wire.AppStatus {
 		MaxCores: a.rec.Desc.MaxCores, CoresGranted: a.coresShown(),
 		CoresPerExecutor: a.rec.Desc.CoresPerExecutor, MemoryPerExecutorMB: a.rec.Desc.MemoryPerExecutorMB,
 		ExecutorLimit: a.rec.ExecutorLimit, RetryCount: a.retryCount, Message: a.message,
-		Executors: []wire.ExecutorStatus{},
+		ResourcesPerExecutor: a.rec.Desc.ResourcesPerExecutor, Executors: []wire.ExecutorStatus{},
 	}
 	if a.state.Finished() {
 		ended := a.endedAt
@@ -44,13 +44,13 @@ func driverStatus(d *driverInfo) *wire.DriverStatus {
 		Cores: d.rec.Desc.Cores, MemoryMB: d.rec.Desc.MemoryMB, Supervise: d.rec.Desc.Supervise,
 		Command: d.rec.Desc.Command, ExitCode: d.exitCode, Message: d.message,
 		RelaunchOf: d.rec.RelaunchOf, RelaunchedAs: d.relaunchedAs, WorkerID: d.rec.WorkerID,
-		KillRequested: d.rec.KillRequested,
+		KillRequested: d.rec.KillRequested, ResourcesAsked: d.rec.Desc.Resources,
 	}
 	switch {
 	case d.launching: // its launch is not durable yet: it still waits
 		s.State, s.WorkerID = wire.DriverSubmitted, ""
 	case d.worker != nil:
-		s.WorkerID = d.worker.rec.ID
+		s.WorkerID, s.Resources = d.worker.rec.ID, d.held
 	case d.state == wire.DriverSubmitted:
 		s.WorkerID = "" // waiting (again): the record names where it was meant to run
 	}
@@ -63,6 +63,7 @@ func workerStatus(w *workerInfo) wire.WorkerStatus {
 		ID: w.rec.ID, Host: w.rec.Host, Port: w.rec.Port, Address: w.rec.Address,
 		Cores: w.rec.Cores, CoresUsed: cores, MemoryMB: w.rec.MemoryMB, MemoryUsedMB: memory,
 		State: w.state, LastHeartbeat: w.lastHeartbeat, DrainDeadline: w.rec.DrainDeadline, Limits: w.limits,
+		Resources: w.resourceStatus(),
 	}
 }
 
@@ -147,7 +148,7 @@ func followerStatus(id string, status wire.MasterStatus, leaderID, leader string
 	for _, r := range sortedRecords(s.Workers, func(r *persistence.WorkerRecord) string { return r.ID }) {
 		out.Workers = append(out.Workers, wire.WorkerStatus{
 			ID: r.ID, Host: r.Host, Port: r.Port, Address: r.Address, Cores: r.Cores, MemoryMB: r.MemoryMB,
-			State: wire.WorkerUnknown,
+			State: wire.WorkerUnknown, Resources: (&workerInfo{rec: *r}).resourceUse(),
 		})
 	}
 	for _, r := range sortedRecords(s.Apps, func(r *persistence.AppRecord) string { return sortTime(r.SubmittedAt) + r.ID }) {
@@ -181,7 +182,7 @@ func recordAppStatus(r *persistence.AppRecord) wire.AppStatus {
 		ID: r.ID, Name: r.Desc.Name, State: r.State, SubmittedAt: r.SubmittedAt, EndedAt: r.EndedAt,
 		MaxCores: r.Desc.MaxCores, CoresGranted: r.CoresGranted, CoresPerExecutor: r.Desc.CoresPerExecutor,
 		MemoryPerExecutorMB: r.Desc.MemoryPerExecutorMB, ExecutorLimit: r.ExecutorLimit, Message: r.Message,
-		Executors: []wire.ExecutorStatus{},
+		ResourcesPerExecutor: r.Desc.ResourcesPerExecutor, Executors: []wire.ExecutorStatus{},
 	}
 }
 
@@ -190,5 +191,6 @@ func recordDriverStatus(r *persistence.DriverRecord) wire.DriverStatus {
 		ID: r.ID, State: r.State, SubmittedAt: r.SubmittedAt, Cores: r.Desc.Cores, MemoryMB: r.Desc.MemoryMB,
 		Supervise: r.Desc.Supervise, Command: r.Desc.Command, WorkerID: r.WorkerID, ExitCode: r.ExitCode,
 		Message: r.Message, RelaunchOf: r.RelaunchOf, RelaunchedAs: r.RelaunchedAs, KillRequested: r.KillRequested,
+		ResourcesAsked: r.Desc.Resources,
 	}
 }

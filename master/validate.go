@@ -1,6 +1,7 @@
 package master
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"regexp"
@@ -113,6 +114,9 @@ func validateApp(d wire.AppDescription) error {
 			return err
 		}
 	}
+	if _, err := d.ResourcesPerExecutor.Milli(); err != nil {
+		return badRequest("resourcesPerExecutor: %v", err)
+	}
 	return nil
 }
 
@@ -125,6 +129,9 @@ func validateDriver(d wire.DriverDescription) error {
 	}
 	if err := checkRange("cores", d.Cores, 0, wire.MaxCores); err != nil {
 		return err
+	}
+	if _, err := d.Resources.Milli(); err != nil {
+		return badRequest("resources: %v", err)
 	}
 	return checkRange("memoryMB", d.MemoryMB, 0, wire.MaxMemoryMB)
 }
@@ -144,6 +151,9 @@ func validateRegistration(r wire.RegisterWorker) error {
 	}
 	if err := checkRange("memoryMB", r.MemoryMB, 1, wire.MaxMemoryMB); err != nil {
 		return err
+	}
+	if err := wire.CheckResourceOffer(r.Resources); err != nil {
+		return badRequest("resources: %v", err)
 	}
 	// The master sends commands (and, without TLS, the secret) to this
 	// address: exactly the registration's own host and port, with no
@@ -193,6 +203,9 @@ func validateLatestState(r wire.WorkerLatestState) error {
 		if e.ExecutorID < 0 || e.ExecutorID >= maxExecutorID || !e.State.Valid() || e.Cores < 0 || e.Cores > wire.MaxCores || e.MemoryMB < 0 || e.MemoryMB > wire.MaxMemoryMB {
 			return badRequest("executor %s/%d: bad id, state, cores or memory", e.AppID, e.ExecutorID)
 		}
+		if err := checkGrants(e.Resources); err != nil {
+			return badRequest("executor %s/%d: %v", e.AppID, e.ExecutorID, err)
+		}
 	}
 	for _, d := range r.Drivers {
 		if err := checkID("driver id", d.DriverID); err != nil {
@@ -200,6 +213,24 @@ func validateLatestState(r wire.WorkerLatestState) error {
 		}
 		if !d.State.Valid() || d.State == wire.DriverUnknown || d.State == wire.DriverRelaunching {
 			return badRequest("driver %s: a worker cannot report state %q", d.DriverID, d.State)
+		}
+		if err := checkGrants(d.Resources); err != nil {
+			return badRequest("driver %s: %v", d.DriverID, err)
+		}
+	}
+	return nil
+}
+
+// checkGrants checks the shape of reported resource grants (the master
+// counts only the addresses the worker offers).
+func checkGrants(g wire.ResourceGrants) error {
+	if len(g) > wire.MaxResources {
+		return fmt.Errorf("%d resources, at most %d", len(g), wire.MaxResources)
+	}
+	for name, grant := range g {
+		if !wire.ValidResourceName(name) || len(grant.Addresses) == 0 || len(grant.Addresses) > wire.MaxResourceAddresses ||
+			!(grant.Share >= 0 && grant.Share < 1) || (grant.Share > 0 && len(grant.Addresses) != 1) {
+			return fmt.Errorf("resource %q: malformed grant", name)
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/berth-cluster/berth/placement"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -72,7 +73,33 @@ func (c *core) appWaiting(a *appInfo, r room) string {
 			return fmt.Sprintf("cannot start: the core unit %d fits on no worker (largest: %d cores); lower --min-core-unit or add a larger worker", step, r.maxCores)
 		}
 	}
-	return r.fitReason("an executor", step, a.rec.Desc.MemoryPerExecutorMB)
+	if why := r.fitReason("an executor", step, a.rec.Desc.MemoryPerExecutorMB); why != "" {
+		return why
+	}
+	return c.resourceReason("an executor", a.rec.Desc.ResourcesPerExecutor)
+}
+
+// resourceReason says why a process asking want of custom resources does
+// not start ("" when some alive worker has them free): no worker offers
+// that much at all, or what there is is taken.
+func (c *core) resourceReason(what string, want wire.ResourceAmounts) string {
+	m := milli(want)
+	if len(m) == 0 {
+		return ""
+	}
+	offered := false
+	for _, w := range c.aliveWorkers() {
+		if placement.ResourceFit(w.resourcesFree(), m) >= 1 {
+			return ""
+		}
+		if placement.ResourceFit((&workerInfo{rec: w.rec}).resourcesFree(), m) >= 1 {
+			offered = true
+		}
+	}
+	if !offered {
+		return fmt.Sprintf("cannot start: no worker offers %s for %s; start a worker with --resource", want, what)
+	}
+	return fmt.Sprintf("waiting: no worker has %s free for %s", want, what)
 }
 
 // driverWaiting says why a submitted driver has not started.
@@ -85,5 +112,8 @@ func (c *core) driverWaiting(d *driverInfo, r room) string {
 	case c.cfg.MaxDrivers > 0 && c.placedDrivers() >= c.cfg.MaxDrivers:
 		return fmt.Sprintf("waiting: %d drivers run, the most --max-drivers allows", c.cfg.MaxDrivers)
 	}
-	return r.fitReason("the driver", d.rec.Desc.Cores, d.rec.Desc.MemoryMB)
+	if why := r.fitReason("the driver", d.rec.Desc.Cores, d.rec.Desc.MemoryMB); why != "" {
+		return why
+	}
+	return c.resourceReason("the driver", d.rec.Desc.Resources)
 }

@@ -82,7 +82,7 @@ func (c *core) keepReportedExecutor(w *workerInfo, r wire.ExecutorReport, recove
 	if !recovering || a.ending != nil || r.Cores <= 0 {
 		return false
 	}
-	e := &executorInfo{app: a, id: r.ExecutorID, worker: w, cores: r.Cores, memory: r.MemoryMB, state: r.State}
+	e := &executorInfo{app: a, id: r.ExecutorID, worker: w, cores: r.Cores, memory: r.MemoryMB, resources: r.Resources, state: r.State}
 	if r.State == wire.ExecutorRunning {
 		e.runningSince = c.now()
 	}
@@ -111,7 +111,11 @@ func (c *core) keepReportedDriver(w *workerInfo, r wire.DriverReport) bool {
 	if d.worker == nil {
 		c.waitingDrivers = slices.DeleteFunc(c.waitingDrivers, func(x *driverInfo) bool { return x == d })
 		d.worker = w
-		w.addDriver(d)
+		held := d.rec.Resources // as its launch record gave them
+		if d.rec.WorkerID != w.rec.ID || held == nil {
+			held = r.Resources
+		}
+		w.addDriver(d, held)
 	}
 	d.state = wire.DriverRunning
 	if d.rec.KillRequested {

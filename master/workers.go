@@ -50,7 +50,7 @@ func (c *core) registerWorker(req wire.RegisterWorker, reply func(any, error)) {
 		reply(nil, err)
 		return
 	}
-	rec := persistence.WorkerRecord{ID: req.ID, Host: req.Host, Port: req.Port, Address: req.Address, Cores: req.Cores, MemoryMB: req.MemoryMB}
+	rec := persistence.WorkerRecord{ID: req.ID, Host: req.Host, Port: req.Port, Address: req.Address, Cores: req.Cores, MemoryMB: req.MemoryMB, Resources: req.Resources}
 	gen := c.gen
 	c.fx.persist([]persistence.Command{persistence.PutWorker(rec)}, func(err error) {
 		if err != nil {
@@ -132,7 +132,7 @@ func (c *core) addWorker(rec persistence.WorkerRecord, incarnation string) {
 	w := newWorkerInfo(rec, wire.WorkerAlive, c.now())
 	w.incarnation = incarnation
 	c.putWorker(w)
-	c.log.Info("registered worker", "worker", rec.ID, "address", rec.Address, "cores", rec.Cores, "memoryMB", rec.MemoryMB)
+	c.log.Info("registered worker", "worker", rec.ID, "address", rec.Address, "cores", rec.Cores, "memoryMB", rec.MemoryMB, "resources", len(rec.Resources))
 	c.schedule()
 }
 

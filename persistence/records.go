@@ -76,6 +76,9 @@ type DriverRecord struct {
 	// driver's current launch (wire.EnvToken); any leader checks a driver's
 	// requests against it. The credential itself is never written.
 	CredentialHash string `json:"credentialHash,omitempty"`
+	// Resources: the addresses of custom resources its current launch was
+	// given (on WorkerID).
+	Resources wire.ResourceGrants `json:"resources,omitempty"`
 	// IdempotencyKey is the key it was submitted with, if any, and
 	// IdempotencyHash its description's as the client sent it. A relaunch
 	// carries both: a repeat gets the newest driver of the chain.
@@ -91,6 +94,8 @@ type WorkerRecord struct {
 	Address  string `json:"address"`
 	Cores    int    `json:"cores"`
 	MemoryMB int    `json:"memoryMB"`
+	// Resources: the custom resources it offers, name → addresses.
+	Resources map[string][]string `json:"resources,omitempty"`
 	// DrainDeadline: the worker is being drained until then (a new leader
 	// goes on with the drain).
 	DrainDeadline *time.Time `json:"drainDeadline,omitempty"`
@@ -107,6 +112,9 @@ type ExecutorRecord struct {
 	WorkerID string `json:"workerId"`
 	Cores    int    `json:"cores"`
 	MemoryMB int    `json:"memoryMB"`
+	// Resources: the addresses of custom resources it was given, so that a
+	// new leader keeps them taken while it runs.
+	Resources wire.ResourceGrants `json:"resources,omitempty"`
 }
 
 // Key is the record's id in the state: appId/executorId.

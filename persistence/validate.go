@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/berth-cluster/berth/wire"
 )
 
 // errInvalidState wraps every invariant a State breaks.
@@ -35,6 +37,7 @@ func (s *State) Validate() error {
 		func() error { return validateKeys(BucketMasters, s.Masters, (*MasterRecord).key) },
 		func() error { return validateKeys(BucketExecutors, s.Executors, (*ExecutorRecord).Key) },
 		s.validateExecutors,
+		s.validateWorkerResources,
 		s.validateEndedIndexes,
 	} {
 		if err := check(); err != nil {
@@ -101,8 +104,36 @@ func (s *State) validateExecutors() error {
 		case s.Workers[e.WorkerID] == nil:
 			return fmt.Errorf("executors[%q] runs on worker %q, which is not registered", k, e.WorkerID)
 		}
+		if err := grantOffered(e.Resources, s.Workers[e.WorkerID].Resources); err != nil {
+			return fmt.Errorf("executors[%q]: %w", k, err)
+		}
 		return nil
 	})
+}
+
+// validateWorkerResources checks every worker's offer.
+func (s *State) validateWorkerResources() error {
+	return firstProblem(s.Workers, func(k string, w *WorkerRecord) error {
+		if err := wire.CheckResourceOffer(w.Resources); err != nil {
+			return fmt.Errorf("workers[%q]: %w", k, err)
+		}
+		return nil
+	})
+}
+
+// grantOffered checks that a grant names only addresses the worker offers.
+func grantOffered(g wire.ResourceGrants, offer map[string][]string) error {
+	for name, grant := range g {
+		if len(grant.Addresses) == 0 || grant.Share < 0 || grant.Share >= 1 {
+			return fmt.Errorf("resource %s: grant %+v is malformed", name, grant)
+		}
+		for _, a := range grant.Addresses {
+			if !slices.Contains(offer[name], a) {
+				return fmt.Errorf("resource %s: address %q is not offered by its worker", name, a)
+			}
+		}
+	}
+	return nil
 }
 
 // firstProblem returns the problem of the smallest key that has one: the

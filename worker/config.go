@@ -64,6 +64,9 @@ type Config struct {
 	// MemoryMB offered to the master (--memory); 0: the machine's memory
 	// minus 1 GiB, at least 1 GiB.
 	MemoryMB int
+	// Resources: the custom resources offered, name → addresses
+	// (--resource, parsed by ParseResources).
+	Resources map[string][]string
 	// DrainDeadline, when positive, makes SIGTERM drain the worker first
 	// (--drain-deadline): the master places nothing new here and what runs
 	// has this long to end on its own before it is killed (and replaced
@@ -201,6 +204,10 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MemoryMB < 1 || c.MemoryMB > wire.MaxMemoryMB {
 		errs = append(errs, fmt.Errorf("--memory %d MiB: want 1 MiB to %d MiB", c.MemoryMB, wire.MaxMemoryMB))
+	}
+
+	if err := wire.CheckResourceOffer(c.Resources); err != nil {
+		errs = append(errs, fmt.Errorf("--resource: %w", err))
 	}
 
 	if c.WorkDir == "" {

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func TestRegistrationThenLatestStateThenHeartbeats(t *testing.T) {
 	_, port, _ := httpx.SplitHostPort(w.URL()[len("http://"):])
 	want := wire.RegisterWorker{ID: w.ID(), Host: "127.0.0.1", Port: port, Cores: 4, MemoryMB: 4096,
 		Address: fmt.Sprintf("http://127.0.0.1:%d", port), Incarnation: reg.Incarnation, Limits: w.limits}
-	if reg != want || len(reg.Incarnation) < 16 {
+	if !reflect.DeepEqual(reg, want) || len(reg.Incarnation) < 16 {
 		t.Errorf("registration %+v, want %+v with a random incarnation", reg, want)
 	}
 	if !regexp.MustCompile(fmt.Sprintf(`^worker-\d{14}-127\.0\.0\.1-%d$`, port)).MatchString(w.ID()) {
@@ -125,7 +126,7 @@ func TestReconnectReplyRegistersAgainKeepingChildren(t *testing.T) {
 		t.Errorf("registered again as %q, was %q", regs[1].ID, regs[0].ID)
 	}
 	st, _ := fm.lastState()
-	if len(st.Executors) != 1 || st.Executors[0] != (wire.ExecutorReport{AppID: "app-1", ExecutorID: 0, Cores: 1, MemoryMB: 256, State: wire.ExecutorRunning}) {
+	if len(st.Executors) != 1 || !reflect.DeepEqual(st.Executors[0], wire.ExecutorReport{AppID: "app-1", ExecutorID: 0, Cores: 1, MemoryMB: 256, State: wire.ExecutorRunning}) {
 		t.Errorf("latest state after re-registration: %+v", st.Executors)
 	}
 	if !testproc.Alive(pid) {

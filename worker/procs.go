@@ -31,7 +31,8 @@ type proc struct {
 	driverID  string // drivers
 	cores     int
 	memoryMB  int
-	supervise bool     // drivers
+	supervise bool // drivers
+	resources wire.ResourceGrants
 	argv      []string // placeholders substituted
 	env       []string
 	dir       string
@@ -189,14 +190,14 @@ func (t *procTable) snapshot() ([]wire.ExecutorReport, []wire.DriverReport) {
 	for _, p := range t.executors {
 		if !p.ended {
 			execs = append(execs, wire.ExecutorReport{AppID: p.appID, ExecutorID: p.execID,
-				Cores: p.cores, MemoryMB: p.memoryMB, State: p.executorState()})
+				Cores: p.cores, MemoryMB: p.memoryMB, State: p.executorState(), Resources: p.resources})
 		}
 	}
 	drivers := []wire.DriverReport{}
 	for _, p := range t.drivers {
 		if !p.ended {
 			drivers = append(drivers, wire.DriverReport{DriverID: p.driverID,
-				Cores: p.cores, MemoryMB: p.memoryMB, State: p.driverState()})
+				Cores: p.cores, MemoryMB: p.memoryMB, State: p.driverState(), Resources: p.resources})
 		}
 	}
 	sort.Slice(execs, func(i, j int) bool {

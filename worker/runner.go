@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -29,19 +30,26 @@ var errKilledBeforeStart = errors.New("killed before it started")
 // launchExecutor records the executor and starts its runner; a repeated
 // launch of the same executor is a no-op.
 func (w *Worker) launchExecutor(req wire.LaunchExecutor) error {
+	if err := w.checkGrants(req.Resources); err != nil {
+		return httpx.Coded(http.StatusBadRequest, wire.CodeBadRequest, "%v", err)
+	}
 	execID, cores := strconv.Itoa(req.ExecutorID), strconv.Itoa(req.Cores)
+	dir := filepath.Join(w.cfg.WorkDir, req.AppID, execID)
+	berth := map[string]string{
+		wire.EnvAppID: req.AppID, wire.EnvExecutorID: execID,
+		wire.EnvCores: cores, wire.EnvMemoryMB: strconv.Itoa(req.MemoryMB),
+		wire.EnvWorkerID: w.id, wire.EnvWorkerHost: w.host, wire.EnvMaster: w.masterList,
+	}
+	resourceEnv(berth, req.Resources)
 	p := &proc{
 		kind: kindExecutor, appID: req.AppID, execID: req.ExecutorID,
-		cores: req.Cores, memoryMB: req.MemoryMB,
+		cores: req.Cores, memoryMB: req.MemoryMB, resources: req.Resources,
 		argv: substitute(req.Command,
 			wire.PlaceholderAppID, req.AppID, wire.PlaceholderExecutorID, execID,
-			wire.PlaceholderCores, cores, wire.PlaceholderHostname, w.host),
-		env: buildEnv(map[string]string{
-			wire.EnvAppID: req.AppID, wire.EnvExecutorID: execID,
-			wire.EnvCores: cores, wire.EnvMemoryMB: strconv.Itoa(req.MemoryMB),
-			wire.EnvWorkerID: w.id, wire.EnvWorkerHost: w.host, wire.EnvMaster: w.masterList,
-		}, req.Env),
-		dir:   filepath.Join(w.cfg.WorkDir, req.AppID, execID),
+			wire.PlaceholderCores, cores, wire.PlaceholderHostname, w.host,
+			wire.PlaceholderResources, filepath.Join(dir, resourcesFile)),
+		env:   buildEnv(berth, req.Env),
+		dir:   dir,
 		state: string(wire.ExecutorLaunching),
 	}
 	return w.launch(p)
@@ -50,7 +58,11 @@ func (w *Worker) launchExecutor(req wire.LaunchExecutor) error {
 // launchDriver records the driver and starts its runner; a repeated launch
 // of the same driver is a no-op.
 func (w *Worker) launchDriver(req wire.LaunchDriver) error {
+	if err := w.checkGrants(req.Resources); err != nil {
+		return httpx.Coded(http.StatusBadRequest, wire.CodeBadRequest, "%v", err)
+	}
 	cores := strconv.Itoa(req.Cores)
+	dir := filepath.Join(w.cfg.WorkDir, driversDir, req.DriverID)
 	berth := map[string]string{
 		wire.EnvDriverID: req.DriverID,
 		wire.EnvCores:    cores, wire.EnvMemoryMB: strconv.Itoa(req.MemoryMB),
@@ -62,12 +74,14 @@ func (w *Worker) launchDriver(req wire.LaunchDriver) error {
 	if w.cfg.TLS != nil {
 		berth[wire.EnvTLSCAFile] = w.cfg.TLS.CAFile() // to verify the masters
 	}
+	resourceEnv(berth, req.Resources)
 	p := &proc{
 		kind: kindDriver, driverID: req.DriverID,
-		cores: req.Cores, memoryMB: req.MemoryMB, supervise: req.Supervise,
-		argv:  substitute(req.Command, wire.PlaceholderCores, cores, wire.PlaceholderHostname, w.host),
+		cores: req.Cores, memoryMB: req.MemoryMB, supervise: req.Supervise, resources: req.Resources,
+		argv: substitute(req.Command, wire.PlaceholderCores, cores, wire.PlaceholderHostname, w.host,
+			wire.PlaceholderResources, filepath.Join(dir, resourcesFile)),
 		env:   buildEnv(berth, req.Env),
-		dir:   filepath.Join(w.cfg.WorkDir, driversDir, req.DriverID),
+		dir:   dir,
 		state: string(wire.DriverRunning), // the master marks it RUNNING as it launches it
 	}
 	return w.launch(p)
@@ -215,11 +229,19 @@ func (w *Worker) startAttempt(p *proc, note string) (*exec.Cmd, error) {
 		return nil, fmt.Errorf("opening its stderr: %w", err)
 	}
 	defer stderr.Close()
-	tenant := p.dir // a driver's; an executor's is its app's
+	tenant, component := p.dir, "berth.driver" // a driver's; an executor's is its app's
 	if p.kind == kindExecutor {
-		tenant = filepath.Dir(p.dir)
+		tenant, component = filepath.Dir(p.dir), "berth.executor"
 	}
-	gid, err := w.cfg.runAs.prepare(w.cfg.WorkDir, tenant, p.dir, stdout.Name(), stderr.Name())
+	files := []string{stdout.Name(), stderr.Name()}
+	if p.resources != nil || slices.Contains(p.argv, filepath.Join(p.dir, resourcesFile)) {
+		path, err := writeResourcesFile(p.dir, component, p.resources)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, path)
+	}
+	gid, err := w.cfg.runAs.prepare(w.cfg.WorkDir, tenant, p.dir, files...)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/berth-cluster/berth/internal/units"
+	"github.com/berth-cluster/berth/wire"
 )
 
 // errHelpShown ends a command that printed its help instead of running.
@@ -94,6 +95,26 @@ func envPairs(c *cli.Context, flag string) (map[string]string, error) {
 			return nil, fmt.Errorf("invalid value %q for flag --%s: want NAME=VALUE", kv, flag)
 		}
 		out[k] = v
+	}
+	return out, nil
+}
+
+// resourceFlag parses a repeated NAME=AMOUNT flag of custom resources.
+func resourceFlag(c *cli.Context, flag string) (wire.ResourceAmounts, error) {
+	vals := c.StringSlice(flag)
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	out := make(wire.ResourceAmounts, len(vals))
+	for _, v := range vals {
+		name, amount, err := wire.ParseResourceAmount(v)
+		if err != nil {
+			return nil, fmt.Errorf("invalid value for flag --%s: %w", flag, err)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("invalid value for flag --%s: %s given twice", flag, name)
+		}
+		out[name] = amount
 	}
 	return out, nil
 }

@@ -39,6 +39,8 @@ if the first attempt did submit it.`,
 				Usage: "memory the driver needs on its worker (512m, 2g)"},
 			&cli.StringSliceFlag{Name: "env", EnvVars: env("submit", "env"),
 				Usage: "`NAME=VALUE` added to the driver's environment; repeat it (the variable takes a comma-separated list)"},
+			&cli.StringSliceFlag{Name: "resource", EnvVars: env("submit", "resource"),
+				Usage: "`NAME=AMOUNT` of a custom resource the driver needs, e.g. gpu=1; repeat it"},
 			&cli.BoolFlag{Name: "wait", EnvVars: env("submit", "wait"),
 				Usage: "wait for the driver to end; exit 0 only if it FINISHED"},
 			pollFlag("submit"),
@@ -58,6 +60,10 @@ if the first attempt did submit it.`,
 			if err != nil {
 				return err
 			}
+			resources, err := resourceFlag(c, "resource")
+			if err != nil {
+				return err
+			}
 			cmd, err := argv(c, "driver")
 			if err != nil {
 				return err
@@ -74,6 +80,7 @@ if the first attempt did submit it.`,
 			defer cancel()
 			id, err := cl.SubmitDriver(ctx, wire.DriverDescription{
 				Command: cmd, Env: envs, Cores: cores, MemoryMB: mem, Supervise: c.Bool("supervise"),
+				Resources: resources,
 			}, client.WithIdempotencyKey(key))
 			if errors.Is(err, client.ErrUnknownOutcome) {
 				return fmt.Errorf("%w\nthe driver may have been submitted; to retry safely, run the same command with --idempotency-key %s", err, key)

@@ -39,6 +39,7 @@ ARGV may use the placeholders {{APP_ID}}, {{EXECUTOR_ID}}, {{CORES}} and
 			&cli.StringFlag{Name: "executor-memory", Value: "1g", EnvVars: env("run", "executor-memory"), Usage: "memory of each executor (512m, 2g)"},
 			&cli.IntFlag{Name: "executor-limit", EnvVars: env("run", "executor-limit"), Usage: "most executors the app starts with (unset: no bound)"},
 			&cli.StringSliceFlag{Name: "env", EnvVars: env("run", "env"), Usage: "`NAME=VALUE` added to the executors' environment; repeat it"},
+			&cli.StringSliceFlag{Name: "executor-resource", EnvVars: env("run", "executor-resource"), Usage: "`NAME=AMOUNT` of a custom resource each executor needs, e.g. gpu=1, or gpu=0.5 to share one; repeat it"},
 		},
 		Action: runApp,
 	}
@@ -155,6 +156,9 @@ func appDescription(c *cli.Context) (wire.AppDescription, error) {
 		d.InitialExecutorLimit = &n
 	}
 	if d.Env, err = envPairs(c, "env"); err != nil {
+		return d, err
+	}
+	if d.ResourcesPerExecutor, err = resourceFlag(c, "executor-resource"); err != nil {
 		return d, err
 	}
 	if d.Command, err = argv(c, "executor"); err != nil {

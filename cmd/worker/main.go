@@ -78,6 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&cli.StringFlag{Name: "memory", Usage: "memory offered to the master, e.g. 512m, 2g (default: the machine's memory minus 1g, at least 1g)", EnvVars: env("MEMORY")},
 			&cli.StringFlag{Name: "log-max-size", Usage: "roll each executor's and driver's stdout and stderr at this size (e.g. 128m; 0: one file, unbounded)", EnvVars: env("LOG_MAX_SIZE")},
 			&cli.IntFlag{Name: "log-max-files", Value: 5, Usage: "rolled log files kept besides the current one, with --log-max-size", EnvVars: env("LOG_MAX_FILES")},
+			&cli.StringSliceFlag{Name: "resource", Usage: "a custom resource offered to executors and drivers (repeatable): NAME=COUNT (addresses 0 to COUNT-1) or NAME:discovery=PATH (a script printing {\"name\":\"gpu\",\"addresses\":[\"0\",\"1\"]})", EnvVars: env("RESOURCES")},
 			&cli.IntFlag{Name: "pids-limit", Value: 4096, Usage: "processes each executor and driver may have (its cgroup's pids.max)", EnvVars: env("PIDS_LIMIT")},
 			&cli.DurationFlag{Name: "drain-deadline", Usage: "on SIGTERM, drain first: the master places nothing new here and what runs has this long to end before it is killed and replaced elsewhere (0: kill at once)", EnvVars: env("DRAIN_DEADLINE")},
 			&cli.IntFlag{Name: "max-connections", Usage: "open API connections; more wait to be accepted (0: three quarters of the file descriptor limit)", EnvVars: env("MAX_CONNECTIONS")},
@@ -192,6 +193,11 @@ func configFrom(c *cli.Context, stderr io.Writer) (worker.Config, *slog.Logger, 
 		default:
 			cfg.Cores = n
 		}
+	}
+	if res, err := worker.ParseResources(c.Context, c.StringSlice("resource")); err != nil {
+		errs = append(errs, err)
+	} else {
+		cfg.Resources = res
 	}
 	if s := c.String("log-max-size"); s != "" && s != "0" {
 		if mb, err := units.ParseMemoryMB(s); err != nil {

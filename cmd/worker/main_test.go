@@ -64,6 +64,15 @@ func TestBadInputsAreRefusedNamingTheFlag(t *testing.T) {
 		{Args: append(ok, "--log-max-files", "-2"), Flag: "--log-max-files"},
 		{Env: []string{"BERTH_WORKER_RUN_AS=no-such-user-xyz"}, Args: ok, Flag: "--run-as"},
 		{Args: append(ok, "--run-as", "nobody", "--work-dir", filepath.Join(t.TempDir(), "w")), Flag: "--run-as"}, // not root, or a work dir nobody cannot reach
+		{Args: append(ok, "--resource", "gpu=0"), Flag: "--resource"},
+		{Args: append(ok, "--resource", "GPU=2"), Flag: "--resource"},
+		{Args: append(ok, "--resource", "gpu"), Flag: "--resource"},
+		{Args: append(ok, "--resource", "gpu=2", "--resource", "gpu=1"), Flag: "--resource"},
+		{Args: append(ok, "--resource", "gpu:discovery=/no/such/script"), Flag: "--resource"},
+		{Args: append(ok, "--resource", "gpu:discovery="+script(t, "echo not json")), Flag: "--resource"},
+		{Args: append(ok, "--resource", "gpu:discovery="+script(t, `echo '{"name":"fpga","addresses":["0"]}'`)), Flag: "--resource"},
+		{Args: append(ok, "--resource", "gpu:discovery="+script(t, `echo '{"name":"gpu","addresses":[]}'`)), Flag: "--resource"},
+		{Args: append(ok, "--resource", "gpu:discovery="+script(t, "exit 3")), Flag: "--resource"},
 	}
 	if os.Geteuid() == 0 {
 		cases = append(cases[:11], cases[12:]...) // root writes anywhere
@@ -214,4 +223,14 @@ func TestSIGTERMKillsChildrenReportsAndExits0(t *testing.T) {
 	if s := m.final("app-term"); s == nil || s.State != wire.ExecutorKilled {
 		t.Errorf("final state reported: %+v", s)
 	}
+}
+
+// script writes an executable shell script running body.
+func script(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "discover.sh")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
