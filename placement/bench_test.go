@@ -117,3 +117,49 @@ func BenchmarkRound(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRoundResources times the same round with and without a custom
+// resource: every worker offers 8 GPUs (a quarter of them in use), and
+// every app asks one GPU per executor, side by side with the same cluster
+// and apps asking none. Run:
+//
+//	go test -run '^$' -bench BenchmarkRoundResources -benchmem ./placement
+func BenchmarkRoundResources(b *testing.B) {
+	for _, nw := range []int{1000, 10000} {
+		plain := benchWorkers(nw)
+		gpus := benchWorkers(nw)
+		for i := range gpus {
+			free := make([]int, 8)
+			for a := range free {
+				if (i+a)%4 != 0 {
+					free[a] = placement.Whole
+				}
+			}
+			gpus[i].Resources = map[string][]int{"gpu": free}
+		}
+		for _, na := range []int{10, 100} {
+			plainApps, gpuApps := benchApps(na), benchApps(na)
+			for i := range gpuApps {
+				gpuApps[i].ResourcesPerExecutor = map[string]int{"gpu": placement.Whole}
+			}
+			for _, policy := range []string{"spread", "pack", "bestfit"} {
+				p := mustNew(b, policy, placement.Options{MinCoreUnit: 4})
+				for _, side := range []struct {
+					name    string
+					workers []placement.Worker
+					apps    []placement.App
+				}{{"without", plain, plainApps}, {"gpu-per-executor", gpus, gpuApps}} {
+					b.Run(fmt.Sprintf("workers=%d/apps=%d/policy=%s/resources=%s", nw, na, policy, side.name), func(b *testing.B) {
+						b.ReportAllocs()
+						var launches []placement.Launch
+						for b.Loop() {
+							launches = placement.StartExecutorsOnWorkers(side.apps, side.workers, p)
+						}
+						b.ReportMetric(float64(len(launches)), "launches/op")
+						benchSink = launches
+					})
+				}
+			}
+		}
+	}
+}

@@ -44,6 +44,9 @@ func TestPagesShowTheCluster(t *testing.T) {
 	c := cluster(3, 2)
 	c.Workers[2].State = wire.WorkerDead
 	c.ActiveApps[1].Executors[1].State = wire.ExecutorLost
+	c.Workers[1].Resources = []wire.ResourceUse{{Name: "gpu", Addresses: []string{"GPU-0", "GPU-1"}, Used: []float64{1, 0}, Free: 1}}
+	c.ActiveApps[0].ResourcesPerExecutor = wire.ResourceAmounts{"gpu": 1}
+	c.ActiveApps[0].Executors[1].Resources = wire.ResourceGrants{"gpu": {Addresses: []string{"GPU-0"}}}
 	c.ActiveDrivers = []wire.DriverStatus{{ID: "driver-2", State: wire.DriverSubmitted, Cores: 64, MemoryMB: 512, Command: []string{"pi", "--n", "9"},
 		Waiting: "cannot start: no worker has 64 cores", RelaunchOf: "driver-1", SubmittedAt: t0}}
 	c.CompletedDrivers = []wire.DriverStatus{{ID: "driver-1", State: wire.DriverError, RelaunchedAs: "driver-2", WorkerID: "w00002", Message: "worker lost", SubmittedAt: t0}}
@@ -55,7 +58,8 @@ func TestPagesShowTheCluster(t *testing.T) {
 		t.Fatalf("overview: %d", code)
 	}
 	contains(t, "the overview", body, "Master m1", "ALIVE", "epoch 3", "<b>2</b> alive", "1 dead", "term 3", "applied index 42",
-		"w00000", "app-20261124120000-0001", "driver-2", "cannot start: no worker has 64 cores", "leader</b>", "https://10.0.0.1:7077/ui/")
+		"w00000", "app-20261124120000-0001", "driver-2", "cannot start: no worker has 64 cores", "leader</b>", "https://10.0.0.1:7077/ui/",
+		"gpu 1/2 free")
 
 	_, body = get(t, h, "/ui/apps/app-20261124120000-0001")
 	contains(t, "the app page", body, "Kill application", "executor limit", "LOST", "worker w00002 lost", "stdout", "1 executors holding 1 cores", "1 cores × 1")
@@ -63,8 +67,10 @@ func TestPagesShowTheCluster(t *testing.T) {
 	if strings.Index(body, "driver-1") > strings.Index(body, `class="current"`) || !strings.Contains(body, "worker lost") {
 		t.Errorf("the driver page's history does not show driver-1 before driver-2")
 	}
+	_, body = get(t, h, "/ui/apps/app-20261124120000-0000")
+	contains(t, "the GPU app's page", body, "and gpu=1 per executor", "gpu=GPU-0")
 	_, body = get(t, h, "/ui/workers/w00001")
-	contains(t, "the worker page", body, "app-20261124120000-0000", "app-20261124120000-0001", "Decommission")
+	contains(t, "the worker page", body, "app-20261124120000-0000", "app-20261124120000-0001", "Decommission", "<td>GPU-1</td><td>0</td>", "gpu=GPU-0")
 	if code, _ := get(t, h, "/ui/workers/nope"); code != http.StatusNotFound {
 		t.Errorf("unknown worker: %d", code)
 	}
