@@ -18,6 +18,7 @@ build:
 # cluster measures run the binaries of make build.
 bench-tools:
 	$(GO) build -o $(BIN)/berthbench ./bench/cmd/berthbench
+	$(GO) build -o $(BIN)/placebench ./bench/cmd/placebench
 
 test: test-deps
 	$(GO) vet $(PKGS)

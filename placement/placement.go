@@ -11,12 +11,7 @@
 // is ever smaller than min(unit, cores the app still needs).
 package placement
 
-import (
-	"fmt"
-	"math"
-	"sort"
-	"strings"
-)
+import "math"
 
 // Unlimited is the ExecutorLimit (or CoresLeft) of an app without a bound.
 const Unlimited = math.MaxInt
@@ -31,6 +26,9 @@ type Worker struct {
 	// Whole when address i is free, less when shares of it are taken. nil
 	// when the worker offers none.
 	Resources map[string][]int
+	// Tags counts the executors running on the worker by Tag, for policies
+	// that keep alike executors together; nil when unknown.
+	Tags map[string]int
 }
 
 // App is the outstanding demand of one waiting application.
@@ -68,39 +66,20 @@ type Options struct {
 	Order string // "cores-free-desc" (default when ""), "cores-free-asc",
 	//                    "memory-free-desc", "memory-free-asc", "worker-id"
 	MinCoreUnit int // cores per step when CoresPerExecutor is 0; 0 or 1 = one core (Spark)
+	// Seed seeds a policy's random choices (a random policy's, ties between
+	// equal scores): the same seed, the same decisions.
+	Seed uint64
+	// Workload is what the cluster is expected to run, by kind of executor:
+	// fragmentation-aware policies measure free capacity against it. Empty:
+	// such a policy learns it from the apps it places.
+	Workload []TaskShape
 }
 
-// registry maps a policy name to its constructor. A new policy is one file
-// with its constructor plus one line here.
-var registry = map[string]func(Options) (Policy, error){
-	"spread":  newSpread,
-	"pack":    newPack,
-	"bestfit": newBestFit,
-}
-
-// New returns the policy called name configured by opts.
-func New(name string, opts Options) (Policy, error) {
-	ctor, ok := registry[name]
-	if !ok {
-		return nil, fmt.Errorf("placement: unknown policy %q (known: %s)", name, strings.Join(Names(), ", "))
-	}
-	if opts.MinCoreUnit < 0 {
-		return nil, fmt.Errorf("placement: minimum core unit %d is negative", opts.MinCoreUnit)
-	}
-	if _, err := orderLess(opts.Order); err != nil {
-		return nil, err
-	}
-	return ctor(opts)
-}
-
-// Names lists the registered policies, sorted.
-func Names() []string {
-	names := make([]string, 0, len(registry))
-	for name := range registry {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
+// TaskShape is one kind of executor with its share of a workload.
+type TaskShape struct {
+	Cores     int            // as App.CoresPerExecutor
+	Resources map[string]int // as App.ResourcesPerExecutor (thousandths per address)
+	Weight    float64        // its share; the weights need not add up to 1
 }
 
 // unit is the effective minimum core unit of opts.

@@ -74,7 +74,7 @@ func StartExecutorsOnWorkers(apps []App, workers []Worker, p Policy) []Launch {
 		}
 		cores := p.Assign(app, usable)
 		before := len(launches)
-		launches = grant(launches, app, usable, from, pool, cores)
+		launches = grant(launches, p, app, usable, from, pool, cores)
 		if len(launches) > before {
 			p.Order(pool) // re-sort the workers this app changed
 		}
@@ -84,7 +84,7 @@ func StartExecutorsOnWorkers(apps []App, workers []Worker, p Policy) []Launch {
 
 // grant turns the cores a policy assigned into launches and subtracts them
 // from pool, clamping anything the policy got wrong.
-func grant(launches []Launch, app App, usable []Worker, from []int, pool []Worker, cores []int) []Launch {
+func grant(launches []Launch, p Policy, app App, usable []Worker, from []int, pool []Worker, cores []int) []Launch {
 	memory := max(app.MemoryPerExecutorMB, 0)
 	coresLeft, room := app.CoresLeft, executorRoom(app)
 	for j := 0; j < len(cores) && j < len(usable); j++ {
@@ -105,7 +105,7 @@ func grant(launches []Launch, app App, usable []Worker, from []int, pool []Worke
 			continue
 		}
 		for range count {
-			picked, _ := PickResources(w.Resources, app.ResourcesPerExecutor) // fits: counted above
+			picked := pickFor(p, app, w) // fits: counted above
 			launches = append(launches, Launch{AppID: app.ID, WorkerID: w.ID, Cores: size, MemoryMB: memory, Resources: picked})
 		}
 		w.CoresFree -= size * count

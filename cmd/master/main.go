@@ -27,6 +27,7 @@ import (
 	"github.com/berth-cluster/berth/membership"
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/placement"
+	_ "github.com/berth-cluster/berth/placement/gpushare" // registers the GPU-sharing policies (fgd, frag-fit...)
 	"github.com/berth-cluster/berth/security"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -297,7 +298,7 @@ func flags() []cli.Flag {
 		&cli.DurationFlag{Name: "app-timeout", EnvVars: env("APP_TIMEOUT"), Usage: "an app whose client is gone this long is finished (default: --worker-timeout)"},
 		&cli.DurationFlag{Name: "recovery-timeout", EnvVars: env("RECOVERY_TIMEOUT"), Usage: "how long a new leader waits for workers and apps to answer (default: --worker-timeout)"},
 		&cli.IntFlag{Name: "default-cores", EnvVars: env("DEFAULT_CORES"), Usage: "max cores of an app that does not set maxCores (0: unlimited)"},
-		&cli.StringFlag{Name: "placement", Value: "spread", EnvVars: env("PLACEMENT"), Usage: "executor placement policy: spread, pack or bestfit"},
+		&cli.StringFlag{Name: "placement", Value: "spread", EnvVars: env("PLACEMENT"), Usage: "executor placement policy: " + strings.Join(placement.Names(), ", ")},
 		&cli.StringFlag{Name: "worker-order", Value: placement.OrderCoresFreeDesc, EnvVars: env("WORKER_ORDER"), Usage: "worker order: cores-free-desc, cores-free-asc, memory-free-desc, memory-free-asc or worker-id"},
 		&cli.IntFlag{Name: "min-core-unit", Value: 1, EnvVars: env("MIN_CORE_UNIT"), Usage: "cores per placement step for apps without coresPerExecutor (1: Spark)"},
 		&cli.IntFlag{Name: "max-executor-retries", Value: master.DefaultMaxExecutorRetries, EnvVars: env("MAX_EXECUTOR_RETRIES"), Usage: "executor failures in a row, with none running, that fail an app (-1: never; 0 means the default)"},

@@ -21,7 +21,7 @@ func TestBadFlagsAreRefusedNamingTheFlag(t *testing.T) {
 		{Args: []string{"--port", "abc"}, Flag: "port"},
 		{Args: []string{"--worker-timeout", "-1s"}, Flag: "--worker-timeout"},
 		{Args: []string{"--worker-timeout", "soon"}, Flag: "worker-timeout"},
-		{Args: []string{"--placement", "random"}, Flag: "--placement"},
+		{Args: []string{"--placement", "no-such-policy"}, Flag: "--placement"},
 		{Args: []string{"--worker-order", "by-mood"}, Flag: "--worker-order"},
 		{Args: []string{"--min-core-unit", "-4"}, Flag: "--min-core-unit"},
 		{Args: []string{"--max-active-apps", "-1"}, Flag: "--max-active-apps"},
