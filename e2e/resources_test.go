@@ -65,7 +65,7 @@ func TestGPUsAssignedKeptThroughFailoverAndFreed(t *testing.T) {
 		}
 		var file []struct {
 			ID        struct{ ComponentName, ResourceName string } `json:"id"`
-			Addresses []string                                    `json:"addresses"`
+			Addresses []string                                     `json:"addresses"`
 		}
 		_, rest, _ := strings.Cut(out, "\n")
 		if err := json.Unmarshal([]byte(strings.TrimSpace(rest)), &file); err != nil || len(file) != 1 ||
