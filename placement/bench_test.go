@@ -163,3 +163,60 @@ func BenchmarkRoundResources(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkIndexRound times one round of a master that keeps its workers in
+// a placement.Index between rounds (as berth's master does): the index is
+// built once; each iteration runs the round, then (outside the timing) puts
+// back the workers it changed. Beside it, at the sizes where it fits the budget, the reference
+// (Spark's loop) on the same apps and workers. Run:
+//
+//	go test -run '^$' -bench BenchmarkIndexRound -benchmem ./placement
+func BenchmarkIndexRound(b *testing.B) {
+	for _, nw := range []int{1000, 10000, 100000} {
+		workers := benchWorkers(nw)
+		for _, na := range []int{10, 1000} {
+			apps := benchApps(na)
+			for _, v := range []struct {
+				name   string
+				policy string
+				unit   int
+			}{{"spread-u1", "spread", 1}, {"pack-u1", "pack", 1}, {"spread-u4", "spread", 4}, {"reference-u1", "", 1}} {
+				b.Run(fmt.Sprintf("workers=%d/apps=%d/policy=%s", nw, na, v.name), func(b *testing.B) {
+					if v.policy == "" {
+						if est := referenceCostNS(nw, na); est > referenceBudgetNS {
+							b.Skipf("reference: estimated %.0f s per op", est/1e9)
+						}
+						b.ReportAllocs()
+						for b.Loop() {
+							benchSink = referenceStartExecutorsOnWorkers(apps, workers, true, v.unit, "cores-free-desc")
+						}
+						return
+					}
+					p := mustNew(b, v.policy, placement.Options{MinCoreUnit: v.unit})
+					x := placement.NewIndex(p)
+					byID := make(map[string]placement.Worker, len(workers))
+					for _, w := range workers {
+						x.Put(w)
+						byID[w.ID] = w
+					}
+					b.ReportAllocs()
+					var launches []placement.Launch
+					for b.Loop() {
+						launches = x.Round(apps)
+						b.StopTimer()
+						touched := map[string]bool{}
+						for _, l := range launches {
+							touched[l.WorkerID] = true
+						}
+						for id := range touched {
+							x.Put(byID[id])
+						}
+						b.StartTimer()
+					}
+					b.ReportMetric(float64(len(launches)), "launches/op")
+					benchSink = launches
+				})
+			}
+		}
+	}
+}

@@ -23,13 +23,47 @@ func Orders() []string {
 // compareFunc orders two workers; negative means a is preferred.
 type compareFunc func(a, b Worker) int
 
+// orderKind is an order as the Index walks it: by which quantity.
+type orderKind int
+
+const (
+	byCoresDesc orderKind = iota
+	byCoresAsc
+	byMemoryDesc
+	byMemoryAsc
+	byID
+)
+
+// kindOf is the kind of a valid order's name.
+func kindOf(name string) orderKind {
+	switch normalOrder(name) {
+	case OrderCoresFreeAsc:
+		return byCoresAsc
+	case OrderMemoryFreeDesc:
+		return byMemoryDesc
+	case OrderMemoryFreeAsc:
+		return byMemoryAsc
+	case OrderWorkerID:
+		return byID
+	}
+	return byCoresDesc
+}
+
+// normalOrder is berth's spelling of an order name (Spark spells them
+// CORES_FREE_DESC etc.); "" is the default.
+func normalOrder(name string) string {
+	if name = strings.ReplaceAll(strings.ToLower(name), "_", "-"); name == "" {
+		return OrderCoresFreeDesc
+	}
+	return name
+}
+
 // orderLess returns the comparison for the named order. Every order breaks
 // ties by worker ID ascending so that each decision is deterministic.
 func orderLess(name string) (compareFunc, error) {
 	var key func(a, b Worker) int
-	// Spark spells the orders CORES_FREE_DESC etc.; accept that spelling too.
-	switch strings.ReplaceAll(strings.ToLower(name), "_", "-") {
-	case "", OrderCoresFreeDesc:
+	switch normalOrder(name) {
+	case OrderCoresFreeDesc:
 		key = func(a, b Worker) int { return cmpInt(b.CoresFree, a.CoresFree) }
 	case OrderCoresFreeAsc:
 		key = func(a, b Worker) int { return cmpInt(a.CoresFree, b.CoresFree) }

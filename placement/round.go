@@ -43,6 +43,11 @@ func StartExecutorsOnWorkers(apps []App, workers []Worker, p Policy) []Launch {
 	if p == nil || len(workers) == 0 || len(apps) == 0 {
 		return nil
 	}
+	if _, ok := p.(*stepPolicy); ok {
+		// Spark's policies: walk an index of the workers (index.go) rather
+		// than filter and sort them for every app. Same decisions.
+		return buildIndex(p, workers).Round(apps)
+	}
 	pool := uniqueWorkers(workers)
 	p.Order(pool)
 	unit := minCoreUnit(p)
@@ -85,34 +90,52 @@ func StartExecutorsOnWorkers(apps []App, workers []Worker, p Policy) []Launch {
 // grant turns the cores a policy assigned into launches and subtracts them
 // from pool, clamping anything the policy got wrong.
 func grant(launches []Launch, p Policy, app App, usable []Worker, from []int, pool []Worker, cores []int) []Launch {
-	memory := max(app.MemoryPerExecutorMB, 0)
-	coresLeft, room := app.CoresLeft, executorRoom(app)
+	g := newGrant(p, app)
 	for j := 0; j < len(cores) && j < len(usable); j++ {
-		w := &pool[from[j]]
-		c := min(cores[j], w.CoresFree, coresLeft)
-		if c <= 0 || room == 0 {
-			continue
-		}
-		size, count := c, 1
-		if app.CoresPerExecutor > 0 {
-			size, count = app.CoresPerExecutor, c/app.CoresPerExecutor
-		}
-		count = min(count, room, ResourceFit(w.Resources, app.ResourcesPerExecutor))
-		if memory > 0 {
-			count = min(count, w.MemoryFreeMB/memory)
-		}
-		if count <= 0 {
-			continue
-		}
-		for range count {
-			picked := pickFor(p, app, w) // fits: counted above
-			launches = append(launches, Launch{AppID: app.ID, WorkerID: w.ID, Cores: size, MemoryMB: memory, Resources: picked})
-		}
-		w.CoresFree -= size * count
-		w.MemoryFreeMB -= memory * count
-		coresLeft -= size * count
-		room -= count
+		launches = g.on(launches, &pool[from[j]], cores[j])
 	}
+	return launches
+}
+
+// grantState is one app's grant in progress: what it may still be given.
+type grantState struct {
+	p                       Policy
+	app                     App
+	memory, coresLeft, room int
+}
+
+func newGrant(p Policy, app App) *grantState {
+	return &grantState{p: p, app: app, memory: max(app.MemoryPerExecutorMB, 0), coresLeft: app.CoresLeft, room: executorRoom(app)}
+}
+
+// on gives w the executors that c assigned cores make (no more than w, the
+// app's cores left and executor room allow), takes them off w and appends
+// their launches.
+func (g *grantState) on(launches []Launch, w *Worker, c int) []Launch {
+	app := g.app
+	c = min(c, w.CoresFree, g.coresLeft)
+	if c <= 0 || g.room == 0 {
+		return launches
+	}
+	size, count := c, 1
+	if app.CoresPerExecutor > 0 {
+		size, count = app.CoresPerExecutor, c/app.CoresPerExecutor
+	}
+	count = min(count, g.room, ResourceFit(w.Resources, app.ResourcesPerExecutor))
+	if g.memory > 0 {
+		count = min(count, w.MemoryFreeMB/g.memory)
+	}
+	if count <= 0 {
+		return launches
+	}
+	for range count {
+		picked := pickFor(g.p, app, w) // fits: counted above
+		launches = append(launches, Launch{AppID: app.ID, WorkerID: w.ID, Cores: size, MemoryMB: g.memory, Resources: picked})
+	}
+	w.CoresFree -= size * count
+	w.MemoryFreeMB -= g.memory * count
+	g.coresLeft -= size * count
+	g.room -= count
 	return launches
 }
 

@@ -8,6 +8,7 @@ type stepPolicy struct {
 	spread bool
 	unit   int
 	cmp    compareFunc
+	kind   orderKind
 }
 
 func newSpread(opts Options) (Policy, error) { return newStepPolicy("spread", true, opts) }
@@ -17,7 +18,7 @@ func newStepPolicy(name string, spread bool, opts Options) (Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &stepPolicy{name: name, spread: spread, unit: opts.unit(), cmp: cmp}, nil
+	return &stepPolicy{name: name, spread: spread, unit: opts.unit(), cmp: cmp, kind: kindOf(opts.Order)}, nil
 }
 
 func (p *stepPolicy) Name() string           { return p.name }

@@ -1,0 +1,290 @@
+package placement
+
+import (
+	"slices"
+)
+
+// Index is a cluster's workers kept in a policy's order and updated
+// incrementally, for a master that schedules round after round: a launch
+// moves the few workers it changed, and a round finds each app's usable
+// workers by walking the order from where they start, stopping as soon as
+// the app is served. With spread and pack (Spark's policies, any unit, any
+// order) a round costs O(steps + log W) per app, and allocates in
+// proportion to the workers an app gets, not to W. Other policies get the
+// same decisions through StartExecutorsOnWorkers over the indexed workers
+// (O(W) per round).
+//
+// An Index is not safe for concurrent use.
+type Index struct {
+	policy Policy
+	step   *stepPolicy // Spark's policies: the fast path; nil otherwise
+	order  ordered
+	byID   map[string]*slot
+	cores  int // free cores of all indexed workers (saturating)
+	cand   []*slot
+}
+
+// NewIndex returns an empty index for policy p.
+func NewIndex(p Policy) *Index {
+	x := &Index{policy: p, byID: map[string]*slot{}}
+	x.order.cmp = func(a, b Worker) int { return compareByOrder(p, a, b) }
+	if sp, ok := p.(*stepPolicy); ok {
+		x.step = sp
+		x.order.cmp = sp.cmp
+	}
+	return x
+}
+
+// compareByOrder orders two workers as p.Order would, for a policy
+// outside the fast path: by ID (its round sorts them again anyway).
+func compareByOrder(_ Policy, a, b Worker) int {
+	switch {
+	case a.ID < b.ID:
+		return -1
+	case a.ID > b.ID:
+		return 1
+	}
+	return 0
+}
+
+// buildIndex indexes workers (the first of a repeated ID) for one round.
+func buildIndex(p Policy, workers []Worker) *Index {
+	x := NewIndex(p)
+	slots := make([]*slot, 0, len(workers))
+	for _, w := range workers {
+		if _, dup := x.byID[w.ID]; dup {
+			continue
+		}
+		s := &slot{w: cloneWorker(w)}
+		x.byID[w.ID] = s
+		x.cores = addCores(x.cores, w.CoresFree)
+		slots = append(slots, s)
+	}
+	slices.SortFunc(slots, func(a, b *slot) int { return x.order.cmp(a.w, b.w) })
+	x.order.build(slots)
+	return x
+}
+
+// Put adds a worker or replaces the one with its ID. The index keeps its
+// own copy (of the resources too).
+func (x *Index) Put(w Worker) {
+	x.Delete(w.ID)
+	s := &slot{w: cloneWorker(w)}
+	x.byID[w.ID] = s
+	x.cores = addCores(x.cores, w.CoresFree)
+	x.order.insert(s)
+}
+
+// Delete removes the worker with the ID, if indexed.
+func (x *Index) Delete(id string) {
+	s, ok := x.byID[id]
+	if !ok {
+		return
+	}
+	x.order.remove(s)
+	delete(x.byID, id)
+	x.cores = subCores(x.cores, s.w.CoresFree)
+}
+
+// Len is the number of workers indexed.
+func (x *Index) Len() int { return x.order.n }
+
+// CoresFree is the free cores of all indexed workers (saturating at
+// Unlimited).
+func (x *Index) CoresFree() int { return x.cores }
+
+// Worker returns the indexed worker with the ID, as the index now sees it.
+func (x *Index) Worker(id string) (Worker, bool) {
+	s, ok := x.byID[id]
+	if !ok {
+		return Worker{}, false
+	}
+	return cloneWorker(s.w), true
+}
+
+// Workers lists the indexed workers in the index's order (copies).
+func (x *Index) Workers() []Worker {
+	out := make([]Worker, 0, x.order.n)
+	x.order.walk(0, 0, func(s *slot) bool {
+		out = append(out, cloneWorker(s.w))
+		return true
+	})
+	return out
+}
+
+// Round runs one scheduling round over the indexed workers, exactly as
+// StartExecutorsOnWorkers would over them, and takes what it launches off
+// the index (a launch that does not happen must be given back with Put).
+func (x *Index) Round(apps []App) []Launch {
+	if x.step == nil {
+		launches := StartExecutorsOnWorkers(apps, x.Workers(), x.policy)
+		for _, l := range launches {
+			x.take(l, apps)
+		}
+		return launches
+	}
+	var launches []Launch
+	for _, app := range apps {
+		launches = x.placeApp(app, launches)
+	}
+	return launches
+}
+
+// take removes a launch from its worker (the slow path).
+func (x *Index) take(l Launch, apps []App) {
+	s, ok := x.byID[l.WorkerID]
+	if !ok {
+		return
+	}
+	x.order.remove(s)
+	x.cores = subCores(x.cores, s.w.CoresFree)
+	s.w.CoresFree -= l.Cores
+	s.w.MemoryFreeMB -= l.MemoryMB
+	for _, a := range apps {
+		if a.ID != l.AppID {
+			continue
+		}
+		for name, addrs := range l.Resources {
+			for _, i := range addrs {
+				s.w.Resources[name][i] -= min(a.ResourcesPerExecutor[name], Whole)
+			}
+		}
+		if tag := Tag(a); tag != "" {
+			if s.w.Tags == nil {
+				s.w.Tags = map[string]int{}
+			}
+			s.w.Tags[tag]++
+		}
+		break
+	}
+	x.cores = addCores(x.cores, s.w.CoresFree)
+	x.order.insert(s)
+}
+
+// placeApp is one app of a round with Spark's policies: the usable workers
+// are walked in order only as far as the app could use them, the steps run
+// over those, and the workers given executors move in the order.
+func (x *Index) placeApp(app App, launches []Launch) []Launch {
+	p := x.step
+	room := executorRoom(app)
+	if app.CoresLeft <= 0 || room == 0 {
+		return launches
+	}
+	first, memory := firstStep(app, p.unit), max(app.MemoryPerExecutorMB, 0)
+	// No more workers than steps can get one: k. Past them, the walk goes
+	// on only until it knows min(CoresLeft, free cores of all usable
+	// workers) as far as the steps can tell (toAssign below).
+	step := app.CoresPerExecutor
+	if step <= 0 {
+		step = p.unit
+	}
+	k := min(room, ceilDiv(app.CoresLeft, step))
+	big := max(p.unit, app.CoresPerExecutor)
+	cand, sum, sumK := x.cand[:0], 0, 0
+	x.walkUsable(first, memory, app, func(s *slot) bool {
+		if len(cand) < k {
+			cand = append(cand, s)
+			sumK = addCores(sumK, s.w.CoresFree)
+		}
+		sum = addCores(sum, s.w.CoresFree)
+		return len(cand) < k || (sum < app.CoresLeft && sum < addCores(sumK, big))
+	})
+	x.cand = cand
+	if len(cand) == 0 {
+		return launches
+	}
+	ws := make([]Worker, len(cand))
+	for i, s := range cand {
+		ws[i] = s.w
+	}
+	st := newSteps(app, ws, p.unit)
+	st.toAssign = min(max(app.CoresLeft, 0), sum)
+	cores := st.run(p.spread)
+	g := newGrant(p, app)
+	for j, s := range cand {
+		if cores[j] <= 0 {
+			continue
+		}
+		x.order.remove(s)
+		x.cores = subCores(x.cores, s.w.CoresFree)
+		before := len(launches)
+		launches = g.on(launches, &s.w, cores[j])
+		if tag := Tag(app); tag != "" && len(launches) > before {
+			tags := make(map[string]int, len(s.w.Tags)+1)
+			for k, v := range s.w.Tags {
+				tags[k] = v
+			}
+			tags[tag] += len(launches) - before
+			s.w.Tags = tags
+		}
+		x.cores = addCores(x.cores, s.w.CoresFree)
+		x.order.insert(s)
+	}
+	return launches
+}
+
+// walkUsable calls fn on each worker in order that can hold the first step
+// of app, starting where such workers start in the order and stopping
+// where none can follow, until fn returns false.
+func (x *Index) walkUsable(first, memory int, app App, fn func(*slot) bool) {
+	usable := func(w Worker) bool {
+		return w.CoresFree >= first && w.MemoryFreeMB >= memory && ResourceFit(w.Resources, app.ResourcesPerExecutor) >= 1
+	}
+	c, i := 0, 0
+	switch x.step.kind {
+	case byCoresAsc:
+		c, i = x.order.seek(Worker{CoresFree: first})
+	case byMemoryAsc:
+		c, i = x.order.seek(Worker{MemoryFreeMB: memory})
+	}
+	x.order.walk(c, i, func(s *slot) bool {
+		switch {
+		case x.step.kind == byCoresDesc && s.w.CoresFree < first,
+			x.step.kind == byMemoryDesc && s.w.MemoryFreeMB < memory:
+			return false // the rest have less
+		case !usable(s.w):
+			return true
+		}
+		return fn(s)
+	})
+}
+
+// cloneWorker copies w with its own resource lists and tags.
+func cloneWorker(w Worker) Worker {
+	w.Resources = cloneResources(w.Resources)
+	if w.Tags != nil {
+		tags := make(map[string]int, len(w.Tags))
+		for k, v := range w.Tags {
+			tags[k] = v
+		}
+		w.Tags = tags
+	}
+	return w
+}
+
+func ceilDiv(a, b int) int {
+	if a <= 0 {
+		return 0
+	}
+	return (a-1)/b + 1
+}
+
+// addCores adds free cores, ignoring negative ones and saturating at
+// Unlimited (as sumCoresFree does).
+func addCores(sum, c int) int {
+	if c <= 0 {
+		return sum
+	}
+	if sum > Unlimited-c {
+		return Unlimited
+	}
+	return sum + c
+}
+
+// subCores undoes addCores (a saturated sum stays saturated).
+func subCores(sum, c int) int {
+	if c <= 0 || sum == Unlimited {
+		return sum
+	}
+	return sum - c
+}

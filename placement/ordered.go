@@ -1,0 +1,96 @@
+package placement
+
+import "sort"
+
+// ordered keeps workers sorted by a policy's order (whose ties end with the
+// worker ID, so no two differ by nothing) in chunks of at most 2*chunkSize:
+// an insert or a removal moves at most one chunk's elements, and the
+// workers can be walked in order from any position. It is the Index's
+// store: a launch moves a few workers, never the whole cluster.
+type ordered struct {
+	cmp    compareFunc
+	chunks [][]*slot
+	n      int
+}
+
+// slot is one indexed worker. Its Worker is the index's own copy (its
+// resources too) and changes only while the slot is out of the order.
+type slot struct{ w Worker }
+
+const chunkSize = 256
+
+// build fills o from slots already sorted by o.cmp.
+func (o *ordered) build(sorted []*slot) {
+	o.chunks, o.n = nil, len(sorted)
+	for len(sorted) > 0 {
+		n := min(chunkSize, len(sorted))
+		o.chunks = append(o.chunks, append(make([]*slot, 0, 2*chunkSize), sorted[:n]...))
+		sorted = sorted[n:]
+	}
+}
+
+// seek is the position of the first worker not before probe.
+func (o *ordered) seek(probe Worker) (int, int) {
+	c := sort.Search(len(o.chunks), func(c int) bool {
+		ch := o.chunks[c]
+		return o.cmp(ch[len(ch)-1].w, probe) >= 0
+	})
+	if c == len(o.chunks) {
+		return c, 0
+	}
+	ch := o.chunks[c]
+	return c, sort.Search(len(ch), func(i int) bool { return o.cmp(ch[i].w, probe) >= 0 })
+}
+
+func (o *ordered) insert(s *slot) {
+	o.n++
+	if len(o.chunks) == 0 {
+		o.chunks = [][]*slot{append(make([]*slot, 0, 2*chunkSize), s)}
+		return
+	}
+	c, i := o.seek(s.w)
+	if c == len(o.chunks) {
+		c = len(o.chunks) - 1
+		i = len(o.chunks[c])
+	}
+	ch := append(o.chunks[c], nil)
+	copy(ch[i+1:], ch[i:])
+	ch[i] = s
+	o.chunks[c] = ch
+	if len(ch) >= 2*chunkSize { // split
+		right := append(make([]*slot, 0, 2*chunkSize), ch[chunkSize:]...)
+		o.chunks[c] = ch[:chunkSize]
+		o.chunks = append(o.chunks, nil)
+		copy(o.chunks[c+2:], o.chunks[c+1:])
+		o.chunks[c+1] = right
+	}
+}
+
+// remove takes s out; it must be in the order with the key it was put in
+// with.
+func (o *ordered) remove(s *slot) {
+	c, i := o.seek(s.w)
+	if c == len(o.chunks) || i >= len(o.chunks[c]) || o.chunks[c][i] != s {
+		panic("placement: index out of order") // a slot was changed while in the order
+	}
+	o.n--
+	ch := o.chunks[c]
+	copy(ch[i:], ch[i+1:])
+	ch[len(ch)-1] = nil
+	o.chunks[c] = ch[:len(ch)-1]
+	if len(o.chunks[c]) == 0 {
+		o.chunks = append(o.chunks[:c], o.chunks[c+1:]...)
+	}
+}
+
+// walk calls fn on each worker in order from position (c, i) until fn
+// returns false.
+func (o *ordered) walk(c, i int, fn func(*slot) bool) {
+	for ; c < len(o.chunks); c, i = c+1, 0 {
+		for _, s := range o.chunks[c][i:] {
+			if !fn(s) {
+				return
+			}
+		}
+	}
+}
