@@ -67,6 +67,11 @@ type core struct {
 	nextAppNumber    int
 	nextDriverNumber int
 	driverCursor     int
+	// index keeps the schedulable workers in the policy's order between
+	// rounds (placement.Index); dirty names the workers changed since the
+	// last round, put again (or removed) before the next.
+	index *placement.Index
+	dirty map[string]struct{}
 }
 
 func newCore(cfg Config, log *slog.Logger, clock Clock, fx effects) (*core, error) {
@@ -96,6 +101,8 @@ func (c *core) reset() {
 	c.completedDrivers = nil
 	c.keys.ids = map[submissionKey]string{}
 	c.needSchedule = false
+	c.index = placement.NewIndex(c.policy)
+	c.dirty = map[string]struct{}{}
 }
 
 func (c *core) now() time.Time { return c.clock.Now() }

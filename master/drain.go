@@ -65,9 +65,11 @@ func (c *core) setDrain(w *workerInfo, until *time.Time, reply func(any, error))
 		w.rec = rec
 		if until != nil {
 			w.state = wire.WorkerDecommissioning
+			c.touched(w)
 			c.log.Info("draining worker", "worker", w.rec.ID, "deadline", until.Format(time.RFC3339))
 		} else {
 			w.state, w.drainKilled = wire.WorkerAlive, false
+			c.touched(w)
 			c.log.Info("drain ended: worker ALIVE", "worker", w.rec.ID)
 		}
 		c.schedule()

@@ -27,6 +27,9 @@ type workerInfo struct {
 	coresUsed  int
 	memoryUsed int
 	resUsed    resourceUse // custom resources in use (resources.go)
+	// tags counts its executors by placement.Tag (GPU clustering keeps
+	// alike executors together).
+	tags map[string]int
 	executors  map[execKey]*executorInfo
 	drivers    map[string]*driverInfo
 	// removing: the worker's removal is being committed; it takes nothing
@@ -35,6 +38,16 @@ type workerInfo struct {
 	// drainKilled: its drain deadline passed and what ran there was killed.
 	drainKilled bool
 	limits      string // as it registered (wire.RegisterWorker.Limits)
+	// touch tells the core that what placement sees of the worker changed.
+	touch func(*workerInfo)
+}
+
+// changed reports a change of the worker's free capacity or state to the
+// core (nil in a worker that is not the core's).
+func (w *workerInfo) changed() {
+	if w.touch != nil {
+		w.touch(w)
+	}
 }
 
 // schedulable reports whether new work may be placed on the worker.
@@ -89,6 +102,13 @@ func (w *workerInfo) addExecutor(e *executorInfo) {
 	w.coresUsed += e.cores
 	w.memoryUsed += e.memory
 	w.useResources(e.resources, 1)
+	if tag := e.tag(); tag != "" {
+		if w.tags == nil {
+			w.tags = map[string]int{}
+		}
+		w.tags[tag]++
+	}
+	w.changed()
 }
 
 func (w *workerInfo) removeExecutor(e *executorInfo) {
@@ -98,6 +118,12 @@ func (w *workerInfo) removeExecutor(e *executorInfo) {
 		w.coresUsed -= e.cores
 		w.memoryUsed -= e.memory
 		w.useResources(e.resources, -1)
+		if tag := e.tag(); tag != "" {
+			if w.tags[tag]--; w.tags[tag] <= 0 {
+				delete(w.tags, tag)
+			}
+		}
+		w.changed()
 	}
 }
 
@@ -111,6 +137,7 @@ func (w *workerInfo) addDriver(d *driverInfo, held wire.ResourceGrants) {
 	w.memoryUsed += d.rec.Desc.MemoryMB
 	d.held = held
 	w.useResources(held, 1)
+	w.changed()
 }
 
 func (w *workerInfo) removeDriver(d *driverInfo) {
@@ -120,6 +147,7 @@ func (w *workerInfo) removeDriver(d *driverInfo) {
 		w.memoryUsed -= d.rec.Desc.MemoryMB
 		w.useResources(d.held, -1)
 		d.held = nil
+		w.changed()
 	}
 }
 

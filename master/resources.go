@@ -149,3 +149,11 @@ func milli(r wire.ResourceAmounts) map[string]int {
 	}
 	return m
 }
+
+// tag is the executor's kind for placement (placement.Tag of its app).
+func (e *executorInfo) tag() string {
+	if len(e.app.rec.Desc.ResourcesPerExecutor) == 0 {
+		return ""
+	}
+	return placement.Tag(placement.App{ResourcesPerExecutor: milli(e.app.rec.Desc.ResourcesPerExecutor)})
+}

@@ -22,12 +22,15 @@ func (c *core) scheduleNow() {
 	if c.status != wire.MasterAlive || (len(c.waitingDrivers) == 0 && !c.appsWantCores()) {
 		return
 	}
-	alive := c.aliveWorkers()
-	if len(alive) == 0 {
+	c.syncIndex()
+	if c.index.Len() == 0 {
 		return
 	}
-	c.scheduleDrivers(alive)
-	c.scheduleExecutors(alive)
+	if len(c.waitingDrivers) > 0 {
+		c.scheduleDrivers(c.aliveWorkers())
+		c.syncIndex()
+	}
+	c.scheduleExecutors()
 }
 
 // scheduleDrivers gives each waiting driver, first come first served, the
@@ -65,12 +68,11 @@ func (c *core) scheduleDrivers(alive []*workerInfo) {
 }
 
 // scheduleExecutors runs one placement round over the apps that want cores,
-// in registration order, and launches what it decides.
-func (c *core) scheduleExecutors(alive []*workerInfo) {
-	coresFree := 0
-	for _, w := range alive {
-		coresFree += max(w.coresFree(), 0)
-	}
+// in registration order, and launches what it decides. The workers are the
+// index's (placement.Index, kept up to date by syncIndex): a round costs in
+// proportion to the apps and what they get, not to the cluster's size.
+func (c *core) scheduleExecutors() {
+	alive, coresFree := c.index.Len(), c.index.CoresFree()
 	var apps []placement.App
 	for _, a := range c.appOrder {
 		if !wantsCores(a) || c.backingOff(a) {
@@ -79,7 +81,7 @@ func (c *core) scheduleExecutors(alive []*workerInfo) {
 		// Never hand out more executor ids than are reserved. An app that
 		// could start more executors than it has ids for waits for a larger
 		// reservation (one write) rather than get a layout cut short.
-		need := executorsWanted(a, len(alive), coresFree)
+		need := executorsWanted(a, alive, coresFree)
 		if need == 0 || !c.ensureExecutorIDs(a, need) {
 			continue
 		}
@@ -98,14 +100,12 @@ func (c *core) scheduleExecutors(alive []*workerInfo) {
 	if len(apps) == 0 {
 		return
 	}
-	workers := make([]placement.Worker, len(alive))
-	for i, w := range alive {
-		workers[i] = placement.Worker{ID: w.rec.ID, CoresFree: w.coresFree(), MemoryFreeMB: w.memoryFree(), Resources: w.resourcesFree()}
-	}
-	for _, l := range placement.StartExecutorsOnWorkers(apps, workers, c.policy) {
+	for _, l := range c.index.Round(apps) {
 		a, w := c.apps[l.AppID], c.workers[l.WorkerID]
 		if a != nil && w != nil {
 			c.launchExecutor(a, w, l.Cores, l.MemoryMB, w.grantsOf(l.Resources, milli(a.rec.Desc.ResourcesPerExecutor)))
+		} else {
+			c.dirty[l.WorkerID] = struct{}{} // not launched: the index took it; put the worker back
 		}
 	}
 }

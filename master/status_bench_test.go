@@ -29,3 +29,31 @@ func BenchmarkClusterStatus(b *testing.B) {
 		h.c.clusterStatus(true)
 	}
 }
+
+// BenchmarkSchedulingPass is the master's part of placing one new app (4
+// executors of 1 core) on a cluster of 1,000 to 100,000 workers: the app's
+// registration, the scheduling pass over its placement index, the launches'
+// records committed, and the app's end (so that every iteration sees the
+// same cluster). The pass must not cost in proportion to the workers.
+//
+//	go test -run XXX -bench SchedulingPass -benchmem ./master
+func BenchmarkSchedulingPass(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
+			h := newHarness(b, nil)
+			h.lead(nil)
+			for i := range n {
+				h.addWorker(fmt.Sprintf("w%06d", i), 8, 16384)
+			}
+			for b.Loop() {
+				a := h.addApp(wire.AppDescription{MaxCores: 4, CoresPerExecutor: 1, MemoryPerExecutorMB: 512})
+				if len(a.executors) != 4 {
+					b.Fatalf("%d executors placed", len(a.executors))
+				}
+				if _, err := h.call(func(reply func(any, error)) { h.c.endApp(a.rec.ID, wire.AppFinished, "done", reply) }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -27,6 +27,7 @@ func (c *core) removeWorker(w *workerInfo, reason string, done func(error)) {
 		return
 	}
 	w.removing = &waiters{}
+	c.touched(w)
 	w.removing.add(done)
 	c.log.Warn("removing worker", "worker", w.rec.ID, "reason", reason, "executors", len(w.executors), "drivers", len(w.drivers))
 	cmds := []persistence.Command{persistence.DeleteWorker(w.rec.ID)}
@@ -38,6 +39,7 @@ func (c *core) removeWorker(w *workerInfo, reason string, done func(error)) {
 		if err != nil {
 			c.log.Warn("removing worker failed; it stays as it was", "worker", w.rec.ID, "err", err)
 			w.removing = nil
+			c.touched(w)
 		}
 		ws.finish(err)
 	})
@@ -49,6 +51,7 @@ func (c *core) workerRemoved(w *workerInfo, reason string) {
 		return
 	}
 	w.state = wire.WorkerDead
+	c.touched(w)
 	w.deadSince = c.now()
 	if c.workerByAddr[w.hostPort()] == w {
 		delete(c.workerByAddr, w.hostPort())

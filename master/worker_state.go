@@ -50,6 +50,7 @@ func (c *core) workerLatestState(id string, report wire.WorkerLatestState) (wire
 	if recovering {
 		c.requeueUnlaunchedDrivers(w)
 		w.state, w.reregistered = drainState(w.rec), false
+		c.touched(w)
 		w.lastHeartbeat = c.now()
 		c.log.Info("worker answered recovery", "worker", id, "executors", len(w.executors), "drivers", len(w.drivers))
 		c.maybeCompleteRecovery()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/placement"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -161,6 +162,7 @@ func (c *core) decommissionWorker(id string) error {
 	}
 	if w.state == wire.WorkerAlive {
 		w.state = wire.WorkerDecommissioned
+		c.touched(w)
 		c.log.Info("worker decommissioned: shutting down", "worker", id)
 	}
 	return nil
@@ -204,6 +206,8 @@ func (c *core) liveWorker(id string) (*workerInfo, error) {
 // putWorker adds a worker to the indexes.
 func (c *core) putWorker(w *workerInfo) {
 	c.workers[w.rec.ID] = w
+	w.touch = c.touched
+	c.touched(w)
 	if w.state != wire.WorkerDead {
 		c.workerByAddr[w.hostPort()] = w
 	}
@@ -213,6 +217,7 @@ func (c *core) putWorker(w *workerInfo) {
 // dropWorker forgets a DEAD worker for good.
 func (c *core) dropWorker(w *workerInfo) {
 	delete(c.workers, w.rec.ID)
+	c.touched(w)
 	addr := w.hostPort()
 	c.deadAt[addr] = slices.DeleteFunc(c.deadAt[addr], func(id string) bool { return id == w.rec.ID })
 	if len(c.deadAt[addr]) == 0 {
@@ -235,4 +240,20 @@ func (c *core) aliveWorkers() []*workerInfo {
 		}
 	}
 	return out
+}
+
+// touched marks a worker for the index: what placement sees of it changed.
+func (c *core) touched(w *workerInfo) { c.dirty[w.rec.ID] = struct{}{} }
+
+// syncIndex puts the changed workers in the index again, or removes them if
+// they take no new work (or are gone).
+func (c *core) syncIndex() {
+	for id := range c.dirty {
+		if w := c.workers[id]; w != nil && w.schedulable() {
+			c.index.Put(placement.Worker{ID: id, CoresFree: w.coresFree(), MemoryFreeMB: w.memoryFree(), Resources: w.resourcesFree(), Tags: w.tags})
+		} else {
+			c.index.Delete(id)
+		}
+	}
+	clear(c.dirty)
 }
