@@ -41,6 +41,11 @@ Scenarios (--scenario):
             data) and the next round waits until it is a caught-up follower.
   handover  SIGTERM the leader, which hands leadership over (Raft
             LeadershipTransfer) before it exits; timed the same way.
+  steady    no fault: --steady-clients clients register and kill apps one
+            after the other for --steady-duration while the workers heartbeat
+            and the app's client follows its stream; every master is read
+            once a second and any change of leader is counted (a Raft
+            profile must elect only when it must: expect 0).
 
 Rounds are --settle (6s) apart once the cluster is steady again: the app's
 client (the client package, default options) reconnects at once only to a
@@ -136,9 +141,11 @@ func clusterConfig(cx *cli.Context) *config {
 
 func failoverFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "scenario", Value: cli.NewStringSlice(scenarioKill, scenarioHandover), Usage: "scenarios to run, in order: kill, handover (repeat or comma-separate)"},
+		&cli.StringSliceFlag{Name: "scenario", Value: cli.NewStringSlice(scenarioKill, scenarioHandover), Usage: "scenarios to run, in order: kill, handover, steady (repeat or comma-separate)"},
 		&cli.IntFlag{Name: "rounds", Value: 20, Usage: "failovers of the kill scenario"},
 		&cli.IntFlag{Name: "handover-rounds", Value: 20, Usage: "failovers of the handover scenario"},
+		&cli.DurationFlag{Name: "steady-duration", Value: 10 * time.Minute, Usage: "how long the steady scenario loads the cluster without a fault"},
+		&cli.IntFlag{Name: "steady-clients", Value: 4, Usage: "clients registering and killing apps during the steady scenario"},
 		&cli.IntFlag{Name: "workers", Value: 10, Usage: "workers of the failover cluster (1 to 200)"},
 		&cli.IntFlag{Name: "executors", Value: -1, Usage: "executors of the long-running app, one core each (0: no app; default: one per worker)"},
 		&cli.DurationFlag{Name: "poll", Value: 10 * time.Millisecond, Usage: "pause between two GET /v1/cluster of one master while timing a failover"},
@@ -153,6 +160,7 @@ func failoverConfig(cx *cli.Context, cfg *config) {
 	cfg.poll, cfg.roundTimeout = cx.Duration("poll"), cx.Duration("round-timeout")
 	cfg.settle, cfg.slow = cx.Duration("settle"), cx.Duration("slow")
 	cfg.rounds, cfg.handoverRounds = cx.Int("rounds"), cx.Int("handover-rounds")
+	cfg.steadyDuration, cfg.steadyClients = cx.Duration("steady-duration"), cx.Int("steady-clients")
 	for _, s := range cx.StringSlice("scenario") {
 		// Split as berth's own lists of masters are (blanks dropped).
 		for _, f := range client.SplitMasters(s) {

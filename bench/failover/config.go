@@ -34,6 +34,8 @@ type config struct {
 	slow              time.Duration
 	rounds            int
 	handoverRounds    int
+	steadyDuration    time.Duration
+	steadyClients     int
 	submitCount       int
 	submitConcurrency []int
 	submitWorkers     int
@@ -64,8 +66,8 @@ func (c *config) has(scenario string) bool { return slices.Contains(c.scenarios,
 func (c *config) check() error {
 	var errs []error
 	for _, s := range c.scenarios {
-		if s != scenarioKill && s != scenarioHandover && s != scenarioSubmit {
-			errs = append(errs, fmt.Errorf("--scenario %q: want kill or handover (submissions: berthbench submissions)", s))
+		if s != scenarioKill && s != scenarioHandover && s != scenarioSteady && s != scenarioSubmit {
+			errs = append(errs, fmt.Errorf("--scenario %q: want kill, handover or steady (submissions: berthbench submissions)", s))
 		}
 	}
 	if len(c.scenarios) == 0 {
@@ -103,7 +105,9 @@ func (c *config) check() error {
 }
 
 // failovers reports whether a failover scenario is to run.
-func (c *config) failovers() bool { return c.has(scenarioKill) || c.has(scenarioHandover) }
+func (c *config) failovers() bool {
+	return c.has(scenarioKill) || c.has(scenarioHandover) || c.has(scenarioSteady)
+}
 
 func (c *config) checkFailover() []error {
 	var errs []error

@@ -27,6 +27,7 @@ type Report struct {
 	Failovers []FailoverSummary `json:"failovers,omitempty"`
 	Rounds    []Round           `json:"rounds,omitempty"`
 	App       *AppReport        `json:"app,omitempty"`
+	Stability *Stability        `json:"steady,omitempty"`
 	Submit    []SubmitResult    `json:"submit,omitempty"`
 	Ratios    []Ratio           `json:"raftToBolt,omitempty"`
 	TLSCost   []TLSCost         `json:"tlsToPlain,omitempty"`
@@ -269,6 +270,9 @@ func (r *Report) print(w io.Writer) {
 				fmt.Fprintf(w, "  %s slow round %d (%.0f ms): merged logs in %s\n", f.Scenario, s.Round, s.AliveMs, s.Log)
 			}
 		}
+	}
+	if r.Stability != nil {
+		fmt.Fprintf(w, "\n%s\n", r.Stability.line())
 	}
 	if r.App != nil {
 		fmt.Fprintf(w, "\napp %s with %d executors (sleep 3600) across all failovers: events %v; executors lost or ended: %d\n",

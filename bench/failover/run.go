@@ -138,6 +138,17 @@ func runFailoverCluster(ctx context.Context, cfg *config, ps *procs, rep *Report
 		case scenarioKill:
 		case scenarioHandover:
 			rounds = cfg.handoverRounds
+		case scenarioSteady:
+			progress(fmt.Sprintf("steady: %d clients for %s", cfg.steadyClients, cfg.steadyDuration))
+			if _, _, err := cl.steady(ctx, 2*time.Minute, cfg.executors > 0); err != nil {
+				return err
+			}
+			st, err := cl.stability(ctx, cfg.steadyDuration, cfg.steadyClients, progress)
+			rep.Stability = &st
+			if err != nil {
+				return err
+			}
+			continue
 		default:
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -221,6 +222,9 @@ func openEngine(cx *cli.Context, cfg master.Config, log *slog.Logger) (persisten
 		if m := cx.Int("raft-multiplier"); m < 1 || m > 10 {
 			return nil, nil, fmt.Errorf("--raft-multiplier %d: want 1 to 10", m)
 		}
+		if p := cx.String("raft-profile"); !slices.Contains(persistence.RaftProfiles(), p) {
+			return nil, nil, fmt.Errorf("--raft-profile %q: want %s", p, strings.Join(persistence.RaftProfiles(), " or "))
+		}
 		if cfg.TLS == nil {
 			// Even on loopback: any local process could otherwise speak
 			// Raft to this master and rewrite the cluster's state.
@@ -229,6 +233,7 @@ func openEngine(cx *cli.Context, cfg master.Config, log *slog.Logger) (persisten
 		engine, err := persistence.OpenRaft(persistence.RaftConfig{
 			ID: cfg.ID, Addr: raftAddr, Dir: filepath.Join(dir, "raft"), Peers: peers,
 			Multiplier:        cx.Int("raft-multiplier"),
+			Profile:           cx.String("raft-profile"),
 			SnapshotThreshold: uint64(cx.Int("raft-snapshot-threshold")),
 			TrailingLogs:      uint64(cx.Int("raft-trailing-logs")),
 			SnapshotInterval:  cx.Duration("raft-snapshot-interval"),
@@ -290,6 +295,7 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "raft-addr", EnvVars: env("RAFT_ADDR"), Usage: "host:port for Raft traffic between masters (default: this --node-id's address in --peers)"},
 		&cli.StringFlag{Name: "peers", EnvVars: env("PEERS"), Usage: "every master of a new cluster as id=host:port of its Raft address, comma-separated; the cluster bootstraps from it once"},
 		&cli.StringFlag{Name: "join", EnvVars: env("JOIN"), Usage: "API URLs of masters of a running cluster to join (comma-separated), instead of --peers"},
+		&cli.StringFlag{Name: "raft-profile", Value: persistence.RaftProfileDefault, EnvVars: env("RAFT_PROFILE"), Usage: "Raft timeouts: default (hashicorp/raft's, 1 s heartbeat and election timeouts: safe on a slow or WAN-ish network) or lan (200 ms and 100 ms lease: masters on one LAN, failover in well under a second; docs/HA.md)"},
 		&cli.IntFlag{Name: "raft-multiplier", Value: 1, EnvVars: env("RAFT_MULTIPLIER"), Usage: "scales Raft's timeouts, 1-10 (1: 1 s heartbeat and election timeouts, failover in about 1-2 s)"},
 		&cli.IntFlag{Name: "raft-snapshot-threshold", Value: 8192, EnvVars: env("RAFT_SNAPSHOT_THRESHOLD"), Usage: "log entries between Raft snapshots"},
 		&cli.DurationFlag{Name: "raft-snapshot-interval", Value: 120 * time.Second, EnvVars: env("RAFT_SNAPSHOT_INTERVAL"), Usage: "how often Raft checks whether --raft-snapshot-threshold entries have accumulated (it waits a random 1-2 intervals)"},
