@@ -43,6 +43,10 @@ type Config struct {
 	RetainedApps       int // finished apps kept for status
 	RetainedDrivers    int // finished drivers kept for status
 	MaxDrivers         int // drivers running at once (--max-drivers); 0: no bound
+	// MaxHeartbeatsPerSecond is the heartbeat rate the master aims at
+	// (--max-heartbeats-per-second): the interval it asks of workers grows
+	// with their number (heartbeatInterval). 0: the default.
+	MaxHeartbeatsPerSecond int
 
 	// Caps (limits.go); 0 takes the default.
 	MaxActiveApps      int // apps registered and not ended
@@ -55,10 +59,11 @@ type Config struct {
 
 // Defaults of Config, Spark's where Spark has one.
 const (
-	DefaultWorkerTimeout      = 60 * time.Second
-	DefaultMaxExecutorRetries = 10
-	DefaultRetained           = 200
-	DefaultCommandTimeout     = 5 * time.Second
+	DefaultWorkerTimeout          = 60 * time.Second
+	DefaultMaxHeartbeatsPerSecond = 500
+	DefaultMaxExecutorRetries     = 10
+	DefaultRetained               = 200
+	DefaultCommandTimeout         = 5 * time.Second
 	// reaperIterations: DEAD workers stay listed this many worker timeouts
 	// (Spark's spark.dead.worker.persistence).
 	reaperIterations = 15
@@ -97,6 +102,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.RetainedDrivers = DefaultRetained
 	}
 	c.MaxActiveApps = cmp.Or(c.MaxActiveApps, DefaultMaxActiveApps)
+	c.MaxHeartbeatsPerSecond = cmp.Or(c.MaxHeartbeatsPerSecond, DefaultMaxHeartbeatsPerSecond)
 	c.MaxActiveDrivers = cmp.Or(c.MaxActiveDrivers, DefaultMaxActiveDrivers)
 	c.MaxSubmissionBytes = cmp.Or(c.MaxSubmissionBytes, DefaultMaxSubmissionBytes)
 	c.MaxStreamsPerApp = cmp.Or(c.MaxStreamsPerApp, DefaultMaxStreamsPerApp)
@@ -126,9 +132,18 @@ func (c Config) withDefaults() (Config, error) {
 // maxAppCores bounds an app's maxCores (it may span many workers).
 const maxAppCores = 1 << 24
 
-// heartbeatInterval is what the master asks of workers: four heartbeats per
-// timeout, as Spark.
-func (c Config) heartbeatInterval() time.Duration { return c.WorkerTimeout / 4 }
+// heartbeatInterval is what the master asks of workers when it has workers
+// of them (Nomad's RateScaledInterval): four heartbeats per timeout, as
+// Spark, while that keeps the master under MaxHeartbeatsPerSecond; beyond,
+// as long as the rate asks, but never more than a third of the timeout: a
+// worker may lose one heartbeat (and be 10% late, the jitter workers add)
+// and still be heard within the timeout. Past that size the rate grows with
+// the fleet (3 heartbeats per timeout per worker).
+func (c Config) heartbeatInterval(workers int) time.Duration {
+	base, most := c.WorkerTimeout/4, c.WorkerTimeout/3
+	scaled := time.Duration(float64(workers) / float64(c.MaxHeartbeatsPerSecond) * float64(time.Second))
+	return min(max(base, scaled), most)
+}
 
 // tickInterval is how often the loop checks timeouts: often enough that a
 // silent worker is DEAD within its timeout plus half a second at most.

@@ -14,7 +14,7 @@ import (
 func (c *core) registered(duplicate bool) wire.RegisteredWorker {
 	return wire.RegisteredWorker{
 		MasterID: c.cfg.ID, Epoch: c.epoch, Duplicate: duplicate,
-		HeartbeatIntervalMs: c.cfg.heartbeatInterval().Milliseconds(),
+		HeartbeatIntervalMs: c.cfg.heartbeatInterval(len(c.workers)).Milliseconds(),
 	}
 }
 
@@ -149,7 +149,7 @@ func (c *core) heartbeat(id string) (wire.HeartbeatReply, error) {
 	}
 	w.lastHeartbeat = c.now()
 	c.metrics.heartbeats.Inc()
-	return wire.HeartbeatReply{Epoch: c.epoch}, nil
+	return wire.HeartbeatReply{Epoch: c.epoch, HeartbeatIntervalMs: c.cfg.heartbeatInterval(len(c.workers)).Milliseconds()}, nil
 }
 
 // decommissionWorker handles a worker that is shutting down: nothing new is

@@ -53,6 +53,9 @@ type HeartbeatReply struct {
 	// Reconnect: the master does not know this worker (it expired it, or it
 	// restarted); the worker must register again.
 	Reconnect bool `json:"reconnect"`
+	// HeartbeatIntervalMs, when set, is the interval the master now wants
+	// (it grows with the number of workers).
+	HeartbeatIntervalMs int64 `json:"heartbeatIntervalMs,omitempty"`
 }
 
 // ExecutorStateChanged reports an executor's new state.

@@ -40,6 +40,8 @@ type fakeMaster struct {
 	onExecState func(wire.ExecutorStateChanged) error
 	// onState, if set, may refuse a latest state.
 	onState func() error
+	// beatIntervalMs, if set, is the interval heartbeat replies ask for.
+	beatIntervalMs int64
 }
 
 func newFakeMaster(t *testing.T) *fakeMaster {
@@ -74,7 +76,7 @@ func newFakeMaster(t *testing.T) *fakeMaster {
 		}
 		fm.heartbeats = append(fm.heartbeats, time.Now())
 		fm.lastBeat = req
-		return wire.HeartbeatReply{Epoch: fm.epoch, Reconnect: reconnect}, nil
+		return wire.HeartbeatReply{Epoch: fm.epoch, Reconnect: reconnect, HeartbeatIntervalMs: fm.beatIntervalMs}, nil
 	}))
 	mux.HandleFunc("POST /v1/workers/{id}/executor-state", answer(fm, "executor-state", func(req wire.ExecutorStateChanged) (any, error) {
 		if fm.onExecState != nil {

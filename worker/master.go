@@ -215,7 +215,10 @@ func (w *Worker) sendLatestState(ctx context.Context, master string) error {
 // least one heartbeat went through, and a master to try first if one is known.
 func (w *Worker) heartbeatLoop(ctx context.Context, master string, interval time.Duration) (ok bool, hint string) {
 	_, gen, _, regCtx := w.sess.current()
-	t := time.NewTicker(interval)
+	// Each wait is 90-100% of the interval, at random: workers that
+	// registered together (a master's failover) spread out instead of
+	// beating in step, and none is ever later than the master asked.
+	t := time.NewTimer(jittered(interval))
 	defer t.Stop()
 	for {
 		select {
@@ -233,6 +236,7 @@ func (w *Worker) heartbeatLoop(ctx context.Context, master string, interval time
 			return true, hint
 		case <-t.C:
 		}
+		t.Reset(jittered(interval))
 		used := w.procs.used()
 		hctx, cancel := within(ctx, regCtx, min(w.cfg.RequestTimeout, heartbeatTimeout))
 		reply, err := httpx.Call(hctx, w.client, master, wire.MasterAPI.WorkerHeartbeat,
@@ -260,6 +264,9 @@ func (w *Worker) heartbeatLoop(ctx context.Context, master string, interval time
 		}
 		ok = true
 		w.observeEpoch(reply.Epoch)
+		if reply.HeartbeatIntervalMs > 0 {
+			interval = time.Duration(reply.HeartbeatIntervalMs) * time.Millisecond // the fleet grew or shrank
+		}
 		if reply.Reconnect {
 			w.log.Info("master asks the worker to register again", "master", master)
 			w.sess.lost(gen, master)
@@ -305,4 +312,9 @@ func backoff(attempt int, base, limit time.Duration) time.Duration {
 	}
 	d = min(d, limit)
 	return d/2 + rand.N(d/2+1)
+}
+
+// jittered is d less up to 10%, at random.
+func jittered(d time.Duration) time.Duration {
+	return d - time.Duration(rand.Int64N(int64(d)/10+1))
 }

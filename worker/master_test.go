@@ -280,3 +280,18 @@ func TestReconnectCancelsHeartbeatToFrozenMaster(t *testing.T) {
 		t.Fatalf("registered with the new leader %v after its reconnect: the heartbeat to the frozen master held it", took)
 	}
 }
+
+// A heartbeat reply naming another interval (the master's fleet grew or
+// shrank) changes the pace of the heartbeats that follow.
+func TestHeartbeatReplyChangesTheInterval(t *testing.T) {
+	t.Parallel()
+	fm := newFakeMaster(t)
+	fm.with(func() { fm.intervalMs, fm.beatIntervalMs = 500, 20 })
+	startWorker(t, []string{fm.URL()}, nil)
+	testproc.Eventually(t, 5*time.Second, "the first heartbeat", func() bool { return fm.count("heartbeat") >= 1 })
+	first := time.Now()
+	testproc.Eventually(t, 5*time.Second, "ten more heartbeats", func() bool { return fm.count("heartbeat") >= 11 })
+	if took := time.Since(first); took > 2*time.Second {
+		t.Errorf("ten heartbeats took %s: the 20 ms the master asked for was not taken", took)
+	}
+}

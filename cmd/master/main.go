@@ -132,23 +132,24 @@ func run(cx *cli.Context) error {
 
 func configFromFlags(cx *cli.Context) (master.Config, error) {
 	cfg := master.Config{
-		ID:                 cx.String("node-id"),
-		Advertise:          cx.String("advertise"),
-		WorkerTimeout:      cx.Duration("worker-timeout"),
-		AppTimeout:         cx.Duration("app-timeout"),
-		RecoveryTimeout:    cx.Duration("recovery-timeout"),
-		DefaultCores:       cx.Int("default-cores"),
-		Placement:          cx.String("placement"),
-		WorkerOrder:        cx.String("worker-order"),
-		MinCoreUnit:        cx.Int("min-core-unit"),
-		MaxExecutorRetries: cx.Int("max-executor-retries"),
-		RetainedApps:       cx.Int("retained-apps"),
-		RetainedDrivers:    cx.Int("retained-drivers"),
-		MaxActiveApps:      cx.Int("max-active-apps"),
-		MaxActiveDrivers:   cx.Int("max-active-drivers"),
-		MaxSubmissionBytes: cx.Int("max-submission-bytes"),
-		MaxStreamsPerApp:   cx.Int("max-streams-per-app"),
-		MaxDrivers:         cx.Int("max-drivers"),
+		ID:                     cx.String("node-id"),
+		Advertise:              cx.String("advertise"),
+		WorkerTimeout:          cx.Duration("worker-timeout"),
+		AppTimeout:             cx.Duration("app-timeout"),
+		RecoveryTimeout:        cx.Duration("recovery-timeout"),
+		DefaultCores:           cx.Int("default-cores"),
+		Placement:              cx.String("placement"),
+		WorkerOrder:            cx.String("worker-order"),
+		MinCoreUnit:            cx.Int("min-core-unit"),
+		MaxExecutorRetries:     cx.Int("max-executor-retries"),
+		RetainedApps:           cx.Int("retained-apps"),
+		RetainedDrivers:        cx.Int("retained-drivers"),
+		MaxActiveApps:          cx.Int("max-active-apps"),
+		MaxActiveDrivers:       cx.Int("max-active-drivers"),
+		MaxSubmissionBytes:     cx.Int("max-submission-bytes"),
+		MaxStreamsPerApp:       cx.Int("max-streams-per-app"),
+		MaxDrivers:             cx.Int("max-drivers"),
+		MaxHeartbeatsPerSecond: cx.Int("max-heartbeats-per-second"),
 	}
 	if cfg.WorkerTimeout <= 0 {
 		return cfg, fmt.Errorf("--worker-timeout %s: must be positive", cfg.WorkerTimeout)
@@ -158,7 +159,8 @@ func configFromFlags(cx *cli.Context) (master.Config, error) {
 		v    int
 	}{{"--default-cores", cfg.DefaultCores}, {"--min-core-unit", cfg.MinCoreUnit}, {"--retained-apps", cfg.RetainedApps}, {"--retained-drivers", cfg.RetainedDrivers},
 		{"--max-active-apps", cfg.MaxActiveApps}, {"--max-active-drivers", cfg.MaxActiveDrivers}, {"--max-submission-bytes", cfg.MaxSubmissionBytes},
-		{"--max-streams-per-app", cfg.MaxStreamsPerApp}, {"--max-drivers", cfg.MaxDrivers}, {"--max-connections", cx.Int("max-connections")}} {
+		{"--max-streams-per-app", cfg.MaxStreamsPerApp}, {"--max-drivers", cfg.MaxDrivers}, {"--max-connections", cx.Int("max-connections")},
+		{"--max-heartbeats-per-second", cfg.MaxHeartbeatsPerSecond}} {
 		if d.v < 0 {
 			return cfg, fmt.Errorf("%s %d: must not be negative", d.flag, d.v)
 		}
@@ -310,6 +312,7 @@ func flags() []cli.Flag {
 		&cli.IntFlag{Name: "max-executor-retries", Value: master.DefaultMaxExecutorRetries, EnvVars: env("MAX_EXECUTOR_RETRIES"), Usage: "executor failures in a row, with none running, that fail an app (-1: never; 0 means the default)"},
 		&cli.IntFlag{Name: "retained-apps", Value: master.DefaultRetained, EnvVars: env("RETAINED_APPS"), Usage: "finished apps kept for status"},
 		&cli.IntFlag{Name: "retained-drivers", Value: master.DefaultRetained, EnvVars: env("RETAINED_DRIVERS"), Usage: "finished drivers kept for status"},
+		&cli.IntFlag{Name: "max-heartbeats-per-second", Value: master.DefaultMaxHeartbeatsPerSecond, EnvVars: env("MAX_HEARTBEATS_PER_SECOND"), Usage: "the heartbeat rate the master aims at: workers heartbeat every --worker-timeout/4, or less often in a fleet large enough to exceed this rate, but at least every --worker-timeout/3"},
 		&cli.IntFlag{Name: "max-drivers", EnvVars: env("MAX_DRIVERS"), Usage: "drivers running at once; more wait SUBMITTED, so drivers cannot take every core from their own apps (Spark's spark.deploy.maxDrivers; 0: no bound)"},
 		&cli.IntFlag{Name: "max-active-apps", Value: master.DefaultMaxActiveApps, EnvVars: env("MAX_ACTIVE_APPS"), Usage: "apps registered and not ended; one more gets 429"},
 		&cli.IntFlag{Name: "max-active-drivers", Value: master.DefaultMaxActiveDrivers, EnvVars: env("MAX_ACTIVE_DRIVERS"), Usage: "drivers submitted and not ended; one more gets 429"},
