@@ -10,18 +10,38 @@ import (
 // Cluster returns the cluster's state as one master sees it, which may be a
 // follower: check View (a follower knows no executors nor heartbeats).
 func (c *Client) Cluster(ctx context.Context) (wire.ClusterStatus, error) {
+	return c.cluster(ctx, "")
+}
+
+func (c *Client) cluster(ctx context.Context, query string) (wire.ClusterStatus, error) {
 	var st wire.ClusterStatus
-	if err := c.call(ctx, on(wire.MasterAPI.Cluster.Endpoint, nil), &st); err != nil {
+	r := on(wire.MasterAPI.Cluster.Endpoint, nil)
+	r.path += query
+	if err := c.call(ctx, r, &st); err != nil {
 		return st, fmt.Errorf("cluster status: %w", err)
 	}
 	return st, nil
 }
 
+// summaryQuery asks GET /v1/cluster for the workers' summary without
+// their list.
+const summaryQuery = "?" + wire.ClusterWorkersParam + "=false"
+
 // LeaderCluster returns the cluster's state as the leader sees it when it
 // can: if the master that answers is a follower naming a leader, the leader
 // is asked too. Without a reachable leader it returns the follower's view.
 func (c *Client) LeaderCluster(ctx context.Context) (wire.ClusterStatus, error) {
-	st, err := c.Cluster(ctx)
+	return c.leaderCluster(ctx, "")
+}
+
+// LeaderClusterSummary is LeaderCluster without the list of workers (their
+// summary stays): cheap on a cluster of many thousand workers.
+func (c *Client) LeaderClusterSummary(ctx context.Context) (wire.ClusterStatus, error) {
+	return c.leaderCluster(ctx, summaryQuery)
+}
+
+func (c *Client) leaderCluster(ctx context.Context, query string) (wire.ClusterStatus, error) {
+	st, err := c.cluster(ctx, query)
 	if err != nil || st.View != wire.ViewFollower || st.Leader == "" {
 		return st, err
 	}
@@ -32,7 +52,7 @@ func (c *Client) LeaderCluster(ctx context.Context) (wire.ClusterStatus, error) 
 	var lst wire.ClusterStatus
 	actx, cancel := context.WithTimeout(ctx, c.requestTimeout)
 	defer cancel()
-	if err := c.api.Do(actx, wire.MasterAPI.Cluster.Method, leader+wire.MasterAPI.Cluster.Path(), nil, &lst); err != nil || lst.View != wire.ViewLeader {
+	if err := c.api.Do(actx, wire.MasterAPI.Cluster.Method, leader+wire.MasterAPI.Cluster.Path()+query, nil, &lst); err != nil || lst.View != wire.ViewLeader {
 		return st, nil // the follower's view is all there is
 	}
 	c.setLeader(leader)

@@ -225,24 +225,30 @@ func (m *Master) readyz(w http.ResponseWriter, r *http.Request) {
 
 // getCluster answers from the loop when this master leads and has
 // confirmed it, else from its replica (marked as a follower's view).
-// ?completed=false leaves the finished apps and drivers out.
+// ?completed=false leaves the finished apps and drivers out, ?workers=false
+// the workers' list (their summary stays).
 func (m *Master) getCluster(w http.ResponseWriter, r *http.Request) {
-	completed, err := parseCompleted(r.URL.Query().Get("completed"))
+	completed, err := parseBoolParam(wire.ClusterCompletedParam, r.URL.Query().Get(wire.ClusterCompletedParam))
 	if err != nil {
 		httpx.WriteErr(w, err)
 		return
 	}
-	cs, err := m.clusterView(r.Context(), completed)
+	workers, err := parseBoolParam(wire.ClusterWorkersParam, r.URL.Query().Get(wire.ClusterWorkersParam))
+	if err != nil {
+		httpx.WriteErr(w, err)
+		return
+	}
+	cs, err := m.clusterView(r.Context(), completed, workers)
 	respond(w, r, cs, err)
 }
 
 // clusterView is the cluster as this master can tell it: the leader's
 // view once it has confirmed its leadership, else its replica's.
-func (m *Master) clusterView(ctx context.Context, completed bool) (*wire.ClusterStatus, error) {
+func (m *Master) clusterView(ctx context.Context, completed, listWorkers bool) (*wire.ClusterStatus, error) {
 	confirmed := m.confirmedLeader(ctx)
 	v, err := m.ask(ctx, func(c *core, reply func(any, error)) {
 		if confirmed && c.leading() {
-			reply(c.clusterStatus(completed), nil)
+			reply(c.clusterStatus(completed, listWorkers), nil)
 			return
 		}
 		status := c.status
@@ -264,7 +270,7 @@ func (m *Master) clusterView(ctx context.Context, completed bool) (*wire.Cluster
 	if err != nil {
 		return nil, fmt.Errorf("reading the replica: %w", err)
 	}
-	cs := followerStatus(m.cfg.ID, v.(wire.MasterStatus), m.agent.Leader(), m.leaderAddress(), s, completed)
+	cs := followerStatus(m.cfg.ID, v.(wire.MasterStatus), m.agent.Leader(), m.leaderAddress(), s, completed, listWorkers)
 	m.addMasters(ctx, cs)
 	return cs, nil
 }

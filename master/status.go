@@ -70,7 +70,7 @@ func workerStatus(w *workerInfo) wire.WorkerStatus {
 // clusterStatus is the leader's view.
 // Without completed, the finished apps and drivers are left out (a cheap
 // answer for monitoring; the lists may be long).
-func (c *core) clusterStatus(completed bool) *wire.ClusterStatus {
+func (c *core) clusterStatus(completed, listWorkers bool) *wire.ClusterStatus {
 	since := c.leaderSince // a copy: the answer is encoded off the loop
 	s := &wire.ClusterStatus{
 		MasterID: c.cfg.ID, Status: c.status, View: wire.ViewLeader, Leader: c.cfg.Advertise,
@@ -78,8 +78,16 @@ func (c *core) clusterStatus(completed bool) *wire.ClusterStatus {
 		Workers: []wire.WorkerStatus{}, ActiveApps: []wire.AppStatus{}, CompletedApps: []wire.AppStatus{},
 		ActiveDrivers: []wire.DriverStatus{}, CompletedDrivers: []wire.DriverStatus{},
 	}
-	for _, w := range sortedWorkers(c.workers) {
-		s.Workers = append(s.Workers, workerStatus(w))
+	if listWorkers {
+		for _, w := range sortedWorkers(c.workers) {
+			s.Workers = append(s.Workers, workerStatus(w))
+			s.WorkerSummary.Add(s.Workers[len(s.Workers)-1])
+		}
+	} else {
+		for _, w := range c.workers {
+			cores, memory := w.committedUse()
+			s.WorkerSummary.Add(wire.WorkerStatus{State: w.state, Cores: w.rec.Cores, CoresUsed: cores, MemoryMB: w.rec.MemoryMB, MemoryUsedMB: memory})
+		}
 	}
 	r := c.room()
 	for _, a := range c.appOrder {
@@ -139,17 +147,21 @@ func readOne[T, S any](c *core, x *T, status func(*T) *S, kind, id string) (*S, 
 
 // followerStatus is what a master that does not lead can tell from its
 // replica of the durable state: records only, no executors, no heartbeats.
-func followerStatus(id string, status wire.MasterStatus, leaderID, leader string, s *persistence.State, completed bool) *wire.ClusterStatus {
+func followerStatus(id string, status wire.MasterStatus, leaderID, leader string, s *persistence.State, completed, listWorkers bool) *wire.ClusterStatus {
 	out := &wire.ClusterStatus{
 		MasterID: id, Status: status, View: wire.ViewFollower, Leader: leader, LeaderID: leaderID, Epoch: s.Epoch,
 		Workers: []wire.WorkerStatus{}, ActiveApps: []wire.AppStatus{}, CompletedApps: []wire.AppStatus{},
 		ActiveDrivers: []wire.DriverStatus{}, CompletedDrivers: []wire.DriverStatus{},
 	}
 	for _, r := range sortedRecords(s.Workers, func(r *persistence.WorkerRecord) string { return r.ID }) {
-		out.Workers = append(out.Workers, wire.WorkerStatus{
+		ws := wire.WorkerStatus{
 			ID: r.ID, Host: r.Host, Port: r.Port, Address: r.Address, Cores: r.Cores, MemoryMB: r.MemoryMB,
 			State: wire.WorkerUnknown, Resources: (&workerInfo{rec: *r}).resourceUse(),
-		})
+		}
+		out.WorkerSummary.Add(ws)
+		if listWorkers {
+			out.Workers = append(out.Workers, ws)
+		}
 	}
 	for _, r := range sortedRecords(s.Apps, func(r *persistence.AppRecord) string { return sortTime(r.SubmittedAt) + r.ID }) {
 		st := recordAppStatus(r)

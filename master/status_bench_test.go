@@ -22,11 +22,11 @@ func BenchmarkClusterStatus(b *testing.B) {
 	for range 1000 {
 		h.addApp(wire.AppDescription{MaxCores: 3, CoresPerExecutor: 1, MemoryPerExecutorMB: 512})
 	}
-	if st := h.c.clusterStatus(true); len(st.Workers) != 10000 || len(st.ActiveApps) != 1000 || len(st.ActiveApps[999].Executors) != 3 {
+	if st := h.c.clusterStatus(true, true); len(st.Workers) != 10000 || len(st.ActiveApps) != 1000 || len(st.ActiveApps[999].Executors) != 3 {
 		b.Fatalf("setup: %d workers, %d apps", len(st.Workers), len(st.ActiveApps))
 	}
 	for b.Loop() {
-		h.c.clusterStatus(true)
+		h.c.clusterStatus(true, true)
 	}
 }
 

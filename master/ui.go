@@ -39,7 +39,7 @@ func (m *Master) uiHandler() http.Handler {
 type uiSource struct{ m *Master }
 
 func (s uiSource) Cluster(ctx context.Context) (*wire.ClusterStatus, error) {
-	cs, err := s.m.clusterView(ctx, true)
+	cs, err := s.m.clusterView(ctx, true, true)
 	if err == nil {
 		s.m.withRaftFigures(ctx, cs)
 	}

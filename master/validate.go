@@ -259,15 +259,15 @@ func checkTail(tail string) error {
 	return nil
 }
 
-// parseCompleted reads GET /v1/cluster's ?completed (default true).
-func parseCompleted(q string) (bool, error) {
+// parseBoolParam reads a true/false query parameter (default true).
+func parseBoolParam(name, q string) (bool, error) {
 	switch q {
 	case "", "true":
 		return true, nil
 	case "false":
 		return false, nil
 	}
-	return false, badRequest("completed %q: want true or false", q)
+	return false, badRequest("%s %q: want true or false", name, q)
 }
 
 func validateExecutorLimit(l wire.ExecutorLimit) error {

@@ -8,7 +8,7 @@ import (
 )
 
 // statusOf reads the leader's cluster status.
-func (h *harness) statusOf() *wire.ClusterStatus { return h.c.clusterStatus(false) }
+func (h *harness) statusOf() *wire.ClusterStatus { return h.c.clusterStatus(false, true) }
 
 func wantWaiting(t *testing.T, what, got string, parts ...string) {
 	t.Helper()

@@ -194,6 +194,10 @@ type ClusterStatus struct {
 	// LeaderSince is when this master's leadership began (leader view only).
 	LeaderSince *time.Time `json:"leaderSince,omitempty"`
 
+	// WorkerSummary counts the workers by state, with their cores and
+	// memory; always set. Workers lists them, unless ?workers=false asked
+	// for the summary alone (a cluster of 100,000 workers).
+	WorkerSummary    WorkerSummary  `json:"workerSummary"`
 	Workers          []WorkerStatus `json:"workers"`
 	ActiveApps       []AppStatus    `json:"activeApps"`
 	CompletedApps    []AppStatus    `json:"completedApps"`
@@ -201,6 +205,46 @@ type ClusterStatus struct {
 	CompletedDrivers []DriverStatus `json:"completedDrivers"`
 	Masters          []MasterNode   `json:"masters,omitempty"`
 }
+
+// WorkerSummary is ClusterStatus's count of the workers.
+type WorkerSummary struct {
+	Total           int `json:"total"`
+	Alive           int `json:"alive"`
+	Decommissioning int `json:"decommissioning"`
+	Dead            int `json:"dead"`
+	Other           int `json:"other"` // UNKNOWN (recovery), DECOMMISSIONED
+	Cores           int `json:"cores"`
+	CoresUsed       int `json:"coresUsed"`
+	MemoryMB        int `json:"memoryMB"`
+	MemoryUsedMB    int `json:"memoryUsedMB"`
+}
+
+// Add counts one worker.
+func (s *WorkerSummary) Add(w WorkerStatus) {
+	s.Total++
+	switch w.State {
+	case WorkerAlive:
+		s.Alive++
+	case WorkerDecommissioning:
+		s.Decommissioning++
+	case WorkerDead:
+		s.Dead++
+	default:
+		s.Other++
+	}
+	s.Cores += w.Cores
+	s.CoresUsed += w.CoresUsed
+	s.MemoryMB += w.MemoryMB
+	s.MemoryUsedMB += w.MemoryUsedMB
+}
+
+// Query parameters of GET /v1/cluster: completed=false leaves the finished
+// apps and drivers out, workers=false the workers' list (their summary
+// stays).
+const (
+	ClusterCompletedParam = "completed"
+	ClusterWorkersParam   = "workers"
+)
 
 // Views of ClusterStatus.
 const (

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -35,13 +36,26 @@ type fakeMaster struct {
 	unregisters int
 	requests    []string
 	removed     chan wire.AppState // pushed to open event streams
+	moreWorkers int                // GET /v1/cluster lists this many more workers
 }
 
 func newFakeMaster(t *testing.T) *fakeMaster {
 	f := &fakeMaster{removed: make(chan wire.AppState, 1)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/cluster", func(w http.ResponseWriter, r *http.Request) {
-		httpx.WriteJSON(w, 200, testCluster())
+		st := testCluster()
+		f.mu.Lock()
+		for i := range f.moreWorkers {
+			st.Workers = append(st.Workers, wire.WorkerStatus{ID: fmt.Sprintf("worker-x%03d", i), State: wire.WorkerAlive, Cores: 4, MemoryMB: 1024})
+		}
+		f.mu.Unlock()
+		for _, w := range st.Workers {
+			st.WorkerSummary.Add(w)
+		}
+		if r.URL.Query().Get(wire.ClusterWorkersParam) == "false" {
+			st.Workers = []wire.WorkerStatus{}
+		}
+		httpx.WriteJSON(w, 200, st)
 	})
 	mux.HandleFunc("POST /v1/drivers", testproc.HandleJSON(func(r *http.Request, d wire.DriverDescription) (any, error) {
 		f.mu.Lock()
@@ -245,6 +259,25 @@ func TestStatus(t *testing.T) {
 	}
 	if st.MasterID != "master-1" || len(st.Workers) != 1 || st.ActiveApps[0].Executors[0].State != wire.ExecutorRunning {
 		t.Fatalf("status --json decoded to %+v", st)
+	}
+}
+
+// A cluster of more than 50 workers: berth status asks only for their
+// summary and says how to list them; --workers lists them all.
+func TestStatusSummarisesManyWorkers(t *testing.T) {
+	f := newFakeMaster(t)
+	f.moreWorkers = 120
+	res := berth(t, f.env(), "status")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "Workers: 121 (121 alive, 0 decommissioning, 0 dead, 0 other); cores 2/488 used") ||
+		!strings.Contains(res.Stdout, "berth status --workers") || strings.Contains(res.Stdout, "worker-x000") {
+		t.Fatalf("status of 121 workers: %+v", res)
+	}
+	if reqs := f.requestLog(); len(reqs) != 1 || reqs[0] != "GET /v1/cluster?workers=false" {
+		t.Errorf("requests %v: want one summary request", reqs)
+	}
+	res = berth(t, f.env(), "status", "--workers")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "worker-x119") || strings.Contains(res.Stdout, "--workers lists") {
+		t.Fatalf("status --workers: %+v", res)
 	}
 }
 

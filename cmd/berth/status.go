@@ -19,9 +19,13 @@ func statusCommand() *cli.Command {
 		Usage: "show the masters, workers, apps and drivers",
 		Description: `Asks the leader: the first master that answers, or the leader it names.
 Without a reachable leader a follower answers from its replica (view
-"follower"): durable state only, without executors or heartbeats.`,
+"follower"): durable state only, without executors or heartbeats.
+
+The workers are summarised (counts by state, cores and memory in use) and
+listed one by one when there are at most 50 of them, or with --workers.`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", EnvVars: env("status", "json"), Usage: "print the master's ClusterStatus as JSON"},
+			&cli.BoolFlag{Name: "workers", EnvVars: env("status", "workers"), Usage: "list every worker, however many"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -33,7 +37,12 @@ Without a reachable leader a follower answers from its replica (view
 			}
 			ctx, cancel := callCtx(c)
 			defer cancel()
-			st, err := cl.LeaderCluster(ctx)
+			var st wire.ClusterStatus
+			if c.Bool("workers") {
+				st, err = cl.LeaderCluster(ctx)
+			} else if st, err = cl.LeaderClusterSummary(ctx); err == nil && st.WorkerSummary.Total <= listedWorkers {
+				st, err = cl.LeaderCluster(ctx) // few enough to list
+			}
 			if err != nil {
 				return err
 			}
@@ -44,6 +53,9 @@ Without a reachable leader a follower answers from its replica (view
 		},
 	}
 }
+
+// listedWorkers: berth status lists the workers one by one up to this many.
+const listedWorkers = 50
 
 // printStatus writes the readable summary of st.
 func printStatus(out io.Writer, st wire.ClusterStatus, now time.Time) error {
@@ -67,6 +79,12 @@ func printStatus(out io.Writer, st wire.ClusterStatus, now time.Time) error {
 		fmt.Fprintf(w, "  %s\t%s\traft %s\t%s\n", m.ID, orDash(m.APIAddr), m.RaftAddr, role)
 	}
 
+	ws := st.WorkerSummary
+	fmt.Fprintf(w, "\nWorkers: %d (%d alive, %d decommissioning, %d dead, %d other); cores %d/%d used, memory %s/%s used\n",
+		ws.Total, ws.Alive, ws.Decommissioning, ws.Dead, ws.Other, ws.CoresUsed, ws.Cores, mem(ws.MemoryUsedMB), mem(ws.MemoryMB))
+	if len(st.Workers) < ws.Total {
+		fmt.Fprintf(w, "(not listed: berth status --workers lists them all)\n")
+	}
 	section(w, fmt.Sprintf("Workers (%d)", len(st.Workers)), "ID\tADDRESS\tSTATE\tCORES\tMEMORY\tRESOURCES\tLAST HEARTBEAT\tLIMITS")
 	for _, wk := range st.Workers {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s/%s\t%s\t%s\t%s\n", wk.ID, wk.Address, wk.State,
