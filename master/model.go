@@ -29,9 +29,9 @@ type workerInfo struct {
 	resUsed    resourceUse // custom resources in use (resources.go)
 	// tags counts its executors by placement.Tag (GPU clustering keeps
 	// alike executors together).
-	tags map[string]int
-	executors  map[execKey]*executorInfo
-	drivers    map[string]*driverInfo
+	tags      map[string]int
+	executors map[execKey]*executorInfo
+	drivers   map[string]*driverInfo
 	// removing: the worker's removal is being committed; it takes nothing
 	// new, and these wait for the outcome.
 	removing *waiters

@@ -77,7 +77,6 @@ func TestIndexRoundMatchesStartExecutorsOnWorkers(t *testing.T) {
 	}
 }
 
-
 // The index keeps its order through many single updates, and walks it.
 func TestIndexKeepsOrderThroughUpdates(t *testing.T) {
 	p := mustNew(t, "spread", placement.Options{Order: placement.OrderCoresFreeAsc})

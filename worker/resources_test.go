@@ -53,7 +53,7 @@ func TestResourceEnvAndFile(t *testing.T) {
 	data, _ := os.ReadFile(path)
 	var file []struct {
 		ID        struct{ ComponentName, ResourceName string } `json:"id"`
-		Addresses []string                                    `json:"addresses"`
+		Addresses []string                                     `json:"addresses"`
 	}
 	if err := json.Unmarshal(data, &file); err != nil || len(file) != 1 || file[0].ID.ComponentName != "berth.executor" ||
 		file[0].ID.ResourceName != "gpu" || !reflect.DeepEqual(file[0].Addresses, []string{"0", "1"}) {
