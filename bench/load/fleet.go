@@ -31,6 +31,10 @@ type fleetConfig struct {
 	PortBase int    // worker n listens at slotAddr(PortBase+n)
 	Secret   string
 	Seed     uint64 // of the heartbeat phase jitter
+	// NoListen: the workers register their slot address without listening
+	// there, for fleets larger than the file descriptors allow (a listener
+	// each); only for measures that send them no command (heartbeats).
+	NoListen bool
 }
 
 type fleet struct {
@@ -109,21 +113,28 @@ func newFleet(cfg fleetConfig, mc *masterClient) (*fleet, error) {
 	f := &fleet{started: time.Now(), cfg: cfg, mc: mc, ctx: ctx, cancel: cancel, byID: map[string]*simWorker{}, byAddr: map[string]*simWorker{}}
 	f.srv = &http.Server{Handler: httpx.RequireSecret(cfg.Secret, f.handler()), ReadHeaderTimeout: 10 * time.Second}
 	for n := range cfg.Workers {
-		ln, err := net.Listen("tcp", slotAddr(cfg.PortBase+n))
-		if err != nil {
-			f.srv.Close()
-			cancel()
-			return nil, fmt.Errorf("fleet: worker %d (--port-base %d): %w", n, cfg.PortBase, err)
+		addr := slotAddr(cfg.PortBase + n)
+		var ln net.Listener
+		if !cfg.NoListen {
+			var err error
+			if ln, err = net.Listen("tcp", addr); err != nil {
+				f.srv.Close()
+				cancel()
+				return nil, fmt.Errorf("fleet: worker %d (--port-base %d): %w", n, cfg.PortBase, err)
+			}
+			addr = ln.Addr().String()
 		}
-		host, port, _ := httpx.SplitHostPort(ln.Addr().String())
+		host, port, _ := httpx.SplitHostPort(addr)
 		w := &simWorker{
 			f: f, n: n, id: fmt.Sprintf("%s-%05d", cfg.IDPrefix, n), host: host, port: port,
-			addr: "http://" + ln.Addr().String(), execs: map[execKey]*simExec{},
+			addr: "http://" + addr, execs: map[execKey]*simExec{},
 		}
 		f.ws = append(f.ws, w)
 		f.byID[w.id] = w
-		f.byAddr[ln.Addr().String()] = w
-		go func() { _ = f.srv.Serve(ln) }()
+		f.byAddr[addr] = w
+		if ln != nil {
+			go func() { _ = f.srv.Serve(ln) }()
+		}
 	}
 	return f, nil
 }

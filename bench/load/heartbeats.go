@@ -24,6 +24,7 @@ type hbParams struct {
 	HeldRatio     float64 `json:"heldRatio"`
 	RegParallel   int     `json:"registerParallel"`
 	RampTimeout   string  `json:"rampTimeout"`
+	NoListen      bool    `json:"noListen,omitempty"`
 
 	duration, warmup, workerTimeout, rampTimeout time.Duration
 }
@@ -39,6 +40,7 @@ func readHeartbeatParams(c *cli.Context) (*hbParams, error) {
 		workerTimeout: c.Duration("worker-timeout"), WorkerCores: c.Int("worker-cores"),
 		WorkerMemMB: c.Int("worker-memory-mb"), HeldRatio: c.Float64("held-ratio"),
 		RegParallel: c.Int("register-parallel"), rampTimeout: c.Duration("ramp-timeout"),
+		NoListen: !c.Bool("listen"),
 	}
 	if p.duration <= 0 || p.workerTimeout <= 0 || p.warmup < 0 || p.RegParallel <= 0 || p.rampTimeout <= 0 {
 		return nil, fmt.Errorf("--duration, --worker-timeout, --register-parallel and --ramp-timeout must be positive")
@@ -111,12 +113,13 @@ func heartbeatsCommand(out io.Writer) *cli.Command {
 			&cli.StringFlag{Name: "workers", Value: "1000", Usage: "fleet sizes to try, comma-separated, in order"},
 			&cli.DurationFlag{Name: "duration", Value: 30 * time.Second, Usage: "measurement window per size"},
 			&cli.DurationFlag{Name: "warmup", Usage: "wait after the heartbeats start before measuring (default: two intervals)"},
-			&cli.DurationFlag{Name: "worker-timeout", Value: 4 * time.Second, Usage: "master --worker-timeout (heartbeats every quarter of it)"},
+			&cli.DurationFlag{Name: "worker-timeout", Value: 4 * time.Second, Usage: "master --worker-timeout (heartbeats every quarter of it, or up to a third in a fleet larger than the master's --max-heartbeats-per-second allows)"},
 			&cli.IntFlag{Name: "worker-cores", Value: 8, Usage: "cores each worker announces"},
 			&cli.IntFlag{Name: "worker-memory-mb", Value: 16384, Usage: "memory each worker announces"},
 			&cli.Float64Flag{Name: "held-ratio", Value: 0.99, Usage: "share of the offered rate a held size must achieve"},
 			&cli.IntFlag{Name: "register-parallel", Value: 64, Usage: "registrations in flight during the ramp (each worker heartbeats as soon as it is registered)"},
 			&cli.DurationFlag{Name: "ramp-timeout", Value: 3 * time.Minute, Usage: "bound on registering the W workers"},
+			&cli.BoolFlag{Name: "listen", Value: true, Usage: "each simulated worker listens at its address; --listen=false registers the address without a listener, for fleets beyond the file descriptor limit (this measure sends the workers no command)"},
 		},
 		params: readHeartbeatParams,
 		run:    runHeartbeats,
@@ -219,6 +222,7 @@ func heartbeatStep(ctx context.Context, cm *common, p *hbParams, step, workers, 
 	f, err = newFleet(fleetConfig{
 		Workers: workers, Cores: p.WorkerCores, MemoryMB: p.WorkerMemMB,
 		IDPrefix: fmt.Sprintf("%s-s%d", cm.idPrefix, step), PortBase: portBase, Secret: cm.secret, Seed: cm.seed,
+		NoListen: p.NoListen,
 	}, mc)
 	if err != nil {
 		return fail(err)

@@ -185,6 +185,9 @@ func (w *simWorker) heartbeatLoop(stop chan struct{}, gen int, first time.Durati
 			prevOK = done
 			w.lastOK.Store(done.UnixNano())
 			w.observeEpoch(reply.Epoch)
+			if reply.HeartbeatIntervalMs > 0 { // the master's interval grows with the fleet
+				w.interval.Store(int64(time.Duration(reply.HeartbeatIntervalMs) * time.Millisecond))
+			}
 		} else {
 			f.n.hbErrors.Add(1)
 			f.note("heartbeat", "heartbeat of %s failed: %v", w.id, err)
