@@ -59,6 +59,9 @@ func (w *workerInfo) schedulable() bool {
 // still being committed are not shown.
 func (w *workerInfo) committedUse() (cores, memory int) {
 	cores, memory = w.coresUsed, w.memoryUsed
+	if len(w.executors) == 0 && len(w.drivers) == 0 {
+		return cores, memory // most of a large fleet: no map to walk
+	}
 	for _, e := range w.executors {
 		if e.launching {
 			cores -= e.cores

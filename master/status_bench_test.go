@@ -57,3 +57,20 @@ func BenchmarkSchedulingPass(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkClusterSummary is GET /v1/cluster?workers=false on a cluster of
+// 100,000 workers with one app waiting (it needs its waiting reason).
+func BenchmarkClusterSummary(b *testing.B) {
+	h := newHarness(b, nil)
+	h.lead(nil)
+	for i := range 100000 {
+		h.addWorker(fmt.Sprintf("w%06d", i), 8, 16384)
+	}
+	h.addApp(wire.AppDescription{MaxCores: 1, MemoryPerExecutorMB: 1 << 29})
+	b.ReportAllocs()
+	for b.Loop() {
+		if st := h.c.clusterStatus(false, false); st.WorkerSummary.Total != 100000 || st.ActiveApps[0].Waiting == "" {
+			b.Fatalf("summary %+v", st.WorkerSummary)
+		}
+	}
+}

@@ -26,7 +26,10 @@ type room struct {
 
 func (c *core) room() room {
 	var r room
-	for _, w := range c.aliveWorkers() {
+	for _, w := range c.sortedWorkerList() {
+		if !w.schedulable() {
+			continue
+		}
 		r.alive++
 		r.maxCores, r.maxMemory = max(r.maxCores, w.rec.Cores), max(r.maxMemory, w.rec.MemoryMB)
 		r.maxFreeCores, r.maxFreeMemory = max(r.maxFreeCores, w.coresFree()), max(r.maxFreeMemory, w.memoryFree())

@@ -230,11 +230,9 @@ func (c *core) dropWorker(w *workerInfo) {
 // workers is kept until one is added or dropped, so a scheduling pass costs
 // a scan, not a sort, of a large cluster.
 func (c *core) aliveWorkers() []*workerInfo {
-	if c.workersByID == nil {
-		c.workersByID = sortedWorkers(c.workers)
-	}
-	out := make([]*workerInfo, 0, len(c.workersByID))
-	for _, w := range c.workersByID {
+	all := c.sortedWorkerList()
+	out := make([]*workerInfo, 0, len(all))
+	for _, w := range all {
 		if w.schedulable() {
 			out = append(out, w)
 		}
@@ -256,4 +254,13 @@ func (c *core) syncIndex() {
 		}
 	}
 	clear(c.dirty)
+}
+
+// sortedWorkerList is every worker by id, kept until one is added or
+// dropped (do not modify it).
+func (c *core) sortedWorkerList() []*workerInfo {
+	if c.workersByID == nil {
+		c.workersByID = sortedWorkers(c.workers)
+	}
+	return c.workersByID
 }

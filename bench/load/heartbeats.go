@@ -25,6 +25,7 @@ type hbParams struct {
 	RegParallel   int     `json:"registerParallel"`
 	RampTimeout   string  `json:"rampTimeout"`
 	NoListen      bool    `json:"noListen,omitempty"`
+	APIProbe      bool    `json:"apiProbe,omitempty"`
 
 	duration, warmup, workerTimeout, rampTimeout time.Duration
 }
@@ -40,7 +41,7 @@ func readHeartbeatParams(c *cli.Context) (*hbParams, error) {
 		workerTimeout: c.Duration("worker-timeout"), WorkerCores: c.Int("worker-cores"),
 		WorkerMemMB: c.Int("worker-memory-mb"), HeldRatio: c.Float64("held-ratio"),
 		RegParallel: c.Int("register-parallel"), rampTimeout: c.Duration("ramp-timeout"),
-		NoListen: !c.Bool("listen"),
+		NoListen: !c.Bool("listen"), APIProbe: c.Bool("api-probe"),
 	}
 	if p.duration <= 0 || p.workerTimeout <= 0 || p.warmup < 0 || p.RegParallel <= 0 || p.rampTimeout <= 0 {
 		return nil, fmt.Errorf("--duration, --worker-timeout, --register-parallel and --ramp-timeout must be positive")
@@ -91,13 +92,17 @@ type hbRow struct {
 	MasterCPUPercent float64 `json:"masterCpuPercent"` // of one core, over the window; -1 unknown
 	ToolCPUPercent   float64 `json:"toolCpuPercent"`
 	Held             bool    `json:"held"`
+	// API: with --api-probe, the API as a user sees it in the window.
+	API *ProbeResult `json:"api,omitempty"`
 	fleetOutcome
 	Err string `json:"error,omitempty"`
 }
 
 const heartbeatsDescription = `For each W in --workers (a fresh master each when --master-bin is given): register
 W workers, start their heartbeats at random phases, wait --warmup, then measure
-for --duration. The interval is the master's (worker timeout / 4). A size is
+for --duration. The interval is the master's (a quarter of the worker timeout, up
+to a third in a fleet larger than its --max-heartbeats-per-second allows; the
+workers take it from each heartbeat's reply, as real ones do). A size is
 held when every offered heartbeat was acknowledged (at least --held-ratio of the
 offered rate, less one beat per worker that the window's edges may cut off; no
 error), no worker was asked to register again, none is
@@ -119,6 +124,7 @@ func heartbeatsCommand(out io.Writer) *cli.Command {
 			&cli.Float64Flag{Name: "held-ratio", Value: 0.99, Usage: "share of the offered rate a held size must achieve"},
 			&cli.IntFlag{Name: "register-parallel", Value: 64, Usage: "registrations in flight during the ramp (each worker heartbeats as soon as it is registered)"},
 			&cli.DurationFlag{Name: "ramp-timeout", Value: 3 * time.Minute, Usage: "bound on registering the W workers"},
+			&cli.BoolFlag{Name: "api-probe", Usage: "during the window, every 100 ms: a status read (GET /v1/cluster?workers=false) and an app registered and killed, timed; with the master's scheduling-round p99 (its /metrics) and resident memory"},
 			&cli.BoolFlag{Name: "listen", Value: true, Usage: "each simulated worker listens at its address; --listen=false registers the address without a listener, for fleets beyond the file descriptor limit (this measure sends the workers no command)"},
 		},
 		params: readHeartbeatParams,
@@ -168,6 +174,16 @@ func runHeartbeats(ctx context.Context, cm *common, p *hbParams, r *Report) erro
 		all = all && row.Held
 	}
 	r.Tables = append(r.Tables, t)
+	if p.APIProbe {
+		api := table{Name: "api", Title: "the API in the window (ms; every 100 ms a status read and an app registered and killed)",
+			Header: []string{"workers", "status p50", "status p99", "submit p50", "submit p99", "kill p50", "kill p99", "errors", "round p99 ≤", "rounds", "master RSS MB"}}
+		for _, row := range rows {
+			if a := row.API; a != nil {
+				api.add(row.Workers, a.Status.P50, a.Status.P99, a.Submit.P50, a.Submit.P99, a.Kill.P50, a.Kill.P99, a.Errors, a.RoundP99Ms, a.Rounds, a.MasterRSSMB)
+			}
+		}
+		r.Tables = append(r.Tables, api)
+	}
 	switch {
 	case len(rows) == 0:
 	case largest == 0:
@@ -251,6 +267,16 @@ func heartbeatStep(ctx context.Context, cm *common, p *hbParams, step, workers, 
 	if !poll.Sleep(ctx, warmup) {
 		return fail(ctx.Err())
 	}
+	// The interval the workers keep now: heartbeat replies carry the
+	// master's, which grows with the fleet while it registers.
+	if iv := time.Duration(f.ws[0].interval.Load()); iv != interval {
+		interval = iv
+		row.IntervalMs = benchstat.Ms(interval)
+		row.OfferedPerSec = benchstat.Rate(workers, interval)
+		if tgt.proc == nil {
+			timeout = 4 * interval
+		}
+	}
 	cpu0, self0 := int64(-1), selfCPU()
 	if tgt.proc != nil {
 		cpu0 = tgt.proc.cpuTicks()
@@ -258,8 +284,28 @@ func heartbeatStep(ctx context.Context, cm *common, p *hbParams, step, workers, 
 	exp0 := f.n.reregistered.Load()
 	f.hb.setOn(true)
 	w0 := time.Now()
+	var probe *apiProbe
+	probeDone := make(chan struct{})
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	if p.APIProbe {
+		probe = &apiProbe{}
+		go func() { defer close(probeDone); probe.run(probeCtx, mc) }()
+	} else {
+		close(probeDone)
+	}
 	ok := poll.Sleep(ctx, p.duration)
+	stopProbe()
+	<-probeDone
 	f.hb.setOn(false)
+	if probe != nil {
+		res := probe.result()
+		res.RoundP99Ms, res.Rounds, _ = roundP99(ctx, mc)
+		res.MasterRSSMB = -1
+		if tgt.proc != nil {
+			res.MasterRSSMB = rssMB(tgt.proc.proc.Pid())
+		}
+		row.API = &res
+	}
 	exp1 := f.n.reregistered.Load()
 	window := time.Since(w0)
 	end := time.Now()

@@ -1,0 +1,153 @@
+package load
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/berth-cluster/berth/internal/benchstat"
+	"github.com/berth-cluster/berth/internal/poll"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// apiProbe is the API as a user sees it while the fleet heartbeats: every
+// probeEvery a status read (the summary, GET /v1/cluster?workers=false) and
+// an app registered (POST /v1/apps, acknowledged once durable) and killed.
+// The apps ask for more memory than any worker has: each one makes the
+// master run a scheduling round, and none starts anything.
+type apiProbe struct {
+	mu                   sync.Mutex
+	status, submit, kill []time.Duration
+	errors               int
+	firstErr             string
+}
+
+const probeEvery = 100 * time.Millisecond
+
+func (p *apiProbe) run(ctx context.Context, mc *masterClient) {
+	for n := 0; ; n++ {
+		p.time(&p.status, func() error {
+			var cs wire.ClusterStatus
+			return mc.unbounded(ctx, http.MethodGet, "/v1/cluster?"+wire.ClusterWorkersParam+"=false&"+wire.ClusterCompletedParam+"=false", nil, &cs)
+		})
+		var sub wire.Submitted
+		if p.time(&p.submit, func() error {
+			desc := wire.AppDescription{Name: fmt.Sprintf("probe-%d", n), Command: []string{"true"}, MaxCores: 1, MemoryPerExecutorMB: 1 << 29}
+			return mc.unbounded(ctx, http.MethodPost, "/v1/apps", desc, &sub)
+		}) {
+			p.time(&p.kill, func() error {
+				var st wire.AppStatus
+				return mc.unbounded(context.WithoutCancel(ctx), http.MethodDelete, "/v1/apps/"+sub.ID, nil, &st)
+			})
+		}
+		if !poll.Sleep(ctx, probeEvery) {
+			return
+		}
+	}
+}
+
+// time runs one call, records its latency (or its error) and reports
+// whether it succeeded.
+func (p *apiProbe) time(into *[]time.Duration, call func() error) bool {
+	t0 := time.Now()
+	err := call()
+	d := time.Since(t0)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		p.errors++
+		if p.firstErr == "" {
+			p.firstErr = err.Error()
+		}
+		return false
+	}
+	*into = append(*into, d)
+	return true
+}
+
+// ProbeResult is apiProbe's report.
+type ProbeResult struct {
+	Status     Summary `json:"status"` // GET /v1/cluster?workers=false
+	Submit     Summary `json:"submit"` // POST /v1/apps
+	Kill       Summary `json:"kill"`   // DELETE /v1/apps/{id}
+	Errors     int     `json:"errors"`
+	FirstError string  `json:"firstError,omitempty"`
+	// RoundP99Ms bounds the 99th percentile of the master's scheduling
+	// rounds over its life (the upper edge of the histogram bucket it falls
+	// in: berth_master_schedule_round_seconds); -1 when unknown.
+	RoundP99Ms float64 `json:"roundP99Ms"`
+	Rounds     int64   `json:"rounds"`
+	// MasterRSSMB is the master's resident memory at the end of the window.
+	MasterRSSMB float64 `json:"masterRssMB"`
+}
+
+func (p *apiProbe) result() ProbeResult {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return ProbeResult{Status: benchstat.Summarize(p.status), Submit: benchstat.Summarize(p.submit), Kill: benchstat.Summarize(p.kill),
+		Errors: p.errors, FirstError: p.firstErr, RoundP99Ms: -1}
+}
+
+// roundP99 reads the master's scheduling-round histogram from /metrics.
+func roundP99(ctx context.Context, mc *masterClient) (p99Ms float64, rounds int64, err error) {
+	resp, err := mc.api.Open(ctx, http.MethodGet, mc.base+"/metrics", nil)
+	if err != nil {
+		return -1, 0, err
+	}
+	defer resp.Body.Close()
+	type bucket struct {
+		le    float64
+		count int64
+	}
+	var buckets []bucket
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	const name = "berth_master_schedule_round_seconds"
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, name+"_bucket{le=\""):
+			rest := strings.TrimPrefix(line, name+"_bucket{le=\"")
+			le, after, _ := strings.Cut(rest, "\"} ")
+			v, err1 := strconv.ParseFloat(le, 64)
+			n, err2 := strconv.ParseInt(strings.TrimSpace(after), 10, 64)
+			if err1 == nil && err2 == nil {
+				buckets = append(buckets, bucket{v, n})
+			}
+		case strings.HasPrefix(line, name+"_count "):
+			rounds, _ = strconv.ParseInt(strings.TrimPrefix(line, name+"_count "), 10, 64)
+		}
+	}
+	if rounds == 0 {
+		return -1, 0, sc.Err()
+	}
+	for _, b := range buckets {
+		if float64(b.count) >= 0.99*float64(rounds) {
+			return b.le * 1000, rounds, nil
+		}
+	}
+	return -1, rounds, nil
+}
+
+// rssMB is a process's resident memory, from /proc; -1 when unknown.
+func rssMB(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, err := strconv.ParseFloat(f[1], 64)
+			if err == nil {
+				return kb / 1024
+			}
+		}
+	}
+	return -1
+}
