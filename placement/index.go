@@ -51,11 +51,13 @@ func compareByOrder(_ Policy, a, b Worker) int {
 func buildIndex(p Policy, workers []Worker) *Index {
 	x := NewIndex(p)
 	slots := make([]*slot, 0, len(workers))
-	for _, w := range workers {
+	store := make([]slot, len(workers)) // one allocation for all the slots
+	for i, w := range workers {
 		if _, dup := x.byID[w.ID]; dup {
 			continue
 		}
-		s := &slot{w: cloneWorker(w)}
+		s := &store[i]
+		s.w = cloneWorker(w)
 		x.byID[w.ID] = s
 		x.cores = addCores(x.cores, w.CoresFree)
 		slots = append(slots, s)
