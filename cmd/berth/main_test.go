@@ -266,7 +266,9 @@ func TestStatus(t *testing.T) {
 // summary and says how to list them; --workers lists them all.
 func TestStatusSummarisesManyWorkers(t *testing.T) {
 	f := newFakeMaster(t)
+	f.mu.Lock()
 	f.moreWorkers = 120
+	f.mu.Unlock()
 	res := berth(t, f.env(), "status")
 	if res.Code != 0 || !strings.Contains(res.Stdout, "Workers: 121 (121 alive, 0 decommissioning, 0 dead, 0 other); cores 2/488 used") ||
 		!strings.Contains(res.Stdout, "berth status --workers") || strings.Contains(res.Stdout, "worker-x000") {
