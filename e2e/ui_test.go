@@ -17,17 +17,26 @@ import (
 )
 
 // TestWebUIInABrowser uses the master's UI as an operator would, on a
-// 3-master TLS cluster with three workers and two running apps: nothing
-// shows before signing in; the overview lists the cluster; the topology
+// 3-master TLS cluster with three workers (two GPUs each) and two running
+// apps, one of them on a GPU: nothing shows before signing in; the overview
+// lists the cluster and the GPUs in use; the topology
 // puts each executor on its worker; a worker killed with SIGKILL shows DEAD
 // and its executors LOST; after a kill -9 of the leader the new leader's
 // pages show the app intact; a cross-site form post kills nothing; killing
 // an app from its page kills it.
 func TestWebUIInABrowser(t *testing.T) {
 	t.Parallel()
-	hc := haCluster(t, 3, []string{"--worker-timeout", "4s", "--recovery-timeout", "20s"}, "w1", "w2", "w3")
+	hc := startCluster(t, clusterSpec{masters: 3, flags: []string{"--worker-timeout", "4s", "--recovery-timeout", "20s"},
+		workers: []string{"w1", "w2", "w3"}, cores: 2, memory: "1g", workerFlags: []string{"--resource", "gpu=2"}})
 	appID, _, before := hc.runLongApp("ui-pi", 3)
-	other, _, _ := hc.runLongApp("ui-bystander", 1)
+	gpuApp := hc.longApp("ui-gpu", 1)
+	gpuApp.ResourcesPerExecutor = wire.ResourceAmounts{"gpu": 1}
+	other, err := hc.c.RegisterApp(callCtx(t, 30*time.Second), gpuApp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	followEvents(t, hc.c, other)
+	hc.runningApp(other, 1, 20*time.Second)
 	leader := hc.master(before.MasterID)
 	b := newBrowser(t)
 
@@ -38,7 +47,13 @@ func TestWebUIInABrowser(t *testing.T) {
 	}
 	b.signIn(leader.URL)
 	page = b.until(leader.URL+"/ui/", "the overview lists the cluster", 10*time.Second, func(s string) error {
-		return wantText(s, appID, other, "w1", "w2", "w3", "ALIVE", "3 alive", "leader view")
+		if err := wantText(s, appID, other, "w1", "w2", "w3", "ALIVE", "3 alive", "leader view", "gpu 1/2 free", "gpu 2/2 free", "Follower"); err != nil {
+			return err
+		}
+		if strings.Contains(s, "not answering") { // the followers announce their API addresses after they join
+			return fmt.Errorf("a master's Raft figures are missing")
+		}
+		return nil
 	})
 	mustContain(t, "the overview", page, "m1", "m2", "m3", "ui-pi", "RUNNING", "Leader", "Follower")
 	if strings.Contains(page, "not answering") {
