@@ -70,8 +70,9 @@ type core struct {
 	// index keeps the schedulable workers in the policy's order between
 	// rounds (placement.Index); dirty names the workers changed since the
 	// last round, put again (or removed) before the next.
-	index *placement.Index
-	dirty map[string]struct{}
+	index       *placement.Index
+	dirty       map[string]struct{}
+	workerViews workerViews
 }
 
 func newCore(cfg Config, log *slog.Logger, clock Clock, fx effects) (*core, error) {
@@ -103,6 +104,7 @@ func (c *core) reset() {
 	c.needSchedule = false
 	c.index = placement.NewIndex(c.policy)
 	c.dirty = map[string]struct{}{}
+	c.workerViews = workerViews{}
 }
 
 func (c *core) now() time.Time { return c.clock.Now() }

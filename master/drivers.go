@@ -85,6 +85,7 @@ func (c *core) launchDriver(w *workerInfo, d *driverInfo, grants wire.ResourceGr
 		rec.CredentialHash, rec.Resources = hash, grants
 	}, nil, func() {
 		d.launching, d.state = false, wire.DriverRunning
+		c.touched(w) // its committed use changed
 		c.fx.send(w, workerCommand{
 			kind: cmdLaunchDriver,
 			body: wire.LaunchDriver{

@@ -25,6 +25,7 @@ func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int, gran
 			return
 		}
 		e.launching = false
+		c.touched(w) // its committed use changed
 		c.metrics.launches.Inc()
 		a.hosts[w.rec.ID] = struct{}{}
 		a.state = wire.AppRunning

@@ -3,6 +3,7 @@ package master
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -76,6 +77,7 @@ func TestMetricsAgreeWithTheAPI(t *testing.T) {
 	if code := post(wire.MasterAPI.RegisterApp.Path(), wire.AppDescription{Command: []string{"x"}, MaxCores: 3, CoresPerExecutor: 1, MemoryPerExecutorMB: 100}); code != http.StatusOK {
 		t.Fatalf("app: %d", code)
 	}
+	holdLease(t, base)
 	status := func() wire.ClusterStatus {
 		resp, err := http.Get(base + wire.MasterAPI.Cluster.Path())
 		if err != nil {
@@ -132,7 +134,12 @@ func TestMetricsAgreeWithTheAPI(t *testing.T) {
 	}
 
 	// The worker goes silent: DEAD, expired once, its executors LOST.
+	// The executors' ends are counted once their LOST is durable, a moment
+	// after the worker shows DEAD.
 	testproc.Eventually(t, 10*time.Second, "the worker DEAD", func() bool { return status().Workers[0].State == wire.WorkerDead })
+	testproc.Eventually(t, 10*time.Second, "the executors' ends counted", func() bool {
+		return value(scrape(t, base), "berth_master_executor_ends_total", "state", "LOST") >= 3
+	})
 	f = scrape(t, base)
 	if v := value(f, "berth_workers", "state", "DEAD"); v != 1 {
 		t.Errorf("workers DEAD: %v", v)
@@ -212,4 +219,39 @@ func TestMetricsDocAndDashboardMatchTheRegistry(t *testing.T) {
 			t.Errorf("%s is not in docs/METRICS.md", n)
 		}
 	}
+}
+
+// holdLease keeps the only app's client connected (its event stream open)
+// until the test ends, so that the app outlives its worker.
+func holdLease(t *testing.T, base string) {
+	t.Helper()
+	var id string
+	testproc.Eventually(t, 10*time.Second, "the app listed", func() bool {
+		resp, err := http.Get(base + wire.MasterAPI.Cluster.Path())
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var st wire.ClusterStatus
+		if json.NewDecoder(resp.Body).Decode(&st) != nil || len(st.ActiveApps) != 1 {
+			return false
+		}
+		id = st.ActiveApps[0].ID
+		return true
+	})
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+wire.MasterAPI.AppEvents.Path(id), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the app's events: %s", resp.Status)
+	}
+	go func() { // drain the stream until the test's context ends it
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+	}()
 }

@@ -84,10 +84,7 @@ func (c *core) clusterStatus(completed, listWorkers bool) *wire.ClusterStatus {
 			s.WorkerSummary.Add(s.Workers[len(s.Workers)-1])
 		}
 	} else {
-		for _, w := range c.sortedWorkerList() { // a slice: walking 100,000 map entries costs more
-			cores, memory := w.committedUse()
-			s.WorkerSummary.Add(wire.WorkerStatus{State: w.state, Cores: w.rec.Cores, CoresUsed: cores, MemoryMB: w.rec.MemoryMB, MemoryUsedMB: memory})
-		}
+		s.WorkerSummary = c.workerSummary()
 	}
 	r := c.room()
 	for _, a := range c.appOrder {

@@ -25,6 +25,15 @@ type room struct {
 }
 
 func (c *core) room() room {
+	if c.workerViews.room != nil {
+		return *c.workerViews.room
+	}
+	r := c.computeRoom()
+	c.workerViews.room = &r
+	return r
+}
+
+func (c *core) computeRoom() room {
 	var r room
 	for _, w := range c.sortedWorkerList() {
 		if !w.schedulable() {

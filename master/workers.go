@@ -240,8 +240,33 @@ func (c *core) aliveWorkers() []*workerInfo {
 	return out
 }
 
-// touched marks a worker for the index: what placement sees of it changed.
-func (c *core) touched(w *workerInfo) { c.dirty[w.rec.ID] = struct{}{} }
+// touched marks a worker for the index (what placement sees of it
+// changed) and makes the cached views of the workers stale.
+func (c *core) touched(w *workerInfo) {
+	c.dirty[w.rec.ID] = struct{}{}
+	c.workerViews = workerViews{}
+}
+
+// workerViews caches what status reads compute over every worker (their
+// summary, the room waiting reasons are judged against) until a worker's
+// capacity or state changes: a large fleet's heartbeats change neither.
+type workerViews struct {
+	summary *wire.WorkerSummary
+	room    *room
+}
+
+// workerSummary counts the workers by state, with their committed use.
+func (c *core) workerSummary() wire.WorkerSummary {
+	if c.workerViews.summary == nil {
+		var s wire.WorkerSummary
+		for _, w := range c.sortedWorkerList() { // a slice: walking 100,000 map entries costs more
+			cores, memory := w.committedUse()
+			s.Add(wire.WorkerStatus{State: w.state, Cores: w.rec.Cores, CoresUsed: cores, MemoryMB: w.rec.MemoryMB, MemoryUsedMB: memory})
+		}
+		c.workerViews.summary = &s
+	}
+	return *c.workerViews.summary
+}
 
 // syncIndex puts the changed workers in the index again, or removes them if
 // they take no new work (or are gone).
