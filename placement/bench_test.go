@@ -180,8 +180,23 @@ func BenchmarkIndexRound(b *testing.B) {
 				name   string
 				policy string
 				unit   int
-			}{{"spread-u1", "spread", 1}, {"pack-u1", "pack", 1}, {"spread-u4", "spread", 4}, {"reference-u1", "", 1}} {
+				all    bool // StartExecutorsOnWorkers over every worker: bestfit before its walk of the index
+			}{
+				{"spread-u1", "spread", 1, false}, {"pack-u1", "pack", 1, false}, {"spread-u4", "spread", 4, false}, {"reference-u1", "", 1, false},
+				{"bestfit-u4", "bestfit", 4, false}, {"bestfit-u4-over-all", "bestfit", 4, true},
+			} {
 				b.Run(fmt.Sprintf("workers=%d/apps=%d/policy=%s", nw, na, v.name), func(b *testing.B) {
+					if v.all {
+						if nw*na > 10_000_000 {
+							b.Skip("over every worker: about 20 s per op")
+						}
+						p := mustNew(b, v.policy, placement.Options{MinCoreUnit: v.unit})
+						b.ReportAllocs()
+						for b.Loop() {
+							benchSink = placement.StartExecutorsOnWorkers(apps, workers, p)
+						}
+						return
+					}
 					if v.policy == "" {
 						if est := referenceCostNS(nw, na); est > referenceBudgetNS {
 							b.Skipf("reference: estimated %.0f s per op", est/1e9)

@@ -41,15 +41,7 @@ func (p *bestFit) Order(workers []Worker) { sortWorkers(workers, p.cmp) }
 
 func (p *bestFit) Assign(app App, workers []Worker) []int {
 	f := newFit(app, workers, p.unit)
-	for _, piece := range f.pieces() {
-		f.placeNew(piece)
-	}
-	for f.remaining > 0 {
-		f.topUp()
-		if f.remaining == 0 || f.placeNew(f.remaining) == 0 {
-			break
-		}
-	}
+	assignFit(f)
 	return f.cores()
 }
 
@@ -59,23 +51,60 @@ type fitCandidate struct {
 	index, slots int
 }
 
-// fit is one app's bestfit assignment in progress.
-type fit struct {
+// fitCount is what one app's bestfit assignment still has to place, in
+// slots, whichever way it finds its workers (fit over a slice, indexFit
+// over the Index).
+type fitCount struct {
 	unit      int
 	fixed     bool
 	slotCores int
-	remaining int            // slots still to place
-	room      int            // executors the app may still start
-	fresh     []fitCandidate // workers not used yet, fewest free slots first
-	used      []fitCandidate // workers used, with the slots they have left
-	assigned  []int          // slots per worker index
+	remaining int // slots still to place
+	room      int // executors the app may still start
 }
 
-func newFit(app App, workers []Worker, unit int) *fit {
-	f := &fit{unit: max(unit, 1), fixed: app.CoresPerExecutor > 0, slotCores: 1, room: executorRoom(app)}
+func newFitCount(app App, unit int) fitCount {
+	f := fitCount{unit: max(unit, 1), fixed: app.CoresPerExecutor > 0, slotCores: 1, room: executorRoom(app)}
 	if f.fixed {
 		f.slotCores = app.CoresPerExecutor
 	}
+	return f
+}
+
+func (f *fitCount) count() *fitCount { return f }
+
+// fitter finds bestfit's workers: fit over a slice, indexFit over the Index.
+type fitter interface {
+	count() *fitCount
+	placeNew(want int) int // on a worker not used yet; how many placed
+	topUp()                // on the workers used
+}
+
+// assignFit is bestfit's assignment: the grant in pieces, each on the
+// worker that holds it with the least to spare, then what is left on the
+// workers used and on new ones.
+func assignFit(f fitter) {
+	c := f.count()
+	for _, piece := range c.pieces() {
+		f.placeNew(piece)
+	}
+	for c.remaining > 0 {
+		f.topUp()
+		if c.remaining == 0 || f.placeNew(c.remaining) == 0 {
+			break
+		}
+	}
+}
+
+// fit is one app's bestfit assignment in progress.
+type fit struct {
+	fitCount
+	fresh    []fitCandidate // workers not used yet, fewest free slots first
+	used     []fitCandidate // workers used, with the slots they have left
+	assigned []int          // slots per worker index
+}
+
+func newFit(app App, workers []Worker, unit int) *fit {
+	f := &fit{fitCount: newFitCount(app, unit)}
 	memory := max(app.MemoryPerExecutorMB, 0)
 	f.remaining = min(max(app.CoresLeft, 0), sumCoresFree(workers)) / f.slotCores
 	f.assigned = make([]int, len(workers))
@@ -103,7 +132,7 @@ func newFit(app App, workers []Worker, unit int) *fit {
 
 // pieces splits the grant into at most bestFitPieces near-equal pieces, none
 // smaller than the smallest allowed executor, largest first.
-func (f *fit) pieces() []int {
+func (f *fitCount) pieces() []int {
 	n := f.remaining
 	if n <= 0 {
 		return nil
@@ -121,7 +150,7 @@ func (f *fit) pieces() []int {
 
 // smallest is the fewest slots a new executor may get: one fixed-size
 // executor, or the unit (less when fewer cores remain).
-func (f *fit) smallest() int {
+func (f *fitCount) smallest() int {
 	if f.fixed {
 		return 1
 	}
@@ -168,17 +197,22 @@ func (f *fit) topUp() {
 		return cmp.Or(cmp.Compare(b.slots, a.slots), cmp.Compare(a.index, b.index))
 	})
 	for i := range f.used {
-		take := min(f.used[i].slots, f.remaining)
-		if f.fixed {
-			take = min(take, f.room)
-			f.room -= take
-		}
-		if take <= 0 {
-			continue
-		}
-		f.give(f.used[i].index, take)
+		take := f.topUpTake(f.used[i].slots)
+		f.assigned[f.used[i].index] += take
 		f.used[i].slots -= take
 	}
+}
+
+// topUpTake counts what a top-up gives a used worker with left slots.
+func (f *fitCount) topUpTake(left int) int {
+	take := min(left, f.remaining)
+	if f.fixed {
+		take = min(take, f.room)
+		f.room -= take
+	}
+	take = max(take, 0)
+	f.remaining -= take
+	return take
 }
 
 func (f *fit) give(index, slots int) {

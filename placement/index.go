@@ -18,7 +18,9 @@ import (
 type Index struct {
 	policy Policy
 	step   *stepPolicy // Spark's policies: the fast path; nil otherwise
+	fit    *bestFit    // bestfit: its own fast path (index_bestfit.go)
 	order  ordered
+	ratio  ordered // bestfit only: the workers by free memory per free core
 	byID   map[string]*slot
 	cores  int // free cores of all indexed workers (saturating)
 	cand   []*slot
@@ -31,6 +33,11 @@ func NewIndex(p Policy) *Index {
 	if sp, ok := p.(*stepPolicy); ok {
 		x.step = sp
 		x.order.cmp = sp.cmp
+	}
+	if bf, ok := p.(*bestFit); ok {
+		x.fit = bf
+		x.order.cmp = bf.indexOrder
+		x.ratio.cmp = byMemoryPerCore
 	}
 	return x
 }
@@ -64,6 +71,10 @@ func buildIndex(p Policy, workers []Worker) *Index {
 	}
 	slices.SortFunc(slots, func(a, b *slot) int { return x.order.cmp(a.w, b.w) })
 	x.order.build(slots)
+	if x.fit != nil {
+		slices.SortFunc(slots, func(a, b *slot) int { return x.ratio.cmp(a.w, b.w) })
+		x.ratio.build(slots)
+	}
 	return x
 }
 
@@ -73,8 +84,7 @@ func (x *Index) Put(w Worker) {
 	x.Delete(w.ID)
 	s := &slot{w: cloneWorker(w)}
 	x.byID[w.ID] = s
-	x.cores = addCores(x.cores, w.CoresFree)
-	x.order.insert(s)
+	x.attach(s)
 }
 
 // Delete removes the worker with the ID, if indexed.
@@ -83,9 +93,26 @@ func (x *Index) Delete(id string) {
 	if !ok {
 		return
 	}
-	x.order.remove(s)
+	x.detach(s)
 	delete(x.byID, id)
+}
+
+// detach takes s out of the orders, so that its worker may change; attach
+// puts it back in where it now belongs.
+func (x *Index) detach(s *slot) {
+	x.order.remove(s)
+	if x.fit != nil {
+		x.ratio.remove(s)
+	}
 	x.cores = subCores(x.cores, s.w.CoresFree)
+}
+
+func (x *Index) attach(s *slot) {
+	x.order.insert(s)
+	if x.fit != nil {
+		x.ratio.insert(s)
+	}
+	x.cores = addCores(x.cores, s.w.CoresFree)
 }
 
 // Len is the number of workers indexed.
@@ -118,18 +145,28 @@ func (x *Index) Workers() []Worker {
 // StartExecutorsOnWorkers would over them, and takes what it launches off
 // the index (a launch that does not happen must be given back with Put).
 func (x *Index) Round(apps []App) []Launch {
-	if x.step == nil {
-		launches := StartExecutorsOnWorkers(apps, x.Workers(), x.policy)
-		for _, l := range launches {
-			x.take(l, apps)
-		}
-		return launches
+	if x.step == nil && x.fit == nil {
+		return x.roundOverAll(apps, nil)
 	}
 	var launches []Launch
 	for _, app := range apps {
-		launches = x.placeApp(app, launches)
+		if x.step != nil {
+			launches = x.placeApp(app, launches)
+		} else {
+			launches = x.placeBestFit(app, launches)
+		}
 	}
 	return launches
+}
+
+// roundOverAll runs a round through StartExecutorsOnWorkers over every
+// indexed worker (O(W)) and takes its launches off the index.
+func (x *Index) roundOverAll(apps []App, launches []Launch) []Launch {
+	got := StartExecutorsOnWorkers(apps, x.Workers(), x.policy)
+	for _, l := range got {
+		x.take(l, apps)
+	}
+	return append(launches, got...)
 }
 
 // take removes a launch from its worker (the slow path).
@@ -138,8 +175,7 @@ func (x *Index) take(l Launch, apps []App) {
 	if !ok {
 		return
 	}
-	x.order.remove(s)
-	x.cores = subCores(x.cores, s.w.CoresFree)
+	x.detach(s)
 	s.w.CoresFree -= l.Cores
 	s.w.MemoryFreeMB -= l.MemoryMB
 	for _, a := range apps {
@@ -159,8 +195,7 @@ func (x *Index) take(l Launch, apps []App) {
 		}
 		break
 	}
-	x.cores = addCores(x.cores, s.w.CoresFree)
-	x.order.insert(s)
+	x.attach(s)
 }
 
 // placeApp is one app of a round with Spark's policies: the usable workers
@@ -204,24 +239,29 @@ func (x *Index) placeApp(app App, launches []Launch) []Launch {
 	cores := st.run(p.spread)
 	g := newGrant(p, app)
 	for j, s := range cand {
-		if cores[j] <= 0 {
-			continue
-		}
-		x.order.remove(s)
-		x.cores = subCores(x.cores, s.w.CoresFree)
-		before := len(launches)
-		launches = g.on(launches, &s.w, cores[j])
-		if tag := Tag(app); tag != "" && len(launches) > before {
-			tags := make(map[string]int, len(s.w.Tags)+1)
-			for k, v := range s.w.Tags {
-				tags[k] = v
-			}
-			tags[tag] += len(launches) - before
-			s.w.Tags = tags
-		}
-		x.cores = addCores(x.cores, s.w.CoresFree)
-		x.order.insert(s)
+		launches = x.grantOn(g, s, cores[j], launches)
 	}
+	return launches
+}
+
+// grantOn gives the worker in s the executors c cores make for g's app
+// (grantState.on) and moves it in the orders.
+func (x *Index) grantOn(g *grantState, s *slot, c int, launches []Launch) []Launch {
+	if c <= 0 {
+		return launches
+	}
+	x.detach(s)
+	before := len(launches)
+	launches = g.on(launches, &s.w, c)
+	if tag := Tag(g.app); tag != "" && len(launches) > before {
+		tags := make(map[string]int, len(s.w.Tags)+1)
+		for k, v := range s.w.Tags {
+			tags[k] = v
+		}
+		tags[tag] += len(launches) - before
+		s.w.Tags = tags
+	}
+	x.attach(s)
 	return launches
 }
 

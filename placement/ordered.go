@@ -94,3 +94,58 @@ func (o *ordered) walk(c, i int, fn func(*slot) bool) {
 		}
 	}
 }
+
+// search is the position of the first worker for which pred holds; pred
+// must be false then true along the order.
+func (o *ordered) search(pred func(Worker) bool) (int, int) {
+	c := sort.Search(len(o.chunks), func(c int) bool {
+		ch := o.chunks[c]
+		return pred(ch[len(ch)-1].w)
+	})
+	if c == len(o.chunks) {
+		return c, 0
+	}
+	ch := o.chunks[c]
+	return c, sort.Search(len(ch), func(i int) bool { return pred(ch[i].w) })
+}
+
+// walkBack calls fn on each worker in reverse order from the one before
+// position (c, i) until fn returns false.
+func (o *ordered) walkBack(c, i int, fn func(*slot) bool) {
+	for i--; c >= 0; {
+		if c < len(o.chunks) {
+			for ; i >= 0; i-- {
+				if !fn(o.chunks[c][i]) {
+					return
+				}
+			}
+		}
+		if c--; c >= 0 {
+			i = len(o.chunks[c]) - 1
+		}
+	}
+}
+
+// first is the first worker from position (c, i) on for which ok holds, or nil.
+func (o *ordered) first(c, i int, ok func(*slot) bool) *slot {
+	var found *slot
+	o.walk(c, i, func(s *slot) bool {
+		if ok(s) {
+			found = s
+		}
+		return found == nil
+	})
+	return found
+}
+
+// last is the last worker before position (c, i) for which ok holds, or nil.
+func (o *ordered) last(c, i int, ok func(*slot) bool) *slot {
+	var found *slot
+	o.walkBack(c, i, func(s *slot) bool {
+		if ok(s) {
+			found = s
+		}
+		return found == nil
+	})
+	return found
+}
