@@ -172,9 +172,18 @@ func (realClock) Now() time.Time { return time.Now() }
 // outbox asks for the one of each worker's id): the operator secret never
 // goes to a worker, so a process at a worker's address learns nothing.
 // Without TLS it sends the secret (see docs/SECURITY.md).
+//
+// Its idle pool holds a connection for each of up to workerIdleConns
+// workers (the outbox sends each worker one command at a time), so that a
+// busy cluster reuses connections instead of dialing one per command.
 func (c Config) workerClient(timeout time.Duration) *httpx.Client {
 	if c.TLS == nil {
-		return httpx.NewClient(c.Secret, timeout)
+		return httpx.NewClient(c.Secret, timeout).WithIdlePool(workerIdleConns, 1)
 	}
-	return httpx.NewClient("", timeout).WithTLS(c.TLS.ClientConfig(security.RoleWorker))
+	return httpx.NewClient("", timeout).WithIdlePool(workerIdleConns, 1).WithTLS(c.TLS.ClientConfig(security.RoleWorker))
 }
+
+// workerIdleConns bounds the idle connections the master keeps to workers:
+// one per worker for the workers it sends to at once, without holding a
+// file descriptor for every worker of a 100,000-worker fleet.
+const workerIdleConns = 2048

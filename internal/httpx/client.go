@@ -114,3 +114,17 @@ func readStatusError(resp *http.Response) error {
 	se.Location = resp.Header.Get("Location")
 	return se
 }
+
+// WithIdlePool makes c keep up to total idle connections, perHost to any one
+// server, for a client that talks to many servers in turn (the master to its
+// workers): Go's default pool keeps 100 in all, so past 100 busy workers
+// every command would open a new connection. It returns c.
+func (c *Client) WithIdlePool(total, perHost int) *Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if old, ok := c.HTTP.Transport.(*http.Transport); ok {
+		tr = old.Clone()
+	}
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = total, perHost
+	c.HTTP.Transport = tr
+	return c
+}
