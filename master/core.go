@@ -54,7 +54,7 @@ type core struct {
 	workers          map[string]*workerInfo // by id, DEAD ones until reaped
 	workerByAddr     map[string]*workerInfo // host:port of workers not DEAD
 	deadAt           map[string][]string    // host:port → ids of DEAD workers there
-	workersByID      []*workerInfo          // all workers sorted by id; nil when stale
+	workersByID      []*workerInfo          // all workers sorted by id (putWorker, dropWorker)
 	apps             map[string]*appInfo    // active
 	appOrder         []*appInfo             // active, in registration order (FIFO)
 	completedApps    []*appInfo             // oldest first

@@ -96,10 +96,13 @@ func drainState(rec persistence.WorkerRecord) wire.WorkerState {
 // passed (from tick).
 func (c *core) expireDrains() {
 	now := c.now()
-	for _, w := range sortedWorkers(c.workers) {
-		if w.state != wire.WorkerDecommissioning || w.drainKilled || w.removing != nil || now.Before(*w.rec.DrainDeadline) {
-			continue
+	var due []*workerInfo // collected first: what follows may change the list
+	for _, w := range c.sortedWorkerList() {
+		if w.state == wire.WorkerDecommissioning && !w.drainKilled && w.removing == nil && !now.Before(*w.rec.DrainDeadline) {
+			due = append(due, w)
 		}
+	}
+	for _, w := range due {
 		w.drainKilled = true
 		msg := fmt.Sprintf("killed: worker %s's drain deadline passed", w.rec.ID)
 		c.log.Info("drain deadline passed; killing what is left", "worker", w.rec.ID, "executors", len(w.executors), "drivers", len(w.drivers))

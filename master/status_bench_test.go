@@ -74,3 +74,22 @@ func BenchmarkClusterSummary(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTick is the loop's timers at 100,000 workers with nothing due:
+// the pass every tick makes over the fleet (expiry, drains).
+//
+//	go test -run XXX -bench Tick -benchmem ./master
+func BenchmarkTick(b *testing.B) {
+	h := newHarness(b, nil)
+	h.lead(nil)
+	for i := range 100000 {
+		h.addWorker(fmt.Sprintf("w%06d", i), 8, 16384)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		h.c.tick()
+	}
+	if n := len(h.c.sortedWorkerList()); n != 100000 {
+		b.Fatalf("%d workers after the ticks", n)
+	}
+}

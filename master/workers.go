@@ -1,6 +1,7 @@
 package master
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"slices"
@@ -211,7 +212,17 @@ func (c *core) putWorker(w *workerInfo) {
 	if w.state != wire.WorkerDead {
 		c.workerByAddr[w.hostPort()] = w
 	}
-	c.workersByID = nil
+	if i, found := c.workerPosition(w.rec.ID); found {
+		c.workersByID[i] = w
+	} else {
+		c.workersByID = slices.Insert(c.workersByID, i, w)
+	}
+}
+
+// workerPosition is where the worker with id is, or would be, in the list
+// of workers by id.
+func (c *core) workerPosition(id string) (int, bool) {
+	return slices.BinarySearchFunc(c.workersByID, id, func(w *workerInfo, id string) int { return cmp.Compare(w.rec.ID, id) })
 }
 
 // dropWorker forgets a DEAD worker for good.
@@ -223,12 +234,13 @@ func (c *core) dropWorker(w *workerInfo) {
 	if len(c.deadAt[addr]) == 0 {
 		delete(c.deadAt, addr)
 	}
-	c.workersByID = nil
+	if i, found := c.workerPosition(w.rec.ID); found {
+		c.workersByID = slices.Delete(c.workersByID, i, i+1)
+	}
 }
 
-// aliveWorkers lists the ALIVE workers by id, but those being removed. The sorted list of all
-// workers is kept until one is added or dropped, so a scheduling pass costs
-// a scan, not a sort, of a large cluster.
+// aliveWorkers lists the ALIVE workers by id, but those being removed (a
+// scan, not a sort, of a large cluster).
 func (c *core) aliveWorkers() []*workerInfo {
 	all := c.sortedWorkerList()
 	out := make([]*workerInfo, 0, len(all))
@@ -281,11 +293,7 @@ func (c *core) syncIndex() {
 	clear(c.dirty)
 }
 
-// sortedWorkerList is every worker by id, kept until one is added or
-// dropped (do not modify it).
-func (c *core) sortedWorkerList() []*workerInfo {
-	if c.workersByID == nil {
-		c.workersByID = sortedWorkers(c.workers)
-	}
-	return c.workersByID
-}
+// sortedWorkerList is every worker by id. Adding or dropping a worker
+// changes it in place (a copy of pointers, not a sort of the fleet): read
+// it, do not keep it across a change, nor modify it.
+func (c *core) sortedWorkerList() []*workerInfo { return c.workersByID }

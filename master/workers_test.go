@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -342,4 +343,52 @@ func TestLargeAppLayoutNotCutByIDReservation(t *testing.T) {
 	if len(a.executors) != 100 || sizes[4] != 80 || sizes[8] != 20 {
 		t.Fatalf("%d executors, sizes %v; want 100: 80 of 4 cores and 20 of 8", len(a.executors), sizes)
 	}
+}
+
+// The list of workers by id that the timers and status walk is kept as
+// workers come, expire and are forgotten: always the map's workers in id
+// order, with no sort of the fleet.
+func TestWorkerListFollowsTheWorkers(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.WorkerTimeout = 2 * time.Second })
+	h.lead(nil)
+	check := func(when string) {
+		t.Helper()
+		got, want := h.c.sortedWorkerList(), sortedWorkers(h.c.workers)
+		if !slices.Equal(got, want) {
+			ids := func(ws []*workerInfo) (out []string) {
+				for _, w := range ws {
+					out = append(out, w.rec.ID)
+				}
+				return out
+			}
+			t.Fatalf("%s: list %v, workers %v", when, ids(got), ids(want))
+		}
+	}
+	var beating []string
+	for i, n := range []int{7, 3, 11, 0, 5, 9, 1, 12, 4} {
+		id := fmt.Sprintf("w%02d", n)
+		h.addWorker(id, 4, 4096)
+		if i%3 != 0 {
+			beating = append(beating, id)
+		}
+	}
+	check("after registrations in no order")
+	h.pass(h.c.cfg.WorkerTimeout+h.c.cfg.tickInterval(), beating...)
+	dead := 0
+	for _, w := range h.c.workers {
+		if w.state == wire.WorkerDead {
+			dead++
+		}
+	}
+	if dead != 3 {
+		t.Fatalf("%d workers DEAD, want the 3 silent ones", dead)
+	}
+	check("after expiries")
+	h.pass(reaperIterations*h.c.cfg.WorkerTimeout+h.c.cfg.tickInterval(), beating...)
+	if len(h.c.workers) != len(beating) {
+		t.Fatalf("%d workers kept, want the %d beating", len(h.c.workers), len(beating))
+	}
+	check("after the DEAD ones are forgotten")
+	h.addWorker("w06", 4, 4096)
+	check("after one more")
 }
