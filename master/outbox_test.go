@@ -1,0 +1,160 @@
+package master
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/internal/testproc"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// fakeWorkers serves every simulated worker's commands at one address:
+// kills name their worker in AppID and their order in ExecutorID.
+type fakeWorkers struct {
+	srv      *httptest.Server
+	gate     chan struct{} // closed to let held requests answer
+	inFlight atomic.Int64
+	maxSeen  atomic.Int64
+	mu       sync.Mutex
+	got      map[string][]int // worker → ExecutorIDs in arrival order
+	calls    map[string]int   // path → requests
+	status   int              // answer to every request
+}
+
+func newFakeWorkers(t *testing.T, status int, held bool) *fakeWorkers {
+	f := &fakeWorkers{gate: make(chan struct{}), got: map[string][]int{}, calls: map[string]int{}, status: status}
+	if !held {
+		close(f.gate)
+	}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := f.inFlight.Add(1)
+		defer f.inFlight.Add(-1)
+		for m := f.maxSeen.Load(); n > m && !f.maxSeen.CompareAndSwap(m, n); m = f.maxSeen.Load() {
+		}
+		var k wire.KillExecutor
+		json.NewDecoder(r.Body).Decode(&k)
+		<-f.gate
+		f.mu.Lock()
+		f.calls[r.URL.Path]++
+		if k.AppID != "" {
+			f.got[k.AppID] = append(f.got[k.AppID], k.ExecutorID)
+		}
+		f.mu.Unlock()
+		w.WriteHeader(f.status)
+		w.Write([]byte("{}"))
+	}))
+	t.Cleanup(func() {
+		select {
+		case <-f.gate:
+		default:
+			close(f.gate)
+		}
+		f.srv.Close()
+	})
+	return f
+}
+
+func killFor(worker string, seq int) workerCommand {
+	return workerCommand{kind: cmdKillExecutor, body: wire.KillExecutor{Epoch: 1, AppID: worker, ExecutorID: seq}, appID: worker, execID: seq}
+}
+
+// Commands reach each worker in order, and no more than maxDeliverers
+// workers are sent to at once however many have commands.
+func TestOutboxKeepsOrderAndBoundsDeliveries(t *testing.T) {
+	f := newFakeWorkers(t, http.StatusOK, true)
+	o := newOutbox(httpx.NewClient("", 10*time.Second), discardLogger(), func(id string, cmd workerCommand, err error) {
+		t.Errorf("command to %s failed: %v", id, err)
+	})
+	defer o.close()
+	const workers, each = maxDeliverers + 100, 5
+	for seq := range each {
+		for w := range workers {
+			o.send(fmt.Sprintf("w%03d", w), f.srv.URL, killFor(fmt.Sprintf("w%03d", w), seq))
+		}
+	}
+	testproc.Eventually(t, 10*time.Second, "every deliverer busy", func() bool { return f.inFlight.Load() == maxDeliverers })
+	close(f.gate)
+	testproc.Eventually(t, 20*time.Second, "every command delivered", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.calls[wire.WorkerAPI.KillExecutor.Path()] == workers*each
+	})
+	if m := f.maxSeen.Load(); m > maxDeliverers {
+		t.Errorf("%d deliveries at once, the bound is %d", m, maxDeliverers)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for w, seqs := range f.got {
+		for i, s := range seqs {
+			if s != i {
+				t.Fatalf("worker %s got its commands in the order %v", w, seqs)
+			}
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.queues) != 0 || len(o.ready) != 0 {
+		t.Errorf("after delivery: %d queues, %d ready", len(o.queues), len(o.ready))
+	}
+}
+
+// A failing worker gets a command four times (three retries) before the
+// loop hears of it; a Reconnect, a hint, is sent once.
+func TestOutboxRetriesCommandsButNotReconnects(t *testing.T) {
+	f := newFakeWorkers(t, http.StatusServiceUnavailable, false)
+	failed := make(chan commandKind, 2)
+	o := newOutbox(httpx.NewClient("", 10*time.Second), discardLogger(), func(_ string, cmd workerCommand, _ error) { failed <- cmd.kind })
+	defer o.close()
+	o.send("w1", f.srv.URL, workerCommand{kind: cmdReconnect, body: wire.Reconnect{Epoch: 2, Master: "http://127.0.0.1:1"}})
+	o.send("w2", f.srv.URL, killFor("w2", 0))
+	got := map[commandKind]bool{}
+	for range 2 {
+		got[testproc.Receive(t, failed, 10*time.Second, "a failed command")] = true
+	}
+	if !got[cmdReconnect] || !got[cmdKillExecutor] {
+		t.Fatalf("failed commands: %v", got)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := f.calls[wire.WorkerAPI.Reconnect.Path()]; n != 1 {
+		t.Errorf("Reconnect sent %d times, want once", n)
+	}
+	if n := f.calls[wire.WorkerAPI.KillExecutor.Path()]; n != 1+len(outboxRetryDelays) {
+		t.Errorf("kill sent %d times, want %d", n, 1+len(outboxRetryDelays))
+	}
+}
+
+// Dropping the outbox (leadership lost) discards what is queued: a deposed
+// leader sends nothing more; the outbox serves the next leadership.
+func TestOutboxDropDiscardsQueuedCommands(t *testing.T) {
+	f := newFakeWorkers(t, http.StatusOK, true)
+	o := newOutbox(httpx.NewClient("", 10*time.Second), discardLogger(), func(string, workerCommand, error) {})
+	defer o.close()
+	o.send("w1", f.srv.URL, killFor("w1", 0))
+	o.send("w1", f.srv.URL, killFor("w1", 1))
+	testproc.Eventually(t, 10*time.Second, "the first command in flight", func() bool { return f.inFlight.Load() == 1 })
+	o.drop()
+	o.send("w2", f.srv.URL, killFor("w2", 0))
+	close(f.gate)
+	testproc.Eventually(t, 10*time.Second, "the new leadership's command delivered", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.got["w2"]) == 1
+	})
+	testcluster.Stable(t, 300*time.Millisecond, "the dropped command", func() error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if len(f.got["w1"]) > 1 {
+			return fmt.Errorf("sent after the drop: %v", f.got["w1"])
+		}
+		return nil
+	})
+}
