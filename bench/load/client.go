@@ -3,9 +3,14 @@ package load
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
@@ -17,18 +22,31 @@ import (
 // as the number of requests allowed in flight, so that thousands of
 // heartbeats a second reuse a few hundred connections instead of opening
 // (and leaving in TIME_WAIT) one each.
+//
+// With several masters (a Raft cluster: newClusterClient) it sends to the
+// one it takes for the leader: a 307 names the leader, tried at once (the
+// follower did nothing), and a master that fails a request (refused, timed
+// out, no leader) hands over to the next one in the list.
 type masterClient struct {
-	base   string
+	bases  []string
+	cur    atomic.Int64  // index in bases of the master taken for the leader
 	api    *httpx.Client // bounded by sem, with a timeout
 	stream *httpx.Client // event streams: no timeout, own connections
 	sem    chan struct{}
 }
 
 func newMasterClient(base, secret string, inFlight int, timeout time.Duration) *masterClient {
+	return newClusterClient([]string{base}, secret, nil, inFlight, timeout)
+}
+
+// newClusterClient speaks to the masters at bases, over TLS with tlsConf
+// when it is not nil.
+func newClusterClient(bases []string, secret string, tlsConf *tls.Config, inFlight int, timeout time.Duration) *masterClient {
 	inFlight = max(inFlight, 1)
 	newTransport := func(idle int) *http.Transport {
 		return &http.Transport{
 			DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			TLSClientConfig:       tlsConf,
 			MaxIdleConns:          idle,
 			MaxIdleConnsPerHost:   idle,
 			IdleConnTimeout:       90 * time.Second,
@@ -38,11 +56,36 @@ func newMasterClient(base, secret string, inFlight int, timeout time.Duration) *
 	}
 	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &masterClient{
-		base:   base,
+		bases:  bases,
 		api:    &httpx.Client{Secret: secret, HTTP: &http.Client{Transport: newTransport(inFlight), Timeout: timeout, CheckRedirect: noRedirect}},
 		stream: &httpx.Client{Secret: secret, HTTP: &http.Client{Transport: newTransport(16), CheckRedirect: noRedirect}},
 		sem:    make(chan struct{}, inFlight),
 	}
+}
+
+// base is the master taken for the leader.
+func (m *masterClient) base() string { return m.bases[m.cur.Load()] }
+
+// doOnLeader sends one request to the master taken for the leader (see
+// masterClient).
+func (m *masterClient) doOnLeader(ctx context.Context, method, path string, in, out any) error {
+	i := m.cur.Load()
+	err := m.api.Do(ctx, method, m.bases[i]+path, in, out)
+	if err == nil || len(m.bases) == 1 {
+		return err
+	}
+	var se *httpx.StatusError
+	errors.As(err, &se)
+	switch {
+	case se != nil && se.Status == http.StatusTemporaryRedirect:
+		if j := slices.Index(m.bases, strings.TrimSuffix(se.Leader, "/")); j >= 0 {
+			m.cur.CompareAndSwap(i, int64(j))
+			return m.api.Do(ctx, method, m.bases[j]+path, in, out)
+		}
+	case se == nil || se.Status == http.StatusServiceUnavailable:
+		m.cur.CompareAndSwap(i, (i+1)%int64(len(m.bases)))
+	}
+	return err
 }
 
 // closeIdle closes the connections not in use.
@@ -61,7 +104,7 @@ func (m *masterClient) timed(ctx context.Context, method, path string, in, out a
 		return time.Since(t0), 0, ctx.Err()
 	}
 	t1 := time.Now()
-	err = m.api.Do(ctx, method, m.base+path, in, out)
+	err = m.doOnLeader(ctx, method, path, in, out)
 	rtt = time.Since(t1)
 	<-m.sem
 	return t1.Sub(t0), rtt, err
@@ -75,7 +118,7 @@ func (m *masterClient) do(ctx context.Context, method, path string, in, out any)
 // unbounded sends a request outside the in-flight bound (status reads, which
 // must not wait behind the load).
 func (m *masterClient) unbounded(ctx context.Context, method, path string, in, out any) error {
-	return m.api.Do(ctx, method, m.base+path, in, out)
+	return m.doOnLeader(ctx, method, path, in, out)
 }
 
 // cluster reads GET /v1/cluster with its own deadline.
@@ -98,7 +141,7 @@ type timedEvent struct {
 // streamEvents reads GET /v1/apps/{id}/events until ctx ends or the stream
 // does, calling fn for each event. The open stream is the app's lease.
 func (m *masterClient) streamEvents(ctx context.Context, appID string, fn func(timedEvent)) error {
-	resp, err := m.stream.Open(ctx, http.MethodGet, m.base+"/v1/apps/"+appID+"/events", nil)
+	resp, err := m.stream.Open(ctx, http.MethodGet, m.base()+"/v1/apps/"+appID+"/events", nil)
 	if err != nil {
 		return err
 	}

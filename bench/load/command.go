@@ -41,7 +41,7 @@ errors and panics.`
 // Commands are berthbench's subcommands of this package, in the order of
 // its help.
 func Commands(stdout io.Writer) []*cli.Command {
-	return []*cli.Command{heartbeatsCommand(stdout), workerLossCommand(stdout), launchesCommand(stdout)}
+	return []*cli.Command{heartbeatsCommand(stdout), workerLossCommand(stdout), launchesCommand(stdout), fleetFailoverCommand(stdout)}
 }
 
 // measure is one subcommand of this package: its own flags, which the

@@ -1,6 +1,7 @@
 package load
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -35,6 +36,14 @@ type fleetConfig struct {
 	// there, for fleets larger than the file descriptors allow (a listener
 	// each); only for measures that send them no command (heartbeats).
 	NoListen bool
+	// Scheme of the workers' addresses: "http", or "https" for a master
+	// that runs TLS (only with NoListen: the fleet serves no TLS).
+	Scheme string
+	// FollowLeader: a worker whose heartbeat fails, or whom the master asks
+	// to, registers again (through the leader the client finds), as a real
+	// worker does when its master dies; counted as re-registrations after
+	// a failover, not as false expiries.
+	FollowLeader bool
 }
 
 type fleet struct {
@@ -66,6 +75,7 @@ type fleet struct {
 type counters struct {
 	registrations  atomic.Int64 // accepted registrations, the first ones included
 	reregistered   atomic.Int64 // registrations after the master forgot a worker the tool had not killed: false expiries
+	followed       atomic.Int64 // with FollowLeader: registrations again after a failed heartbeat or a new leader's ask
 	reconnectCmds  atomic.Int64 // Reconnect commands received
 	hbErrors       atomic.Int64 // heartbeats that failed (transport or status)
 	regErrors      atomic.Int64
@@ -127,7 +137,7 @@ func newFleet(cfg fleetConfig, mc *masterClient) (*fleet, error) {
 		host, port, _ := httpx.SplitHostPort(addr)
 		w := &simWorker{
 			f: f, n: n, id: fmt.Sprintf("%s-%05d", cfg.IDPrefix, n), host: host, port: port,
-			addr: "http://" + addr, execs: map[execKey]*simExec{},
+			addr: cmp.Or(cfg.Scheme, "http") + "://" + addr, execs: map[execKey]*simExec{},
 		}
 		f.ws = append(f.ws, w)
 		f.byID[w.id] = w

@@ -96,7 +96,7 @@ func (p *apiProbe) result() ProbeResult {
 
 // roundP99 reads the master's scheduling-round histogram from /metrics.
 func roundP99(ctx context.Context, mc *masterClient) (p99Ms float64, rounds int64, err error) {
-	resp, err := mc.api.Open(ctx, http.MethodGet, mc.base+"/metrics", nil)
+	resp, err := mc.api.Open(ctx, http.MethodGet, mc.base()+"/metrics", nil)
 	if err != nil {
 		return -1, 0, err
 	}

@@ -180,6 +180,35 @@ func TestLaunchesScenario(t *testing.T) {
 	}
 }
 
+// A kill -9 of the leader of three masters: another leads at a higher
+// epoch, then is ALIVE with every simulated worker, each of which
+// registered again through whichever master answered.
+func TestFleetFailoverScenario(t *testing.T) {
+	var rows []ffRow
+	rep, out := runTool(t, &rows, "fleet-failover", "--workers", "40", "--worker-timeout", "2s", "--alive-timeout", "30s")
+	if len(rows) != 1 {
+		t.Fatalf("rows: %+v\n%s", rows, out)
+	}
+	r := rows[0]
+	if r.KilledID == "" || r.ToLeaderMs <= 0 || r.ToAliveMs < r.ToLeaderMs || r.ToAllWorkersMs < r.ToAliveMs {
+		t.Errorf("kill → leader %v ms, → ALIVE %v ms, → all workers %v ms (killed %q)", r.ToLeaderMs, r.ToAliveMs, r.ToAllWorkersMs, r.KilledID)
+	}
+	if r.NotAlive != 0 || r.FalseExpiries != 0 || r.Reregistrations < 40 || r.IntervalMs != 500 {
+		t.Errorf("after the failover: %+v", r)
+	}
+	if len(rep.Masters) != 3 {
+		t.Errorf("masters reported: %+v", rep.Masters)
+	}
+	for _, p := range rep.Problems { // the killed leader's heartbeats fail, and are said to
+		if !strings.Contains(p, "heartbeat") && !strings.Contains(p, "regist") {
+			t.Errorf("problem: %s", p)
+		}
+	}
+	if !strings.Contains(out, "a new leader was ALIVE with all 40 workers") {
+		t.Errorf("verdict missing:\n%s", out)
+	}
+}
+
 func TestFlagErrors(t *testing.T) {
 	// The master binary these tests were given must not stand in for a
 	// missing --master-bin.
@@ -195,6 +224,8 @@ func TestFlagErrors(t *testing.T) {
 		{"launches", "--master-bin", masterBin, "--workers", "1", "--worker-cores", "4", "--apps", "2", "--app-cores", "4"},
 		{"worker-loss", "--master-bin", masterBin, "--workers", "2", "--worker-cores", "4", "--app-cores", "8"},
 		{"launches", "--master-bin", masterBin, "--lease", "carrier-pigeon"},
+		{"fleet-failover", "--master", "http://127.0.0.1:1"},
+		{"fleet-failover", "--master-bin", masterBin, "--workers", "0"},
 	}
 	for _, args := range cases {
 		var out bytes.Buffer

@@ -198,7 +198,15 @@ func (w *simWorker) heartbeatLoop(stop chan struct{}, gen int, first time.Durati
 		if errors.As(err, &se) && se.Status == http.StatusNotFound {
 			forgotten = true
 		}
-		if forgotten {
+		switch {
+		case f.cfg.FollowLeader && (err != nil || forgotten):
+			// The master died or a new leader asks: look for the leader.
+			f.n.followed.Add(1)
+			if rerr := w.register(f.ctx); rerr != nil {
+				f.note("re-register", "re-registering %s after a failover failed: %v", w.id, rerr)
+			}
+			prevOK = time.Time{}
+		case forgotten:
 			// The master forgot a worker the tool never killed.
 			f.n.reregistered.Add(1)
 			f.note("false expiry", "master asked %s to register again (false expiry)", w.id)

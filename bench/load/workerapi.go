@@ -17,7 +17,7 @@ func (f *fleet) handler() http.Handler {
 	mux.HandleFunc("GET /v1/state", f.withWorker(func(w *simWorker, rw http.ResponseWriter, r *http.Request) {
 		st := w.latestState()
 		st.Epoch = w.epoch.Load()
-		st.Master = f.mc.base
+		st.Master = f.mc.base()
 		httpx.WriteJSON(rw, http.StatusOK, st)
 	}))
 	mux.Handle("POST /v1/executors", command(f, func(c *wire.LaunchExecutor) uint64 { return c.Epoch },
