@@ -232,6 +232,15 @@ func launch(ctx context.Context, cm *common, p *lnParams, tgt *target, f *fleet,
 	appLast := make([]time.Time, p.Apps)
 	cores, launched := 0, map[execKey]bool{}
 	seenL, seenA, running := launch0, ack0, 0
+	// A RUNNING report can be read in the same poll as its launch but
+	// after it was listed (the launches are read first): it waits here.
+	early := map[execKey]time.Time{}
+	ran := func(at time.Time) {
+		running++
+		if at.After(tRun) {
+			tRun = at
+		}
+	}
 	done := poll.Within(ctx, p.timeout, pollEvery, func() bool {
 		for _, l := range f.launchesSince(seenL) {
 			seenL++
@@ -243,7 +252,12 @@ func launch(ctx context.Context, cm *common, p *lnParams, tgt *target, f *fleet,
 				tFirst = l.At
 			}
 			cores += l.Cores
-			launched[execKey{l.AppID, l.ExecID}] = true
+			k := execKey{l.AppID, l.ExecID}
+			launched[k] = true
+			if at, ok := early[k]; ok {
+				delete(early, k)
+				ran(at)
+			}
 			appLast[i] = l.At
 			if cores >= res.Cores && tAll.IsZero() {
 				tAll = l.At
@@ -251,9 +265,10 @@ func launch(ctx context.Context, cm *common, p *lnParams, tgt *target, f *fleet,
 		}
 		for _, a := range f.acksSince(seenA) {
 			seenA++
-			if launched[execKey{a.AppID, a.ExecID}] {
-				running++
-				tRun = a.At
+			if k := (execKey{a.AppID, a.ExecID}); launched[k] {
+				ran(a.At)
+			} else {
+				early[k] = a.At
 			}
 		}
 		return !tAll.IsZero() && running == len(launched)
