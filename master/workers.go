@@ -122,7 +122,7 @@ func (c *core) addWorker(rec persistence.WorkerRecord, incarnation string) {
 	addr := hostPort(rec.Host, rec.Port)
 	// As Spark: first forget DEAD workers at this address, then retire an
 	// UNKNOWN one there (it stays listed as DEAD for a while).
-	for _, id := range c.deadAt[addr] {
+	for _, id := range slices.Clone(c.deadAt[addr]) { // dropWorker edits the list
 		if w := c.workers[id]; w != nil && w.state == wire.WorkerDead {
 			c.dropWorker(w)
 		}

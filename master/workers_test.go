@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -391,4 +392,32 @@ func TestWorkerListFollowsTheWorkers(t *testing.T) {
 	check("after the DEAD ones are forgotten")
 	h.addWorker("w06", 4, 4096)
 	check("after one more")
+}
+
+// A worker registering at an address forgets every DEAD worker listed
+// there, not every other one (the list is edited as each is dropped): here
+// one replaced while UNKNOWN and its replacement, dead since.
+func TestNewWorkerForgetsEveryDeadWorkerAtItsAddress(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.WorkerTimeout = 2 * time.Second })
+	h.lead(nil)
+	x, y := h.addWorker("x", 4, 4096), h.addWorker("y", 4, 4096)
+	h.pass(h.c.cfg.WorkerTimeout + h.c.cfg.tickInterval())
+	if x.state != wire.WorkerDead || y.state != wire.WorkerDead {
+		t.Fatalf("x %s, y %s: want both DEAD", x.state, y.state)
+	}
+	// Both died at x's address (y had replaced x there).
+	addr := x.hostPort()
+	delete(h.c.deadAt, y.hostPort())
+	y.rec.Port = x.rec.Port
+	h.c.deadAt[addr] = []string{"x", "y"}
+
+	h.c.addWorker(persistence.WorkerRecord{ID: "z2", Host: x.rec.Host, Port: x.rec.Port, Cores: 4, MemoryMB: 4096}, "z2-1")
+	for _, id := range []string{"x", "y"} {
+		if _, ok := h.c.workers[id]; ok {
+			t.Errorf("DEAD worker %s still listed after a new worker came to its address", id)
+		}
+	}
+	if len(h.c.deadAt[addr]) != 0 {
+		t.Errorf("dead at %s: %v", addr, h.c.deadAt[addr])
+	}
 }
