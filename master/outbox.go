@@ -4,31 +4,34 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
-	"github.com/berth-cluster/berth/internal/poll"
 	"github.com/berth-cluster/berth/wire"
 )
 
 // outbox delivers commands to workers: each worker gets its commands in
 // order, one at a time, and at most maxDeliverers workers are being sent
 // to at once, by as many goroutines, which take the workers with commands
-// in turn. A slow or dead worker holds up one deliverer, not the others;
-// and a new leader's Reconnect to 100,000 workers costs a few hundred
-// goroutines, not one per worker. Dropping the outbox (leadership lost)
-// cancels everything in flight at once: a deposed leader sends nothing
-// more.
+// in turn. A worker that fails a command waits for its retry outside the
+// pool, so a slow or dead worker holds up one deliverer for one attempt at
+// a time, and a new leader's Reconnect to 100,000 workers costs a few
+// hundred goroutines, not one per worker. Dropping the outbox (leadership
+// lost) cancels everything in flight at once: a deposed leader sends
+// nothing more.
 type outbox struct {
 	client *httpx.Client
 	log    *slog.Logger
 	failed func(workerID string, cmd workerCommand, err error) // posts to the loop
+	max    int                                                 // maxDeliverers; tests lower it
 
 	mu      sync.Mutex
 	ctx     context.Context
 	cancel  context.CancelFunc
+	closed  bool
 	queues  map[string]*workerQueue
 	ready   []*workerQueue // queues with commands that no deliverer has, first come first
 	running int            // deliverers of ctx
@@ -38,7 +41,8 @@ type outbox struct {
 type workerQueue struct {
 	id, address string
 	cmds        []workerCommand
-	held        bool // in ready or with a deliverer
+	held        bool // in ready, with a deliverer, or waiting to retry
+	tries       int  // failed attempts of cmds[0] (only its holder touches it)
 }
 
 // maxDeliverers bounds the workers sent to at once (and the connections
@@ -50,7 +54,7 @@ const maxDeliverers = 256
 var outboxRetryDelays = []time.Duration{100 * time.Millisecond, 400 * time.Millisecond, time.Second}
 
 func newOutbox(client *httpx.Client, log *slog.Logger, failed func(string, workerCommand, error)) *outbox {
-	o := &outbox{client: client, log: log, failed: failed}
+	o := &outbox{client: client, log: log, failed: failed, max: maxDeliverers}
 	o.ctx, o.cancel = context.WithCancel(context.Background())
 	o.queues = map[string]*workerQueue{}
 	return o
@@ -60,6 +64,9 @@ func newOutbox(client *httpx.Client, log *slog.Logger, failed func(string, worke
 func (o *outbox) send(workerID, address string, cmd workerCommand) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.closed {
+		return
+	}
 	q := o.queues[workerID]
 	if q == nil || q.address != address {
 		q = &workerQueue{id: workerID, address: address}
@@ -68,11 +75,16 @@ func (o *outbox) send(workerID, address string, cmd workerCommand) {
 	q.cmds = append(q.cmds, cmd)
 	if !q.held {
 		q.held = true
-		o.ready = append(o.ready, q)
-		if o.running < maxDeliverers {
-			o.running++
-			go o.deliver(o.ctx)
-		}
+		o.readyLocked(q)
+	}
+}
+
+// readyLocked puts q in line and starts a deliverer if the pool has room.
+func (o *outbox) readyLocked(q *workerQueue) {
+	o.ready = append(o.ready, q)
+	if o.running < o.max {
+		o.running++
+		go o.deliver(o.ctx)
 	}
 }
 
@@ -90,12 +102,14 @@ func (o *outbox) drop() {
 func (o *outbox) close() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.closed = true
 	o.cancel()
 }
 
-// deliver is one deliverer: it takes the first worker with commands, sends
-// them in order, puts the worker back at the end if more came meanwhile,
-// and ends when no worker waits (or the outbox was dropped).
+// deliver is one deliverer: it takes the first worker in line, sends its
+// commands in order, and puts the worker back in line if more came
+// meanwhile (or later, if one failed and will be retried). It ends when
+// nobody is in line, or when the outbox was dropped.
 func (o *outbox) deliver(ctx context.Context) {
 	for {
 		o.mu.Lock()
@@ -115,13 +129,8 @@ func (o *outbox) deliver(ctx context.Context) {
 		q.cmds = nil
 		o.mu.Unlock()
 
-		for _, cmd := range cmds {
-			if err := o.post(httpx.ExpectPeer(ctx, q.id), q.address, cmd); err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				o.failed(q.id, cmd, err)
-			}
+		if sent := o.sendAll(ctx, q, cmds); !sent {
+			continue // q waits for its retry (or the outbox was dropped)
 		}
 
 		o.mu.Lock()
@@ -139,33 +148,58 @@ func (o *outbox) deliver(ctx context.Context) {
 	}
 }
 
-// post sends one command, retrying transport failures and 5xx. A 409 means
-// the worker has seen a newer epoch: this master was deposed, and retrying
-// cannot help.
-func (o *outbox) post(ctx context.Context, address string, cmd workerCommand) error {
-	ep := cmd.kind.endpoint()
-	url := strings.TrimSuffix(address, "/") + ep.Path()
-	var err error
-	for attempt := 0; ; attempt++ {
-		err = o.client.Do(ctx, ep.Method, url, cmd.body, nil)
-		var se *httpx.StatusError
-		switch {
-		case err == nil:
-			return nil
-		case errors.As(err, &se) && se.Code == wire.CodeStaleEpoch:
-			o.log.Error("worker refused a command with a stale epoch: a newer leader exists", "url", url, "reason", se.Message)
-			return err
-		case errors.As(err, &se) && se.Status < 500:
-			o.log.Warn("worker rejected a command", "url", url, "status", se.Status, "reason", se.Message)
-			return err
+// sendAll sends cmds to q's worker in order. A command that failed and
+// may be retried stops it: what is left goes back in front of q's queue
+// and q is put back in line after the retry delay, by a timer, so that no
+// deliverer waits meanwhile. It reports whether it got through cmds.
+func (o *outbox) sendAll(ctx context.Context, q *workerQueue, cmds []workerCommand) bool {
+	for i, cmd := range cmds {
+		retry, err := o.post(httpx.ExpectPeer(ctx, q.id), q.address, cmd)
+		if ctx.Err() != nil {
+			return false
 		}
-		if attempt >= len(outboxRetryDelays) || cmd.kind == cmdReconnect {
-			// A Reconnect is a hint: a worker that misses it finds the
-			// leader when its next heartbeat fails.
-			return err
+		if err != nil && retry && q.tries < len(outboxRetryDelays) {
+			delay := outboxRetryDelays[q.tries]
+			q.tries++
+			o.mu.Lock()
+			q.cmds = append(slices.Clone(cmds[i:]), q.cmds...)
+			o.mu.Unlock()
+			time.AfterFunc(delay, func() {
+				o.mu.Lock()
+				defer o.mu.Unlock()
+				if ctx.Err() == nil {
+					o.readyLocked(q)
+				}
+			})
+			return false
 		}
-		if !poll.Sleep(ctx, outboxRetryDelays[attempt]) {
-			return ctx.Err()
+		q.tries = 0
+		if err != nil {
+			o.failed(q.id, cmd, err)
 		}
 	}
+	return true
+}
+
+// post sends one command. It reports whether a failure may be retried:
+// transport failures and 5xx may, unless the command is a Reconnect (a
+// hint: a worker that misses it finds the leader when its next heartbeat
+// fails); a 409 means the worker has seen a newer epoch (this master was
+// deposed) and no other 4xx can succeed later either.
+func (o *outbox) post(ctx context.Context, address string, cmd workerCommand) (retry bool, err error) {
+	ep := cmd.kind.endpoint()
+	url := strings.TrimSuffix(address, "/") + ep.Path()
+	err = o.client.Do(ctx, ep.Method, url, cmd.body, nil)
+	var se *httpx.StatusError
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.As(err, &se) && se.Code == wire.CodeStaleEpoch:
+		o.log.Error("worker refused a command with a stale epoch: a newer leader exists", "url", url, "reason", se.Message)
+		return false, err
+	case errors.As(err, &se) && se.Status < 500:
+		o.log.Warn("worker rejected a command", "url", url, "status", se.Status, "reason", se.Message)
+		return false, err
+	}
+	return cmd.kind != cmdReconnect, err
 }

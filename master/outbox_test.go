@@ -158,3 +158,41 @@ func TestOutboxDropDiscardsQueuedCommands(t *testing.T) {
 		return nil
 	})
 }
+
+// A worker that fails its commands waits for each retry outside the pool:
+// with a single deliverer, a healthy worker's command still goes out at
+// once, long before the failing one's retries are over.
+func TestOutboxRetriesDoNotHoldADeliverer(t *testing.T) {
+	failing := newFakeWorkers(t, http.StatusServiceUnavailable, false)
+	healthy := newFakeWorkers(t, http.StatusOK, false)
+	failed := make(chan string, 1)
+	o := newOutbox(httpx.NewClient("", 10*time.Second), discardLogger(), func(id string, _ workerCommand, _ error) { failed <- id })
+	o.max = 1
+	defer o.close()
+	o.send("bad", failing.srv.URL, killFor("bad", 0))
+	testproc.Eventually(t, 10*time.Second, "the failing worker's first attempt", func() bool {
+		failing.mu.Lock()
+		defer failing.mu.Unlock()
+		return failing.calls[wire.WorkerAPI.KillExecutor.Path()] >= 1
+	})
+	o.send("good", healthy.srv.URL, killFor("good", 0))
+	testproc.Eventually(t, 10*time.Second, "the healthy worker's command", func() bool {
+		healthy.mu.Lock()
+		defer healthy.mu.Unlock()
+		return len(healthy.got["good"]) == 1
+	})
+	failing.mu.Lock()
+	tries := failing.calls[wire.WorkerAPI.KillExecutor.Path()]
+	failing.mu.Unlock()
+	if tries >= 1+len(outboxRetryDelays) {
+		t.Errorf("the healthy worker waited for all %d attempts of the failing one", tries)
+	}
+	if id := testproc.Receive(t, failed, 10*time.Second, "the failing command given up"); id != "bad" {
+		t.Errorf("gave up on %s", id)
+	}
+	failing.mu.Lock()
+	defer failing.mu.Unlock()
+	if n := failing.calls[wire.WorkerAPI.KillExecutor.Path()]; n != 1+len(outboxRetryDelays) {
+		t.Errorf("failing command sent %d times, want %d", n, 1+len(outboxRetryDelays))
+	}
+}
