@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
@@ -18,8 +19,9 @@ import (
 // to at once, by as many goroutines, which take the workers with commands
 // in turn. A worker that fails a command waits for its retry outside the
 // pool, so a slow or dead worker holds up one deliverer for one attempt at
-// a time, and a new leader's Reconnect to 100,000 workers costs a few
-// hundred goroutines, not one per worker. Dropping the outbox (leadership
+// a time (a refused connection: a millisecond), and a new leader's
+// Reconnect to 100,000 workers costs a few hundred goroutines and a timer
+// per worker that failed, not a goroutine per worker. Dropping the outbox (leadership
 // lost) cancels everything in flight at once: a deposed leader sends
 // nothing more.
 type outbox struct {
@@ -27,6 +29,7 @@ type outbox struct {
 	log    *slog.Logger
 	failed func(workerID string, cmd workerCommand, err error) // posts to the loop
 	max    int                                                 // maxDeliverers; tests lower it
+	delays []time.Duration                                     // outboxRetryDelays; tests lengthen them
 
 	mu      sync.Mutex
 	ctx     context.Context
@@ -54,7 +57,7 @@ const maxDeliverers = 256
 var outboxRetryDelays = []time.Duration{100 * time.Millisecond, 400 * time.Millisecond, time.Second}
 
 func newOutbox(client *httpx.Client, log *slog.Logger, failed func(string, workerCommand, error)) *outbox {
-	o := &outbox{client: client, log: log, failed: failed, max: maxDeliverers}
+	o := &outbox{client: client, log: log, failed: failed, max: maxDeliverers, delays: outboxRetryDelays}
 	o.ctx, o.cancel = context.WithCancel(context.Background())
 	o.queues = map[string]*workerQueue{}
 	return o
@@ -158,8 +161,8 @@ func (o *outbox) sendAll(ctx context.Context, q *workerQueue, cmds []workerComma
 		if ctx.Err() != nil {
 			return false
 		}
-		if err != nil && retry && q.tries < len(outboxRetryDelays) {
-			delay := outboxRetryDelays[q.tries]
+		if err != nil && retry && q.tries < len(o.delays) {
+			delay := o.delays[q.tries]
 			q.tries++
 			o.mu.Lock()
 			q.cmds = append(slices.Clone(cmds[i:]), q.cmds...)
@@ -182,10 +185,11 @@ func (o *outbox) sendAll(ctx context.Context, q *workerQueue, cmds []workerComma
 }
 
 // post sends one command. It reports whether a failure may be retried:
-// transport failures and 5xx may, unless the command is a Reconnect (a
-// hint: a worker that misses it finds the leader when its next heartbeat
-// fails); a 409 means the worker has seen a newer epoch (this master was
-// deposed) and no other 4xx can succeed later either.
+// transport failures and 5xx may, but a Reconnect to a worker whose
+// address refuses connections (nothing listens: it is gone, or restarting
+// and will register by itself); a 409 means the worker has seen a newer
+// epoch (this master was deposed), and no other 4xx can succeed later
+// either.
 func (o *outbox) post(ctx context.Context, address string, cmd workerCommand) (retry bool, err error) {
 	ep := cmd.kind.endpoint()
 	url := strings.TrimSuffix(address, "/") + ep.Path()
@@ -201,5 +205,5 @@ func (o *outbox) post(ctx context.Context, address string, cmd workerCommand) (r
 		o.log.Warn("worker rejected a command", "url", url, "status", se.Status, "reason", se.Message)
 		return false, err
 	}
-	return cmd.kind != cmdReconnect, err
+	return cmd.kind != cmdReconnect || !errors.Is(err, syscall.ECONNREFUSED), err
 }

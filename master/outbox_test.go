@@ -107,8 +107,9 @@ func TestOutboxKeepsOrderAndBoundsDeliveries(t *testing.T) {
 }
 
 // A failing worker gets a command four times (three retries) before the
-// loop hears of it; a Reconnect, a hint, is sent once.
-func TestOutboxRetriesCommandsButNotReconnects(t *testing.T) {
+// loop hears of it, a Reconnect too; but a Reconnect to an address where
+// nothing listens is sent once (the worker registers when it starts).
+func TestOutboxRetriesFailedCommands(t *testing.T) {
 	f := newFakeWorkers(t, http.StatusServiceUnavailable, false)
 	failed := make(chan commandKind, 2)
 	o := newOutbox(httpx.NewClient("", 10*time.Second), discardLogger(), func(_ string, cmd workerCommand, _ error) { failed <- cmd.kind })
@@ -124,11 +125,17 @@ func TestOutboxRetriesCommandsButNotReconnects(t *testing.T) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if n := f.calls[wire.WorkerAPI.Reconnect.Path()]; n != 1 {
-		t.Errorf("Reconnect sent %d times, want once", n)
+	for _, path := range []string{wire.WorkerAPI.Reconnect.Path(), wire.WorkerAPI.KillExecutor.Path()} {
+		if n := f.calls[path]; n != 1+len(outboxRetryDelays) {
+			t.Errorf("%s sent %d times, want %d", path, n, 1+len(outboxRetryDelays))
+		}
 	}
-	if n := f.calls[wire.WorkerAPI.KillExecutor.Path()]; n != 1+len(outboxRetryDelays) {
-		t.Errorf("kill sent %d times, want %d", n, 1+len(outboxRetryDelays))
+
+	// Retried, it would wait an hour: it must be given up at once.
+	o.delays = []time.Duration{time.Hour}
+	o.send("w3", testproc.ClosedURL(t), workerCommand{kind: cmdReconnect, body: wire.Reconnect{Epoch: 2, Master: "http://127.0.0.1:1"}})
+	if k := testproc.Receive(t, failed, 10*time.Second, "the refused Reconnect given up"); k != cmdReconnect {
+		t.Errorf("gave up on a %v", k)
 	}
 }
 
