@@ -65,6 +65,26 @@ func typicalShapes(workload []placement.TaskShape) []shape {
 // fgdFragment is a worker's fragmentation against shapes as FGD measures
 // it, in GPU thousandths: the next executor's view.
 func fgdFragment(shapes []shape, cores int, free []int) float64 {
+	return fragment(shapes, free, func(s shape, total int) int {
+		holds, small := 0, 0
+		for _, f := range free {
+			if f >= s.milli {
+				holds++
+			} else {
+				small += f
+			}
+		}
+		if holds >= s.gpus && cores >= s.cores {
+			return small
+		}
+		return total
+	})
+}
+
+// fragment weighs, over the shapes, the free GPU thousandths each leaves
+// unusable (unused: all of them for a shape without GPUs; else what
+// unusable says of the shape, given the worker's total free).
+func fragment(shapes []shape, free []int, unusable func(s shape, total int) int) float64 {
 	total := 0
 	for _, f := range free {
 		total += f
@@ -78,19 +98,7 @@ func fgdFragment(shapes []shape, cores int, free []int) float64 {
 			frag += s.weight * float64(total)
 			continue
 		}
-		holds, small := 0, 0
-		for _, f := range free {
-			if f >= s.milli {
-				holds++
-			} else {
-				small += f
-			}
-		}
-		if holds >= s.gpus && cores >= s.cores {
-			frag += s.weight * float64(small)
-		} else {
-			frag += s.weight * float64(total)
-		}
+		frag += s.weight * float64(unusable(s, total))
 	}
 	return frag
 }
@@ -284,19 +292,7 @@ func (p *fgd) PickResources(app placement.App, w placement.Worker) map[string][]
 // each shape, the free GPU thousandths that executors of that shape alone,
 // as many as the worker's cores and GPUs hold, would leave unused.
 func fillFragment(shapes []shape, cores int, free []int) float64 {
-	total := 0
-	for _, f := range free {
-		total += f
-	}
-	if total == 0 {
-		return 0
-	}
-	frag := 0.0
-	for _, s := range shapes {
-		if s.gpus == 0 {
-			frag += s.weight * float64(total)
-			continue
-		}
+	return fragment(shapes, free, func(s shape, total int) int {
 		slots := 0
 		if s.milli < placement.Whole {
 			for _, f := range free {
@@ -314,7 +310,6 @@ func fillFragment(shapes []shape, cores int, free []int) float64 {
 		if s.cores > 0 {
 			slots = min(slots, cores/s.cores)
 		}
-		frag += s.weight * float64(total-slots*s.milli*s.gpus)
-	}
-	return frag
+		return total - slots*s.milli*s.gpus
+	})
 }
