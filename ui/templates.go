@@ -21,17 +21,7 @@ func parse() map[string]*template.Template {
 }
 
 var funcs = template.FuncMap{
-	// resources renders a worker's custom resources: "gpu 1/2 free".
-	"resources": func(rs []wire.ResourceUse) string {
-		if len(rs) == 0 {
-			return "-"
-		}
-		parts := make([]string, len(rs))
-		for i, r := range rs {
-			parts[i] = fmt.Sprintf("%s %d/%d free", r.Name, r.Free, len(r.Addresses))
-		}
-		return strings.Join(parts, ", ")
-	},
+	"resources": wire.DescribeFree, // "gpu 1/2 free"
 	"ago": func(t time.Time) string {
 		if t.IsZero() {
 			return "-"

@@ -181,3 +181,17 @@ type ResourceUse struct {
 	// Free is the addresses wholly free.
 	Free int `json:"free"`
 }
+
+// DescribeFree renders a worker's resources for people, free of offered
+// per name: "gpu 1/2 free" ("-" when it offers none). berth status and the
+// UI show them so.
+func DescribeFree(rs []ResourceUse) string {
+	if len(rs) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("%s %d/%d free", r.Name, r.Free, len(r.Addresses))
+	}
+	return strings.Join(parts, ", ")
+}

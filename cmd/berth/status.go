@@ -88,7 +88,7 @@ func printStatus(out io.Writer, st wire.ClusterStatus, now time.Time) error {
 	section(w, fmt.Sprintf("Workers (%d)", len(st.Workers)), "ID\tADDRESS\tSTATE\tCORES\tMEMORY\tRESOURCES\tLAST HEARTBEAT\tLIMITS")
 	for _, wk := range st.Workers {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s/%s\t%s\t%s\t%s\n", wk.ID, wk.Address, wk.State,
-			wk.CoresUsed, wk.Cores, mem(wk.MemoryUsedMB), mem(wk.MemoryMB), resourcesFree(wk.Resources), ago(wk.LastHeartbeat, now), orDash(wk.Limits))
+			wk.CoresUsed, wk.Cores, mem(wk.MemoryUsedMB), mem(wk.MemoryMB), wire.DescribeFree(wk.Resources), ago(wk.LastHeartbeat, now), orDash(wk.Limits))
 	}
 	printApps(w, "Active apps", st.ActiveApps)
 	printApps(w, "Completed apps", st.CompletedApps)
@@ -121,19 +121,6 @@ func printDrivers(w io.Writer, title string, drivers []wire.DriverStatus) {
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.State, orDash(d.WorkerID), d.Cores, mem(d.MemoryMB), msg)
 	}
-}
-
-// resourcesFree renders a worker's resources as free/offered per name:
-// "gpu 1/2 free".
-func resourcesFree(rs []wire.ResourceUse) string {
-	if len(rs) == 0 {
-		return "-"
-	}
-	parts := make([]string, len(rs))
-	for i, r := range rs {
-		parts[i] = fmt.Sprintf("%s %d/%d free", r.Name, r.Free, len(r.Addresses))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // executorsByState counts an app's executors per state: "RUNNING:2 LOST:1".
