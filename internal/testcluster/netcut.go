@@ -6,7 +6,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"syscall"
 )
 
 // NetCut cuts masters' Raft traffic with nftables while their APIs stay
@@ -30,7 +32,8 @@ func NewNetCut(h Host) (*NetCut, error) {
 	if _, err := exec.LookPath("nft"); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoNetCut, err)
 	}
-	n := &NetCut{table: fmt.Sprintf("berth_cut_%d", os.Getpid())}
+	dropStaleCuts()
+	n := &NetCut{table: fmt.Sprintf("%s%d", cutTablePrefix, os.Getpid())}
 	if err := nft("add", "table", "inet", n.table); err != nil {
 		return nil, err
 	}
@@ -76,6 +79,41 @@ func (n *NetCut) CutRaft(m *Master, all []*Master) error {
 
 // Heal removes every cut.
 func (n *NetCut) Heal() error { return nft("flush", "chain", "inet", n.table, "out") }
+
+// cutTablePrefix starts every run's table name; the run's pid ends it.
+const cutTablePrefix = "berth_cut_"
+
+// dropStaleCuts deletes the tables of runs that are gone: a run killed
+// before its cleanup (a -timeout panic, SIGKILL) leaves its table behind,
+// and a cut left in it would drop the Raft traffic of the next run's
+// masters, which run as the same users.
+func dropStaleCuts() {
+	out, err := exec.Command("nft", "list", "tables", "inet").Output()
+	if err != nil {
+		return
+	}
+	for _, table := range staleCutTables(string(out), func(pid int) bool { return syscall.Kill(pid, 0) == nil }) {
+		_ = nft("delete", "table", "inet", table)
+	}
+}
+
+// staleCutTables names the tables in nft's listing ("table inet NAME" a
+// line) that a run whose pid is no longer alive made.
+func staleCutTables(listing string, alive func(pid int) bool) []string {
+	var stale []string
+	for _, line := range strings.Split(listing, "\n") {
+		name, ok := strings.CutPrefix(strings.TrimSpace(line), "table inet "+cutTablePrefix)
+		if !ok {
+			continue
+		}
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid <= 0 || alive(pid) {
+			continue
+		}
+		stale = append(stale, cutTablePrefix+name)
+	}
+	return stale
+}
 
 func nft(args ...string) error {
 	out, err := exec.Command("nft", args...).CombinedOutput()
