@@ -10,8 +10,7 @@ import (
 )
 
 func TestAppRegistrationWaitsForTheWrite(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.DefaultCores = 3 })
-	h.lead(nil)
+	h := newLeader(t, func(c *Config) { c.DefaultCores = 3 })
 	h.addWorker("w1", 8, 8192)
 	var reply any
 	h.c.registerApp(wire.AppDescription{Name: "a", Command: []string{"x"}}, keyed{}, func(v any, err error) { reply = v })
@@ -39,9 +38,7 @@ func TestAppRegistrationWaitsForTheWrite(t *testing.T) {
 // non-zero at once is RUNNING for a moment every time, and must still fail
 // the app.
 func TestExecutorRetryLimit(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.MaxExecutorRetries = 3 })
-	h.lead(nil)
-	h.addWorker("w1", 4, 4096)
+	h := newLeader(t, func(c *Config) { c.MaxExecutorRetries = 3 }, "w1")
 	a := h.addApp(wire.AppDescription{MaxCores: 1})
 	fail := func(a *appInfo, runFor time.Duration) {
 		t.Helper()
@@ -135,8 +132,7 @@ func TestKillAppKillsExecutorsAndTellsWorkers(t *testing.T) {
 }
 
 func TestAppLease(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.AppTimeout = 10 * time.Second })
-	h.lead(nil)
+	h := newLeader(t, func(c *Config) { c.AppTimeout = 10 * time.Second })
 	a := h.addApp(wire.AppDescription{})
 	sub, _, _ := h.c.subscribe(a.rec.ID)
 	h.pass(time.Minute)
@@ -159,8 +155,7 @@ func TestAppLease(t *testing.T) {
 }
 
 func TestDynamicAllocation(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	for _, id := range []string{"w1", "w2", "w3"} {
 		h.addWorker(id, 4, 4096)
 	}
@@ -190,8 +185,7 @@ func TestDynamicAllocation(t *testing.T) {
 // Executor ids are reserved in blocks through the log, so a new leader never
 // hands out an id an earlier leader may have used.
 func TestExecutorIDsNeverReused(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	h.addWorker("w1", 200, 1<<20)
 	a := h.addApp(wire.AppDescription{CoresPerExecutor: 1, MemoryPerExecutorMB: 1, MaxCores: 150})
 	if len(a.executors) != 150 {
@@ -202,9 +196,7 @@ func TestExecutorIDsNeverReused(t *testing.T) {
 		t.Fatalf("reserved %d ids for 150 executors", reserved)
 	}
 	// A new leader starts numbering above the reservation.
-	h2 := newHarness(t, nil)
-	h2.fx.state = h.fx.state.Clone()
-	h2.lead(h2.fx.state)
+	h2 := successor(t, h, nil)
 	b := h2.c.apps[a.rec.ID]
 	if b.nextExecID != reserved {
 		t.Fatalf("new leader starts at %d, want %d", b.nextExecID, reserved)

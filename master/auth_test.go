@@ -12,16 +12,8 @@ import (
 // from the committed record (only its hash is written), it names that
 // driver alone, and it dies with the driver.
 func TestDriverCredentialIsItsOwnAndEndsWithIt(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
-	h.addWorker("w1", 4, 4096)
-	v, err := h.call(func(reply func(any, error)) {
-		h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}}, keyed{}, reply)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := v.(wire.Submitted).ID
+	h := newLeader(t, nil, "w1")
+	id := h.addDriver(wire.DriverDescription{Command: []string{"d"}})
 	sent := h.takeSent("/v1/drivers")
 	if len(sent) != 1 {
 		t.Fatalf("launches: %d", len(sent))
@@ -52,13 +44,13 @@ func TestDriverCredentialIsItsOwnAndEndsWithIt(t *testing.T) {
 
 	// An app it registers is its own.
 	idem := keyed{owner: id}
-	v, err = h.call(func(reply func(any, error)) {
+	app, err := h.submitted(func(reply func(any, error)) {
 		h.c.registerApp(wire.AppDescription{Name: "mine", Command: []string{"x"}}, idem, reply)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if owner := h.c.apps[v.(wire.Submitted).ID].rec.Owner; owner != id {
+	if owner := h.c.apps[app.ID].rec.Owner; owner != id {
 		t.Errorf("app owner %q, want %q", owner, id)
 	}
 

@@ -37,9 +37,7 @@ func (h *harness) endAll(a *appInfo, state wire.ExecutorState) {
 // relaunched after a delay that doubles (executors ending together count
 // once) and the app's client is told; one that runs stably clears it.
 func TestFastEndingExecutorsAreRelaunchedWithBackoff(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
-	h.addWorker("w1", 4, 4096)
+	h := newLeader(t, nil, "w1")
 	a := h.addApp(wire.AppDescription{MaxCores: 2, CoresPerExecutor: 1})
 	sub, _, err := h.c.subscribe(a.rec.ID)
 	if err != nil {

@@ -73,8 +73,7 @@ func TestFailedKillLeavesAppAsItWas(t *testing.T) {
 // is made only if the end fails; after a durable end it is refused, and
 // it could never bring the app back in the log.
 func TestLimitChangeDuringEndWaitsForIt(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	a := h.addApp(wire.AppDescription{MaxCores: 2})
 	h.c.endApp(a.rec.ID, wire.AppKilled, "killed by request", func(any, error) {})
 	var limitErr error
@@ -94,8 +93,7 @@ func TestLimitChangeDuringEndWaitsForIt(t *testing.T) {
 
 // A limit change whose write fails is not carried by the app's next write.
 func TestFailedLimitChangeIsNotCarriedLater(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	a := h.addApp(wire.AppDescription{MaxCores: 2})
 	var err1 error
 	h.c.setExecutorLimit(a.rec.ID, 3, func(_ any, err error) { err1 = err })
@@ -119,8 +117,7 @@ func TestFailedLimitChangeIsNotCarriedLater(t *testing.T) {
 // An executor is launched, and shown, only once its placement is durable;
 // a placement that fails to commit launches nothing and frees its cores.
 func TestExecutorLaunchWaitsForItsPlacement(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	w := h.addWorker("w1", 4, 4096)
 	var id string
 	h.c.registerApp(wire.AppDescription{Command: []string{"x"}, MaxCores: 2}, keyed{}, func(v any, _ error) { id = v.(wire.Submitted).ID })
@@ -180,16 +177,9 @@ func TestFailedWorkerRemovalChangesNothing(t *testing.T) {
 // request answered; a new leader then kills the driver when its worker
 // reports it, and ends it KILLED, not relaunched, if no worker claims it.
 func TestDriverKillIsDurable(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	w := h.addWorker("w1", 4, 4096)
-	v, err := h.call(func(reply func(any, error)) {
-		h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}, Supervise: true}, keyed{}, reply)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := v.(wire.Submitted).ID
+	id := h.addDriver(wire.DriverDescription{Command: []string{"d"}, Supervise: true})
 	if len(h.takeSent("/v1/drivers")) != 1 {
 		t.Fatal("driver not launched")
 	}
@@ -229,12 +219,8 @@ func TestDriverKillIsDurable(t *testing.T) {
 // A kill of a waiting driver ends it only once durable; until then the
 // scheduler does not launch it either.
 func TestWaitingDriverKillHoldsItsLaunch(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
-	v, _ := h.call(func(reply func(any, error)) {
-		h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}}, keyed{}, reply)
-	})
-	id := v.(wire.Submitted).ID
+	h := newLeader(t, nil)
+	id := h.addDriver(wire.DriverDescription{Command: []string{"d"}})
 	var status *wire.DriverStatus
 	h.c.killDriver(id, func(v any, _ error) { status = v.(*wire.DriverStatus) })
 	h.addWorkerNoCommit("w1")
@@ -304,16 +290,9 @@ func TestDriverWhoseLaunchNeverArrivedWaitsAgain(t *testing.T) {
 		{"worker process replaced", "w1-2", wire.DriverError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, nil)
-			h.lead(nil)
+			h := newLeader(t, nil)
 			w := h.addWorker("w1", 4, 4096)
-			v, err := h.call(func(reply func(any, error)) {
-				h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}}, keyed{}, reply)
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			id := v.(wire.Submitted).ID
+			id := h.addDriver(wire.DriverDescription{Command: []string{"d"}})
 			h.fx.sent = nil // the launch command is lost with the leader
 			if rec := h.fx.state.Drivers[id]; rec.State != wire.DriverRunning || rec.WorkerIncarnation != "w1-1" {
 				t.Fatalf("launch record %+v", rec)

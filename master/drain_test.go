@@ -1,13 +1,11 @@
 package master
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -21,9 +19,7 @@ func (h *harness) drain(id string, deadline time.Duration) (*wire.WorkerStatus, 
 // A drained worker takes nothing new; what runs there keeps running until
 // the deadline; undrain before it makes the worker ALIVE again.
 func TestDrainPlacesNothingNewAndUndrainReverses(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
-	h.addWorker("w1", 4, 4096)
+	h := newLeader(t, nil, "w1")
 	a := h.addApp(wire.AppDescription{MaxCores: 1, CoresPerExecutor: 1, MemoryPerExecutorMB: 100})
 	st, err := h.drain("w1", time.Minute)
 	if err != nil || st.State != wire.WorkerDecommissioning || st.DrainDeadline == nil || !st.DrainDeadline.Equal(h.clock.t.Add(time.Minute)) {
@@ -55,11 +51,10 @@ func TestDrainPlacesNothingNewAndUndrainReverses(t *testing.T) {
 	}
 	// Errors: a worker not being drained, an unknown one.
 	_, err = h.call(func(reply func(any, error)) { h.c.undrainWorker("w1", reply) })
-	var se *httpx.StatusError
-	if !errors.As(err, &se) || se.Status != http.StatusConflict || se.Code != wire.CodeWrongState {
+	if se := statusErrorOf(err); se.Status != http.StatusConflict || se.Code != wire.CodeWrongState {
 		t.Errorf("undrain of an ALIVE worker: %v", err)
 	}
-	if _, err := h.drain("nope", time.Minute); !errors.As(err, &se) || se.Code != wire.CodeUnknownWorker {
+	if _, err := h.drain("nope", time.Minute); statusErrorOf(err).Code != wire.CodeUnknownWorker {
 		t.Errorf("drain of an unknown worker: %v", err)
 	}
 }
@@ -67,17 +62,9 @@ func TestDrainPlacesNothingNewAndUndrainReverses(t *testing.T) {
 // At the deadline what is left is killed: executors LOST and replaced on
 // another worker, a supervised driver relaunched elsewhere.
 func TestDrainDeadlineMovesWhatIsLeft(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
-	h.addWorker("w1", 4, 4096)
+	h := newLeader(t, nil, "w1")
 	a := h.addApp(wire.AppDescription{MaxCores: 2, CoresPerExecutor: 1, MemoryPerExecutorMB: 100})
-	v, err := h.call(func(reply func(any, error)) {
-		h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 100, Supervise: true}, keyed{}, reply)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	driver := v.(wire.Submitted).ID
+	driver := h.addDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 100, Supervise: true})
 	for _, e := range executors(a) {
 		h.report(e, wire.ExecutorRunning, nil)
 	}
@@ -119,8 +106,7 @@ func TestDrainDeadlineMovesWhatIsLeft(t *testing.T) {
 
 // The drain is durable: a new leader finds the worker still draining.
 func TestDrainSurvivesAFailover(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	w := h.addWorker("w1", 4, 4096)
 	if _, err := h.drain("w1", time.Hour); err != nil {
 		t.Fatal(err)

@@ -143,11 +143,33 @@ func (h *harness) addWorker(id string, cores, memoryMB int) *workerInfo {
 	return h.c.workers[id]
 }
 
+// newLeader is the opening most tests share: a harness (newHarness) whose
+// core leads an empty state, with the named workers registered, 4 cores
+// and 4096 MB each (addWorker registers other sizes).
+func newLeader(t testing.TB, mutate func(*Config), workers ...string) *harness {
+	t.Helper()
+	h := newHarness(t, mutate)
+	h.lead(nil)
+	for _, id := range workers {
+		h.addWorker(id, 4, 4096)
+	}
+	return h
+}
+
+// successor is a new master (a harness of its own, configured by mutate)
+// that leads over what old committed, as after old's death.
+func successor(t testing.TB, old *harness, mutate func(*Config)) *harness {
+	t.Helper()
+	h := newHarness(t, mutate)
+	h.fx.state = old.fx.state.Clone()
+	h.lead(h.fx.state)
+	return h
+}
+
 // leaderWithOneApp is the common opening of a test: a leading master
 // with one 4-core worker w1 and one app of at most 2 cores placed on it.
 func leaderWithOneApp(t *testing.T) (*harness, *workerInfo, *appInfo) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	w := h.addWorker("w1", 4, 4096)
 	return h, w, h.addApp(wire.AppDescription{MaxCores: 2})
 }
@@ -162,6 +184,16 @@ func (h *harness) addApp(desc wire.AppDescription) *appInfo {
 		h.t.Fatalf("registering app: %v", err)
 	}
 	return h.c.apps[v.(wire.Submitted).ID]
+}
+
+// addDriver submits a driver, commits, and returns its id.
+func (h *harness) addDriver(desc wire.DriverDescription) string {
+	h.t.Helper()
+	v, err := h.call(func(reply func(any, error)) { h.c.submitDriver(desc, keyed{}, reply) })
+	if err != nil {
+		h.t.Fatalf("submitting a driver: %v", err)
+	}
+	return v.(wire.Submitted).ID
 }
 
 // sentTo returns the commands sent to paths, in order, and forgets them.

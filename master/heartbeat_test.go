@@ -24,8 +24,7 @@ func TestHeartbeatIntervalScalesWithTheFleet(t *testing.T) {
 			t.Errorf("%d workers: %s, want %s", tc.workers, got, tc.want)
 		}
 	}
-	h := newHarness(t, func(c *Config) { c.MaxHeartbeatsPerSecond = 1 })
-	h.lead(nil)
+	h := newLeader(t, func(c *Config) { c.MaxHeartbeatsPerSecond = 1 })
 	h.addWorker("w1", 1, 1024)
 	h.addWorker("w2", 1, 1024)
 	reply, err := h.c.heartbeat("w1")

@@ -3,7 +3,6 @@ package master
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -30,28 +29,18 @@ func (a *followerAgent) Leader() string {
 // request until a leader is known, then redirects to it; with none within
 // the hold, it answers 503 no_leader.
 func TestFollowerHoldsRequestsDuringAnElection(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	engine := persistence.NewMemory()
 	const leaderURL = "http://127.0.0.2:7077"
 	if err := engine.Write(context.Background(), []persistence.Command{persistence.PutMaster(persistence.MasterRecord{ID: "m2", APIAddr: leaderURL})}); err != nil {
 		t.Fatal(err)
 	}
 	agent := &followerAgent{}
-	m, err := New(Config{ID: "m1", Advertise: "http://" + ln.Addr().String()}, engine, agent, discardLogger(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go m.Run(ctx, ln)
+	_, base := runMaster(t, Config{}, engine, agent)
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	get := func() (int, wire.Error, time.Duration) {
 		t.Helper()
 		start := time.Now()
-		resp, err := noRedirect.Get("http://" + ln.Addr().String() + "/v1/apps/app-1")
+		resp, err := noRedirect.Get(base + "/v1/apps/app-1")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,14 +30,18 @@ func (h *harness) submitted(fn func(reply func(any, error))) (wire.Submitted, er
 	return v.(wire.Submitted), nil
 }
 
-// recordReplies returns a reply function that appends to replies and errs.
-func recordReplies(replies *[]any, errs *[]error) func(any, error) {
-	return func(v any, err error) { *replies, *errs = append(*replies, v), append(*errs, err) }
+// replyLog keeps every reply its reply method is given, in order.
+type replyLog struct {
+	replies []any
+	errs    []error
+}
+
+func (l *replyLog) reply(v any, err error) {
+	l.replies, l.errs = append(l.replies, v), append(l.errs, err)
 }
 
 func TestKeyedRegistrationIsNotRepeated(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	desc := wire.AppDescription{Name: "a", Command: []string{"x"}}
 	first, err := h.keyedApp(desc, "k-1")
 	if err != nil || first.Existing {
@@ -64,8 +68,7 @@ func TestKeyedRegistrationIsNotRepeated(t *testing.T) {
 }
 
 func TestKeyReusedForAnotherDescriptionIsRefused(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	first, err := h.keyedApp(wire.AppDescription{Name: "a", Command: []string{"x"}}, "k")
 	if err != nil {
 		t.Fatal(err)
@@ -92,38 +95,35 @@ func TestKeyReusedForAnotherDescriptionIsRefused(t *testing.T) {
 // A repeat that comes while the first is being committed waits for its
 // outcome, whatever it is.
 func TestRepeatWaitsForTheWriteInFlight(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	desc := wire.AppDescription{Command: []string{"x"}}
-	var replies []any
-	var errs []error
-	rec := recordReplies(&replies, &errs)
+	var got replyLog
 	other := wire.AppDescription{Command: []string{"y"}}
-	h.c.registerApp(desc, keyedRequest("k", desc), rec)
-	h.c.registerApp(desc, keyedRequest("k", desc), rec)
-	h.c.registerApp(other, keyedRequest("k", other), rec) // refused at once
-	if len(replies) != 1 || statusOf(errs[0]) != http.StatusUnprocessableEntity {
-		t.Fatalf("before the commit: %v %v", replies, errs)
+	h.c.registerApp(desc, keyedRequest("k", desc), got.reply)
+	h.c.registerApp(desc, keyedRequest("k", desc), got.reply)
+	h.c.registerApp(other, keyedRequest("k", other), got.reply) // refused at once
+	if len(got.replies) != 1 || statusOf(got.errs[0]) != http.StatusUnprocessableEntity {
+		t.Fatalf("before the commit: %v %v", got.replies, got.errs)
 	}
 	if len(h.fx.pending) != 1 {
 		t.Fatalf("%d writes, want 1", len(h.fx.pending))
 	}
 	h.commit()
-	if len(replies) != 3 || errs[1] != nil || errs[2] != nil {
-		t.Fatalf("after the commit: %v %v", replies, errs)
+	if len(got.replies) != 3 || got.errs[1] != nil || got.errs[2] != nil {
+		t.Fatalf("after the commit: %v %v", got.replies, got.errs)
 	}
-	a, b := replies[1].(wire.Submitted), replies[2].(wire.Submitted)
+	a, b := got.replies[1].(wire.Submitted), got.replies[2].(wire.Submitted)
 	if a.ID != b.ID || a.Existing || !b.Existing {
 		t.Fatalf("first %+v, repeat %+v", a, b)
 	}
 
 	// A write whose outcome is unknown: the repeat hears the same 504.
-	replies, errs = nil, nil
-	h.c.registerApp(desc, keyedRequest("k2", desc), rec)
-	h.c.registerApp(desc, keyedRequest("k2", desc), rec)
+	got = replyLog{}
+	h.c.registerApp(desc, keyedRequest("k2", desc), got.reply)
+	h.c.registerApp(desc, keyedRequest("k2", desc), got.reply)
 	h.failWrites(persistence.ErrOutcomeUnknown)
-	if len(errs) != 2 || statusOf(errs[0]) != http.StatusGatewayTimeout || statusOf(errs[1]) != http.StatusGatewayTimeout {
-		t.Fatalf("outcome unknown: %v", errs)
+	if len(got.errs) != 2 || statusOf(got.errs[0]) != http.StatusGatewayTimeout || statusOf(got.errs[1]) != http.StatusGatewayTimeout {
+		t.Fatalf("outcome unknown: %v", got.errs)
 	}
 	// The key is free again: a retry creates the app.
 	retry, err := h.keyedApp(desc, "k2")
@@ -134,8 +134,7 @@ func TestRepeatWaitsForTheWriteInFlight(t *testing.T) {
 
 // The key is durable with the record: a new leader answers the repeat.
 func TestKeysSurviveFailover(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	app, err := h.keyedApp(wire.AppDescription{Command: []string{"x"}}, "app-key")
 	if err != nil {
 		t.Fatal(err)
@@ -161,8 +160,7 @@ func TestKeysSurviveFailover(t *testing.T) {
 
 // Keys last as long as their app or driver is listed.
 func TestKeyForgottenWithTheHistory(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.RetainedApps = 1 })
-	h.lead(nil)
+	h := newLeader(t, func(c *Config) { c.RetainedApps = 1 })
 	desc := wire.AppDescription{Command: []string{"x"}}
 	end := func(id string) {
 		if _, err := h.call(func(reply func(any, error)) { h.c.endApp(id, wire.AppFinished, "done", reply) }); err != nil {
@@ -188,9 +186,7 @@ func TestKeyForgottenWithTheHistory(t *testing.T) {
 // repeat gets the driver that runs now, and the key outlives the original's
 // place in the history.
 func TestKeyFollowsARelaunchedDriver(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.RetainedDrivers = 1 })
-	h.lead(nil)
-	h.addWorker("w1", 4, 4096)
+	h := newLeader(t, func(c *Config) { c.RetainedDrivers = 1 }, "w1")
 	desc := wire.DriverDescription{Command: []string{"d"}, Supervise: true}
 	first, err := h.keyedDriver(desc, "k")
 	if err != nil {
@@ -248,8 +244,7 @@ func TestKeyFollowsARelaunchedDriver(t *testing.T) {
 // defaults: a retry that reaches a master with another --default-cores is
 // the same request.
 func TestKeyIgnoresTheMastersDefaults(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.DefaultCores = 4 })
-	h.lead(nil)
+	h := newLeader(t, func(c *Config) { c.DefaultCores = 4 })
 	desc := wire.AppDescription{Command: []string{"x"}}
 	first, err := h.keyedApp(desc, "k")
 	if err != nil {
@@ -268,14 +263,11 @@ func TestKeyIgnoresTheMastersDefaults(t *testing.T) {
 // it), and the repeats that waited hear its outcome.
 func TestKeyedWriteAcrossLeadershipChange(t *testing.T) {
 	for _, committed := range []bool{false, true} {
-		h := newHarness(t, nil)
-		h.lead(nil)
+		h := newLeader(t, nil)
 		desc := wire.AppDescription{Command: []string{"x"}}
-		var replies []any
-		var errs []error
-		rec := recordReplies(&replies, &errs)
-		h.c.registerApp(desc, keyedRequest("k", desc), rec)
-		h.c.registerApp(desc, keyedRequest("k", desc), rec)
+		var got replyLog
+		h.c.registerApp(desc, keyedRequest("k", desc), got.reply)
+		h.c.registerApp(desc, keyedRequest("k", desc), got.reply)
 		stale := h.fx.pending
 		h.fx.pending = nil
 		if committed { // it reached the log before the leadership changed
@@ -290,22 +282,22 @@ func TestKeyedWriteAcrossLeadershipChange(t *testing.T) {
 		h.fx.state.Epoch++
 		h.c.leadershipReady(h.c.gen, h.fx.state.Clone(), nil)
 		// A repeat on the new leadership joins the write in flight.
-		h.c.registerApp(desc, keyedRequest("k", desc), rec)
+		h.c.registerApp(desc, keyedRequest("k", desc), got.reply)
 		if committed {
 			stale[0].then(nil)
 		} else {
 			stale[0].then(errStaleProposal)
 		}
 		h.commit()
-		if len(errs) != 3 {
-			t.Fatalf("committed=%v: %d replies, want 3", committed, len(errs))
+		if len(got.errs) != 3 {
+			t.Fatalf("committed=%v: %d got.replies, want 3", committed, len(got.errs))
 		}
-		for i := range errs {
-			if committed && (errs[i] != nil || replies[i].(wire.Submitted).ID != replies[0].(wire.Submitted).ID) {
-				t.Errorf("committed: reply %d: %v %v, want the app's id", i, replies[i], errs[i])
+		for i := range got.errs {
+			if committed && (got.errs[i] != nil || got.replies[i].(wire.Submitted).ID != got.replies[0].(wire.Submitted).ID) {
+				t.Errorf("committed: reply %d: %v %v, want the app's id", i, got.replies[i], got.errs[i])
 			}
-			if !committed && errs[i] == nil {
-				t.Errorf("not committed: reply %d: %v, want an error", i, replies[i])
+			if !committed && got.errs[i] == nil {
+				t.Errorf("not committed: reply %d: %v, want an error", i, got.replies[i])
 			}
 		}
 		// Either way, a retry now settles it: the app exists once.
@@ -316,7 +308,7 @@ func TestKeyedWriteAcrossLeadershipChange(t *testing.T) {
 		if n := len(h.fx.state.Apps); n != 1 {
 			t.Errorf("committed=%v: %d apps in the state, want 1", committed, n)
 		}
-		if committed && (!again.Existing || again.ID != replies[0].(wire.Submitted).ID) {
+		if committed && (!again.Existing || again.ID != got.replies[0].(wire.Submitted).ID) {
 			t.Errorf("committed: retry %+v, want the committed app", again)
 		}
 	}

@@ -16,8 +16,7 @@ import (
 // with the free capacity the master counts.
 func TestIndexFollowsTheWorkers(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	h := newHarness(t, func(c *Config) { c.WorkerTimeout = 10 * time.Second })
-	h.lead(nil)
+	h := newLeader(t, func(c *Config) { c.WorkerTimeout = 10 * time.Second })
 	check := func(when string) {
 		t.Helper()
 		h.c.syncIndex()

@@ -2,13 +2,11 @@ package master
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/berth-cluster/berth/election"
-	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -26,8 +24,7 @@ func TestReadsNeedTheLeaseAtTheirAnswer(t *testing.T) {
 	}
 	m.lease.until = time.Now().Add(-time.Millisecond) // the lease ran out while the loop answered
 	v, err := m.stillLeading("stale answer", nil)
-	var se *httpx.StatusError
-	if v != nil || !errors.As(err, &se) || se.Status != http.StatusServiceUnavailable || se.Code != wire.CodeNoLeader {
+	if se := statusErrorOf(err); v != nil || se.Status != http.StatusServiceUnavailable || se.Code != wire.CodeNoLeader {
 		t.Errorf("after the lease: %v %v, want 503 no_leader", v, err)
 	}
 	m.lease.leading.Store(false) // not leading: the loop's answer is a redirect or "no leader" already

@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/berth-cluster/berth/election"
-	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -19,8 +16,7 @@ import (
 // wantLimit checks err is the 429 of the cap named by flag.
 func wantLimit(t *testing.T, err error, flag string) {
 	t.Helper()
-	var se *httpx.StatusError
-	if !errors.As(err, &se) || se.Status != http.StatusTooManyRequests || se.Code != wire.CodeLimitReached || !strings.Contains(se.Message, flag) {
+	if se := statusErrorOf(err); se.Status != http.StatusTooManyRequests || se.Code != wire.CodeLimitReached || !strings.Contains(se.Message, flag) {
 		t.Fatalf("got %v, want a 429 limit_reached naming %s", err, flag)
 	}
 }
@@ -29,8 +25,7 @@ func wantLimit(t *testing.T, err error, flag string) {
 // beyond it without writing anything, and makes room as apps end; a
 // repeat of a keyed registration is still answered at the cap.
 func TestActiveAppsAreCapped(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.MaxActiveApps = 2 })
-	h.lead(nil)
+	h := newLeader(t, func(c *Config) { c.MaxActiveApps = 2 })
 	first, err := h.call(func(reply func(any, error)) {
 		h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{key: "k1", hash: "h1"}, reply)
 	})
@@ -69,8 +64,7 @@ func TestActiveAppsAreCapped(t *testing.T) {
 
 // A failed registration gives its place back.
 func TestFailedRegistrationFreesItsPlace(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.MaxActiveApps = 1; c.MaxActiveDrivers = 1 })
-	h.lead(nil)
+	h := newLeader(t, func(c *Config) { c.MaxActiveApps = 1; c.MaxActiveDrivers = 1 })
 	var errs []error
 	h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{}, func(_ any, err error) { errs = append(errs, err) })
 	h.c.submitDriver(wire.DriverDescription{Command: []string{"x"}}, keyed{}, func(_ any, err error) { errs = append(errs, err) })
@@ -96,8 +90,7 @@ func TestFailedRegistrationFreesItsPlace(t *testing.T) {
 
 // Each app has a bounded number of event streams.
 func TestEventStreamsPerAppAreCapped(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.MaxStreamsPerApp = 2 })
-	h.lead(nil)
+	h := newLeader(t, func(c *Config) { c.MaxStreamsPerApp = 2 })
 	a := h.addApp(wire.AppDescription{})
 	s1, _, err1 := h.c.subscribe(a.rec.ID)
 	_, _, err2 := h.c.subscribe(a.rec.ID)
@@ -115,8 +108,7 @@ func TestEventStreamsPerAppAreCapped(t *testing.T) {
 // A completed app or driver keeps no environment, in memory or durably;
 // a supervised driver's relaunch still gets its environment.
 func TestCompletedRecordsKeepNoEnvironment(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	env := map[string]string{"TOKEN": "s3cret"}
 	a := h.addApp(wire.AppDescription{Env: env})
 	if _, err := h.call(func(reply func(any, error)) { h.c.endApp(a.rec.ID, wire.AppFinished, "done", reply) }); err != nil {
@@ -125,13 +117,7 @@ func TestCompletedRecordsKeepNoEnvironment(t *testing.T) {
 	if a.rec.Desc.Env != nil || h.fx.state.Apps[a.rec.ID].Desc.Env != nil {
 		t.Errorf("completed app keeps its environment: %v / %v", a.rec.Desc.Env, h.fx.state.Apps[a.rec.ID].Desc.Env)
 	}
-	v, err := h.call(func(reply func(any, error)) {
-		h.c.submitDriver(wire.DriverDescription{Command: []string{"x"}, Env: env}, keyed{}, reply)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := v.(wire.Submitted).ID
+	id := h.addDriver(wire.DriverDescription{Command: []string{"x"}, Env: env})
 	if _, err := h.call(func(reply func(any, error)) { h.c.killDriver(id, reply) }); err != nil {
 		t.Fatal(err)
 	}
@@ -143,17 +129,8 @@ func TestCompletedRecordsKeepNoEnvironment(t *testing.T) {
 // Through HTTP: a submission over the size cap is a 429 naming the flag
 // and writes nothing; one under it passes.
 func TestSubmissionSizeIsCapped(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
 	engine := persistence.NewMemory()
-	m, err := New(Config{ID: "m1", Advertise: base, WorkerTimeout: time.Minute, MaxSubmissionBytes: 1000}, engine, election.NewSingle("m1"), discardLogger(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go m.Run(t.Context(), ln)
+	_, base := runMaster(t, Config{WorkerTimeout: time.Minute, MaxSubmissionBytes: 1000}, engine, nil)
 	post := func(path string, body any) (int, wire.Error) {
 		t.Helper()
 		data, _ := json.Marshal(body)

@@ -14,18 +14,11 @@ import (
 // driver runs and its app gets a core too.
 func TestMaxDriversLeavesRoomForTheirApps(t *testing.T) {
 	scenario := func(maxDrivers int) (*harness, []string) {
-		h := newHarness(t, func(c *Config) { c.MaxDrivers = maxDrivers })
-		h.lead(nil)
+		h := newLeader(t, func(c *Config) { c.MaxDrivers = maxDrivers })
 		h.addWorker("w1", 2, 4096)
 		var ids []string
 		for range 2 {
-			v, err := h.call(func(reply func(any, error)) {
-				h.c.submitDriver(wire.DriverDescription{Command: []string{"driver"}, Cores: 1, MemoryMB: 256}, keyed{}, reply)
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids = append(ids, v.(wire.Submitted).ID)
+			ids = append(ids, h.addDriver(wire.DriverDescription{Command: []string{"driver"}, Cores: 1, MemoryMB: 256}))
 		}
 		return h, ids
 	}

@@ -14,20 +14,11 @@ import (
 // on each and two running drivers (one supervised), and returns the
 // durable state a second leader would read.
 func cluster(t *testing.T) (*harness, *appInfo, map[string]string) {
-	h := newHarness(t, nil)
-	h.lead(nil)
-	h.addWorker("w1", 4, 4096)
-	h.addWorker("w2", 4, 4096)
+	h := newLeader(t, nil, "w1", "w2")
 	a := h.addApp(wire.AppDescription{Name: "job", MaxCores: 4})
 	drivers := map[string]string{}
 	for _, sup := range []bool{true, false} {
-		v, err := h.call(func(reply func(any, error)) {
-			h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 256, Supervise: sup}, keyed{}, reply)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := v.(wire.Submitted).ID
+		id := h.addDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 256, Supervise: sup})
 		drivers[id] = h.c.drivers[id].worker.rec.ID
 	}
 	if len(a.executors) != 2 {
@@ -51,9 +42,7 @@ func reportOf(h *harness, id string) wire.WorkerLatestState {
 
 func TestRecoveryAdoptsEverythingThatAnswers(t *testing.T) {
 	old, a, drivers := cluster(t)
-	h := newHarness(t, nil)
-	h.fx.state = old.fx.state.Clone()
-	h.lead(h.fx.state)
+	h := successor(t, old, nil)
 
 	if h.c.status != wire.MasterRecovering || h.c.epoch != old.c.epoch+1 {
 		t.Fatalf("new leader %s at epoch %d (old %d)", h.c.status, h.c.epoch, old.c.epoch)
@@ -115,9 +104,7 @@ func TestRecoveryAdoptsEverythingThatAnswers(t *testing.T) {
 // client.
 func TestRecoveryTimeoutRemovesTheSilent(t *testing.T) {
 	old, a, drivers := cluster(t)
-	h := newHarness(t, func(c *Config) { c.RecoveryTimeout = 5 * time.Second; c.AppTimeout = 30 * time.Second })
-	h.fx.state = old.fx.state.Clone()
-	h.lead(h.fx.state)
+	h := successor(t, old, func(c *Config) { c.RecoveryTimeout = 5 * time.Second; c.AppTimeout = 30 * time.Second })
 	// Only w1 answers; the app's client never comes back.
 	reg := wire.RegisterWorker{ID: "w1", Host: "127.0.0.1", Port: old.c.workers["w1"].rec.Port, Cores: 4, MemoryMB: 4096, Address: old.c.workers["w1"].rec.Address}
 	h.call(func(reply func(any, error)) { h.c.registerWorker(reg, reply) })
@@ -165,9 +152,7 @@ func TestRecoveryTimeoutRemovesTheSilent(t *testing.T) {
 // id; it replaces the UNKNOWN entry (seed 004).
 func TestWorkerRestartedDuringRecoveryReplacesOldEntry(t *testing.T) {
 	old, _, _ := cluster(t)
-	h := newHarness(t, nil)
-	h.fx.state = old.fx.state.Clone()
-	h.lead(h.fx.state)
+	h := successor(t, old, nil)
 	w1 := old.c.workers["w1"].rec
 	reg := wire.RegisterWorker{ID: "w1-restarted", Host: w1.Host, Port: w1.Port, Cores: 4, MemoryMB: 4096, Address: w1.Address}
 	if _, err := h.call(func(reply func(any, error)) { h.c.registerWorker(reg, reply) }); err != nil {
@@ -179,8 +164,7 @@ func TestWorkerRestartedDuringRecoveryReplacesOldEntry(t *testing.T) {
 }
 
 func TestEmptyStateIsAliveAtOnce(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	if h.c.status != wire.MasterAlive {
 		t.Fatalf("status %s with nothing to recover", h.c.status)
 	}
@@ -208,9 +192,7 @@ func TestFlappingLeadership(t *testing.T) {
 }
 
 func TestRevocationStopsEverything(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
-	h.addWorker("w1", 4, 4096)
+	h := newLeader(t, nil, "w1")
 	a := h.addApp(wire.AppDescription{MaxCores: 1})
 	sub, _, _ := h.c.subscribe(a.rec.ID)
 
@@ -262,9 +244,7 @@ func TestRecoveryReportsExecutorsOfSilentWorkersLost(t *testing.T) {
 	if n := len(old.fx.state.Executors); n != 2 {
 		t.Fatalf("%d executor records before the failover, want 2", n)
 	}
-	h := newHarness(t, func(c *Config) { c.RecoveryTimeout = 5 * time.Second })
-	h.fx.state = old.fx.state.Clone()
-	h.lead(h.fx.state)
+	h := successor(t, old, func(c *Config) { c.RecoveryTimeout = 5 * time.Second })
 	sub, _, err := h.c.subscribe(a.rec.ID)
 	if err != nil {
 		t.Fatal(err)

@@ -2,13 +2,10 @@ package master
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"testing"
 	"time"
 
-	"github.com/berth-cluster/berth/election"
-	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -19,8 +16,7 @@ import (
 // must not overflow, and it must start executors after a bounded number of
 // writes.
 func TestUnlimitedAppWithFixedExecutorSizeStarts(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	h.addWorker("w1", 8, 8192)
 	var id string
 	h.c.registerApp(wire.AppDescription{Command: []string{"x"}, CoresPerExecutor: 1, MemoryPerExecutorMB: 1}, keyed{},
@@ -50,8 +46,7 @@ func TestUnlimitedAppWithFixedExecutorSizeStarts(t *testing.T) {
 // the durable reservation back (nor the reverse): every write carries the
 // desired record in full.
 func TestExecutorLimitDoesNotUndoReservation(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	h.addWorker("w1", 150, 150)
 	var id string
 	h.c.registerApp(wire.AppDescription{Command: []string{"x"}, CoresPerExecutor: 1, MemoryPerExecutorMB: 1, MaxCores: 150}, keyed{},
@@ -73,8 +68,7 @@ func TestExecutorLimitDoesNotUndoReservation(t *testing.T) {
 // incarnation) lost everything it ran: its executors are LOST, not kept
 // for ever with their cores.
 func TestRestartedWorkerLosesItsExecutors(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	w := h.addWorker("w1", 4, 4096)
 	a := h.addApp(wire.AppDescription{MaxCores: 4})
 	sub, _, _ := h.c.subscribe(a.rec.ID)
@@ -103,8 +97,7 @@ func TestRestartedWorkerLosesItsExecutors(t *testing.T) {
 // was not acknowledged before a failover says so in its latest state, and
 // the new leader ends the driver instead of relaunching it.
 func TestDriverEndSurvivesFailover(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	w := h.addWorker("w1", 4, 4096)
 	v, err := h.call(func(reply func(any, error)) {
 		h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 256, Supervise: true}, keyed{}, reply)
@@ -158,9 +151,7 @@ func TestExecutorEndInLatestState(t *testing.T) {
 // its reports must not be taken before its latest state (a RUNNING report
 // would find its driver unclaimed, and kill it).
 func TestReportsFromUnknownWorkersWaitForRegistration(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
-	h.addWorker("w1", 4, 4096)
+	h := newLeader(t, nil, "w1")
 	v, _ := h.call(func(reply func(any, error)) {
 		h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 256, Supervise: true}, keyed{}, reply)
 	})
@@ -193,8 +184,7 @@ func TestRecoveryEndsWhenTheLastUnknownIsRemoved(t *testing.T) {
 
 	// A worker restarted during recovery (new id, same address) replaces
 	// the UNKNOWN one; nothing is left to wait for.
-	h2 := newHarness(t, nil)
-	h2.lead(nil)
+	h2 := newLeader(t, nil)
 	w1 := h2.addWorker("w1", 4, 4096)
 	h2.failover()
 	_, err := h2.call(func(reply func(any, error)) {
@@ -212,8 +202,7 @@ func TestRecoveryEndsWhenTheLastUnknownIsRemoved(t *testing.T) {
 // A stream cut for falling behind is not a client gone: the lease runs from
 // the cut, so the client has the app timeout to reconnect.
 func TestSlowStreamDoesNotEndTheApp(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	a := h.addApp(wire.AppDescription{CoresPerExecutor: 1, MemoryPerExecutorMB: 1, MaxCores: 300})
 	if _, _, err := h.c.subscribe(a.rec.ID); err != nil {
 		t.Fatal(err)
@@ -232,18 +221,8 @@ func TestSlowStreamDoesNotEndTheApp(t *testing.T) {
 // A client that gives up on its event stream while the loop is busy leaves
 // no subscriber behind to hold the app's lease.
 func TestAbandonedStreamDoesNotHoldTheLease(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{ID: "m1", Advertise: "http://" + ln.Addr().String(), WorkerTimeout: time.Second, AppTimeout: 300 * time.Millisecond}
-	m, err := New(cfg, persistence.NewMemory(), election.NewSingle("m1"), discardLogger(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go m.Run(ctx, ln)
+	m, base := runMaster(t, Config{WorkerTimeout: time.Second, AppTimeout: 300 * time.Millisecond}, nil, nil)
+	ctx := t.Context()
 	var id string
 	deadline := time.Now().Add(10 * time.Second)
 	for id == "" && time.Now().Before(deadline) {
@@ -262,7 +241,7 @@ func TestAbandonedStreamDoesNotHoldTheLease(t *testing.T) {
 	m.post(func(*core) { close(holding); <-release })
 	<-holding
 	rctx, rcancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	req, _ := http.NewRequestWithContext(rctx, http.MethodGet, cfg.Advertise+"/v1/apps/"+id+"/events", nil)
+	req, _ := http.NewRequestWithContext(rctx, http.MethodGet, base+"/v1/apps/"+id+"/events", nil)
 	if resp, err := http.DefaultClient.Do(req); err == nil {
 		resp.Body.Close()
 		t.Fatal("the stream opened while the loop was held")

@@ -40,8 +40,7 @@ func gpuOf(t *testing.T, g wire.ResourceGrants) string {
 // GPU, which the driver then gets; after a failover the executors hold the
 // same addresses (from their records).
 func TestGPUsAssignedExclusivelyFreedAndKeptOverFailover(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	w := h.addGPUWorker("w1", 8, "GPU-a", "GPU-b")
 	a := h.addApp(wire.AppDescription{MaxCores: 8, CoresPerExecutor: 1, MemoryPerExecutorMB: 256,
 		ResourcesPerExecutor: wire.ResourceAmounts{"gpu": 1}})
@@ -105,8 +104,7 @@ func TestGPUsAssignedExclusivelyFreedAndKeptOverFailover(t *testing.T) {
 // A share of a GPU: four executors asking 0.25 share one address; whole
 // requests skip a shared address.
 func TestGPUSharesPackOneAddress(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	h.addGPUWorker("w1", 8, "0", "1")
 	shared := h.addApp(wire.AppDescription{MaxCores: 4, CoresPerExecutor: 1, MemoryPerExecutorMB: 64,
 		ResourcesPerExecutor: wire.ResourceAmounts{"gpu": 0.25}})
@@ -129,8 +127,7 @@ func TestGPUSharesPackOneAddress(t *testing.T) {
 
 // Bad resource requests and offers are refused with 400 and change nothing.
 func TestBadResourcesRefused(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	for _, amounts := range []wire.ResourceAmounts{{"gpu": 1.5}, {"gpu": 0}, {"gpu": -1}, {"GPU": 1}, {"gpu": 0.0001}, {"gpu": 5000}} {
 		err := validateApp(wire.AppDescription{Command: []string{"x"}, ResourcesPerExecutor: amounts})
 		if err == nil || httpx.StatusOf(err) != http.StatusBadRequest {

@@ -14,19 +14,35 @@ import (
 	"github.com/berth-cluster/berth/wire"
 )
 
-// Every worker route answers 2xx through the real HTTP stack: the loop's
-// replies match the types the routes declare (a mismatch is a 500).
-func TestWorkerRoutesAnswerTheirDeclaredTypes(t *testing.T) {
+// runMaster runs master m1 with cfg on a loopback port until the test ends,
+// and returns it with its base URL (cfg.Advertise is set to it). A nil
+// engine is an empty Memory; a nil agent elects m1 at once.
+func runMaster(t *testing.T, cfg Config, engine persistence.Engine, agent election.Agent) (*Master, string) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := "http://" + ln.Addr().String()
-	m, err := New(Config{ID: "m1", Advertise: base, WorkerTimeout: time.Minute}, persistence.NewMemory(), election.NewSingle("m1"), discardLogger(), nil)
+	cfg.ID, cfg.Advertise = "m1", "http://"+ln.Addr().String()
+	if engine == nil {
+		engine = persistence.NewMemory()
+	}
+	if agent == nil {
+		agent = election.NewSingle(cfg.ID)
+	}
+	m, err := New(cfg, engine, agent, discardLogger(), nil)
 	if err != nil {
+		ln.Close()
 		t.Fatal(err)
 	}
 	go m.Run(t.Context(), ln)
+	return m, cfg.Advertise
+}
+
+// Every worker route answers 2xx through the real HTTP stack: the loop's
+// replies match the types the routes declare (a mismatch is a 500).
+func TestWorkerRoutesAnswerTheirDeclaredTypes(t *testing.T) {
+	_, base := runMaster(t, Config{WorkerTimeout: time.Minute}, nil, nil)
 	api := wire.MasterAPI
 	// A worker that accepts every command and tells the test of launches.
 	launched := make(chan wire.LaunchExecutor, 4)

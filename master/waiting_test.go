@@ -22,8 +22,7 @@ func wantWaiting(t *testing.T, what, got string, parts ...string) {
 // What waits says why: no worker, a request larger than every worker, a
 // request the room is taken for, the executor limit, the core unit.
 func TestWaitingSaysWhy(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.MinCoreUnit = 4 })
-	h.lead(nil)
+	h := newLeader(t, func(c *Config) { c.MinCoreUnit = 4 })
 	submit := func(cores int) string {
 		v, err := h.call(func(reply func(any, error)) {
 			h.c.submitDriver(wire.DriverDescription{Command: []string{"x"}, Cores: cores, MemoryMB: 100}, keyed{}, reply)

@@ -16,9 +16,18 @@ import (
 
 func statusOf(err error) int { return httpx.StatusOf(err) }
 
+// statusErrorOf is the *httpx.StatusError err carries, or a zero one
+// (Status 0, no Code) when it carries none.
+func statusErrorOf(err error) httpx.StatusError {
+	var se *httpx.StatusError
+	if errors.As(err, &se) {
+		return *se
+	}
+	return httpx.StatusError{}
+}
+
 func TestRegistrationRules(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	reg := wire.RegisterWorker{ID: "w1", Host: "127.0.0.1", Port: 9001, Cores: 4, MemoryMB: 4096, Address: "http://127.0.0.1:9001"}
 
 	// Not acknowledged before the record is durable.
@@ -65,8 +74,7 @@ func TestRegistrationRules(t *testing.T) {
 }
 
 func TestHeartbeats(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
+	h := newLeader(t, nil)
 	w := h.addWorker("w1", 4, 4096)
 	h.clock.advance(10 * time.Second)
 	r, err := h.c.heartbeat("w1")
@@ -90,8 +98,7 @@ func TestHeartbeats(t *testing.T) {
 // timeout plus one tick, its executors LOST and reported to the app, and the
 // cores re-placed at once, as whole executors with a unit of 4.
 func TestWorkerLossReplacesExecutorsWholly(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.MinCoreUnit = 4; c.WorkerTimeout = 4 * time.Second })
-	h.lead(nil)
+	h := newLeader(t, func(c *Config) { c.MinCoreUnit = 4; c.WorkerTimeout = 4 * time.Second })
 	h.addWorker("w1", 8, 8192)
 	h.addWorker("w2", 8, 8192)
 	a := h.addApp(wire.AppDescription{Name: "job", MaxCores: 8, MemoryPerExecutorMB: 1024})
@@ -176,9 +183,7 @@ func TestLatestStateKillsUnknownExecutors(t *testing.T) {
 }
 
 func TestDriversOnWorkerLoss(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
-	h.addWorker("w1", 4, 4096)
+	h := newLeader(t, nil, "w1")
 	submit := func(supervise bool) string {
 		v, err := h.call(func(reply func(any, error)) {
 			h.c.submitDriver(wire.DriverDescription{Command: []string{"drv"}, Cores: 1, MemoryMB: 512, Supervise: supervise}, keyed{}, reply)
@@ -225,8 +230,7 @@ func TestNotLeaderAnswers(t *testing.T) {
 	_, err = h.call(func(reply func(any, error)) {
 		h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{}, reply)
 	})
-	var se *httpx.StatusError
-	if !errors.As(err, &se) || se.Status != http.StatusTemporaryRedirect || se.Leader != "http://127.0.0.2:7077" {
+	if se := statusErrorOf(err); se.Status != http.StatusTemporaryRedirect || se.Leader != "http://127.0.0.2:7077" {
 		t.Fatalf("follower with a known leader: %v", err)
 	}
 	// A failed write is reported, and the app does not exist.
@@ -266,9 +270,7 @@ func eventTypes(evs []wire.AppEvent) []wire.EventType {
 // reports still count (KILLED does not count as a failure), and it is gone
 // as soon as it leaves.
 func TestWorkerDecommissionAndLeave(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lead(nil)
-	h.addWorker("w1", 4, 4096)
+	h := newLeader(t, nil, "w1")
 	a := h.addApp(wire.AppDescription{MaxCores: 2})
 	e := a.executors[0]
 	if err := h.c.decommissionWorker("w1"); err != nil {
@@ -300,10 +302,7 @@ func TestWorkerDecommissionAndLeave(t *testing.T) {
 // not take the silence for dead workers: it re-arms the deadlines, and only
 // a worker that stays silent a full timeout after that is removed.
 func TestPausedLoopDoesNotExpireWorkers(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.WorkerTimeout = 4 * time.Second })
-	h.lead(nil)
-	h.addWorker("w1", 4, 4096)
-	h.addWorker("w2", 4, 4096)
+	h := newLeader(t, func(c *Config) { c.WorkerTimeout = 4 * time.Second }, "w1", "w2")
 	a := h.addApp(wire.AppDescription{MaxCores: 2})
 	sub, _, _ := h.c.subscribe(a.rec.ID)
 	h.pass(time.Second, "w1", "w2")
@@ -330,8 +329,7 @@ func TestPausedLoopDoesNotExpireWorkers(t *testing.T) {
 // covers gets the same layout as if ids were unlimited: it waits one write
 // for a larger reservation instead of being cut off at 64 executors.
 func TestLargeAppLayoutNotCutByIDReservation(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.MinCoreUnit = 4 })
-	h.lead(nil)
+	h := newLeader(t, func(c *Config) { c.MinCoreUnit = 4 })
 	for i := range 100 {
 		h.addWorker(fmt.Sprintf("w%03d", i), 8, 8192)
 	}
@@ -350,8 +348,7 @@ func TestLargeAppLayoutNotCutByIDReservation(t *testing.T) {
 // workers come, expire and are forgotten: always the map's workers in id
 // order, with no sort of the fleet.
 func TestWorkerListFollowsTheWorkers(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.WorkerTimeout = 2 * time.Second })
-	h.lead(nil)
+	h := newLeader(t, func(c *Config) { c.WorkerTimeout = 2 * time.Second })
 	check := func(when string) {
 		t.Helper()
 		got, want := h.c.sortedWorkerList(), sortedWorkers(h.c.workers)
@@ -398,8 +395,7 @@ func TestWorkerListFollowsTheWorkers(t *testing.T) {
 // there, not every other one (the list is edited as each is dropped): here
 // one replaced while UNKNOWN and its replacement, dead since.
 func TestNewWorkerForgetsEveryDeadWorkerAtItsAddress(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.WorkerTimeout = 2 * time.Second })
-	h.lead(nil)
+	h := newLeader(t, func(c *Config) { c.WorkerTimeout = 2 * time.Second })
 	x, y := h.addWorker("x", 4, 4096), h.addWorker("y", 4, 4096)
 	h.pass(h.c.cfg.WorkerTimeout + h.c.cfg.tickInterval())
 	if x.state != wire.WorkerDead || y.state != wire.WorkerDead {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -16,9 +15,8 @@ import (
 // bucket of its kind, so a write costs what it touches, not the whole state;
 // the state also lives in memory for Load.
 type Bolt struct {
-	mu    sync.Mutex
-	db    *bolt.DB
-	state *State
+	held // the state the file holds
+	db   *bolt.DB
 }
 
 var metaBucket = []byte("meta")
@@ -68,11 +66,11 @@ func (b *Bolt) Write(ctx context.Context, cmds []Command) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.state == nil {
-		return ErrClosed
-	}
+	return b.locked(func() error { return b.write(cmds) })
+}
+
+// write is Write once it holds the lock.
+func (b *Bolt) write(cmds []Command) error {
 	touched := map[Key]struct{}{}
 	applyErr := applyAll(b.state, cmds, func(k Key) { touched[k] = struct{}{} })
 	err := b.db.Update(func(tx *bolt.Tx) error {
@@ -109,19 +107,8 @@ func (b *Bolt) writeKey(tx *bolt.Tx, k Key) error {
 
 func (b *Bolt) Barrier(context.Context) error { return nil }
 
-func (b *Bolt) Load(context.Context) (*State, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.state == nil {
-		return nil, ErrClosed
-	}
-	return b.state.Clone(), nil
-}
-
 func (b *Bolt) Close() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.state = nil
+	b.close()
 	return b.db.Close()
 }
 

@@ -1,9 +1,6 @@
 package persistence
 
-import (
-	"fmt"
-	"time"
-)
+import "fmt"
 
 // commandKinds is the one place a command type is defined: its tag, its
 // name, the field of Command it carries and how it changes the State.
@@ -84,55 +81,28 @@ func (s *State) bumpEpoch(Command, func(Key)) { s.Epoch++ }
 
 func (s *State) putApp(c Command, touched func(Key)) {
 	r := *c.App
-	if old := s.Apps[r.ID]; old != nil && old.Finished() {
-		// An app ends once. A later write of it (a change decided before
-		// its end committed, or a second end) changes nothing, so no order
-		// of writes can bring an ended app back.
-		return
-	}
-	s.Apps[r.ID] = &r
-	touched(Key{BucketApps, r.ID})
-	s.NextAppNumber = max(s.NextAppNumber, idNumber(r.ID)+1)
-	if r.Finished() {
-		s.endedApps.add(aged{endedAt(r.EndedAt).UnixNano(), r.ID})
+	if putEnding(s.Apps, &s.endedApps, &s.NextAppNumber, &r, c.Retain, BucketApps, touched) && r.Finished() {
 		s.dropExecutors(func(e *ExecutorRecord) bool { return e.AppID == r.ID }, touched) // an ended app has none
-		trim(s.Apps, &s.endedApps, c.Retain, (*AppRecord).Finished, func(a *AppRecord) *time.Time { return a.EndedAt }, BucketApps, touched)
 	}
 }
 
 func (s *State) deleteApp(c Command, touched func(Key)) {
-	if old := s.Apps[c.ID]; old != nil && old.Finished() {
-		s.endedApps.remove(aged{endedAt(old.EndedAt).UnixNano(), old.ID})
-	}
-	deleteKey(s.Apps, BucketApps, c.ID, touched)
+	deleteEnding(s.Apps, &s.endedApps, c.ID, BucketApps, touched)
 	s.dropExecutors(func(e *ExecutorRecord) bool { return e.AppID == c.ID }, touched)
 }
 
 func (s *State) putDriver(c Command, touched func(Key)) {
 	r := *c.Driver
-	if old := s.Drivers[r.ID]; old != nil && old.Finished() {
-		return // a driver ends once, as an app
-	}
-	s.Drivers[r.ID] = &r
-	touched(Key{BucketDrivers, r.ID})
-	s.NextDriverNumber = max(s.NextDriverNumber, idNumber(r.ID)+1)
-	if r.Finished() {
-		s.endedDrivers.add(aged{endedAt(r.EndedAt).UnixNano(), r.ID})
-		trim(s.Drivers, &s.endedDrivers, c.Retain, (*DriverRecord).Finished, func(d *DriverRecord) *time.Time { return d.EndedAt }, BucketDrivers, touched)
-	}
+	putEnding(s.Drivers, &s.endedDrivers, &s.NextDriverNumber, &r, c.Retain, BucketDrivers, touched)
 }
 
 func (s *State) deleteDriver(c Command, touched func(Key)) {
-	if old := s.Drivers[c.ID]; old != nil && old.Finished() {
-		s.endedDrivers.remove(aged{endedAt(old.EndedAt).UnixNano(), old.ID})
-	}
-	deleteKey(s.Drivers, BucketDrivers, c.ID, touched)
+	deleteEnding(s.Drivers, &s.endedDrivers, c.ID, BucketDrivers, touched)
 }
 
 func (s *State) putWorker(c Command, touched func(Key)) {
 	r := *c.Worker
-	s.Workers[r.ID] = &r
-	touched(Key{BucketWorkers, r.ID})
+	putKey(s.Workers, BucketWorkers, &r, touched)
 }
 
 func (s *State) deleteWorker(c Command, touched func(Key)) {
@@ -144,8 +114,7 @@ func (s *State) deleteWorker(c Command, touched func(Key)) {
 
 func (s *State) putMaster(c Command, touched func(Key)) {
 	r := *c.Master
-	s.Masters[r.ID] = &r
-	touched(Key{BucketMasters, r.ID})
+	putKey(s.Masters, BucketMasters, &r, touched)
 }
 
 func (s *State) deleteMaster(c Command, touched func(Key)) {

@@ -45,41 +45,51 @@ var ErrOutcomeUnknown = errors.New("outcome unknown: leadership was lost before 
 // ErrClosed is returned by an engine used after Close.
 var ErrClosed = errors.New("persistence engine closed")
 
-// Memory keeps the state in memory only (--recovery-mode none): a restarted
-// master starts empty, as Spark's NONE recovery mode.
-type Memory struct {
-	mu     sync.Mutex
-	state  *State
-	closed bool
+// held is a State kept in memory behind a lock, nil once closed: what
+// Memory and Bolt (which keeps its file's state there for Load) share.
+type held struct {
+	mu    sync.Mutex
+	state *State
 }
 
-// NewMemory returns an empty in-memory engine.
-func NewMemory() *Memory { return &Memory{state: NewState()} }
-
-func (m *Memory) Write(ctx context.Context, cmds []Command) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
+// locked runs f with the lock held, or returns ErrClosed once closed.
+func (h *held) locked(f func() error) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.state == nil {
 		return ErrClosed
 	}
-	return applyAll(m.state, cmds, nil)
+	return f()
+}
+
+// Load returns a copy of the state.
+func (h *held) Load(context.Context) (s *State, err error) {
+	err = h.locked(func() error { s = h.state.Clone(); return nil })
+	return s, err
+}
+
+// close makes every later use answer ErrClosed.
+func (h *held) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.state = nil
+}
+
+// Memory keeps the state in memory only (--recovery-mode none): a restarted
+// master starts empty, as Spark's NONE recovery mode.
+type Memory struct{ held }
+
+// NewMemory returns an empty in-memory engine.
+func NewMemory() *Memory { return &Memory{held{state: NewState()}} }
+
+func (m *Memory) Write(_ context.Context, cmds []Command) error {
+	return m.locked(func() error { return applyAll(m.state, cmds, nil) })
 }
 
 func (m *Memory) Barrier(context.Context) error { return nil }
 
-func (m *Memory) Load(context.Context) (*State, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return nil, ErrClosed
-	}
-	return m.state.Clone(), nil
-}
-
 func (m *Memory) Close() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.closed = true
+	m.close()
 	return nil
 }
 

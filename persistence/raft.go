@@ -1,7 +1,6 @@
 package persistence
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -190,71 +189,6 @@ func (r *Raft) bootstrap() error {
 	return nil
 }
 
-// timeoutOf turns a context deadline into the timeout hashicorp/raft wants.
-func timeoutOf(ctx context.Context) time.Duration {
-	if d, ok := ctx.Deadline(); ok {
-		return max(time.Until(d), time.Millisecond)
-	}
-	return 10 * time.Second
-}
-
-// Write commits cmds as one log entry and returns once a quorum has it and
-// this master applied it.
-func (r *Raft) Write(ctx context.Context, cmds []Command) error {
-	data, err := Encode(cmds)
-	if err != nil {
-		return err
-	}
-	f := r.raft.Apply(data, timeoutOf(ctx))
-	if err := f.Error(); err != nil {
-		switch {
-		case errors.Is(err, raft.ErrLeadershipLost):
-			// hashicorp/raft: the entry may survive into the next term.
-			return fmt.Errorf("raft apply: %w: %w", ErrOutcomeUnknown, err)
-		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrEnqueueTimeout):
-			return fmt.Errorf("raft apply: %w: %w", ErrNotLeader, err)
-		}
-		return fmt.Errorf("raft apply: %w", err)
-	}
-	if err, ok := f.Response().(error); ok && err != nil {
-		return err
-	}
-	return nil
-}
-
-func (r *Raft) Barrier(ctx context.Context) error {
-	if err := r.raft.Barrier(timeoutOf(ctx)).Error(); err != nil {
-		return fmt.Errorf("raft barrier: %w", err)
-	}
-	return nil
-}
-
-// VerifyLeader confirms with a quorum that this master still leads. It
-// fails at once on a master that knows it no longer does, and otherwise
-// when ctx ends first.
-func (r *Raft) VerifyLeader(ctx context.Context) error {
-	f := r.raft.VerifyLeader()
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("verifying leadership: %w: %w", ErrNotLeader, err)
-		}
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("verifying leadership: %w", ctx.Err())
-	}
-}
-
-// LeaseTimeout is how long a verified leadership stays certain: no other
-// master can be elected while a quorum has heard from this one within the
-// heartbeat timeout (followers refuse to vote while they know a leader), so
-// half of it leaves a wide margin.
-func (r *Raft) LeaseTimeout() time.Duration { return raftConfig(r.cfg).HeartbeatTimeout / 2 }
-
-func (r *Raft) Load(context.Context) (*State, error) { return r.fsm.snapshotState(), nil }
-
 // Close stops the node; its data stays for the next start.
 func (r *Raft) Close() error {
 	err := r.raft.Shutdown().Error()
@@ -271,148 +205,8 @@ func (r *Raft) closeStores() {
 	}
 }
 
-// LeadershipChanges delivers true when this master becomes the Raft leader
-// and false when it stops being one, every change, in order.
-func (r *Raft) LeadershipChanges() <-chan bool { return r.notify }
-
-// LeaderID is the id of the current leader, "" when there is none.
-//
-// A follower that has not heard from its leader for three of the leader's
-// heartbeat intervals says there is none: the leader is dead, frozen or
-// cut off, and an election is coming. Raft itself believes in the leader
-// until its heartbeat timeout (1 to 2 s); naming it meanwhile would send
-// clients to a master that cannot answer.
-func (r *Raft) LeaderID() string {
-	_, id := r.raft.LeaderWithID()
-	if id == "" || id == raft.ServerID(r.cfg.ID) {
-		return string(id)
-	}
-	if time.Since(r.raft.LastContact()) > r.silentLeaderAfter() {
-		return ""
-	}
-	return string(id)
-}
-
-// silentLeaderAfter is how long without a word from the leader makes a
-// follower stop naming it: three heartbeats (the leader sends one every
-// tenth of the heartbeat timeout).
-func (r *Raft) silentLeaderAfter() time.Duration {
-	return 3 * raftConfig(r.cfg).HeartbeatTimeout / 10
-}
-
-// IsLeader reports whether this master is the Raft leader.
-func (r *Raft) IsLeader() bool { return r.raft.State() == raft.Leader }
-
-// TransferLeadership hands leadership to another voter and waits for it,
-// or until ctx ends. hashicorp/raft cannot cancel a transfer: when ctx ends
-// first, the transfer goes on in the background and may still complete
-// (this master then steps down), or gives up by itself after an election
-// timeout.
-func (r *Raft) TransferLeadership(ctx context.Context) error {
-	if err := await(ctx, r.raft.LeadershipTransfer()); err != nil {
-		return fmt.Errorf("transferring leadership: %w", err)
-	}
-	return nil
-}
-
-// await waits for f, or until ctx ends. hashicorp/raft's futures take no
-// context (a timeout, where they take one, only bounds the wait to enqueue
-// the operation), so one left behind resolves in the background; all do
-// eventually, on shutdown at the latest.
-func await(ctx context.Context, f raft.Future) error {
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // Stats exposes Raft's counters (term, indexes, state) for status pages.
 func (r *Raft) Stats() map[string]string { return r.raft.Stats() }
-
-// RaftServer is one master in the Raft configuration.
-type RaftServer struct {
-	ID, RaftAddr string
-	Voter        bool
-}
-
-// Join adds a master as a voter (on the leader). A master that is already
-// a voter with this id at this address changes nothing, so joining is safe
-// to repeat. Any other server with this id or at this address is removed
-// first, as hraftd does: a master that came back at a new address, or a new
-// master at a departed master's address, would otherwise leave a server in
-// the configuration that nobody answers for, counting against the quorum.
-// Each step waits for its commit, or until ctx ends.
-func (r *Raft) Join(ctx context.Context, id, raftAddr string) error {
-	member, stale, err := r.joinPlan(id, raftAddr)
-	if err != nil {
-		return err
-	}
-	for _, s := range stale {
-		r.cfg.Logger.Info("removing a stale raft server before adding its replacement",
-			"stale_id", s.ID, "stale_addr", s.Address, "id", id, "addr", raftAddr)
-		if err := await(ctx, r.raft.RemoveServer(s.ID, 0, timeoutOf(ctx))); err != nil {
-			return fmt.Errorf("adding %s at %s: removing %s at %s first: %w", id, raftAddr, s.ID, s.Address, err)
-		}
-	}
-	if member {
-		return nil
-	}
-	if err := await(ctx, r.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, timeoutOf(ctx))); err != nil {
-		return fmt.Errorf("adding %s at %s: %w", id, raftAddr, err)
-	}
-	return nil
-}
-
-// joinPlan reads the configuration for Join: whether id is already a voter
-// at raftAddr, and the servers to remove before it can be (those with this
-// id or at this address, but not both). It refuses to remove this
-// master, the leader that runs Join: a request that would is a
-// misconfiguration (two masters with one id, or at one address), and
-// removing itself would only cost the cluster its leader.
-func (r *Raft) joinPlan(id, raftAddr string) (member bool, stale []raft.Server, err error) {
-	f := r.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return false, nil, fmt.Errorf("adding %s at %s: reading the configuration: %w", id, raftAddr, err)
-	}
-	for _, s := range f.Configuration().Servers {
-		sameID, sameAddr := s.ID == raft.ServerID(id), s.Address == raft.ServerAddress(raftAddr)
-		switch {
-		case sameID && sameAddr:
-			member = s.Suffrage == raft.Voter // AddVoter promotes a nonvoter in place
-		case sameID || sameAddr:
-			if s.ID == raft.ServerID(r.cfg.ID) {
-				return false, nil, fmt.Errorf("adding %s at %s: refusing to remove this master (%s at %s) to make room", id, raftAddr, s.ID, s.Address)
-			}
-			stale = append(stale, s)
-		}
-	}
-	return member, stale, nil
-}
-
-// Leave removes a master from the configuration (on the leader).
-func (r *Raft) Leave(ctx context.Context, id string) error {
-	if err := await(ctx, r.raft.RemoveServer(raft.ServerID(id), 0, timeoutOf(ctx))); err != nil {
-		return fmt.Errorf("removing %s: %w", id, err)
-	}
-	return nil
-}
-
-// Servers lists the current configuration.
-func (r *Raft) Servers(context.Context) ([]RaftServer, error) {
-	f := r.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return nil, err
-	}
-	var out []RaftServer
-	for _, s := range f.Configuration().Servers {
-		out = append(out, RaftServer{ID: string(s.ID), RaftAddr: string(s.Address), Voter: s.Suffrage == raft.Voter})
-	}
-	return out, nil
-}
 
 // Addr is the address Raft listens on.
 func (r *Raft) Addr() string { return r.cfg.Addr }

@@ -136,6 +136,17 @@ func (r *AppRecord) Finished() bool { return r.State.Finished() }
 // Finished reports whether the record is of a driver that ended.
 func (r *DriverRecord) Finished() bool { return r.State.Finished() }
 
+// ending is a record that ends once, an app or a driver: what the index of
+// ended records, and the rules their Put and Delete share, read of it.
+type ending interface {
+	key() string
+	Finished() bool
+	endTime() *time.Time
+}
+
+func (r *AppRecord) endTime() *time.Time    { return r.EndedAt }
+func (r *DriverRecord) endTime() *time.Time { return r.EndedAt }
+
 func endedAt(t *time.Time) time.Time {
 	if t == nil {
 		return time.Time{}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // State is everything the master keeps durably.
@@ -53,18 +52,21 @@ func (a aged) cmp(b aged) int {
 }
 
 // build indexes m's finished records, the first time it is needed.
-func build[V any](x *endedIndex, m map[string]V, finished func(V) bool, ended func(V) *time.Time) {
+func build[V ending](x *endedIndex, m map[string]V) {
 	if x.known {
 		return
 	}
 	x.known, x.order = true, x.order[:0]
 	for id, r := range m {
-		if finished(r) {
-			x.order = append(x.order, aged{endedAt(ended(r)).UnixNano(), id})
+		if r.Finished() {
+			x.order = append(x.order, agedOf(id, r))
 		}
 	}
 	slices.SortFunc(x.order, aged.cmp)
 }
+
+// agedOf is the index entry of the ended record r, kept under id.
+func agedOf(id string, r ending) aged { return aged{endedAt(r.endTime()).UnixNano(), id} }
 
 // add indexes a record that ended (usually the newest: an append).
 func (x *endedIndex) add(a aged) {
@@ -195,6 +197,12 @@ func (s *State) dropExecutors(match func(*ExecutorRecord) bool, touched func(Key
 	}
 }
 
+// putKey puts r into m under its id, and tells touched.
+func putKey[V interface{ key() string }](m map[string]V, b Bucket, r V, touched func(Key)) {
+	m[r.key()] = r
+	touched(Key{b, r.key()})
+}
+
 func deleteKey[V any](m map[string]V, b Bucket, id string, touched func(Key)) {
 	if _, ok := m[id]; ok {
 		delete(m, id)
@@ -202,13 +210,47 @@ func deleteKey[V any](m map[string]V, b Bucket, id string, touched func(Key)) {
 	}
 }
 
+// putEnding puts r, an app or a driver, into m, and keeps what the State
+// derives from it: the next id number past r's, and the index x of ended
+// records, trimmed to retain once r ended. It puts nothing and reports
+// false when the record in m already ended: a record ends once, and a later
+// write of it (a change decided before its end committed, or a second end)
+// changes nothing, so no order of writes can bring it back.
+func putEnding[R any, P interface {
+	*R
+	ending
+}](m map[string]P, x *endedIndex, next *int, r P, retain int, b Bucket, touched func(Key)) bool {
+	id := r.key()
+	if old := m[id]; old != nil && old.Finished() {
+		return false
+	}
+	putKey(m, b, r, touched)
+	*next = max(*next, idNumber(id)+1)
+	if r.Finished() {
+		x.add(agedOf(id, r))
+		trim(m, x, retain, b, touched)
+	}
+	return true
+}
+
+// deleteEnding deletes the app or driver id from m and from the index x.
+func deleteEnding[R any, P interface {
+	*R
+	ending
+}](m map[string]P, x *endedIndex, id string, b Bucket, touched func(Key)) {
+	if old := m[id]; old != nil && old.Finished() {
+		x.remove(agedOf(old.key(), old))
+	}
+	deleteKey(m, b, id, touched)
+}
+
 // trim drops the oldest finished records beyond retain (retain < 1 keeps
 // them all). Age is by end time then id, so every master drops the same.
-func trim[V any](m map[string]V, x *endedIndex, retain int, finished func(V) bool, ended func(V) *time.Time, b Bucket, touched func(Key)) {
+func trim[V ending](m map[string]V, x *endedIndex, retain int, b Bucket, touched func(Key)) {
 	if retain < 1 {
 		return
 	}
-	build(x, m, finished, ended)
+	build(x, m)
 	excess := len(x.order) - retain
 	if excess <= 0 {
 		return

@@ -1,7 +1,6 @@
 package persistence
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -310,14 +309,7 @@ func TestTrimAfterSnapshotAndDeletes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	data, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := decodeSnapshot(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := restore(t, s)
 	if err := r.Apply(DeleteApp("app-20261122100000-0004"), nil); err != nil { // an ended one goes
 		t.Fatal(err)
 	}

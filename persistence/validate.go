@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/berth-cluster/berth/wire"
 )
@@ -152,19 +151,19 @@ func firstProblem[V any](m map[string]V, problem func(string, V) error) error {
 // validateEndedIndexes checks the indexes of ended apps and drivers against
 // the records they index.
 func (s *State) validateEndedIndexes() error {
-	if err := validateEnded(BucketApps, &s.endedApps, s.Apps, (*AppRecord).Finished, func(a *AppRecord) *time.Time { return a.EndedAt }); err != nil {
+	if err := validateEnded(BucketApps, &s.endedApps, s.Apps); err != nil {
 		return err
 	}
-	return validateEnded(BucketDrivers, &s.endedDrivers, s.Drivers, (*DriverRecord).Finished, func(d *DriverRecord) *time.Time { return d.EndedAt })
+	return validateEnded(BucketDrivers, &s.endedDrivers, s.Drivers)
 }
 
 // validateEnded checks an ended index against the records it indexes.
-func validateEnded[V any](b Bucket, x *endedIndex, m map[string]V, finished func(V) bool, ended func(V) *time.Time) error {
+func validateEnded[V ending](b Bucket, x *endedIndex, m map[string]V) error {
 	if !x.known {
 		return nil // built from the records when first needed
 	}
 	var want endedIndex
-	build(&want, m, finished, ended)
+	build(&want, m)
 	if !slices.Equal(x.order, want.order) {
 		return fmt.Errorf("the index of ended %s (%d records) does not match the %d ended records held", b, len(x.order), len(want.order))
 	}

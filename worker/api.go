@@ -21,38 +21,12 @@ func (w *Worker) handler() http.Handler {
 	mux.HandleFunc(api.ExecutorLogs.Mux(), w.handleExecutorLog)
 	mux.HandleFunc(api.DriverLogs.Mux(), w.handleDriverLog)
 
-	mux.Handle(api.LaunchExecutor.Mux(), command(w, "launch executor",
-		validateLaunchExecutor,
-		func(c *wire.LaunchExecutor) error { return w.launchExecutor(*c) }))
-	mux.Handle(api.KillExecutor.Mux(), command(w, "kill executor",
-		validateKillExecutor,
-		func(c *wire.KillExecutor) error {
-			return w.killOnRequest(w.procs.executor(c.AppID, c.ExecutorID), fmt.Sprintf("executor %d of app %s", c.ExecutorID, c.AppID))
-		}))
-	mux.Handle(api.LaunchDriver.Mux(), command(w, "launch driver",
-		validateLaunchDriver,
-		func(c *wire.LaunchDriver) error { return w.launchDriver(*c) }))
-	mux.Handle(api.KillDriver.Mux(), command(w, "kill driver",
-		validateKillDriver,
-		func(c *wire.KillDriver) error {
-			return w.killOnRequest(w.procs.driver(c.DriverID), "driver "+c.DriverID)
-		}))
-	mux.Handle(api.AppFinished.Mux(), command(w, "application finished",
-		validateAppFinished,
-		func(c *wire.ApplicationFinished) error {
-			// Spark broadcasts this to every worker the app used: an app we
-			// know nothing of is fine.
-			for _, p := range w.procs.live(c.AppID, false) {
-				w.kill(p, reasonAppEnded)
-			}
-			return nil
-		}))
-	mux.Handle(api.Reconnect.Mux(), command(w, "reconnect",
-		validateReconnect,
-		func(c *wire.Reconnect) error {
-			w.sess.reconnect(normalizeMaster(c.Master))
-			return nil
-		}))
+	mux.Handle(api.LaunchExecutor.Mux(), command(w, "launch executor", validateLaunchExecutor, w.launchExecutor))
+	mux.Handle(api.KillExecutor.Mux(), command(w, "kill executor", validateKillExecutor, w.killExecutor))
+	mux.Handle(api.LaunchDriver.Mux(), command(w, "launch driver", validateLaunchDriver, w.launchDriver))
+	mux.Handle(api.KillDriver.Mux(), command(w, "kill driver", validateKillDriver, w.killDriver))
+	mux.Handle(api.AppFinished.Mux(), command(w, "application finished", validateAppFinished, w.appFinished))
+	mux.Handle(api.Reconnect.Mux(), command(w, "reconnect", validateReconnect, w.reconnect))
 	w.mountUI(mux)
 	return httpx.Authorize(wire.WorkerAPI, mux, httpx.Auth{Secret: w.cfg.Secret, TLS: w.cfg.TLS != nil, UI: true})
 }
@@ -91,6 +65,14 @@ func command[T wire.Command](w *Worker, name string, validate func(*T) error, ap
 	})
 }
 
+func (w *Worker) killExecutor(c *wire.KillExecutor) error {
+	return w.killOnRequest(w.procs.executor(c.AppID, c.ExecutorID), fmt.Sprintf("executor %d of app %s", c.ExecutorID, c.AppID))
+}
+
+func (w *Worker) killDriver(c *wire.KillDriver) error {
+	return w.killOnRequest(w.procs.driver(c.DriverID), "driver "+c.DriverID)
+}
+
 // killOnRequest kills p (what names it) for the master: 404 if it does not
 // run here.
 func (w *Worker) killOnRequest(p *proc, what string) error {
@@ -98,6 +80,21 @@ func (w *Worker) killOnRequest(p *proc, what string) error {
 		return httpx.Coded(http.StatusNotFound, wire.CodeUnknownProcess, "unknown %s", what)
 	}
 	w.kill(p, reasonMaster)
+	return nil
+}
+
+// appFinished kills the executors of an app that ended. Spark broadcasts
+// it to every worker the app used: an app unknown here is fine.
+func (w *Worker) appFinished(c *wire.ApplicationFinished) error {
+	for _, p := range w.procs.live(c.AppID, false) {
+		w.kill(p, reasonAppEnded)
+	}
+	return nil
+}
+
+// reconnect has the worker register with the master the command names.
+func (w *Worker) reconnect(c *wire.Reconnect) error {
+	w.sess.reconnect(normalizeMaster(c.Master))
 	return nil
 }
 

@@ -12,8 +12,7 @@ import (
 )
 
 func TestSecretIsRequired(t *testing.T) {
-	t.Parallel()
-	_, w := startRegistered(t, nil)
+	_, w := startParallel(t, nil)
 	launch := wire.LaunchExecutor{Epoch: 9, AppID: "app-1", ExecutorID: 0, Cores: 1, Command: helperCmd(t, "sleep"), Env: helperEnvMap}
 	for _, secret := range []string{"", "wrong", testSecret + "x"} {
 		for _, c := range []struct{ method, path string }{
@@ -38,8 +37,7 @@ func TestSecretIsRequired(t *testing.T) {
 }
 
 func TestBadCommandsAreRefused(t *testing.T) {
-	t.Parallel()
-	fm, w := startRegistered(t, nil)
+	fm, w := startParallel(t, nil)
 	cmd := []string{"/bin/true"}
 	exec := func(mod func(*wire.LaunchExecutor)) wire.LaunchExecutor {
 		l := wire.LaunchExecutor{Epoch: 5, AppID: "app-1", ExecutorID: 0, Cores: 1, MemoryMB: 10, Command: cmd}

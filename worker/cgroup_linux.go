@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,8 +36,9 @@ type cgroups struct {
 var v1Controllers = []string{"memory", "cpu", "pids"}
 
 // setupCgroups makes the worker's parent groups, or says why it cannot.
+// workerID is an id (checkID, defaultID): fit for a directory name.
 func setupCgroups(workerID string, pidsMax int) (*cgroups, error) {
-	name := fmt.Sprintf("berth-%s-%d", regexp.MustCompile(`[^A-Za-z0-9._-]`).ReplaceAllString(workerID, "_"), os.Getpid())
+	name := fmt.Sprintf("berth-%s-%d", workerID, os.Getpid())
 	own, err := ownCgroups()
 	if err != nil {
 		return nil, err

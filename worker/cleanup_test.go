@@ -72,8 +72,7 @@ func TestCleanupRemovesOnlyStaleDirectoriesOfEndedWork(t *testing.T) {
 
 // A TTL below zero (--cleanup-ttl 0) keeps everything.
 func TestCleanupDisabled(t *testing.T) {
-	t.Parallel()
-	fm, w := startRegistered(t, func(c *Config) { c.CleanupTTL = -1 })
+	fm, w := startParallel(t, func(c *Config) { c.CleanupTTL = -1 })
 	w.launchExecutor("app-old", 0, helperCmd(t, "exit", "0"))
 	fm.waitFinal(t, "app-old", 0)
 	done := make(chan struct{})

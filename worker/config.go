@@ -136,9 +136,7 @@ func checkID(what, id string) error {
 		return fmt.Errorf("%s is longer than %d characters", what, maxIDLen)
 	}
 	for i, c := range id {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-			(i > 0 && (c == '-' || c == '_' || c == '.'))
-		if !ok {
+		if !idChar(c) || i == 0 && !alnum(c) {
 			return fmt.Errorf("%s %q: only letters, digits, '-', '_' and '.' are allowed, starting with a letter or digit", what, id)
 		}
 	}
@@ -147,6 +145,11 @@ func checkID(what, id string) error {
 	}
 	return nil
 }
+
+func alnum(c rune) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+
+// idChar reports whether c may stand in an id (see checkID).
+func idChar(c rune) bool { return alnum(c) || c == '-' || c == '_' || c == '.' }
 
 // withDefaults returns c with its zero fields filled and its values checked.
 // Error messages name the flag of cmd/worker the field comes from.
@@ -353,7 +356,7 @@ func memTotalMB(path string) (int, error) {
 func defaultID(now time.Time, host string, port int) string {
 	safe := []byte(host)
 	for i, c := range safe {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
+		if !idChar(rune(c)) {
 			safe[i] = '_'
 		}
 	}

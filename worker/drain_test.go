@@ -11,8 +11,7 @@ import (
 // drain it, keeps heartbeating, and lets its executor run until the
 // deadline has passed; only then does it kill what is left and stop.
 func TestStopWithDrainDeadlineDrainsFirst(t *testing.T) {
-	t.Parallel()
-	fm, tw := startRegistered(t, func(c *Config) { c.DrainDeadline = time.Second })
+	fm, tw := startParallel(t, func(c *Config) { c.DrainDeadline = time.Second })
 	pid := tw.runSleeper("app-d", 0)
 	start := time.Now()
 	stopped := make(chan struct{})

@@ -167,6 +167,14 @@ func startRegistered(t *testing.T, mod func(*Config)) (*fakeMaster, *testWorker)
 	return fm, w
 }
 
+// startParallel is the opening of most tests: it marks t parallel, then
+// starts a worker registered with a fake master of its own.
+func startParallel(t *testing.T, mod func(*Config)) (*fakeMaster, *testWorker) {
+	t.Helper()
+	t.Parallel()
+	return startRegistered(t, mod)
+}
+
 // stop cancels Run and waits for it.
 func (tw *testWorker) stop() {
 	tw.once.Do(func() {

@@ -21,28 +21,10 @@ func requireCgroups(t *testing.T, tw *testWorker) {
 	}
 }
 
-func finalState(t *testing.T, fm *fakeMaster, appID string) wire.ExecutorStateChanged {
-	t.Helper()
-	var final wire.ExecutorStateChanged
-	testproc.Eventually(t, 20*time.Second, "the executor's final state", func() bool {
-		found := false
-		fm.with(func() {
-			for _, s := range fm.execStates {
-				if s.AppID == appID && s.State.Finished() {
-					final, found = s, true
-				}
-			}
-		})
-		return found
-	})
-	return final
-}
-
 // The worker tells the master how it enforces limits; with cgroups each
 // executor's group has its memory, CPU weight and pids limits.
 func TestLimitsAreReportedAndSet(t *testing.T) {
-	t.Parallel()
-	fm, tw := startRegistered(t, nil)
+	fm, tw := startParallel(t, nil)
 	var limits string
 	fm.with(func() { limits = fm.registrations[0].Limits })
 	if limits == "" || (tw.cg == nil) != strings.HasPrefix(limits, "not enforced: ") {
@@ -79,12 +61,12 @@ func TestLimitsAreReportedAndSet(t *testing.T) {
 // A process that allocates past its memory is killed by the kernel and
 // reported as such, not as a bare 137.
 func TestOverMemoryIsKilledAndSaysSo(t *testing.T) {
-	t.Parallel()
-	fm, tw := startRegistered(t, nil)
+	fm, tw := startParallel(t, nil)
 	requireCgroups(t, tw)
 	// 512 MB of one string (perl is Essential in Debian), against 256 MB.
 	tw.launchExecutor("app-oom", 0, []string{"perl", "-e", `$x = "a" x 536870912; print length($x), "\n"`})
-	final := finalState(t, fm, "app-oom")
+	reps := fm.waitFinal(t, "app-oom", 0)
+	final := reps[len(reps)-1]
 	if final.State != wire.ExecutorFailed || !strings.Contains(final.Message, "exceeded its memory limit of 256 MB") {
 		t.Errorf("final state %s %q, want FAILED, killed for its memory", final.State, final.Message)
 	}
@@ -93,8 +75,7 @@ func TestOverMemoryIsKilledAndSaysSo(t *testing.T) {
 // What an executor started in a session of its own (setsid, double fork)
 // dies with the executor: its cgroup is killed whole.
 func TestSetsidEscapeeDiesWithItsExecutor(t *testing.T) {
-	t.Parallel()
-	_, tw := startRegistered(t, nil)
+	_, tw := startParallel(t, nil)
 	requireCgroups(t, tw)
 	tw.launchExecutor("app-esc", 0, []string{"/bin/sh", "-c", "setsid sh -c 'sleep 300 & echo $! > escapee.pid; wait' & echo pid $$; sleep 300"})
 	pidFile := filepath.Join(tw.execDir("app-esc", 0), "escapee.pid")

@@ -55,8 +55,7 @@ func TestRollingLogRollsBySizeAndKeepsTheNewest(t *testing.T) {
 // A process that writes more than --log-max-size gets its output rolled;
 // the log API reads the kept files back whole, oldest first.
 func TestExecutorLogsRollAndReadBackWhole(t *testing.T) {
-	t.Parallel()
-	_, tw := startRegistered(t, func(c *Config) { c.LogMaxSize = 4096; c.LogMaxFiles = 100 })
+	_, tw := startParallel(t, func(c *Config) { c.LogMaxSize = 4096; c.LogMaxFiles = 100 })
 	// 500 numbered lines of 24 bytes: about 12 KB, three files or more.
 	tw.launchExecutor("app-log", 0, []string{"/bin/sh", "-c", `i=0; while [ $i -lt 500 ]; do printf 'line %05d of the output\n' $i; i=$((i+1)); done`})
 	testproc.Eventually(t, 10*time.Second, "the executor to end", func() bool {

@@ -13,8 +13,7 @@ import (
 )
 
 func TestRegistrationThenLatestStateThenHeartbeats(t *testing.T) {
-	t.Parallel()
-	fm, w := startRegistered(t, nil)
+	fm, w := startParallel(t, nil)
 	testproc.Eventually(t, 5*time.Second, "heartbeats", func() bool { return fm.count("heartbeat") >= 2 })
 
 	calls := fm.callLog()
@@ -102,8 +101,7 @@ func TestRegistrationRefusalsAreRetried(t *testing.T) {
 }
 
 func TestReconnectReplyRegistersAgainKeepingChildren(t *testing.T) {
-	t.Parallel()
-	fm, w := startRegistered(t, nil)
+	fm, w := startParallel(t, nil)
 	pid := w.runSleeper("app-1", 0)
 	testproc.Eventually(t, 5*time.Second, "a heartbeat counting the executor", func() bool {
 		var hb wire.Heartbeat
@@ -182,8 +180,7 @@ func TestReconnectCommand(t *testing.T) {
 }
 
 func TestUnknownWorkerReportMakesItRegisterAgain(t *testing.T) {
-	t.Parallel()
-	fm, w := startRegistered(t, nil)
+	fm, w := startParallel(t, nil)
 	refused := 0
 	fm.with(func() {
 		fm.onExecState = func(s wire.ExecutorStateChanged) error {
@@ -217,8 +214,7 @@ func TestUnknownWorkerReportMakesItRegisterAgain(t *testing.T) {
 
 // Reports wait, in order, while the master does not take them.
 func TestReportsAreDeliveredInOrderAfterAnOutage(t *testing.T) {
-	t.Parallel()
-	fm, w := startRegistered(t, nil)
+	fm, w := startParallel(t, nil)
 	fm.with(func() {
 		fm.onExecState = func(wire.ExecutorStateChanged) error {
 			return &httpx.StatusError{Status: 503, Message: "busy"}

@@ -53,15 +53,8 @@ func (c procCollector) Collect(ch chan<- prometheus.Metric) {
 	type key struct{ kind, state string }
 	counts := map[key]int{}
 	c.t.mu.Lock()
-	for _, p := range c.t.executors {
-		if !p.ended {
-			counts[key{"executor", p.state}]++
-		}
-	}
-	for _, p := range c.t.drivers {
-		if !p.ended {
-			counts[key{"driver", p.state}]++
-		}
+	for p := range c.t.liveLocked() {
+		counts[key{kindName(p.kind), p.state}]++
 	}
 	c.t.mu.Unlock()
 	for k, n := range counts {

@@ -12,8 +12,7 @@ import (
 // The worker's metrics follow what it runs: a launch, a live process by
 // kind and state, its end by state.
 func TestWorkerMetricsFollowItsProcesses(t *testing.T) {
-	t.Parallel()
-	_, tw := startRegistered(t, nil)
+	_, tw := startParallel(t, nil)
 	scrape := func() func(string, ...string) float64 {
 		f := testproc.Scrape(t, tw.URL()+"/metrics", testSecret)
 		return func(name string, labels ...string) float64 { return testproc.Value(f, name, labels...) }

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"iter"
 	"os"
 	"sort"
 	"sync"
@@ -112,19 +113,29 @@ func (t *procTable) live(appID string, closing bool) []*proc {
 		t.closing = true
 	}
 	var out []*proc
-	for _, p := range t.executors {
-		if !p.ended && (appID == "" || p.appID == appID) {
+	for p := range t.liveLocked() {
+		if appID == "" || p.kind == kindExecutor && p.appID == appID {
 			out = append(out, p)
 		}
 	}
-	if appID == "" {
+	return out
+}
+
+// liveLocked yields the processes that have not ended, executors first.
+// The caller holds t.mu.
+func (t *procTable) liveLocked() iter.Seq[*proc] {
+	return func(yield func(*proc) bool) {
+		for _, p := range t.executors {
+			if !p.ended && !yield(p) {
+				return
+			}
+		}
 		for _, p := range t.drivers {
-			if !p.ended {
-				out = append(out, p)
+			if !p.ended && !yield(p) {
+				return
 			}
 		}
 	}
-	return out
 }
 
 // setEnded records p's final state and forgets the oldest ended processes
@@ -167,17 +178,9 @@ func (t *procTable) used() usage {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var u usage
-	for _, p := range t.executors {
-		if !p.ended {
-			u.cores += p.cores
-			u.memoryMB += p.memoryMB
-		}
-	}
-	for _, p := range t.drivers {
-		if !p.ended {
-			u.cores += p.cores
-			u.memoryMB += p.memoryMB
-		}
+	for p := range t.liveLocked() {
+		u.cores += p.cores
+		u.memoryMB += p.memoryMB
 	}
 	return u
 }
@@ -186,16 +189,12 @@ func (t *procTable) used() usage {
 func (t *procTable) snapshot() ([]wire.ExecutorReport, []wire.DriverReport) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	execs := []wire.ExecutorReport{}
-	for _, p := range t.executors {
-		if !p.ended {
+	execs, drivers := []wire.ExecutorReport{}, []wire.DriverReport{}
+	for p := range t.liveLocked() {
+		if p.kind == kindExecutor {
 			execs = append(execs, wire.ExecutorReport{AppID: p.appID, ExecutorID: p.execID,
 				Cores: p.cores, MemoryMB: p.memoryMB, State: p.executorState(), Resources: p.resources})
-		}
-	}
-	drivers := []wire.DriverReport{}
-	for _, p := range t.drivers {
-		if !p.ended {
+		} else {
 			drivers = append(drivers, wire.DriverReport{DriverID: p.driverID,
 				Cores: p.cores, MemoryMB: p.memoryMB, State: p.driverState(), Resources: p.resources})
 		}

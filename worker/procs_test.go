@@ -15,8 +15,7 @@ import (
 )
 
 func TestExecutorExitStates(t *testing.T) {
-	t.Parallel()
-	fm, w := startRegistered(t, nil)
+	fm, w := startParallel(t, nil)
 
 	notExec := filepath.Join(t.TempDir(), "not-executable")
 	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
@@ -65,8 +64,7 @@ func TestExecutorExitStates(t *testing.T) {
 }
 
 func TestKillExecutor(t *testing.T) {
-	t.Parallel()
-	fm, w := startRegistered(t, nil)
+	fm, w := startParallel(t, nil)
 
 	w.launchExecutor("app-1", 0, helperCmd(t, "sleep"))
 	w.launchExecutor("app-1", 1, helperCmd(t, "ignore-term"))
@@ -109,10 +107,7 @@ func TestKillExecutor(t *testing.T) {
 }
 
 func TestStaleEpochIsRefused(t *testing.T) {
-	t.Parallel()
-	fm := newFakeMaster(t)
-	w := startWorker(t, []string{fm.URL()}, nil)
-	fm.waitRegistered(t) // learns epoch 5
+	fm, w := startParallel(t, nil) // the worker learns epoch 5
 
 	launch := wire.LaunchExecutor{Epoch: 4, AppID: "app-1", ExecutorID: 0, Cores: 1, Command: helperCmd(t, "sleep"), Env: helperEnvMap}
 	var stale wire.StaleEpoch
@@ -145,8 +140,7 @@ func TestStaleEpochIsRefused(t *testing.T) {
 }
 
 func TestLaunchIsIdempotent(t *testing.T) {
-	t.Parallel()
-	fm, w := startRegistered(t, nil)
+	fm, w := startParallel(t, nil)
 	for range 3 {
 		w.launchExecutor("app-1", 0, helperCmd(t, "sleep"))
 	}
@@ -180,6 +174,16 @@ func TestLaunchIsIdempotent(t *testing.T) {
 type childView struct {
 	Args []string `json:"args"`
 	Env  []string `json:"env"`
+}
+
+// envMap is the child's environment by name.
+func (v childView) envMap() map[string]string {
+	env := map[string]string{}
+	for _, kv := range v.Env {
+		k, val, _ := strings.Cut(kv, "=")
+		env[k] = val
+	}
+	return env
 }
 
 func readChildView(t *testing.T, w *testWorker, logPath string) childView {
@@ -222,11 +226,7 @@ func TestChildEnvironmentArgsAndNoShell(t *testing.T) {
 			t.Errorf("a shell ran: %s exists", f)
 		}
 	}
-	env := map[string]string{}
-	for _, kv := range v.Env {
-		k, val, _ := strings.Cut(kv, "=")
-		env[k] = val
-	}
+	env := v.envMap()
 	want := map[string]string{
 		wire.EnvAppID: "app-env", wire.EnvExecutorID: "2", wire.EnvCores: "3", // the worker's facts win over the app's env
 		wire.EnvMemoryMB: "512", wire.EnvWorkerID: w.ID(), wire.EnvWorkerHost: "localhost",
@@ -254,11 +254,7 @@ func TestChildEnvironmentArgsAndNoShell(t *testing.T) {
 		Command: helperCmd(t, "print-env", "{{CORES}}@{{HOSTNAME}}"), Env: helperEnvMap,
 	})
 	v = readChildView(t, w, "/v1/drivers/driver-env/logs/stdout")
-	env = map[string]string{}
-	for _, kv := range v.Env {
-		k, val, _ := strings.Cut(kv, "=")
-		env[k] = val
-	}
+	env = v.envMap()
 	if v.Args[2] != "2@localhost" {
 		t.Errorf("driver args %q", v.Args)
 	}
@@ -280,8 +276,7 @@ func TestChildEnvironmentArgsAndNoShell(t *testing.T) {
 }
 
 func TestLogsEndpoint(t *testing.T) {
-	t.Parallel()
-	_, w := startRegistered(t, nil)
+	_, w := startParallel(t, nil)
 	pid := w.runSleeper("app-1", 0)
 	whole := w.mustCall(200, "GET", "/v1/executors/app-1/0/logs/stdout", nil)
 	if whole != "pid "+strconv.Itoa(pid)+"\n" {
@@ -307,8 +302,7 @@ func TestLogsEndpoint(t *testing.T) {
 }
 
 func TestApplicationFinishedKillsItsExecutors(t *testing.T) {
-	t.Parallel()
-	fm, w := startRegistered(t, nil)
+	fm, w := startParallel(t, nil)
 	w.launchExecutor("app-a", 0, helperCmd(t, "sleep"))
 	w.launchExecutor("app-a", 1, helperCmd(t, "sleep"))
 	pidB := w.runSleeper("app-b", 0)
@@ -333,8 +327,7 @@ func TestApplicationFinishedKillsItsExecutors(t *testing.T) {
 }
 
 func TestDrivers(t *testing.T) {
-	t.Parallel()
-	fm, w := startRegistered(t, nil)
+	fm, w := startParallel(t, nil)
 	launch := func(id string, supervise bool, argv []string) {
 		w.mustCall(200, "POST", "/v1/drivers", wire.LaunchDriver{Epoch: 5, DriverID: id, Cores: 1, MemoryMB: 100,
 			Supervise: supervise, Command: argv, Env: helperEnvMap})
@@ -382,8 +375,7 @@ func TestDrivers(t *testing.T) {
 // Cancelling Run (the cmd does on SIGTERM) kills everything, reports the
 // final states and returns.
 func TestShutdownKillsAndReports(t *testing.T) {
-	t.Parallel()
-	fm, w := startRegistered(t, nil)
+	fm, w := startParallel(t, nil)
 	w.launchExecutor("app-1", 0, helperCmd(t, "sleep"))
 	w.launchExecutor("app-1", 1, helperCmd(t, "ignore-term"))
 	w.mustCall(200, "POST", "/v1/drivers", wire.LaunchDriver{Epoch: 5, DriverID: "drv-1", Cores: 1,

@@ -6,7 +6,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 )
@@ -176,15 +175,4 @@ func (r *runAs) scan(workDir string) {
 			}
 		}
 	}
-}
-
-// setEnv returns env ("k=v" entries) with key set to v, in a new slice.
-func setEnv(env []string, key, v string) []string {
-	out := make([]string, 0, len(env)+1)
-	for _, kv := range env {
-		if k, _, _ := strings.Cut(kv, "="); k != key {
-			out = append(out, kv)
-		}
-	}
-	return append(out, key+"="+v)
 }

@@ -73,6 +73,17 @@ func getenv(env []string, key string) string {
 	return ""
 }
 
+// setEnv returns env ("k=v" entries) with key set to v, in a new slice.
+func setEnv(env []string, key, v string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k != key {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+v)
+}
+
 // substitute replaces the placeholders in argv, in one pass (a value that
 // contains a placeholder is not expanded again).
 func substitute(argv []string, pairs ...string) []string {

@@ -10,8 +10,7 @@ import (
 // The worker's page lists what it runs, with each process's pid, behind
 // the sign-in: with a secret, a page without a session goes to the sign-in.
 func TestWorkerPageListsItsProcesses(t *testing.T) {
-	t.Parallel()
-	_, tw := startRegistered(t, nil)
+	_, tw := startParallel(t, nil)
 	pid := tw.runSleeper("app-ui", 3)
 	code, body := tw.call(http.MethodGet, "/ui/", nil)
 	if code != http.StatusOK {

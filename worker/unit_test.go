@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -166,6 +167,13 @@ func TestLookPath(t *testing.T) {
 	}
 	if p, _ := lookPath("./x/y", ""); p != "./x/y" {
 		t.Errorf("a path is kept: %q", p)
+	}
+}
+
+func TestSetEnv(t *testing.T) {
+	t.Parallel()
+	if got := setEnv([]string{"A=1", "HOME=/root", "B=2"}, "HOME", "/nonexistent"); fmt.Sprint(got) != "[A=1 B=2 HOME=/nonexistent]" {
+		t.Errorf("setEnv: %v", got)
 	}
 }
 

@@ -2,10 +2,42 @@ package master
 
 import (
 	"fmt"
+	"net/http"
 	"testing"
 
+	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/wire"
 )
+
+// The cluster's status as the loop builds it (GET /v1/cluster, the UI):
+// what it says, and what it costs at scale.
+
+// GET /v1/cluster?workers=false: the workers' summary without their list
+// (a cluster of 100,000 workers stays cheap to ask); the summary is there
+// with the list too. A bad value is a 400 naming the parameter.
+func TestClusterWorkerSummary(t *testing.T) {
+	h := newLeader(t, nil, "w1")
+	h.addWorker("w2", 8, 8192)
+	h.addApp(wire.AppDescription{MaxCores: 2, CoresPerExecutor: 1, MemoryPerExecutorMB: 512})
+	want := wire.WorkerSummary{Total: 2, Alive: 2, Cores: 12, CoresUsed: 2, MemoryMB: 12288, MemoryUsedMB: 1024}
+	for _, list := range []bool{true, false} {
+		st := h.c.clusterStatus(true, list)
+		if st.WorkerSummary != want || (len(st.Workers) == 2) != list {
+			t.Errorf("list %v: summary %+v (want %+v), %d workers listed", list, st.WorkerSummary, want, len(st.Workers))
+		}
+	}
+	if _, err := parseBoolParam(wire.ClusterWorkersParam, "nope"); httpx.StatusOf(err) != http.StatusBadRequest {
+		t.Errorf("workers=nope: %v, want 400", err)
+	}
+}
+
+// addWorkers registers n workers of one size, w000000 onwards: a fleet for
+// the benchmarks.
+func (h *harness) addWorkers(n, cores, memoryMB int) {
+	for i := range n {
+		h.addWorker(fmt.Sprintf("w%06d", i), cores, memoryMB)
+	}
+}
 
 // BenchmarkClusterStatus is the loop's part of a UI page or GET
 // /v1/cluster: the status of 10,000 workers and 1,000 running apps (3
@@ -14,11 +46,8 @@ import (
 //
 //	go test -run XXX -bench ClusterStatus -benchmem ./master
 func BenchmarkClusterStatus(b *testing.B) {
-	h := newHarness(b, nil)
-	h.lead(nil)
-	for i := range 10000 {
-		h.addWorker(fmt.Sprintf("w%05d", i), 4, 8192)
-	}
+	h := newLeader(b, nil)
+	h.addWorkers(10000, 4, 8192)
 	for range 1000 {
 		h.addApp(wire.AppDescription{MaxCores: 3, CoresPerExecutor: 1, MemoryPerExecutorMB: 512})
 	}
@@ -40,11 +69,8 @@ func BenchmarkClusterStatus(b *testing.B) {
 func BenchmarkSchedulingPass(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
 		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
-			h := newHarness(b, nil)
-			h.lead(nil)
-			for i := range n {
-				h.addWorker(fmt.Sprintf("w%06d", i), 8, 16384)
-			}
+			h := newLeader(b, nil)
+			h.addWorkers(n, 8, 16384)
 			for b.Loop() {
 				a := h.addApp(wire.AppDescription{MaxCores: 4, CoresPerExecutor: 1, MemoryPerExecutorMB: 512})
 				if len(a.executors) != 4 {
@@ -61,11 +87,8 @@ func BenchmarkSchedulingPass(b *testing.B) {
 // BenchmarkClusterSummary is GET /v1/cluster?workers=false on a cluster of
 // 100,000 workers with one app waiting (it needs its waiting reason).
 func BenchmarkClusterSummary(b *testing.B) {
-	h := newHarness(b, nil)
-	h.lead(nil)
-	for i := range 100000 {
-		h.addWorker(fmt.Sprintf("w%06d", i), 8, 16384)
-	}
+	h := newLeader(b, nil)
+	h.addWorkers(100000, 8, 16384)
 	h.addApp(wire.AppDescription{MaxCores: 1, MemoryPerExecutorMB: 1 << 29})
 	b.ReportAllocs()
 	for b.Loop() {
@@ -80,11 +103,8 @@ func BenchmarkClusterSummary(b *testing.B) {
 //
 //	go test -run XXX -bench Tick -benchmem ./master
 func BenchmarkTick(b *testing.B) {
-	h := newHarness(b, nil)
-	h.lead(nil)
-	for i := range 100000 {
-		h.addWorker(fmt.Sprintf("w%06d", i), 8, 16384)
-	}
+	h := newLeader(b, nil)
+	h.addWorkers(100000, 8, 16384)
 	b.ReportAllocs()
 	for b.Loop() {
 		h.c.tick()
