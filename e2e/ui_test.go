@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/berth-cluster/berth/internal/testcluster"
@@ -22,8 +23,10 @@ import (
 // lists the cluster and the GPUs in use; the topology
 // puts each executor on its worker; a worker killed with SIGKILL shows DEAD
 // and its executors LOST; after a kill -9 of the leader the new leader's
-// pages show the app intact; a cross-site form post kills nothing; killing
-// an app from its page kills it.
+// pages show the app intact, and every follower's page says it is a
+// follower's and links to the new leader; a cross-site form post kills
+// nothing; killing an app from its page kills it, once confirmed in the
+// page or, with scripts off, on the confirmation page.
 func TestWebUIInABrowser(t *testing.T) {
 	t.Parallel()
 	hc := startCluster(t, clusterSpec{masters: 3, flags: []string{"--worker-timeout", "4s", "--recovery-timeout", "20s"},
@@ -132,9 +135,12 @@ func TestWebUIInABrowser(t *testing.T) {
 		}
 		return wantText(s, appID, "RUNNING", fmt.Sprintf("%d executors holding %d cores", len(liveExecutors(a)), cores))
 	})
+	survivor := slices.DeleteFunc([]string{"w1", "w2", "w3"}, func(w string) bool { return w == victim })[0]
 	for _, m := range hc.others(leader, newLeader) {
 		b.signIn(m.URL)
-		mustContain(t, "a follower's page", b.open(m.URL+"/ui/"), "follower's view", newLeader.URL)
+		for _, path := range []string{"/ui/", "/ui/topology", "/ui/workers/" + survivor, "/ui/apps/" + appID} {
+			mustContain(t, "a follower's page "+path, b.open(m.URL+path), "follower's view", newLeader.URL)
+		}
 	}
 
 	// A page of another site posts the kill form: refused, nothing killed.
@@ -165,6 +171,26 @@ func TestWebUIInABrowser(t *testing.T) {
 	if a := mustApp(t, hc.mustStatus(), other); a.State != wire.AppRunning {
 		t.Errorf("the other app is %s after the kill of %s", a.State, appID)
 	}
+
+	// With scripts off, the button leads to a confirmation page that says
+	// what will happen; only its Confirm kills.
+	b.run("the kill button with scripts off",
+		emulation.SetScriptExecutionDisabled(true),
+		chromedp.Navigate(newLeader.URL+"/ui/apps/"+other),
+		chromedp.WaitVisible(`button.danger`, chromedp.ByQuery),
+		chromedp.Click(`button.danger`, chromedp.ByQuery),
+		chromedp.WaitVisible(`form.confirm button`, chromedp.ByQuery))
+	mustContain(t, "the confirmation page", b.text(), "Kill application "+other+" and all its executors?", "executors holding", "Cancel")
+	if a := mustApp(t, hc.mustStatus(), other); a.State != wire.AppRunning {
+		t.Errorf("the app is %s before the kill was confirmed", a.State)
+	}
+	b.run("confirming the kill", chromedp.Click(`form.confirm button`, chromedp.ByQuery))
+	hc.appWhen(other, 15*time.Second, "KILLED once confirmed without scripts", func(a wire.AppStatus) error {
+		if a.State != wire.AppKilled {
+			return fmt.Errorf("state %s", a.State)
+		}
+		return nil
+	})
 }
 
 // registerApp registers desc through the cluster's client and follows its

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -172,20 +173,35 @@ func (c *core) appEnded(a *appInfo, state wire.AppState, msg string, endedAt tim
 }
 
 // setExecutorLimit is dynamic allocation's request for a total number of
-// executors. It takes effect, and is answered, once durable.
+// executors. It takes effect, is told to the app's streams (and its UI
+// page) and is answered once durable; a limit set again to what it was is
+// not told (dynamic allocation repeats its request).
 func (c *core) setExecutorLimit(id string, limit int, reply func(any, error)) {
 	a, err := c.activeApp(id)
 	if err != nil {
 		reply(nil, err)
 		return
 	}
-	c.updateApp(a, 0, func(rec *persistence.AppRecord) { rec.ExecutorLimit = &limit }, func() {}, func(err error) {
+	var was *int
+	c.updateApp(a, 0, func(rec *persistence.AppRecord) { was, rec.ExecutorLimit = rec.ExecutorLimit, &limit }, func() {
+		if was == nil || *was != limit {
+			c.publish(a, wire.AppEvent{Type: wire.EventExecutorLimitChanged, Message: limitChange(was, limit)})
+		}
+	}, func(err error) {
 		if err != nil {
 			reply(nil, err)
 			return
 		}
 		reply(wire.ExecutorLimit{Limit: limit}, nil)
 	})
+}
+
+// limitChange says how an executor limit changed.
+func limitChange(was *int, now int) string {
+	if was == nil {
+		return fmt.Sprintf("executor limit set to %d (was none)", now)
+	}
+	return fmt.Sprintf("executor limit set to %d (was %d)", now, *was)
 }
 
 // appHeartbeat keeps an app's lease for a client without an event stream.

@@ -46,6 +46,10 @@ func driverStatus(d *driverInfo) *wire.DriverStatus {
 		RelaunchOf: d.rec.RelaunchOf, RelaunchedAs: d.relaunchedAs, WorkerID: d.rec.WorkerID,
 		KillRequested: d.rec.KillRequested, ResourcesAsked: d.rec.Desc.Resources,
 	}
+	if d.state.Finished() && !d.endedAt.IsZero() { // zero: ended before records kept the time
+		ended := d.endedAt
+		s.EndedAt = &ended
+	}
 	switch {
 	case d.launching: // its launch is not durable yet: it still waits
 		s.State, s.WorkerID = wire.DriverSubmitted, ""
@@ -200,6 +204,6 @@ func recordDriverStatus(r *persistence.DriverRecord) wire.DriverStatus {
 		ID: r.ID, State: r.State, SubmittedAt: r.SubmittedAt, Cores: r.Desc.Cores, MemoryMB: r.Desc.MemoryMB,
 		Supervise: r.Desc.Supervise, Command: r.Desc.Command, WorkerID: r.WorkerID, ExitCode: r.ExitCode,
 		Message: r.Message, RelaunchOf: r.RelaunchOf, RelaunchedAs: r.RelaunchedAs, KillRequested: r.KillRequested,
-		ResourcesAsked: r.Desc.Resources,
+		ResourcesAsked: r.Desc.Resources, EndedAt: r.EndedAt,
 	}
 }

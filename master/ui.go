@@ -17,16 +17,7 @@ const recentEventsKept = 50
 
 // mountUI serves the web UI (package ui) over this master on mux: / goes
 // to its pages.
-func (m *Master) mountUI(mux *http.ServeMux) {
-	h := m.uiHandler()
-	api := wire.MasterAPI.UI
-	mux.HandleFunc(api.UIRoot.Mux(), func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, api.UIPages.Pattern, http.StatusSeeOther)
-	})
-	for _, e := range []wire.Endpoint{api.UIPages.Endpoint, api.UIActions.Endpoint, api.UISignIn.Endpoint, api.UISignInForm.Endpoint, api.UIStatic.Endpoint} {
-		mux.Handle(e.Mux(), h)
-	}
-}
+func (m *Master) mountUI(mux *http.ServeMux) { ui.Mount(mux, wire.MasterAPI.UI, m.uiHandler()) }
 
 func (m *Master) uiHandler() http.Handler {
 	return ui.Handler(ui.Options{
@@ -46,8 +37,9 @@ func (s uiSource) Cluster(ctx context.Context) (*wire.ClusterStatus, error) {
 	return cs, err
 }
 
-// App is the leader's view of an app; a follower finds it in its replica
-// (no executors, no events) and says it is a follower's view.
+// App is the leader's view of an app and its recent events; a follower
+// answers not_leader (its pages show the app's record from Cluster, its
+// replica).
 func (s uiSource) App(ctx context.Context, id string) (*wire.AppStatus, []wire.AppEvent, error) {
 	type answer struct {
 		st     *wire.AppStatus

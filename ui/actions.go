@@ -1,28 +1,54 @@
 package ui
 
 import (
+	"context"
 	"crypto/subtle"
+	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/wire"
 )
 
 // act carries out a form's action. A form is posted from the UI's own pages
 // only: it must carry this process's CSRF token (a page of another site
 // cannot read it), the browser guard has checked its Origin, and the
-// session cookie is SameSite=Strict. Each action's button asks for
-// confirmation in the page (live.js) before the form is sent.
+// session cookie is SameSite=Strict. Every action is confirmed before it
+// is carried out: a form without confirm=yes is answered with a page that
+// says what will happen and posts the same form, confirmed (live.js asks
+// in the page instead, and adds the field, so nobody is asked twice).
 func (u *server) act(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseForm(); err != nil || !u.checkCSRF(r) {
 		http.Error(w, "refused: the form does not carry this page's token (reload the page and try again)", http.StatusForbidden)
 		return
 	}
-	a := Action{Kind: ActionKind(r.PostFormValue("kind")), ID: r.PostFormValue("id")}
-	back := "/ui/"
+	a, back, msg := actionOf(r)
+	if msg != "" {
+		http.Error(w, msg, http.StatusBadRequest)
+		return
+	}
+	if r.PostFormValue("confirm") != "yes" {
+		u.confirm(w, r, a, back)
+		return
+	}
+	ctx, cancel := pageCtx(r)
+	defer cancel()
+	if err := u.o.Source.Act(ctx, a); err != nil {
+		u.fail(w, role{}, err)
+		return
+	}
+	http.Redirect(w, r, back+"?done="+url.QueryEscape(string(a.Kind)), http.StatusSeeOther)
+}
+
+// actionOf reads a posted action and the page it comes from; msg says
+// what is wrong with it, if anything.
+func actionOf(r *http.Request) (a Action, back, msg string) {
+	a = Action{Kind: ActionKind(r.PostFormValue("kind")), ID: r.PostFormValue("id")}
 	switch a.Kind {
 	case ActionKillApp, ActionSetLimit:
 		back = "/ui/apps/" + url.PathEscape(a.ID)
@@ -31,24 +57,94 @@ func (u *server) act(w http.ResponseWriter, r *http.Request) {
 	case ActionDecommission, ActionUndrain:
 		back = "/ui/workers/" + url.PathEscape(a.ID)
 	default:
-		http.Error(w, "unknown action "+strconv.Quote(string(a.Kind)), http.StatusBadRequest)
-		return
+		return a, "", "unknown action " + strconv.Quote(string(a.Kind))
 	}
 	if a.Kind == ActionSetLimit {
 		n, err := strconv.Atoi(strings.TrimSpace(r.PostFormValue("limit")))
 		if err != nil || n < 0 {
-			http.Error(w, "limit: want a whole number of executors, 0 or more", http.StatusBadRequest)
-			return
+			return a, "", "limit: want a whole number of executors, 0 or more"
 		}
 		a.Limit = n
 	}
+	return a, back, ""
+}
+
+// confirmData is the confirmation page's: the question, what the action
+// applies to now, and the form that carries it out.
+type confirmData struct {
+	Question, Target string
+	A                Action
+	Back             string
+}
+
+// confirm asks whether to carry a out, with its target as this master
+// sees it: a target that is gone, or a master that no longer leads, is
+// said now rather than after the confirmation.
+func (u *server) confirm(w http.ResponseWriter, r *http.Request, a Action, back string) {
 	ctx, cancel := pageCtx(r)
 	defer cancel()
-	if err := u.o.Source.Act(ctx, a); err != nil {
-		u.fail(w, err)
+	target, from, err := u.target(ctx, a)
+	if err != nil {
+		u.fail(w, from, err)
 		return
 	}
-	http.Redirect(w, r, back+"?done="+url.QueryEscape(string(a.Kind)), http.StatusSeeOther)
+	u.render(w, http.StatusOK, "confirm", from, confirmData{Question: question(a, true), Target: target, A: a, Back: back})
+}
+
+// target describes what a acts on, as it is now.
+func (u *server) target(ctx context.Context, a Action) (string, role, error) {
+	switch a.Kind {
+	case ActionKillApp, ActionSetLimit:
+		app, _, err := u.o.Source.App(ctx, a.ID)
+		if err != nil {
+			return "", role{}, err
+		}
+		n, cores := 0, 0
+		for _, e := range app.Executors {
+			if !e.State.Finished() {
+				n, cores = n+1, cores+e.Cores
+			}
+		}
+		return fmt.Sprintf("Application %s (%s): %s, %d executors holding %d cores.", app.ID, app.Name, app.State, n, cores), role{}, nil
+	case ActionKillDriver:
+		d, err := u.o.Source.Driver(ctx, a.ID)
+		if err != nil {
+			return "", role{}, err
+		}
+		return fmt.Sprintf("Driver %s: %s, %d cores, %s.", d.ID, d.State, d.Cores, strings.Join(d.Command, " ")), role{}, nil
+	}
+	c, err := u.o.Source.Cluster(ctx)
+	if err != nil {
+		return "", role{}, err
+	}
+	i := slices.IndexFunc(c.Workers, func(w wire.WorkerStatus) bool { return w.ID == a.ID })
+	if i < 0 {
+		return "", roleOf(c), unknown(wire.CodeUnknownWorker, "worker", a.ID)
+	}
+	wk := c.Workers[i]
+	return fmt.Sprintf("Worker %s: %s, %d of %d cores in use.", wk.ID, wk.State, wk.CoresUsed, wk.Cores), roleOf(c), nil
+}
+
+// question is what an action's confirmation asks; withLimit: the limit is
+// known (the confirmation page's; the page's own forms ask before the
+// limit is read).
+func question(a Action, withLimit bool) string {
+	switch a.Kind {
+	case ActionKillApp:
+		return fmt.Sprintf("Kill application %s and all its executors?", a.ID)
+	case ActionKillDriver:
+		return fmt.Sprintf("Kill driver %s?", a.ID)
+	case ActionSetLimit:
+		if withLimit {
+			return fmt.Sprintf("Set the executor limit of %s to %d? Executors beyond it are not replaced when they end.", a.ID, a.Limit)
+		}
+		return fmt.Sprintf("Change the executor limit of %s?", a.ID)
+	case ActionDecommission:
+		return fmt.Sprintf("Decommission worker %s? It takes no new work; what runs there has 10 minutes to end, then is moved elsewhere.", a.ID)
+	case ActionUndrain:
+		return fmt.Sprintf("End the drain of %s? It takes work again.", a.ID)
+	}
+	return ""
 }
 
 // signInData is the sign-in page's.
@@ -58,7 +154,7 @@ type signInData struct {
 }
 
 func (u *server) signInPage(w http.ResponseWriter, r *http.Request) {
-	u.render(w, http.StatusOK, "signin", signInData{Next: safeNext(r.URL.Query().Get("next")), HasSecret: u.o.Secret != ""})
+	u.render(w, http.StatusOK, "signin", role{}, signInData{Next: safeNext(r.URL.Query().Get("next")), HasSecret: u.o.Secret != ""})
 }
 
 // signIn checks the operator secret and sets the session cookie, which
@@ -70,11 +166,11 @@ func (u *server) signIn(w http.ResponseWriter, r *http.Request) {
 	next := safeNext(r.PostFormValue("next"))
 	token := r.PostFormValue("token")
 	if u.o.Secret == "" || subtle.ConstantTimeCompare([]byte(token), []byte(u.o.Secret)) != 1 {
-		u.render(w, http.StatusUnauthorized, "signin", signInData{Next: next, HasSecret: u.o.Secret != "", Error: "That token is not this cluster's operator secret."})
+		u.render(w, http.StatusUnauthorized, "signin", role{}, signInData{Next: next, HasSecret: u.o.Secret != "", Error: "That token is not this cluster's operator secret."})
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: httpx.UISessionCookie, Value: httpx.UISession(u.o.Secret), Path: httpx.UIPrefix,
+		Name: httpx.UISessionCookie, Value: httpx.UISession(u.o.Secret), Path: routes.UIPages.Pattern,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: u.o.Secure, MaxAge: 12 * 3600,
 	})
 	http.Redirect(w, r, next, http.StatusSeeOther)
@@ -86,15 +182,16 @@ func (u *server) signOut(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "refused: the form does not carry this page's token", http.StatusForbidden)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: httpx.UISessionCookie, Value: "", Path: httpx.UIPrefix, MaxAge: -1,
+	http.SetCookie(w, &http.Cookie{Name: httpx.UISessionCookie, Value: "", Path: routes.UIPages.Pattern, MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: u.o.Secure})
-	http.Redirect(w, r, httpx.UISignIn, http.StatusSeeOther)
+	http.Redirect(w, r, routes.UISignIn.Pattern, http.StatusSeeOther)
 }
 
 // safeNext keeps a redirect after sign-in on this server's UI.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, httpx.UIPrefix) || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
-		return httpx.UIPrefix
+	home := routes.UIPages.Pattern
+	if !strings.HasPrefix(next, home) || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return home
 	}
 	return next
 }

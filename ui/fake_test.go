@@ -5,23 +5,29 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/wire"
 )
 
-// fakeSource serves fixed data and records actions.
+// fakeSource serves fixed data and records actions. With notLeader set,
+// it is a follower: what only the leader answers fails with it.
 type fakeSource struct {
-	c       *wire.ClusterStatus
-	events  []wire.AppEvent
-	acted   []Action
-	actErr  error
-	logText string
+	c         *wire.ClusterStatus
+	events    []wire.AppEvent
+	acted     []Action
+	actErr    error
+	logText   string
+	notLeader error
 }
 
 func (f *fakeSource) Cluster(context.Context) (*wire.ClusterStatus, error) { return f.c, nil }
 func (f *fakeSource) App(_ context.Context, id string) (*wire.AppStatus, []wire.AppEvent, error) {
+	if f.notLeader != nil {
+		return nil, nil, f.notLeader
+	}
 	for _, list := range [][]wire.AppStatus{f.c.ActiveApps, f.c.CompletedApps} {
 		for i := range list {
 			if list[i].ID == id {
@@ -32,6 +38,9 @@ func (f *fakeSource) App(_ context.Context, id string) (*wire.AppStatus, []wire.
 	return nil, nil, httpx.Coded(404, wire.CodeUnknownApp, "unknown application %q", id)
 }
 func (f *fakeSource) Driver(_ context.Context, id string) (*wire.DriverStatus, error) {
+	if f.notLeader != nil {
+		return nil, f.notLeader
+	}
 	for _, list := range [][]wire.DriverStatus{f.c.ActiveDrivers, f.c.CompletedDrivers} {
 		for i := range list {
 			if list[i].ID == id {
@@ -45,10 +54,26 @@ func (f *fakeSource) Raft() map[string]string {
 	return map[string]string{"state": "Leader", "term": "3", "commit_index": "42", "applied_index": "42", "last_contact": "0"}
 }
 func (f *fakeSource) Act(_ context.Context, a Action) error {
+	if f.notLeader != nil {
+		return f.notLeader
+	}
 	f.acted = append(f.acted, a)
 	return f.actErr
 }
-func (f *fakeSource) Log(context.Context, LogTarget, int) (string, error) { return f.logText, nil }
+func (f *fakeSource) Log(context.Context, LogTarget, int) (string, error) {
+	return f.logText, f.notLeader
+}
+
+// follower makes f a follower whose leader is at leader: its view of the
+// cluster is its replica's (records only), and the leader's reads and
+// actions are refused, as a master's are.
+func (f *fakeSource) follower(leader string) {
+	f.c.View, f.c.Leader, f.c.Status = wire.ViewFollower, leader, wire.MasterStandby
+	for i := range f.c.ActiveApps {
+		f.c.ActiveApps[i].Executors = nil
+	}
+	f.notLeader = &httpx.StatusError{Status: http.StatusTemporaryRedirect, Code: wire.CodeNotLeader, Message: "not the leader", Leader: leader}
+}
 
 var t0 = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 

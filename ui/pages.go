@@ -32,23 +32,22 @@ func paginate[T any](all []T, r *http.Request, param string) pageOf[T] {
 
 // overviewData is the master's overview: Spark's master page and more.
 type overviewData struct {
-	C          *wire.ClusterStatus
-	Raft       map[string]string
-	Sum        summary
-	Workers    pageOf[wire.WorkerStatus]
-	Apps       pageOf[wire.AppStatus]
-	Drivers    pageOf[wire.DriverStatus]
-	DoneApps   pageOf[wire.AppStatus]
-	DoneDrvs   pageOf[wire.DriverStatus]
-	Now        time.Time
-	IsFollower bool
+	C        *wire.ClusterStatus
+	Raft     map[string]string
+	Sum      summary
+	Workers  pageOf[wire.WorkerStatus]
+	Apps     pageOf[wire.AppStatus]
+	Drivers  pageOf[wire.DriverStatus]
+	DoneApps pageOf[wire.AppStatus]
+	DoneDrvs pageOf[wire.DriverStatus]
+	Now      time.Time
 }
 
 // summary counts what the overview's header shows.
 type summary struct {
-	Alive, Dead, Decommissioned, Other   int
-	Cores, CoresUsed, Memory, MemoryUsed int
-	Executors                            map[wire.ExecutorState]int
+	Alive, Decommissioning, Dead, Decommissioned, Other int
+	Cores, CoresUsed, Memory, MemoryUsed                int
+	Executors                                           map[wire.ExecutorState]int
 }
 
 func summarize(c *wire.ClusterStatus) summary {
@@ -57,6 +56,8 @@ func summarize(c *wire.ClusterStatus) summary {
 		switch w.State {
 		case wire.WorkerAlive:
 			s.Alive++
+		case wire.WorkerDecommissioning: // draining
+			s.Decommissioning++
 		case wire.WorkerDead:
 			s.Dead++
 		case wire.WorkerDecommissioned:
@@ -81,8 +82,8 @@ func (u *server) overview(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	u.render(w, http.StatusOK, "overview", overviewData{
-		C: c, Raft: u.o.Source.Raft(), Sum: summarize(c), Now: time.Now(), IsFollower: c.View == wire.ViewFollower,
+	u.render(w, http.StatusOK, "overview", roleOf(c), overviewData{
+		C: c, Raft: u.o.Source.Raft(), Sum: summarize(c), Now: time.Now(),
 		Workers: paginate(c.Workers, r, "workers"), Apps: paginate(c.ActiveApps, r, "apps"),
 		Drivers: paginate(c.ActiveDrivers, r, "drivers"), DoneApps: paginate(c.CompletedApps, r, "done-apps"),
 		DoneDrvs: paginate(c.CompletedDrivers, r, "done-drivers"),
@@ -96,7 +97,7 @@ func (u *server) cluster(w http.ResponseWriter, r *http.Request) (*wire.ClusterS
 	defer cancel()
 	c, err := u.o.Source.Cluster(ctx)
 	if err != nil {
-		u.fail(w, err)
+		u.fail(w, role{}, err)
 		return nil, false
 	}
 	return c, true
@@ -107,7 +108,6 @@ type workerData struct {
 	W         wire.WorkerStatus
 	Executors []placed
 	Drivers   []wire.DriverStatus
-	Follower  bool
 }
 
 // placed is an executor with its app.
@@ -124,10 +124,10 @@ func (u *server) worker(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	i := slices.IndexFunc(c.Workers, func(x wire.WorkerStatus) bool { return x.ID == id })
 	if i < 0 {
-		u.render(w, http.StatusNotFound, "error", struct{ Message, Leader string }{"unknown worker " + id, ""})
+		u.fail(w, roleOf(c), unknown(wire.CodeUnknownWorker, "worker", id))
 		return
 	}
-	d := workerData{W: c.Workers[i], Follower: c.View == wire.ViewFollower}
+	d := workerData{W: c.Workers[i]}
 	for _, a := range c.ActiveApps {
 		for _, e := range a.Executors {
 			if e.WorkerID == id && !e.State.Finished() {
@@ -140,7 +140,7 @@ func (u *server) worker(w http.ResponseWriter, r *http.Request) {
 			d.Drivers = append(d.Drivers, dr)
 		}
 	}
-	u.render(w, http.StatusOK, "worker", d)
+	u.render(w, http.StatusOK, "worker", roleOf(c), d)
 }
 
 // appData is one app, its executors and its recent events.
@@ -150,19 +150,43 @@ type appData struct {
 	Shape  appShape
 }
 
+// app is an app's page: the leader's view, with its events; a follower
+// shows the app's record from its replica (no executors, no events).
 func (u *server) app(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := pageCtx(r)
 	defer cancel()
-	a, events, err := u.o.Source.App(ctx, r.PathValue("id"))
-	if err != nil {
-		u.fail(w, err)
-		return
+	id := r.PathValue("id")
+	c, cerr := u.o.Source.Cluster(ctx)
+	d := appData{}
+	if cerr == nil && c.View == wire.ViewFollower {
+		d.A = listed(id, c.ActiveApps, c.CompletedApps, func(a wire.AppStatus) string { return a.ID })
+		if d.A == nil {
+			u.fail(w, roleOf(c), unknown(wire.CodeUnknownApp, "application", id))
+			return
+		}
+	} else {
+		var err error
+		if d.A, d.Events, err = u.o.Source.App(ctx, id); err != nil {
+			u.fail(w, role{}, err)
+			return
+		}
 	}
 	var workers []wire.WorkerStatus
-	if c, err := u.o.Source.Cluster(ctx); err == nil {
+	if cerr == nil {
 		workers = c.Workers
 	}
-	u.render(w, http.StatusOK, "app", appData{A: a, Events: events, Shape: shapeOf(*a, capacities(workers))})
+	d.Shape = shapeOf(*d.A, capacities(workers))
+	u.render(w, http.StatusOK, "app", roleOf(c), d)
+}
+
+// listed is the entity of lists with the id, nil if none.
+func listed[T any](id string, active, completed []T, idOf func(T) string) *T {
+	for _, list := range [][]T{active, completed} {
+		if i := slices.IndexFunc(list, func(x T) bool { return idOf(x) == id }); i >= 0 {
+			return &list[i]
+		}
+	}
+	return nil
 }
 
 // driverData is one driver and its history across relaunches.
@@ -171,19 +195,31 @@ type driverData struct {
 	History []wire.DriverStatus // oldest first, this one included
 }
 
+// driver is a driver's page, the leader's view or, on a follower, the
+// driver's record from its replica.
 func (u *server) driver(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := pageCtx(r)
 	defer cancel()
-	d, err := u.o.Source.Driver(ctx, r.PathValue("id"))
-	if err != nil {
-		u.fail(w, err)
-		return
+	id := r.PathValue("id")
+	c, cerr := u.o.Source.Cluster(ctx)
+	var d *wire.DriverStatus
+	if cerr == nil && c.View == wire.ViewFollower {
+		if d = listed(id, c.ActiveDrivers, c.CompletedDrivers, func(d wire.DriverStatus) string { return d.ID }); d == nil {
+			u.fail(w, roleOf(c), unknown(wire.CodeUnknownDriver, "driver", id))
+			return
+		}
+	} else {
+		var err error
+		if d, err = u.o.Source.Driver(ctx, id); err != nil {
+			u.fail(w, role{}, err)
+			return
+		}
 	}
 	data := driverData{D: d, History: []wire.DriverStatus{*d}}
-	if c, err := u.o.Source.Cluster(ctx); err == nil {
+	if cerr == nil {
 		data.History = history(*d, append(slices.Clone(c.ActiveDrivers), c.CompletedDrivers...))
 	}
-	u.render(w, http.StatusOK, "driver", data)
+	u.render(w, http.StatusOK, "driver", roleOf(c), data)
 }
 
 // history is d's chain of relaunches, oldest first, as far as the listed
@@ -255,5 +291,5 @@ func (u *server) logs(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		d.Error = err.Error()
 	}
-	u.render(w, http.StatusOK, "logs", d)
+	u.render(w, http.StatusOK, "logs", roleOfErr(err), d)
 }

@@ -1,7 +1,7 @@
 // Package ui is the web UI of berth's master and worker: server-rendered
 // pages (html/template, assets embedded), usable with JavaScript off and
 // refreshing themselves where it is on. The daemons mount it at /ui/ on
-// their API port, behind the same credentials as the API (see auth.go).
+// their API port, behind the same credentials as the API (see Mount).
 package ui
 
 import (

@@ -10,7 +10,7 @@ import (
 )
 
 // pageNames are the pages; each is templates/NAME.html inside layout.html.
-var pageNames = []string{"overview", "topology", "worker", "app", "driver", "logs", "signin", "error", "workerui"}
+var pageNames = []string{"overview", "topology", "worker", "app", "driver", "logs", "signin", "error", "workerui", "confirm"}
 
 func parse() map[string]*template.Template {
 	out := map[string]*template.Template{}
@@ -41,6 +41,17 @@ var funcs = template.FuncMap{
 		}
 		return duration(end.Sub(start))
 	},
+	// contact is Raft's last contact ("67.852683ms", "0" on the leader,
+	// "never") as people read it.
+	"contact": func(s string) string {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return s
+		}
+		return duration(d)
+	},
+	// ask is the confirmation of an action's button (see question).
+	"ask": func(kind ActionKind, id string) string { return question(Action{Kind: kind, ID: id}, false) },
 	"mb": func(mb int) string {
 		if mb >= 1024 && mb%1024 == 0 {
 			return fmt.Sprintf("%d GiB", mb/1024)

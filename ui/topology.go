@@ -148,7 +148,6 @@ type topologyData struct {
 	Bars     pageOf[bar]
 	Apps     []appShape
 	MaxCores int // the widest bar, for the scale
-	Follower bool
 }
 
 func (u *server) topology(w http.ResponseWriter, r *http.Request) {
@@ -157,7 +156,7 @@ func (u *server) topology(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	all := bars(c)
-	d := topologyData{Bars: paginate(all, r, "page"), Follower: c.View == wire.ViewFollower}
+	d := topologyData{Bars: paginate(all, r, "page")}
 	for _, b := range all {
 		d.MaxCores = max(d.MaxCores, b.W.Cores)
 	}
@@ -165,5 +164,5 @@ func (u *server) topology(w http.ResponseWriter, r *http.Request) {
 	for _, a := range c.ActiveApps {
 		d.Apps = append(d.Apps, shapeOf(a, caps))
 	}
-	u.render(w, http.StatusOK, "topology", d)
+	u.render(w, http.StatusOK, "topology", roleOf(c), d)
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/wire"
 )
 
 //go:embed templates/*.html static/*
@@ -37,13 +38,30 @@ type Options struct {
 	Log          *slog.Logger
 }
 
-// Handler serves the UI's pages under /ui/. The caller puts it behind the
-// API's authorization (httpx.Authorize with UI set) and its browser guard.
+// routes are the UI's routes as wire declares them: the same on master
+// and worker (wire.MasterAPI.UI, wire.WorkerAPI.UI). The pages under
+// UIPages are the UI's own.
+var routes = wire.MasterAPI.UI
+
+// Mount registers h, a UI's handler (Handler, WorkerHandler), on mux at
+// the UI's routes (api), registered as the UI's (httpx.UIHandler: the
+// sign-in cookie, and a browser without a session sent to the sign-in
+// page); "/" goes to the pages. mux is then served through
+// httpx.Authorize with Auth.UI set, behind the browser guard.
+func Mount(mux *http.ServeMux, api wire.UI, h http.Handler) {
+	mux.HandleFunc(api.UIRoot.Mux(), func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, api.UIPages.Pattern, http.StatusSeeOther)
+	})
+	h = httpx.UIHandler(h, api.UISignIn.Pattern)
+	for _, e := range []wire.Endpoint{api.UIPages.Endpoint, api.UIActions.Endpoint, api.UISignIn.Endpoint, api.UISignInForm.Endpoint, api.UIStatic.Endpoint} {
+		mux.Handle(e.Mux(), h)
+	}
+}
+
+// Handler serves the master's UI (see Mount).
 func Handler(o Options) http.Handler {
 	u := &server{o: o, pages: parse(), csrf: newCSRF()}
-	mux := http.NewServeMux()
-	static, _ := fs.Sub(assets, "static")
-	mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", cacheFor(time.Hour, http.FileServerFS(static))))
+	mux := u.common()
 	mux.HandleFunc("GET /ui/{$}", u.overview)
 	mux.HandleFunc("GET /ui/topology", u.topology)
 	mux.HandleFunc("GET /ui/workers/{id}", u.worker)
@@ -51,10 +69,19 @@ func Handler(o Options) http.Handler {
 	mux.HandleFunc("GET /ui/drivers/{id}", u.driver)
 	mux.HandleFunc("GET /ui/logs", u.logs)
 	mux.HandleFunc("POST /ui/act", u.act)
-	mux.HandleFunc("GET /ui/sign-in", u.signInPage)
-	mux.HandleFunc("POST /ui/sign-in", u.signIn)
-	mux.HandleFunc("POST /ui/sign-out", u.signOut)
 	return securityHeaders(mux)
+}
+
+// common is the mux of what master and worker UIs share: the assets and
+// the sign-in.
+func (u *server) common() *http.ServeMux {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(assets, "static")
+	mux.Handle(routes.UIStatic.Mux(), http.StripPrefix(routes.UIStatic.Pattern, cacheFor(time.Hour, http.FileServerFS(static))))
+	mux.HandleFunc(routes.UISignIn.Mux(), u.signInPage)
+	mux.HandleFunc(routes.UISignInForm.Mux(), u.signIn)
+	mux.HandleFunc("POST /ui/sign-out", u.signOut)
+	return mux
 }
 
 type server struct {
@@ -99,15 +126,16 @@ func cacheFor(d time.Duration, h http.Handler) http.Handler {
 	})
 }
 
-// render writes page with data inside the layout.
-func (u *server) render(w http.ResponseWriter, status int, page string, data any) {
+// render writes page with data inside the layout; from says whose view
+// it is.
+func (u *server) render(w http.ResponseWriter, status int, page string, from role, data any) {
 	t, ok := u.pages[page]
 	if !ok {
 		http.Error(w, "no page "+page, http.StatusInternalServerError)
 		return
 	}
 	var b strings.Builder
-	if err := t.ExecuteTemplate(&b, "layout", view{Page: page, CSRF: u.csrf, SignedIn: u.o.SignInNeeded, Data: data}); err != nil {
+	if err := t.ExecuteTemplate(&b, "layout", view{Page: page, CSRF: u.csrf, SignedIn: u.o.SignInNeeded, Role: from, Data: data}); err != nil {
 		u.o.Log.Error("ui: rendering", "page", page, "err", err)
 		http.Error(w, "rendering the page failed", http.StatusInternalServerError)
 		return
@@ -123,16 +151,45 @@ type view struct {
 	Page     string
 	CSRF     string
 	SignedIn bool // a sign-out button makes sense
+	Role     role // a follower's page says so and links to the leader
 	Data     any
 }
 
-// fail renders an error page with err's message and status.
-func (u *server) fail(w http.ResponseWriter, err error) {
+// role is whose view a page shows: a follower's (its replica of the
+// durable state, or nothing but the leader's address) or the leader's.
+type role struct {
+	Follower bool
+	Leader   string // the leader's API address, "" if none is known
+}
+
+// roleOf is the role of a page made from c (nil: none read).
+func roleOf(c *wire.ClusterStatus) role {
+	if c != nil && c.View == wire.ViewFollower {
+		return role{Follower: true, Leader: c.Leader}
+	}
+	return role{}
+}
+
+// roleOfErr is the role of a page whose read or action err answered: a
+// master that does not lead says so (and where the leader is).
+func roleOfErr(err error) role {
+	var se *httpx.StatusError
+	if errors.As(err, &se) && (se.Code == wire.CodeNotLeader || se.Code == wire.CodeNoLeader) {
+		return role{Follower: true, Leader: se.Leader}
+	}
+	return role{}
+}
+
+// fail renders an error page with err's message and status, as a
+// follower's page if from or err says this master does not lead.
+func (u *server) fail(w http.ResponseWriter, from role, err error) {
+	if !from.Follower {
+		from = roleOfErr(err)
+	}
 	status := http.StatusBadGateway
 	var se *httpx.StatusError
-	leader := ""
 	if errors.As(err, &se) {
-		status, leader = se.Status, se.Leader
+		status = se.Status
 		if status == http.StatusTemporaryRedirect {
 			status = http.StatusOK // shown as a page that links to the leader
 		}
@@ -140,9 +197,12 @@ func (u *server) fail(w http.ResponseWriter, err error) {
 	if errors.Is(err, context.DeadlineExceeded) {
 		status = http.StatusGatewayTimeout
 	}
-	u.render(w, status, "error", struct {
-		Message, Leader string
-	}{err.Error(), leader})
+	u.render(w, status, "error", from, err.Error())
+}
+
+// unknown is the error of an id this master does not list.
+func unknown(code wire.ErrorCode, kind, id string) error {
+	return httpx.Coded(http.StatusNotFound, code, "unknown %s %q", kind, id)
 }
 
 // ctx bounds a page's reads: a page must answer even when the loop is busy.

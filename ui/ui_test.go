@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/wire"
@@ -41,16 +42,21 @@ func contains(t *testing.T, what, body string, parts ...string) {
 var csrfField = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
 
 func TestPagesShowTheCluster(t *testing.T) {
-	c := cluster(3, 2)
+	c := cluster(4, 2)
 	c.Workers[2].State = wire.WorkerDead
+	c.Workers[3].State = wire.WorkerDecommissioning
+	c.Masters[0].Raft = &wire.RaftFigures{State: "Leader", LastContact: "0"}
+	c.Masters[1].Raft = &wire.RaftFigures{State: "Follower", LastContact: "67.852683ms"}
 	c.ActiveApps[1].Executors[1].State = wire.ExecutorLost
 	c.Workers[1].Resources = []wire.ResourceUse{{Name: "gpu", Addresses: []string{"GPU-0", "GPU-1"}, Used: []float64{1, 0}, Free: 1}}
 	c.ActiveApps[0].ResourcesPerExecutor = wire.ResourceAmounts{"gpu": 1}
 	c.ActiveApps[0].Executors[1].Resources = wire.ResourceGrants{"gpu": {Addresses: []string{"GPU-0"}}}
 	c.ActiveDrivers = []wire.DriverStatus{{ID: "driver-2", State: wire.DriverSubmitted, Cores: 64, MemoryMB: 512, Command: []string{"pi", "--n", "9"},
 		Waiting: "cannot start: no worker has 64 cores", RelaunchOf: "driver-1", SubmittedAt: t0}}
-	c.CompletedDrivers = []wire.DriverStatus{{ID: "driver-1", State: wire.DriverError, RelaunchedAs: "driver-2", WorkerID: "w00002", Message: "worker lost", SubmittedAt: t0}}
-	f := &fakeSource{c: c, events: []wire.AppEvent{{Type: wire.EventExecutorLost, Time: t0, Message: "worker w00002 lost"}}}
+	ended := t0.Add(90 * time.Second)
+	c.CompletedDrivers = []wire.DriverStatus{{ID: "driver-1", State: wire.DriverError, RelaunchedAs: "driver-2", WorkerID: "w00002", Message: "worker lost", SubmittedAt: t0, EndedAt: &ended}}
+	f := &fakeSource{c: c, events: []wire.AppEvent{{Type: wire.EventExecutorLost, Time: t0, Message: "worker w00002 lost"},
+		{Type: wire.EventExecutorLimitChanged, Time: t0, Message: "executor limit set to 3 (was none)"}}}
 	h := Handler(Options{Source: f, Log: discard()})
 
 	code, body := get(t, h, "/ui/")
@@ -59,14 +65,19 @@ func TestPagesShowTheCluster(t *testing.T) {
 	}
 	contains(t, "the overview", body, "Master m1", "ALIVE", "epoch 3", "<b>2</b> alive", "1 dead", "term 3", "applied index 42",
 		"w00000", "app-20261124120000-0001", "driver-2", "cannot start: no worker has 64 cores", "leader</b>", "https://10.0.0.1:7077/ui/",
-		"gpu 1/2 free")
+		"gpu 1/2 free", "1 decommissioning (draining)", "<td>67 ms</td>", "<td>1 min 30 s</td>")
+	if strings.Contains(body, "67.852683ms") {
+		t.Error("the overview shows a raw Go duration for a master's last contact")
+	}
 
 	_, body = get(t, h, "/ui/apps/app-20261124120000-0001")
-	contains(t, "the app page", body, "Kill application", "executor limit", "LOST", "worker w00002 lost", "stdout", "1 executors holding 1 cores", "1 cores × 1")
+	contains(t, "the app page", body, "Kill application", "executor limit", "LOST", "worker w00002 lost", "stdout", "1 executors holding 1 cores", "1 cores × 1",
+		"executorLimitChanged", "executor limit set to 3 (was none)")
 	_, body = get(t, h, "/ui/drivers/driver-2")
 	if strings.Index(body, "driver-1") > strings.Index(body, `class="current"`) || !strings.Contains(body, "worker lost") {
 		t.Errorf("the driver page's history does not show driver-1 before driver-2")
 	}
+	contains(t, "the driver page's history", body, "<td>1 min 30 s</td>")
 	_, body = get(t, h, "/ui/apps/app-20261124120000-0000")
 	contains(t, "the GPU app's page", body, "and gpu=1 per executor", "gpu=GPU-0")
 	_, body = get(t, h, "/ui/workers/w00001")
@@ -109,9 +120,9 @@ func TestActionsNeedThePagesToken(t *testing.T) {
 	if m == nil {
 		t.Fatal("no CSRF token in the app page's forms")
 	}
-	kill := url.Values{"kind": {"kill-app"}, "id": {"app-20261124120000-0000"}}
+	kill := url.Values{"kind": {"kill-app"}, "id": {"app-20261124120000-0000"}, "confirm": {"yes"}}
 	for name, token := range map[string]string{"none": "", "wrong": strings.Repeat("0", len(m[1]))} {
-		form := url.Values{"kind": kill["kind"], "id": kill["id"], "csrf": {token}}
+		form := url.Values{"kind": kill["kind"], "id": kill["id"], "confirm": {"yes"}, "csrf": {token}}
 		if rec := post(h, "/ui/act", form); rec.Code != http.StatusForbidden {
 			t.Errorf("%s token: %d", name, rec.Code)
 		}
@@ -124,7 +135,7 @@ func TestActionsNeedThePagesToken(t *testing.T) {
 	if rec.Code != http.StatusSeeOther || !strings.HasPrefix(rec.Header().Get("Location"), "/ui/apps/app-20261124120000-0000") {
 		t.Errorf("kill: %d %s", rec.Code, rec.Header().Get("Location"))
 	}
-	limit := url.Values{"kind": {"set-limit"}, "id": {"app-20261124120000-0000"}, "limit": {"-1"}, "csrf": {m[1]}}
+	limit := url.Values{"kind": {"set-limit"}, "id": {"app-20261124120000-0000"}, "limit": {"-1"}, "csrf": {m[1]}, "confirm": {"yes"}}
 	if rec := post(h, "/ui/act", limit); rec.Code != http.StatusBadRequest {
 		t.Errorf("a negative limit: %d", rec.Code)
 	}

@@ -2,10 +2,8 @@ package ui
 
 import (
 	"context"
-	"io/fs"
 	"log/slog"
 	"net/http"
-	"time"
 )
 
 // WorkerView is what a worker's page shows: the worker and what it runs.
@@ -35,20 +33,15 @@ type WorkerOptions struct {
 	Log          *slog.Logger
 }
 
-// WorkerHandler serves a worker's page under /ui/: its processes, and a
+// WorkerHandler serves a worker's page (see Mount): its processes, and a
 // link to the master's UI, which shows the cluster.
 func WorkerHandler(o WorkerOptions) http.Handler {
 	u := &server{o: Options{Secret: o.Secret, Secure: o.Secure, SignInNeeded: o.SignInNeeded, Log: o.Log}, pages: parse(), csrf: newCSRF()}
-	mux := http.NewServeMux()
-	static, _ := fs.Sub(assets, "static")
-	mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", cacheFor(time.Hour, http.FileServerFS(static))))
+	mux := u.common()
 	mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := pageCtx(r)
 		defer cancel()
-		u.render(w, http.StatusOK, "workerui", o.View(ctx))
+		u.render(w, http.StatusOK, "workerui", role{}, o.View(ctx))
 	})
-	mux.HandleFunc("GET /ui/sign-in", u.signInPage)
-	mux.HandleFunc("POST /ui/sign-in", u.signIn)
-	mux.HandleFunc("POST /ui/sign-out", u.signOut)
 	return securityHeaders(mux)
 }

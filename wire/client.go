@@ -108,18 +108,20 @@ type AppStatus struct {
 
 // DriverStatus is a driver as the master sees it.
 type DriverStatus struct {
-	ID           string      `json:"id"`
-	State        DriverState `json:"state"`
-	SubmittedAt  time.Time   `json:"submittedAt"`
-	Cores        int         `json:"cores"`
-	MemoryMB     int         `json:"memoryMB"`
-	Supervise    bool        `json:"supervise"`
-	Command      []string    `json:"command"`
-	WorkerID     string      `json:"workerId,omitempty"`
-	ExitCode     *int        `json:"exitCode,omitempty"`
-	Message      string      `json:"message,omitempty"`
-	RelaunchOf   string      `json:"relaunchOf,omitempty"`   // the driver this one replaces
-	RelaunchedAs string      `json:"relaunchedAs,omitempty"` // the driver that replaced this one
+	ID          string      `json:"id"`
+	State       DriverState `json:"state"`
+	SubmittedAt time.Time   `json:"submittedAt"`
+	// EndedAt is when it ended (a final state), as its final record says.
+	EndedAt      *time.Time `json:"endedAt,omitempty"`
+	Cores        int        `json:"cores"`
+	MemoryMB     int        `json:"memoryMB"`
+	Supervise    bool       `json:"supervise"`
+	Command      []string   `json:"command"`
+	WorkerID     string     `json:"workerId,omitempty"`
+	ExitCode     *int       `json:"exitCode,omitempty"`
+	Message      string     `json:"message,omitempty"`
+	RelaunchOf   string     `json:"relaunchOf,omitempty"`   // the driver this one replaces
+	RelaunchedAs string     `json:"relaunchedAs,omitempty"` // the driver that replaced this one
 	// KillRequested: a kill was accepted (and is durable) while the driver
 	// ran; its worker reports KILLED once the process is gone.
 	KillRequested bool `json:"killRequested,omitempty"`
@@ -268,6 +270,9 @@ const (
 	// EventRelaunchDelayed: the app's executors keep ending soon after
 	// they start, so its next ones wait (Message says how long).
 	EventRelaunchDelayed EventType = "relaunchDelayed"
+	// EventExecutorLimitChanged: the app's executor limit changed (its
+	// write committed; Message says from what to what).
+	EventExecutorLimitChanged EventType = "executorLimitChanged"
 	// EventHeartbeat: the master still leads and the stream is alive. An
 	// idle stream carries one every few hundred milliseconds, and only
 	// while the master has confirmed its leadership with a quorum, so a
@@ -286,7 +291,7 @@ type AppEvent struct {
 	App      *AppStatus      `json:"app,omitempty"`     // snapshot, appRemoved
 	Epoch    uint64          `json:"epoch,omitempty"`   // masterChanged
 	Leader   string          `json:"leader,omitempty"`  // masterChanged
-	Message  string          `json:"message,omitempty"` // appRemoved, executorLost, relaunchDelayed
+	Message  string          `json:"message,omitempty"` // appRemoved, executorLost, relaunchDelayed, executorLimitChanged
 	// NextWithinMs promises the next line of the stream within this many
 	// milliseconds (snapshot, heartbeat). A client that hears nothing for
 	// that long treats the stream as dead and reconnects, to whichever

@@ -17,13 +17,7 @@ func (w *Worker) mountUI(mux *http.ServeMux) {
 		View: w.uiView, Secret: w.cfg.Secret, Secure: w.cfg.TLS != nil,
 		SignInNeeded: w.cfg.Secret != "" || w.cfg.TLS != nil, Log: w.log,
 	})
-	api := wire.WorkerAPI.UI
-	mux.HandleFunc(api.UIRoot.Mux(), func(rw http.ResponseWriter, r *http.Request) {
-		http.Redirect(rw, r, api.UIPages.Pattern, http.StatusSeeOther)
-	})
-	for _, e := range []wire.Endpoint{api.UIPages.Endpoint, api.UIActions.Endpoint, api.UISignIn.Endpoint, api.UISignInForm.Endpoint, api.UIStatic.Endpoint} {
-		mux.Handle(e.Mux(), h)
-	}
+	ui.Mount(mux, wire.WorkerAPI.UI, h)
 }
 
 // uiView is what the worker's page shows: itself and its live processes.

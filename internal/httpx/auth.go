@@ -72,22 +72,32 @@ type Auth struct {
 	// Scope checks a driver's or a worker's access to the route's entity
 	// (see PathParam) once the route's Access admits its kind; nil admits.
 	Scope func(r *http.Request, pattern string, p Principal) error
-	// UI: the web UI's pages (paths under UIPrefix) also take the sign-in
-	// cookie (UISessionCookie) as an operator credential, and a browser
-	// that has none is sent to UISignIn instead of answered 401.
+	// UI: this server serves a web UI. On the handlers registered as the
+	// UI's (UIHandler), and on no other, the sign-in cookie
+	// (UISessionCookie) is then an operator's credential, and a browser
+	// that has no credential is sent to the UI's sign-in page instead of
+	// answered 401.
 	UI bool
+}
+
+// UIHandler registers h as a web UI's handler (its pages, forms, sign-in
+// and assets): Authorize takes the UI's session cookie on it, and sends a
+// browser without a credential to signIn (the path of the UI's sign-in
+// page, as wire declares it). Which requests get the UI's treatment is
+// decided by what serves them, never by their path.
+func UIHandler(h http.Handler, signIn string) http.Handler { return uiHandler{h, signIn} }
+
+type uiHandler struct {
+	http.Handler
+	signIn string
 }
 
 // The web UI's session. Its cookie holds not the secret but a value only
 // the secret's holder can make, which every master sharing the secret
 // checks: a session survives a failover and the browser never stores the
-// secret. (HttpOnly, SameSite=Strict, Path /ui/: no script reads it, no
-// other site's request carries it, and the JSON API never accepts it.)
-const (
-	UIPrefix        = "/ui/"
-	UISignIn        = "/ui/sign-in"
-	UISessionCookie = "berth_session"
-)
+// secret. (HttpOnly, SameSite=Strict, Path the UI's: no script reads it,
+// no other site's request carries it, and the JSON API never accepts it.)
+const UISessionCookie = "berth_session"
 
 // UISession is the session cookie's value for secret.
 func UISession(secret string) string {
@@ -114,15 +124,17 @@ func Authorize(api any, mux *http.ServeMux, a Auth) http.Handler {
 		want = sha256.Sum256([]byte(a.Secret))
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, pattern := mux.Handler(r)
+		h, pattern := mux.Handler(r)
 		acc, declared := access[pattern]
 		if !declared || acc == wire.AccessOpen {
 			mux.ServeHTTP(w, r)
 			return
 		}
-		p, err := a.authenticate(r, want)
-		if err != nil && a.UI && r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, UIPrefix) {
-			http.Redirect(w, r, UISignIn+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+		ui, isUI := h.(uiHandler)
+		isUI = isUI && a.UI
+		p, err := a.authenticate(r, want, isUI)
+		if err != nil && isUI && r.Method == http.MethodGet {
+			http.Redirect(w, r, ui.signIn+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
 		if err == nil {
@@ -140,8 +152,9 @@ func Authorize(api any, mux *http.ServeMux, a Auth) http.Handler {
 }
 
 // authenticate finds who is calling: a verified client certificate first,
-// then a bearer credential, then the loopback mode.
-func (a Auth) authenticate(r *http.Request, want [sha256.Size]byte) (Principal, error) {
+// then a bearer credential, then the loopback mode, then (for a UI's
+// handler) the UI's session cookie.
+func (a Auth) authenticate(r *http.Request, want [sha256.Size]byte, ui bool) (Principal, error) {
 	if a.TLS {
 		if id, ok := security.PeerIdentity(r.TLS); ok {
 			switch id.Role {
@@ -173,7 +186,7 @@ func (a Auth) authenticate(r *http.Request, want [sha256.Size]byte) (Principal, 
 	if a.loopbackMode() {
 		return Principal{Kind: KindOperator}, nil
 	}
-	if a.UI && a.Secret != "" && strings.HasPrefix(r.URL.Path, UIPrefix) {
+	if ui && a.Secret != "" {
 		if c, err := r.Cookie(UISessionCookie); err == nil {
 			want := UISession(a.Secret)
 			if subtle.ConstantTimeCompare([]byte(c.Value), []byte(want)) == 1 {

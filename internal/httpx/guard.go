@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/berth-cluster/berth/wire"
@@ -18,8 +17,8 @@ import (
 //   - a state-changing request (POST, PUT, PATCH, DELETE) with a body that
 //     is not Content-Type application/json: a page can send text/plain and
 //     form bodies cross-site without asking, JSON it cannot;
-//     (The web UI's forms, under UIPrefix, are form-encoded: the UI checks
-//     their CSRF token instead.)
+//     (The web UI's forms, posted to the routes wire declares for them,
+//     are form-encoded: the UI checks their CSRF token instead.)
 //   - any request whose Origin is not the server's own;
 //   - when loopbackOnly (no credential at all, so everyone who reaches the
 //     server is an operator), a request whose Host is not a loopback name
@@ -60,7 +59,7 @@ func refuse(r *http.Request, loopbackOnly bool) string {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 		if r.ContentLength != 0 {
 			mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-			if err == nil && mt == "application/x-www-form-urlencoded" && r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, UIPrefix) {
+			if err == nil && mt == "application/x-www-form-urlencoded" && isUIForm(r) {
 				break // the UI's forms: each carries the UI's CSRF token, checked by the UI
 			}
 			if err != nil || mt != "application/json" {
@@ -69,6 +68,24 @@ func refuse(r *http.Request, loopbackOnly bool) string {
 		}
 	}
 	return ""
+}
+
+// uiForms matches the routes wire declares for the web UI's forms (the
+// same on master and worker). The guard runs before any route is chosen,
+// so it asks the declarations rather than the handler.
+var uiForms = func() *http.ServeMux {
+	mux := http.NewServeMux()
+	ui := wire.MasterAPI.UI
+	for _, e := range []wire.Endpoint{ui.UIActions.Endpoint, ui.UISignInForm.Endpoint} {
+		mux.Handle(e.Mux(), http.NotFoundHandler())
+	}
+	return mux
+}()
+
+// isUIForm reports whether r is posted to one of the UI's form routes.
+func isUIForm(r *http.Request) bool {
+	_, pattern := uiForms.Handler(r)
+	return pattern != ""
 }
 
 // Server timeouts: a client must send its headers promptly and its whole

@@ -14,12 +14,10 @@ import (
 // sign-in page, and the sign-in page itself is open.
 func TestUISessionCookieOpensTheUIOnly(t *testing.T) {
 	mux := http.NewServeMux()
-	echo := func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Principal", PrincipalOf(r.Context()).Kind.String())
-	}
 	ui := wire.MasterAPI.UI
-	for _, e := range []wire.Endpoint{wire.MasterAPI.Cluster.Endpoint, ui.UIPages.Endpoint, ui.UIActions.Endpoint, ui.UISignIn.Endpoint} {
-		mux.HandleFunc(e.Mux(), echo)
+	mux.Handle(wire.MasterAPI.Cluster.Mux(), echoPrincipal)
+	for _, e := range []wire.Endpoint{ui.UIPages.Endpoint, ui.UIActions.Endpoint, ui.UISignIn.Endpoint} {
+		mux.Handle(e.Mux(), UIHandler(echoPrincipal, ui.UISignIn.Pattern))
 	}
 	h := Authorize(wire.MasterAPI, mux, Auth{Secret: "s3cret", UI: true})
 	do := func(method, path, cookie string) *httptest.ResponseRecorder {
@@ -58,15 +56,58 @@ func TestUISessionCookieOpensTheUIOnly(t *testing.T) {
 	}
 }
 
-// Form bodies pass the guard on the UI's paths only (the UI checks their
-// token); a cross-site Origin is refused there too.
+var echoPrincipal = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Principal", PrincipalOf(r.Context()).Kind.String())
+})
+
+// The UI's treatment (the cookie, the redirect to the sign-in) comes from
+// how a handler is registered, not from its path: a handler not registered
+// as the UI's gets none of it under /ui/, and a server without a UI takes
+// no cookie even on a UI's handler.
+func TestUITreatmentFollowsTheHandler(t *testing.T) {
+	ui := wire.MasterAPI.UI
+	plain := http.NewServeMux()
+	plain.Handle(ui.UIPages.Mux(), echoPrincipal)
+	marked := http.NewServeMux()
+	marked.Handle(ui.UIPages.Mux(), UIHandler(echoPrincipal, ui.UISignIn.Pattern))
+	for _, c := range []struct {
+		name   string
+		mux    *http.ServeMux
+		ui     bool
+		cookie string
+		want   int
+	}{
+		{"a plain handler with the cookie", plain, true, UISession("s3cret"), http.StatusUnauthorized},
+		{"a plain handler without", plain, true, "", http.StatusUnauthorized},
+		{"a UI's handler with the cookie", marked, true, UISession("s3cret"), http.StatusOK},
+		{"a UI's handler without", marked, true, "", http.StatusSeeOther},
+		{"a UI's handler on a server without a UI", marked, false, UISession("s3cret"), http.StatusUnauthorized},
+	} {
+		req := httptest.NewRequest("GET", "/ui/apps/x", nil)
+		if c.cookie != "" {
+			req.AddCookie(&http.Cookie{Name: UISessionCookie, Value: c.cookie})
+		}
+		rec := httptest.NewRecorder()
+		Authorize(wire.MasterAPI, c.mux, Auth{Secret: "s3cret", UI: c.ui}).ServeHTTP(rec, req)
+		if rec.Code != c.want {
+			t.Errorf("%s: %d, want %d", c.name, rec.Code, c.want)
+		}
+	}
+}
+
+// Form bodies pass the guard on the routes wire declares for the UI's
+// forms only (the UI checks their token); a cross-site Origin is refused
+// there too.
 func TestGuardTakesFormsOnTheUIOnly(t *testing.T) {
 	h := Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), true)
 	for _, c := range []struct {
-		path, origin string
-		want         int
-	}{{"/ui/act", "", 200}, {"/ui/act", "http://evil.example", 403}, {"/v1/drivers", "", 403}} {
-		req := httptest.NewRequest("POST", c.path, strings.NewReader("kind=kill-app"))
+		method, path, origin string
+		want                 int
+	}{
+		{"POST", "/ui/act", "", 200}, {"POST", "/ui/sign-in", "", 200}, {"POST", "/ui/act", "http://evil.example", 403},
+		{"POST", "/v1/drivers", "", 403}, {"PUT", "/ui/act", "", 403}, {"POST", "/uix/act", "", 403},
+	} {
+		req := httptest.NewRequest(c.method, c.path, strings.NewReader("kind=kill-app"))
 		req.Host = "127.0.0.1:7077"
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		if c.origin != "" {
@@ -75,7 +116,7 @@ func TestGuardTakesFormsOnTheUIOnly(t *testing.T) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if rec.Code != c.want {
-			t.Errorf("%s origin %q: %d, want %d", c.path, c.origin, rec.Code, c.want)
+			t.Errorf("%s %s origin %q: %d, want %d", c.method, c.path, c.origin, rec.Code, c.want)
 		}
 	}
 }

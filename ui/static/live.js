@@ -2,10 +2,24 @@
 // without it; this only saves the reload.
 "use strict";
 (function () {
-  // Every action asks first.
+  // Every action asks first. Confirmed here, the form says so (confirm=yes),
+  // so the server does not ask again with its confirmation page, which is
+  // how it asks when scripts are off.
   document.addEventListener("submit", function (ev) {
-    var msg = ev.target.getAttribute("data-confirm");
-    if (msg && !window.confirm(msg)) ev.preventDefault();
+    var form = ev.target;
+    var msg = form.getAttribute("data-confirm");
+    if (!msg) return;
+    if (!window.confirm(msg)) {
+      ev.preventDefault();
+      return;
+    }
+    if (!form.querySelector('input[name="confirm"]')) {
+      var yes = document.createElement("input");
+      yes.type = "hidden";
+      yes.name = "confirm";
+      yes.value = "yes";
+      form.appendChild(yes);
+    }
   });
 
   var page = document.body.getAttribute("data-page");
@@ -28,7 +42,7 @@
     setTimeout(tick, 1000);
     return;
   }
-  if (page === "signin" || page === "error") return;
+  if (page === "signin" || page === "error" || page === "confirm") return;
 
   // Other pages refresh their content every 2 seconds, unless the user is
   // typing in a form.
