@@ -69,13 +69,29 @@ done
 
 # shellcheck disable=SC2046
 berth() { "$BIN/berth" --master "$MASTER_LIST" $(tlsflags operator) "$@"; }
-leader_id() { berth status --json 2>/dev/null | grep -Eo '"leaderId": *"m[0-9]"' | grep -Eo 'm[0-9]' | head -1; }
+# status: the leader's status as berth prints it (nothing while no master
+# answers); read with grep and awk, so that the demo needs nothing more.
+status() { berth status 2>/dev/null || true; }
+# leader_id: the master listed with the role "leader" (ID ... leader).
+leader_id() { status | awk '$1 ~ /^m[0-9]+$/ && $NF == "leader" { print $1; exit }'; }
+alive_workers() { status | grep -Eo '\([0-9]+ alive' | tr -dc '0-9'; }
+# pi_running: pi's app lists RUNNING executors (column EXECUTORS, RUNNING:n).
+pi_running() { status | awk '$2 == "pi" && / RUNNING:[1-9]/ { found = 1 } END { exit !found }'; }
+# wait_for WHAT CMD...: waits (up to 60 s) until CMD succeeds.
+wait_for() {
+	local what=$1
+	shift
+	for _ in $(seq 600); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	echo "demo.sh: $what not within 60 s; the logs are in $TMP:" >&2
+	tail -n 5 "$TMP"/*.log >&2
+	return 1
+}
+two_alive() { [ "$(alive_workers)" -ge 2 ] 2>/dev/null; }
 
-# Wait (up to 30 s) until both workers are ALIVE.
-for _ in $(seq 300); do
-	if [ "$(berth status --json 2>/dev/null | grep -Eo '"state": *"ALIVE"' | wc -l)" -ge 2 ]; then break; fi
-	sleep 0.1
-done
+wait_for "two ALIVE workers" two_alive
 LEADER=$(leader_id)
 echo "leader: $LEADER"
 
@@ -83,11 +99,11 @@ echo "== berth submit --supervise --cores 1 --memory 256m -- bin/pi --tasks 400"
 DRIVER=$(berth submit --supervise --cores 1 --memory 256m -- "$BIN/pi" --tasks 400 --samples 400000)
 echo "submitted $DRIVER"
 
-# Wait (up to 30 s) until pi's app has running executors, then kill the leader.
-for _ in $(seq 300); do
-	if berth status --json 2>/dev/null | grep -q '"state": *"RUNNING"'; then break; fi
-	sleep 0.1
-done
+# Kill the leader only once pi's app has RUNNING executors (the driver is
+# RUNNING as soon as it is launched, before it has registered its app):
+# the failover must keep executors that run. Only the leader's view lists
+# executors.
+wait_for "RUNNING executors of pi's app" pi_running
 echo "== pi is running; kill -9 the leader $LEADER (pid ${MPID[${LEADER#m}]})"
 kill -KILL "${MPID[${LEADER#m}]}"
 berth wait driver "$DRIVER" --timeout 120s

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/berth-cluster/berth/wire"
 )
 
 // Master is one master; its process changes when it is restarted.
@@ -78,14 +80,26 @@ func (c *Cluster) newMaster(i int, raft bool) (*Master, error) {
 		return nil, err
 	}
 	m.args = append(m.args, tlsFlags...)
+	secretFile, err := c.secretFile(m.UID)
+	if err != nil {
+		return nil, err
+	}
+	if secretFile != "" {
+		m.args = append(m.args, "--secret-file", secretFile)
+	}
 	return m, nil
 }
+
+// noSecretEnv blanks a BERTH_SECRET this process may have, which masters
+// and workers would otherwise inherit: they take the secret from their
+// secret file only (an empty BERTH_SECRET is no secret).
+const noSecretEnv = wire.EnvSecret + "="
 
 // StartMaster (re)starts m with its data directory as it is, and waits
 // until its API answers.
 func (c *Cluster) StartMaster(m *Master) error {
 	p, err := Start(c.h, "master-"+m.ID, c.opt.Bin.Master, filepath.Join(c.opt.Dir, "master-"+m.ID+".log"), m.args,
-		ProcOptions{Env: []string{"BERTH_SECRET=" + c.opt.Secret}, UID: m.UID, GID: m.UID})
+		ProcOptions{Env: []string{noSecretEnv}, UID: m.UID, GID: m.UID})
 	if err != nil {
 		return err
 	}
@@ -135,8 +149,18 @@ func (c *Cluster) AddWorker(spec WorkerSpec) (*Worker, error) {
 		return nil, err
 	}
 	args = append(args, tlsFlags...)
+	// Through the environment variable, where masters get the flag: both
+	// ways of naming the file are used by every cluster.
+	env := []string{noSecretEnv}
+	secretFile, err := c.secretFile(0)
+	if err != nil {
+		return nil, err
+	}
+	if secretFile != "" {
+		env = append(env, wire.EnvSecretFile+"="+secretFile)
+	}
 	p, err := Start(c.h, "worker-"+spec.ID, c.opt.Bin.Worker, filepath.Join(c.opt.Dir, "worker-"+spec.ID+".log"), append(args, spec.Flags...),
-		ProcOptions{Env: []string{"BERTH_SECRET=" + c.opt.Secret}})
+		ProcOptions{Env: env})
 	if err != nil {
 		return nil, err
 	}
