@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"syscall"
 )
 
@@ -43,7 +42,7 @@ func (w *Worker) startAttempt(p *proc, note string) (*exec.Cmd, error) {
 		tenant, component = filepath.Dir(p.dir), "berth.executor"
 	}
 	files := []string{stdout.Name(), stderr.Name()}
-	if p.resources != nil || slices.Contains(p.argv, filepath.Join(p.dir, resourcesFile)) {
+	if p.needsResourcesFile() {
 		path, err := writeResourcesFile(p.dir, component, p.resources)
 		if err != nil {
 			return nil, err

@@ -31,12 +31,14 @@
 // from the worker; the env of the launch request (the app's or driver's);
 // the BERTH_* variables of package wire (executors: app id, executor id,
 // cores, memory, worker id and host, master list; drivers: driver id, cores,
-// memory, worker id and host, master list and the cluster secret, so that
-// they can register their app). The BERTH_* variables come last because they
+// memory, worker id and host, master list and the driver's own credential,
+// BERTH_TOKEN, minted by the master for that driver alone, so that they can
+// register and manage their apps; never the cluster secret). The BERTH_* variables come last because they
 // are facts about the launch that an app's env must not falsify.
 //
-// The argv placeholders {{APP_ID}}, {{EXECUTOR_ID}}, {{CORES}} and
-// {{HOSTNAME}} (the worker's advertised host) are substituted in one pass.
+// The argv placeholders {{APP_ID}}, {{EXECUTOR_ID}}, {{CORES}},
+// {{HOSTNAME}} (the worker's advertised host) and {{RESOURCES}} (the path
+// of the process's resources file) are substituted in one pass.
 //
 // # Kills and exit codes
 //

@@ -148,6 +148,14 @@ func resourceEnv(env map[string]string, g wire.ResourceGrants) {
 // resourcesFile is the file {{RESOURCES}} names, in the process's directory.
 const resourcesFile = "resources.json"
 
+// needsResourcesFile: the process was granted resources, or its argv names
+// the file anywhere, not only as a whole argument: `sh -c 'cat
+// {{RESOURCES}}'` must find a file (an empty list) too.
+func (p *proc) needsResourcesFile() bool {
+	path := filepath.Join(p.dir, resourcesFile)
+	return p.resources != nil || slices.ContainsFunc(p.argv, func(arg string) bool { return strings.Contains(arg, path) })
+}
+
 // writeResourcesFile writes the process's resources in Spark's
 // resources-file format (a list of ResourceAllocation):
 // [{"id":{"componentName":"berth.executor","resourceName":"gpu"},"addresses":["0"]}].

@@ -78,3 +78,26 @@ func TestLaunchWithUnofferedAddressesIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// The resources file is written for a process granted resources, or one
+// whose argv names it anywhere (inside a shell command too), and only then.
+func TestResourcesFileIsWrittenWhenNamed(t *testing.T) {
+	dir := "/work/app-1/0"
+	path := filepath.Join(dir, resourcesFile)
+	for _, c := range []struct {
+		argv      []string
+		resources wire.ResourceGrants
+		want      bool
+	}{
+		{[]string{"cat", path}, nil, true},
+		{[]string{"sh", "-c", "cat " + path + " >&2"}, nil, true},
+		{[]string{"sleep", "1"}, wire.ResourceGrants{"gpu": {Addresses: []string{"0"}}}, true},
+		{[]string{"sleep", "1"}, nil, false},
+		{[]string{"cat", filepath.Join("/work/app-1/1", resourcesFile)}, nil, false},
+	} {
+		p := &proc{dir: dir, argv: c.argv, resources: c.resources}
+		if got := p.needsResourcesFile(); got != c.want {
+			t.Errorf("argv %q, resources %v: needs the file %v, want %v", c.argv, c.resources, got, c.want)
+		}
+	}
+}
