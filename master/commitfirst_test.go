@@ -3,6 +3,7 @@ package master
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"testing"
 
 	"github.com/berth-cluster/berth/internal/httpx"
@@ -66,6 +67,40 @@ func TestFailedKillLeavesAppAsItWas(t *testing.T) {
 	}
 	if len(h.takeSent("/v1/executors/kill")) != 1 {
 		t.Fatal("executor not killed once the kill committed")
+	}
+}
+
+// A kill of chosen executors (dynamic allocation) whose write fails leaves
+// them as they were: still listed, their cores held, nothing sent to their
+// worker nor told to the app's client; a repeat writes again and holds.
+func TestFailedExecutorKillLeavesThemRunning(t *testing.T) {
+	h, w, a := leaderWithOneApp(t)
+	sub, _, _ := h.c.subscribe(a.rec.ID)
+	h.fx.sent = nil
+	var eid int
+	for id := range a.executors {
+		eid = id
+	}
+	var got error
+	replied := false
+	h.c.killExecutors(a.rec.ID, []int{eid}, func(_ any, err error) { got, replied = err, true })
+	if replied || len(h.fx.sent) != 0 || len(drain(sub)) != 0 {
+		t.Fatalf("executor kill answered (%v) or sent %v before its write committed", replied, h.fx.sent)
+	}
+	h.failWrites(notLeaderErr())
+	if !replied || got == nil {
+		t.Fatalf("failed executor kill answered %v", got)
+	}
+	if len(a.executors) != 1 || w.coresUsed != 2 || len(h.fx.sent) != 0 || len(drain(sub)) != 0 {
+		t.Fatalf("after the failed kill: %d executors, %d cores used, sent %v", len(a.executors), w.coresUsed, h.fx.sent)
+	}
+	v, err := h.call(func(reply func(any, error)) { h.c.killExecutors(a.rec.ID, []int{eid}, reply) })
+	if err != nil || !slices.Equal(v.(wire.KillExecutors).ExecutorIDs, []int{eid}) {
+		t.Fatalf("second executor kill: %+v %v", v, err)
+	}
+	// (The app still wants its cores: the round may place a new executor.)
+	if _, listed := a.executors[eid]; listed || len(h.takeSent("/v1/executors/kill")) != 1 {
+		t.Fatalf("durable executor kill: executor %d listed %v, kill not sent once", eid, listed)
 	}
 }
 
