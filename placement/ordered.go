@@ -109,23 +109,6 @@ func (o *ordered) search(pred func(Worker) bool) (int, int) {
 	return c, sort.Search(len(ch), func(i int) bool { return pred(ch[i].w) })
 }
 
-// walkBack calls fn on each worker in reverse order from the one before
-// position (c, i) until fn returns false.
-func (o *ordered) walkBack(c, i int, fn func(*slot) bool) {
-	for i--; c >= 0; {
-		if c < len(o.chunks) {
-			for ; i >= 0; i-- {
-				if !fn(o.chunks[c][i]) {
-					return
-				}
-			}
-		}
-		if c--; c >= 0 {
-			i = len(o.chunks[c]) - 1
-		}
-	}
-}
-
 // first is the first worker from position (c, i) on for which ok holds, or nil.
 func (o *ordered) first(c, i int, ok func(*slot) bool) *slot {
 	var found *slot
@@ -138,14 +121,20 @@ func (o *ordered) first(c, i int, ok func(*slot) bool) *slot {
 	return found
 }
 
-// last is the last worker before position (c, i) for which ok holds, or nil.
+// last is the last worker before position (c, i) for which ok holds, or
+// nil: it walks the order backwards from there.
 func (o *ordered) last(c, i int, ok func(*slot) bool) *slot {
-	var found *slot
-	o.walkBack(c, i, func(s *slot) bool {
-		if ok(s) {
-			found = s
+	for i--; c >= 0; {
+		if c < len(o.chunks) {
+			for ; i >= 0; i-- {
+				if s := o.chunks[c][i]; ok(s) {
+					return s
+				}
+			}
 		}
-		return found == nil
-	})
-	return found
+		if c--; c >= 0 {
+			i = len(o.chunks[c]) - 1
+		}
+	}
+	return nil
 }

@@ -2,9 +2,10 @@ package wire
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -140,13 +141,9 @@ func ParseResourceAmount(s string) (string, float64, error) {
 	return name, amount, nil
 }
 
-// String renders the amounts sorted by name: "gpu=1,fpga=0.5".
+// String renders the amounts sorted by name: "fpga=0.5,gpu=1".
 func (r ResourceAmounts) String() string {
-	names := make([]string, 0, len(r))
-	for name := range r {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(r))
 	parts := make([]string, len(names))
 	for i, name := range names {
 		parts[i] = name + "=" + strconv.FormatFloat(r[name], 'f', -1, 64)
@@ -154,13 +151,9 @@ func (r ResourceAmounts) String() string {
 	return strings.Join(parts, ",")
 }
 
-// String renders the grants sorted by name: "gpu=0,1 fpga=2(0.5)".
+// String renders the grants sorted by name: "fpga=2(0.5) gpu=0,1".
 func (g ResourceGrants) String() string {
-	names := make([]string, 0, len(g))
-	for name := range g {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(g))
 	parts := make([]string, len(names))
 	for i, name := range names {
 		parts[i] = name + "=" + strings.Join(g[name].Addresses, ",")

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/urfave/cli/v2"
 
@@ -155,113 +153,4 @@ func waitDriver(c *cli.Context, ctx context.Context, id string) error {
 		return cli.Exit(fmt.Sprintf("driver %s ended %s", st.ID, st.State), 1)
 	}
 	return nil
-}
-
-func killCommand() *cli.Command {
-	return &cli.Command{
-		Name:  "kill",
-		Usage: "kill an app or a driver",
-		Subcommands: []*cli.Command{
-			{
-				Name: "app", Usage: "kill an app and its executors (it ends KILLED)", ArgsUsage: "ID",
-				Action: func(c *cli.Context) error {
-					return oneShot(c, "berth kill app ID", func(ctx context.Context, id string) error {
-						cl, err := newClient(c)
-						if err != nil {
-							return err
-						}
-						st, err := cl.KillApp(ctx, id)
-						if err != nil {
-							return err
-						}
-						if st.State == wire.AppKilled {
-							fmt.Fprintln(c.App.Writer, "killed app", id)
-						} else {
-							fmt.Fprintf(c.App.Writer, "app %s had already ended %s\n", id, st.State)
-						}
-						return nil
-					})
-				},
-			},
-			{
-				Name: "driver", Usage: "kill a driver (it ends KILLED)", ArgsUsage: "ID",
-				Action: func(c *cli.Context) error {
-					return oneShot(c, "berth kill driver ID", func(ctx context.Context, id string) error {
-						cl, err := newClient(c)
-						if err != nil {
-							return err
-						}
-						st, err := cl.KillDriver(ctx, id)
-						if err != nil {
-							return err
-						}
-						switch {
-						case st.State == wire.DriverKilled:
-							fmt.Fprintln(c.App.Writer, "killed driver", id)
-						case st.State.Finished():
-							fmt.Fprintf(c.App.Writer, "driver %s had already ended %s\n", id, st.State)
-						default:
-							fmt.Fprintf(c.App.Writer, "killing driver %s: its worker is stopping it (berth wait driver %s)\n", id, id)
-						}
-						return nil
-					})
-				},
-			},
-		},
-	}
-}
-
-func appCommand() *cli.Command {
-	return &cli.Command{
-		Name: "app", Usage: "print an app's status as JSON", ArgsUsage: "ID",
-		Action: func(c *cli.Context) error {
-			return oneShot(c, "berth app ID", func(ctx context.Context, id string) error {
-				cl, err := newClient(c)
-				if err != nil {
-					return err
-				}
-				st, err := cl.App(ctx, id)
-				if err != nil {
-					return err
-				}
-				return printJSON(c.App.Writer, st)
-			})
-		},
-	}
-}
-
-func driverCommand() *cli.Command {
-	return &cli.Command{
-		Name: "driver", Usage: "print a driver's status as JSON", ArgsUsage: "ID",
-		Action: func(c *cli.Context) error {
-			return oneShot(c, "berth driver ID", func(ctx context.Context, id string) error {
-				cl, err := newClient(c)
-				if err != nil {
-					return err
-				}
-				st, err := cl.Driver(ctx, id)
-				if err != nil {
-					return err
-				}
-				return printJSON(c.App.Writer, st)
-			})
-		},
-	}
-}
-
-// oneShot runs f with the command's single ID argument, bounded by --timeout.
-func oneShot(c *cli.Context, usage string, f func(ctx context.Context, id string) error) error {
-	args, err := positional(c, usage, 1)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := callCtx(c)
-	defer cancel()
-	return f(ctx, args[0])
-}
-
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

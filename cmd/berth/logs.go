@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -11,56 +12,57 @@ import (
 )
 
 func logsCommand() *cli.Command {
-	flags := func(cmd string) []cli.Flag {
-		return []cli.Flag{
-			&cli.BoolFlag{Name: "stderr", EnvVars: env("logs", cmd, "stderr"), Usage: "show stderr instead of stdout"},
-			&cli.IntFlag{Name: "tail", EnvVars: env("logs", cmd, "tail"), Usage: "show only the last `N` lines (0: all)"},
+	// sub is `berth logs NAME ARGS... [--stderr] [--tail N]`: argsUsage
+	// names the positional arguments ("APP_ID EXEC_ID"), source makes the
+	// log's source from them, whose names the log's owner in the usage.
+	sub := func(name, whose, argsUsage string, source func(c *cli.Context, args []string) (logSource, error)) *cli.Command {
+		return &cli.Command{
+			Name: name, Usage: "print " + whose + " stdout (or stderr)", ArgsUsage: argsUsage,
+			Flags: []cli.Flag{
+				&cli.BoolFlag{Name: "stderr", EnvVars: env("logs", name, "stderr"), Usage: "show stderr instead of stdout"},
+				&cli.IntFlag{Name: "tail", EnvVars: env("logs", name, "tail"), Usage: "show only the last `N` lines (0: all)"},
+			},
+			Action: func(c *cli.Context) error {
+				args, err := positional(c, "berth logs "+name+" "+argsUsage+" [--stderr] [--tail N]", len(strings.Fields(argsUsage)))
+				if err != nil {
+					return err
+				}
+				src, err := source(c, args)
+				if err != nil {
+					return err
+				}
+				return copyLogs(c, src)
+			},
 		}
 	}
 	return &cli.Command{
 		Name:  "logs",
 		Usage: "print a driver's or an executor's output (through the master's log proxy)",
 		Subcommands: []*cli.Command{
-			{
-				Name: "driver", Usage: "print a driver's stdout (or stderr)", ArgsUsage: "ID",
-				Flags: flags("driver"),
-				Action: func(c *cli.Context) error {
-					args, err := positional(c, "berth logs driver ID [--stderr] [--tail N]", 1)
-					if err != nil {
-						return err
-					}
-					return copyLogs(c, logSource{
-						whole: func(cl *client.Client, stream string) (io.ReadCloser, error) {
-							return cl.DriverLogs(c.Context, args[0], stream, 0)
-						},
-						last: func(cl *client.Client, stream string, n int) ([]byte, error) {
-							return cl.DriverLogLines(c.Context, args[0], stream, n)
-						},
-					})
-				},
-			},
-			{
-				Name: "executor", Usage: "print an executor's stdout (or stderr)", ArgsUsage: "APP_ID EXEC_ID",
-				Flags: flags("executor"),
-				Action: func(c *cli.Context) error {
-					args, err := positional(c, "berth logs executor APP_ID EXEC_ID [--stderr] [--tail N]", 2)
-					if err != nil {
-						return err
-					}
-					execID, err := strconv.Atoi(args[1])
-					if err != nil || execID < 0 {
-						return fmt.Errorf("executor id %q: want a number", args[1])
-					}
-					return copyLogs(c, logSource{
-						whole: func(cl *client.Client, stream string) (io.ReadCloser, error) {
-							return cl.ExecutorLogs(c.Context, args[0], execID, stream, 0)
-						},
-						last: func(cl *client.Client, stream string, n int) ([]byte, error) {
-							return cl.ExecutorLogLines(c.Context, args[0], execID, stream, n)
-						},
-					})
-				},
-			},
+			sub("driver", "a driver's", "ID", func(c *cli.Context, args []string) (logSource, error) {
+				return logSource{
+					whole: func(cl *client.Client, stream string) (io.ReadCloser, error) {
+						return cl.DriverLogs(c.Context, args[0], stream, 0)
+					},
+					last: func(cl *client.Client, stream string, n int) ([]byte, error) {
+						return cl.DriverLogLines(c.Context, args[0], stream, n)
+					},
+				}, nil
+			}),
+			sub("executor", "an executor's", "APP_ID EXEC_ID", func(c *cli.Context, args []string) (logSource, error) {
+				execID, err := strconv.Atoi(args[1])
+				if err != nil || execID < 0 {
+					return logSource{}, fmt.Errorf("executor id %q: want a number", args[1])
+				}
+				return logSource{
+					whole: func(cl *client.Client, stream string) (io.ReadCloser, error) {
+						return cl.ExecutorLogs(c.Context, args[0], execID, stream, 0)
+					},
+					last: func(cl *client.Client, stream string, n int) ([]byte, error) {
+						return cl.ExecutorLogLines(c.Context, args[0], execID, stream, n)
+					},
+				}, nil
+			}),
 		},
 	}
 }

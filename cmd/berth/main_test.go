@@ -283,37 +283,32 @@ func TestStatusSummarisesManyWorkers(t *testing.T) {
 	}
 }
 
-func TestSubmitWaitAndWait(t *testing.T) {
+// What the commands print and how they exit; flags may follow the ID.
+func TestCommandsPrint(t *testing.T) {
 	f := newFakeMaster(t)
-	res := berth(t, f.env(), "submit", "--wait", "--poll", "10ms", "--", "x")
-	if res.Code != 0 || res.Stdout != "driver-1\nFINISHED\n" {
-		t.Fatalf("submit --wait: %+v", res)
-	}
-	res = berth(t, f.env(), "wait", "driver", "driver-bad", "--timeout", "5s")
-	if res.Code != 1 || !strings.Contains(res.Stdout, "FAILED") {
-		t.Fatalf("wait on a failed driver: %+v", res)
-	}
-	// wait's own --timeout must not shadow the global one.
-	res = berth(t, f.env(), "wait", "driver", "driver-1")
-	if res.Code != 0 || res.Stdout != "FINISHED\n" {
-		t.Fatalf("wait driver: %+v", res)
-	}
-	res = berth(t, f.env(), "driver", "driver-1")
-	var d wire.DriverStatus
-	if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &d) != nil || d.State != wire.DriverFinished {
-		t.Fatalf("driver: %+v", res)
-	}
-}
-
-func TestLogsFlagsAfterID(t *testing.T) {
-	f := newFakeMaster(t)
-	res := berth(t, f.env(), "logs", "driver", "driver-1", "--stderr", "--tail", "1")
-	if res.Code != 0 || res.Stdout != "line 2 of stderr\n" {
-		t.Fatalf("logs: %+v", res)
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stdout string
+	}{
+		{[]string{"submit", "--wait", "--poll", "10ms", "--", "x"}, 0, "driver-1\nFINISHED\n"},
+		{[]string{"wait", "driver", "driver-bad", "--timeout", "5s"}, 1, "FAILED\n"},
+		// wait's own --timeout must not shadow the global one.
+		{[]string{"wait", "driver", "driver-1"}, 0, "FINISHED\n"},
+		{[]string{"logs", "driver", "driver-1", "--stderr", "--tail", "1"}, 0, "line 2 of stderr\n"},
+	} {
+		if res := berth(t, f.env(), tc.args...); res.Code != tc.code || res.Stdout != tc.stdout {
+			t.Fatalf("%q: %+v, want exit %d and stdout %q", tc.args, res, tc.code, tc.stdout)
+		}
 	}
 	requests := f.requestLog()
 	if last := requests[len(requests)-1]; !strings.HasPrefix(last, "GET /v1/drivers/driver-1/logs/stderr?tail=") {
-		t.Fatalf("request %q", last)
+		t.Fatalf("logs sent %q", last)
+	}
+	res := berth(t, f.env(), "driver", "driver-1")
+	var d wire.DriverStatus
+	if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &d) != nil || d.State != wire.DriverFinished {
+		t.Fatalf("driver: %+v", res)
 	}
 }
 

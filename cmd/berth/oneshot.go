@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/berth-cluster/berth/client"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// onID is a one-shot command on the single ID argument: call asks the
+// masters, bounded by --timeout, and show prints the answer.
+func onID[T any](c *cli.Context, usage string, call func(*client.Client, context.Context, string) (T, error), show func(id string, v T) error) error {
+	args, err := positional(c, usage, 1)
+	if err != nil {
+		return err
+	}
+	cl, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := callCtx(c)
+	defer cancel()
+	v, err := call(cl, ctx, args[0])
+	if err != nil {
+		return err
+	}
+	return show(args[0], v)
+}
+
+func killCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "kill",
+		Usage: "kill an app or a driver",
+		Subcommands: []*cli.Command{
+			{
+				Name: "app", Usage: "kill an app and its executors (it ends KILLED)", ArgsUsage: "ID",
+				Action: func(c *cli.Context) error {
+					return onID(c, "berth kill app ID", (*client.Client).KillApp, func(id string, st wire.AppStatus) error {
+						if st.State == wire.AppKilled {
+							fmt.Fprintln(c.App.Writer, "killed app", id)
+						} else {
+							fmt.Fprintf(c.App.Writer, "app %s had already ended %s\n", id, st.State)
+						}
+						return nil
+					})
+				},
+			},
+			{
+				Name: "driver", Usage: "kill a driver (it ends KILLED)", ArgsUsage: "ID",
+				Action: func(c *cli.Context) error {
+					return onID(c, "berth kill driver ID", (*client.Client).KillDriver, func(id string, st wire.DriverStatus) error {
+						switch {
+						case st.State == wire.DriverKilled:
+							fmt.Fprintln(c.App.Writer, "killed driver", id)
+						case st.State.Finished():
+							fmt.Fprintf(c.App.Writer, "driver %s had already ended %s\n", id, st.State)
+						default:
+							fmt.Fprintf(c.App.Writer, "killing driver %s: its worker is stopping it (berth wait driver %s)\n", id, id)
+						}
+						return nil
+					})
+				},
+			},
+		},
+	}
+}
+
+// showCommand is `berth NAME ID`: it prints what get returns as JSON. what
+// names the thing in the usage, e.g. "an app's".
+func showCommand[T any](name, what string, get func(*client.Client, context.Context, string) (T, error)) *cli.Command {
+	return &cli.Command{
+		Name: name, Usage: "print " + what + " status as JSON", ArgsUsage: "ID",
+		Action: func(c *cli.Context) error {
+			return onID(c, "berth "+name+" ID", get, func(_ string, st T) error {
+				return printJSON(c.App.Writer, st)
+			})
+		},
+	}
+}
+
+// workerCommand is `berth worker drain|undrain ID`.
+func workerCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "worker",
+		Usage: "drain a worker, or end its drain",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "drain",
+				Usage:     "place nothing new on a worker; what runs there has until --deadline to end, then it is killed and replaced elsewhere",
+				ArgsUsage: "ID",
+				Flags: []cli.Flag{&cli.DurationFlag{Name: "deadline", Value: 10 * time.Minute, EnvVars: env("worker-drain", "deadline"),
+					Usage: "how long executors and drivers may take to end on their own (at most 168h)"}},
+				Action: func(c *cli.Context) error {
+					return onID(c, "berth worker drain ID [--deadline 10m]", func(cl *client.Client, ctx context.Context, id string) (wire.WorkerStatus, error) {
+						// Read here: the flag may follow the ID (positional sets it).
+						d := c.Duration("deadline")
+						if d <= 0 || d > 7*24*time.Hour {
+							return wire.WorkerStatus{}, fmt.Errorf("--deadline %s: want more than 0 and at most 168h", d)
+						}
+						return cl.DrainWorker(ctx, id, d)
+					}, printWorker(c))
+				},
+			},
+			{
+				Name:      "undrain",
+				Usage:     "end a worker's drain before its deadline: it is ALIVE again",
+				ArgsUsage: "ID",
+				Action: func(c *cli.Context) error {
+					return onID(c, "berth worker undrain ID", (*client.Client).UndrainWorker, printWorker(c))
+				},
+			},
+		},
+	}
+}
+
+// printWorker prints a worker's state after a drain or an undrain.
+func printWorker(c *cli.Context) func(string, wire.WorkerStatus) error {
+	return func(_ string, st wire.WorkerStatus) error {
+		if st.DrainDeadline != nil {
+			_, err := fmt.Fprintf(c.App.Writer, "worker %s %s until %s\n", st.ID, st.State, st.DrainDeadline.Local().Format(time.RFC3339))
+			return err
+		}
+		_, err := fmt.Fprintf(c.App.Writer, "worker %s %s\n", st.ID, st.State)
+		return err
+	}
+}
+
+// printJSON prints v indented, as berth app, driver and status --json do.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
