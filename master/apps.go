@@ -19,10 +19,6 @@ const executorIDBlock = 64
 // record is durable.
 // A repeat of a keyed registration gets the first one's id instead.
 func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply func(any, error)) {
-	if !c.leading() {
-		reply(nil, c.notLeader())
-		return
-	}
 	if desc.MaxCores == 0 {
 		desc.MaxCores = c.cfg.DefaultCores
 	}
@@ -30,11 +26,7 @@ func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply func(any,
 		desc.MemoryPerExecutorMB = defaultMemoryPerExecutorMB
 	}
 	key := submissionKey{keyApp, idem.key}
-	if c.answerRepeat(key, idem.hash, c.listedApp, reply) {
-		return
-	}
-	if err := c.roomForApp(); err != nil {
-		reply(nil, err)
+	if !c.admitKeyed(key, idem.hash, c.listedApp, c.roomForApp, reply) {
 		return
 	}
 	rec := persistence.AppRecord{
@@ -42,7 +34,6 @@ func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply func(any,
 		ExecutorLimit: desc.InitialExecutorLimit, ExecutorIDsReserved: executorIDBlock,
 		IdempotencyKey: idem.key, IdempotencyHash: idem.hash, Owner: idem.owner,
 	}
-	c.beginKeyed(key, idem.hash)
 	c.registering.apps++
 	c.commit([]persistence.Command{persistence.PutApp(rec, 0)}, func() {
 		c.rememberKey(key, rec.ID)

@@ -12,10 +12,6 @@ import (
 // its record is durable.
 // A repeat of a keyed submission gets the first one's id instead.
 func (c *core) submitDriver(desc wire.DriverDescription, idem keyed, reply func(any, error)) {
-	if !c.leading() {
-		reply(nil, c.notLeader())
-		return
-	}
 	if desc.Cores == 0 {
 		desc.Cores = 1
 	}
@@ -23,16 +19,11 @@ func (c *core) submitDriver(desc wire.DriverDescription, idem keyed, reply func(
 		desc.MemoryMB = defaultDriverMemoryMB
 	}
 	key := submissionKey{keyDriver, idem.key}
-	if c.answerRepeat(key, idem.hash, c.listedDriver, reply) {
-		return
-	}
-	if err := c.roomForDriver(); err != nil {
-		reply(nil, err)
+	if !c.admitKeyed(key, idem.hash, c.listedDriver, c.roomForDriver, reply) {
 		return
 	}
 	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: desc, SubmittedAt: c.now(), State: wire.DriverSubmitted,
 		IdempotencyKey: idem.key, IdempotencyHash: idem.hash}
-	c.beginKeyed(key, idem.hash)
 	c.registering.drivers++
 	c.commit([]persistence.Command{persistence.PutDriver(rec, 0)}, func() { c.driverAdded(rec) }, func(err error) {
 		c.registering.drivers--

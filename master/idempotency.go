@@ -103,6 +103,26 @@ func (c *core) answerRepeat(k submissionKey, hash string, listed func(id string)
 	return true
 }
 
+// admitKeyed decides whether a submission may be written: only a leader
+// takes one, a repeat is answered instead (answerRepeat), and room (a cap)
+// may refuse it. Admitted, it is in flight under its key (beginKeyed);
+// refused, reply has been called.
+func (c *core) admitKeyed(k submissionKey, hash string, listed func(id string) (string, bool), room func() error, reply func(any, error)) bool {
+	if !c.leading() {
+		reply(nil, c.notLeader())
+		return false
+	}
+	if c.answerRepeat(k, hash, listed, reply) {
+		return false
+	}
+	if err := room(); err != nil {
+		reply(nil, err)
+		return false
+	}
+	c.beginKeyed(k, hash)
+	return true
+}
+
 // beginKeyed records a keyed submission as in flight.
 func (c *core) beginKeyed(k submissionKey, hash string) {
 	if k.key != "" {

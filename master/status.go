@@ -164,30 +164,27 @@ func followerStatus(id string, status wire.MasterStatus, leaderID, leader string
 			out.Workers = append(out.Workers, ws)
 		}
 	}
-	for _, r := range sortedRecords(s.Apps, func(r *persistence.AppRecord) string { return sortTime(r.SubmittedAt) + r.ID }) {
-		st := recordAppStatus(r)
-		if r.Finished() {
-			if completed {
-				out.CompletedApps = append(out.CompletedApps, st)
-			}
-		} else {
-			out.ActiveApps = append(out.ActiveApps, st)
-		}
-	}
-	for _, r := range sortedRecords(s.Drivers, func(r *persistence.DriverRecord) string { return sortTime(r.SubmittedAt) + r.ID }) {
-		st := recordDriverStatus(r)
-		if r.Finished() {
-			if completed {
-				out.CompletedDrivers = append(out.CompletedDrivers, st)
-			}
-		} else {
-			out.ActiveDrivers = append(out.ActiveDrivers, st)
-		}
-	}
+	byEnd(sortedRecords(s.Apps, func(r *persistence.AppRecord) string { return sortTime(r.SubmittedAt) + r.ID }),
+		recordAppStatus, completed, &out.ActiveApps, &out.CompletedApps)
+	byEnd(sortedRecords(s.Drivers, func(r *persistence.DriverRecord) string { return sortTime(r.SubmittedAt) + r.ID }),
+		recordDriverStatus, completed, &out.ActiveDrivers, &out.CompletedDrivers)
 	for _, r := range sortedRecords(s.Masters, func(r *persistence.MasterRecord) string { return r.ID }) {
 		out.Masters = append(out.Masters, wire.MasterNode{ID: r.ID, APIAddr: r.APIAddr, Leader: r.ID == leaderID})
 	}
 	return out
+}
+
+// byEnd appends the status of each record, in order, to active, or to
+// ended when it ended and ended records are asked for.
+func byEnd[R interface{ Finished() bool }, S any](recs []R, status func(R) S, withEnded bool, active, ended *[]S) {
+	for _, r := range recs {
+		switch {
+		case !r.Finished():
+			*active = append(*active, status(r))
+		case withEnded:
+			*ended = append(*ended, status(r))
+		}
+	}
 }
 
 func recordAppStatus(r *persistence.AppRecord) wire.AppStatus {

@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,9 @@ import (
 	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
+
+// The worker's API server: its commands and logs behind the secret, and
+// what it shows an operator on the same port, its page and its metrics.
 
 func TestSecretIsRequired(t *testing.T) {
 	_, w := startParallel(t, nil)
@@ -129,4 +134,62 @@ func TestTwoWorkersOnOneHost(t *testing.T) {
 		t.Errorf("same id or address: %s %s, %s %s", a.ID(), a.URL(), b.ID(), b.URL())
 	}
 	testproc.Eventually(t, 10*time.Second, "both registered", func() bool { return fm.count("state") >= 2 })
+}
+
+// The worker's page lists what it runs, with each process's pid, behind
+// the sign-in: with a secret, a page without a session goes to the sign-in.
+func TestWorkerPageListsItsProcesses(t *testing.T) {
+	_, tw := startParallel(t, nil)
+	pid := tw.runSleeper("app-ui", 3)
+	code, body := tw.call(http.MethodGet, "/ui/", nil)
+	if code != http.StatusOK {
+		t.Fatalf("the page: %d", code)
+	}
+	for _, want := range []string{"Worker " + tw.ID(), "app-ui/3", fmt.Sprint(pid), "RUNNING"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page does not show %q", want)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, tw.URL()+"/ui/", nil)
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/ui/sign-in") {
+		t.Errorf("a page without a session: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+// The worker's metrics follow what it runs: a launch, a live process by
+// kind and state, its end by state.
+func TestWorkerMetricsFollowItsProcesses(t *testing.T) {
+	_, tw := startParallel(t, nil)
+	scrape := func() func(string, ...string) float64 {
+		f := testproc.Scrape(t, tw.URL()+"/metrics", testSecret)
+		return func(name string, labels ...string) float64 { return testproc.Value(f, name, labels...) }
+	}
+	tw.runSleeper("app-m", 0)
+	m := scrape()
+	if m("berth_worker_launches_total", "kind", "executor") != 1 || m("berth_worker_processes", "kind", "executor", "state", "RUNNING") != 1 {
+		t.Errorf("after a launch: launches %v, running %v", m("berth_worker_launches_total", "kind", "executor"), m("berth_worker_processes", "kind", "executor", "state", "RUNNING"))
+	}
+	if m("berth_worker_cleanup_sweeps_total") < 1 {
+		t.Errorf("cleanup sweeps %v: the first runs at start", m("berth_worker_cleanup_sweeps_total"))
+	}
+	tw.mustCall(http.StatusOK, "POST", "/v1/executors/kill", wire.KillExecutor{Epoch: 5, AppID: "app-m", ExecutorID: 0})
+	testproc.Eventually(t, 10*time.Second, "the kill counted", func() bool {
+		m = scrape()
+		return m("berth_worker_exits_total", "kind", "executor", "state", "KILLED") == 1
+	})
+	if v := m("berth_worker_processes", "kind", "executor", "state", "RUNNING"); v != -1 {
+		t.Errorf("a killed executor still counted running: %v", v)
+	}
+	req, _ := http.NewRequest(http.MethodGet, tw.URL()+"/metrics", nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("/metrics without the secret: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 }
