@@ -181,7 +181,7 @@ func (cl *cluster) failover(ctx context.Context, scenario string, n int) (Round,
 			if r.leading == 0 {
 				r.leading, r.NewLeader = since, s.MasterID
 			}
-			workers := aliveWorkers(s)
+			workers := s.WorkerSummary.Alive
 			if r.workers == 0 && workers == len(cl.workers) {
 				r.workers = since
 			}

@@ -2,14 +2,14 @@ package failover
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/berth-cluster/berth/bench/internal/benchtool"
 )
 
 // run runs the scenarios, prints the report and removes the work directory
@@ -42,9 +42,7 @@ func execute(ctx context.Context, cfg *config, ps *procs, argv []string, progres
 	ctx, cancel := context.WithTimeout(ctx, cfg.maxTime)
 	defer cancel()
 	if cfg.secret == "" {
-		b := make([]byte, 16)
-		_, _ = rand.Read(b)
-		cfg.secret = hex.EncodeToString(b)
+		cfg.secret = benchtool.Secret()
 	}
 	var err error
 	if cfg.dir == "" {

@@ -26,21 +26,9 @@ func statusClient(pki *testcluster.PKI, secret string) *httpx.Client {
 // status is one GET /v1/cluster on url, bounded by timeout: the whole
 // answer, as the leader's or a follower's own view.
 func (cl *cluster) status(ctx context.Context, url string, timeout time.Duration) (wire.ClusterStatus, error) {
-	var st wire.ClusterStatus
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err := cl.api.Do(ctx, http.MethodGet, url+"/v1/cluster", nil, &st)
-	return st, err
-}
-
-func aliveWorkers(st wire.ClusterStatus) int {
-	n := 0
-	for _, w := range st.Workers {
-		if w.State == wire.WorkerAlive {
-			n++
-		}
-	}
-	return n
+	return httpx.Call(ctx, cl.api, url, wire.MasterAPI.Cluster, wire.None{})
 }
 
 // findApp is the active app id of st.
@@ -93,7 +81,7 @@ func (cl *cluster) steadyProblem(ctx context.Context, withApp bool) (*masterNode
 	if lst.Status != wire.MasterAlive {
 		return nil, lst, fmt.Sprintf("leader %s is %s", leader.id, lst.Status)
 	}
-	if n := aliveWorkers(lst); n != len(cl.workers) {
+	if n := lst.WorkerSummary.Alive; n != len(cl.workers) {
 		return nil, lst, fmt.Sprintf("leader %s has %d/%d workers ALIVE", leader.id, n, len(cl.workers))
 	}
 	for m, st := range views {

@@ -76,11 +76,12 @@ func clientRegister(c *client.Client) register {
 func followerRegister(follower, secret string, pki *testcluster.PKI) register {
 	hc := pki.TLSClient(secret, 30*time.Second) // never follows a redirect itself
 	return func(ctx context.Context, desc wire.AppDescription) (string, int, error) {
-		url := follower + "/v1/apps"
+		route := wire.MasterAPI.RegisterApp
+		url := follower + route.Path()
 		// The key the Go client sends; the same on every hop.
 		header := http.Header{wire.IdempotencyKeyHeader: {client.NewIdempotencyKey()}}
 		for redirects := 0; redirects < 5; redirects++ {
-			resp, err := hc.OpenWith(ctx, http.MethodPost, url, desc, header)
+			resp, err := hc.OpenWith(ctx, route.Method, url, desc, header)
 			var redirect *httpx.StatusError
 			switch {
 			case err == nil:

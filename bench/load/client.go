@@ -66,11 +66,41 @@ func newClusterClient(bases []string, secret string, tlsConf *tls.Config, inFlig
 // base is the master taken for the leader.
 func (m *masterClient) base() string { return m.bases[m.cur.Load()] }
 
+// request is one call of a route of wire.MasterAPI, built by on from the
+// route's declaration.
+type request struct {
+	method, path string // the path with its parameters filled, and a query if any
+	in           any    // nil: no body
+}
+
+// on is the request of route r with body in (a wire.None is sent as no
+// body) and the route's path parameters: the compiler checks in against the
+// route's request type.
+func on[Req, Resp any](r wire.Route[Req, Resp], in Req, params ...string) request {
+	var body any = in
+	if _, none := body.(wire.None); none {
+		body = nil
+	}
+	return request{method: r.Method, path: r.Path(params...), in: body}
+}
+
+// summaryQuery asks GET /v1/cluster for the worker summary alone, without
+// the workers' list and the finished apps and drivers: what a fleet of
+// thousands can be polled with.
+const summaryQuery = "?" + wire.ClusterWorkersParam + "=false&" + wire.ClusterCompletedParam + "=false"
+
+// summaryRequest is GET /v1/cluster with summaryQuery.
+func summaryRequest() request {
+	r := on(wire.MasterAPI.Cluster, wire.None{})
+	r.path += summaryQuery
+	return r
+}
+
 // doOnLeader sends one request to the master taken for the leader (see
 // masterClient).
-func (m *masterClient) doOnLeader(ctx context.Context, method, path string, in, out any) error {
+func (m *masterClient) doOnLeader(ctx context.Context, r request, out any) error {
 	i := m.cur.Load()
-	err := m.api.Do(ctx, method, m.bases[i]+path, in, out)
+	err := m.api.Do(ctx, r.method, m.bases[i]+r.path, r.in, out)
 	if err == nil || len(m.bases) == 1 {
 		return err
 	}
@@ -80,7 +110,7 @@ func (m *masterClient) doOnLeader(ctx context.Context, method, path string, in, 
 	case se != nil && se.Status == http.StatusTemporaryRedirect:
 		if j := slices.Index(m.bases, strings.TrimSuffix(se.Leader, "/")); j >= 0 {
 			m.cur.CompareAndSwap(i, int64(j))
-			return m.api.Do(ctx, method, m.bases[j]+path, in, out)
+			return m.api.Do(ctx, r.method, m.bases[j]+r.path, r.in, out)
 		}
 	case se == nil || se.Status == http.StatusServiceUnavailable:
 		m.cur.CompareAndSwap(i, (i+1)%int64(len(m.bases)))
@@ -96,7 +126,7 @@ func (m *masterClient) closeIdle() {
 
 // timed sends one request once a slot is free. queued is the wait for the
 // slot, rtt the request itself.
-func (m *masterClient) timed(ctx context.Context, method, path string, in, out any) (queued, rtt time.Duration, err error) {
+func (m *masterClient) timed(ctx context.Context, r request, out any) (queued, rtt time.Duration, err error) {
 	t0 := time.Now()
 	select {
 	case m.sem <- struct{}{}:
@@ -104,21 +134,21 @@ func (m *masterClient) timed(ctx context.Context, method, path string, in, out a
 		return time.Since(t0), 0, ctx.Err()
 	}
 	t1 := time.Now()
-	err = m.doOnLeader(ctx, method, path, in, out)
+	err = m.doOnLeader(ctx, r, out)
 	rtt = time.Since(t1)
 	<-m.sem
 	return t1.Sub(t0), rtt, err
 }
 
-func (m *masterClient) do(ctx context.Context, method, path string, in, out any) error {
-	_, _, err := m.timed(ctx, method, path, in, out)
+func (m *masterClient) do(ctx context.Context, r request, out any) error {
+	_, _, err := m.timed(ctx, r, out)
 	return err
 }
 
 // unbounded sends a request outside the in-flight bound (status reads, which
 // must not wait behind the load).
-func (m *masterClient) unbounded(ctx context.Context, method, path string, in, out any) error {
-	return m.doOnLeader(ctx, method, path, in, out)
+func (m *masterClient) unbounded(ctx context.Context, r request, out any) error {
+	return m.doOnLeader(ctx, r, out)
 }
 
 // cluster reads GET /v1/cluster with its own deadline.
@@ -126,7 +156,7 @@ func (m *masterClient) cluster(ctx context.Context) (*wire.ClusterStatus, error)
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	var cs wire.ClusterStatus
-	if err := m.unbounded(ctx, http.MethodGet, "/v1/cluster", nil, &cs); err != nil {
+	if err := m.unbounded(ctx, on(wire.MasterAPI.Cluster, wire.None{}), &cs); err != nil {
 		return nil, err
 	}
 	return &cs, nil
@@ -141,7 +171,8 @@ type timedEvent struct {
 // streamEvents reads GET /v1/apps/{id}/events until ctx ends or the stream
 // does, calling fn for each event. The open stream is the app's lease.
 func (m *masterClient) streamEvents(ctx context.Context, appID string, fn func(timedEvent)) error {
-	resp, err := m.stream.Open(ctx, http.MethodGet, m.base()+"/v1/apps/"+appID+"/events", nil)
+	r := on(wire.MasterAPI.AppEvents, wire.None{}, appID)
+	resp, err := m.stream.Open(ctx, r.method, m.base()+r.path, nil)
 	if err != nil {
 		return err
 	}

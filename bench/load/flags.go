@@ -1,6 +1,7 @@
 package load
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -115,3 +116,31 @@ func fleetFlags(workers, cores, memoryMB int) []cli.Flag {
 func readFleetParams(c *cli.Context) fleetParams {
 	return fleetParams{Workers: c.Int("workers"), WorkerCores: c.Int("worker-cores"), WorkerMemMB: c.Int("worker-memory-mb")}
 }
+
+// rampParams are how heartbeats and fleet-failover register their whole
+// fleet before they measure (see fleet.ramp).
+type rampParams struct {
+	RegParallel int      `json:"registerParallel"`
+	RampTimeout duration `json:"rampTimeout"`
+}
+
+// rampFlags are the flags of rampParams, with a measure's bound on the
+// ramp and what its help adds to --register-parallel.
+func rampFlags(timeout time.Duration, parallelNote string) []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "register-parallel", Value: 64, Usage: "registrations in flight during the ramp" + parallelNote},
+		&cli.DurationFlag{Name: "ramp-timeout", Value: timeout, Usage: "bound on registering the W workers"},
+	}
+}
+
+func readRampParams(c *cli.Context) rampParams {
+	return rampParams{RegParallel: c.Int("register-parallel"), RampTimeout: duration(c.Duration("ramp-timeout"))}
+}
+
+// duration is a duration flag of a subcommand's parameters: the JSON report
+// writes it as the command line gives it ("8s"), not in nanoseconds.
+type duration time.Duration
+
+func (d duration) String() string { return time.Duration(d).String() }
+
+func (d duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/berth-cluster/berth/internal/benchstat"
 	"github.com/berth-cluster/berth/internal/httpx"
 )
 
@@ -214,6 +215,23 @@ func (f *fleet) registerAll(ctx context.Context, parallel int) (time.Duration, e
 		return nil
 	})
 	return time.Since(start), err
+}
+
+// rampResult is how long a ramp took.
+type rampResult struct {
+	RegisterSeconds  float64 `json:"registerSeconds"`
+	RegistrationsSec float64 `json:"registrationsPerSec"`
+}
+
+// ramp registers the whole fleet (see registerAll) within p's bound.
+func (f *fleet) ramp(ctx context.Context, p rampParams) (rampResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(p.RampTimeout))
+	defer cancel()
+	took, err := f.registerAll(ctx, p.RegParallel)
+	if err != nil {
+		return rampResult{}, fmt.Errorf("registration ramp (%d registered in %s): %w", f.n.registrations.Load(), time.Since(f.started).Round(time.Millisecond), err)
+	}
+	return rampResult{RegisterSeconds: took.Seconds(), RegistrationsSec: benchstat.Rate(len(f.ws), took)}, nil
 }
 
 // phase is when worker w first heartbeats after registering: a point of its

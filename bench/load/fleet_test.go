@@ -20,13 +20,15 @@ import (
 func TestSimulatedWorkerCommands(t *testing.T) {
 	var mu sync.Mutex
 	var reports []wire.ExecutorStateChanged
-	stub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// Any other request gets the mux's 404 and counts as a state error.
+	mux := http.NewServeMux()
+	mux.HandleFunc(wire.MasterAPI.ExecutorStateReport.Mux(), func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer k" {
 			http.Error(w, `{"error":"secret"}`, http.StatusUnauthorized)
 			return
 		}
-		if r.URL.Path != "/v1/workers/t-00001/executor-state" {
-			http.Error(w, `{"error":"unexpected"}`, http.StatusNotFound)
+		if id := r.PathValue("id"); id != "t-00001" {
+			http.Error(w, `{"error":"unexpected worker `+id+`"}`, http.StatusBadRequest)
 			return
 		}
 		var m wire.ExecutorStateChanged
@@ -40,7 +42,8 @@ func TestSimulatedWorkerCommands(t *testing.T) {
 			return
 		}
 		w.Write([]byte("{}"))
-	}))
+	})
+	stub := httptest.NewServer(mux)
 	defer stub.Close()
 	f, err := newFleet(fleetConfig{Workers: 3, Cores: 4, MemoryMB: 1024, IDPrefix: "t", PortBase: 30000, Secret: "k"},
 		newMasterClient(stub.URL, "k", 4, 2*time.Second))
@@ -51,7 +54,7 @@ func TestSimulatedWorkerCommands(t *testing.T) {
 	w := f.ws[1]
 	w.epoch.Store(5)
 
-	post := func(path, secret string, body any) (int, string) {
+	post := func(e wire.Endpoint, secret string, body any) (int, string) {
 		t.Helper()
 		var data []byte
 		if s, ok := body.(string); ok {
@@ -59,7 +62,7 @@ func TestSimulatedWorkerCommands(t *testing.T) {
 		} else {
 			data, _ = json.Marshal(body)
 		}
-		req, _ := http.NewRequest(http.MethodPost, w.addr+path, bytes.NewReader(data))
+		req, _ := http.NewRequest(e.Method, w.addr+e.Path(), bytes.NewReader(data))
 		if secret != "" {
 			req.Header.Set("Authorization", "Bearer "+secret)
 		}
@@ -72,26 +75,27 @@ func TestSimulatedWorkerCommands(t *testing.T) {
 		b.ReadFrom(resp.Body)
 		return resp.StatusCode, b.String()
 	}
+	api := wire.WorkerAPI
 	launch := wire.LaunchExecutor{Epoch: 5, AppID: "app-1", ExecutorID: 3, Cores: 2, MemoryMB: 256, Command: []string{"x"}}
 
-	if code, _ := post("/v1/executors", "", launch); code != http.StatusUnauthorized {
+	if code, _ := post(api.LaunchExecutor.Endpoint, "", launch); code != http.StatusUnauthorized {
 		t.Errorf("no secret: %d", code)
 	}
 	stale := launch
 	stale.Epoch = 4
-	if code, body := post("/v1/executors", "k", stale); code != http.StatusConflict || !strings.Contains(body, `"epoch":5`) {
+	if code, body := post(api.LaunchExecutor.Endpoint, "k", stale); code != http.StatusConflict || !strings.Contains(body, `"epoch":5`) || !strings.Contains(body, `"code":"stale_epoch"`) {
 		t.Errorf("stale epoch: %d %s", code, body)
 	}
-	if code, _ := post("/v1/executors", "k", `{"epoch":5,"appId":"a","bogus":1}`); code != http.StatusBadRequest {
+	if code, _ := post(api.LaunchExecutor.Endpoint, "k", `{"epoch":5,"appId":"a","bogus":1}`); code != http.StatusBadRequest {
 		t.Errorf("unknown field: %d", code)
 	}
-	if code, _ := post("/v1/no-such-route", "k", launch); code != http.StatusNotFound {
+	if code, _ := post(wire.Endpoint{Method: http.MethodPost, Pattern: "/v1/no-such-route"}, "k", launch); code != http.StatusNotFound {
 		t.Errorf("no such worker: %d", code)
 	}
-	if code, body := post("/v1/executors", "k", launch); code != http.StatusOK {
+	if code, body := post(api.LaunchExecutor.Endpoint, "k", launch); code != http.StatusOK {
 		t.Fatalf("launch: %d %s", code, body)
 	}
-	if code, _ := post("/v1/executors", "k", launch); code != http.StatusOK || f.n.dupLaunches.Load() != 1 {
+	if code, _ := post(api.LaunchExecutor.Endpoint, "k", launch); code != http.StatusOK || f.n.dupLaunches.Load() != 1 {
 		t.Errorf("a repeated launch is acknowledged and counted once: %d, dups %d", code, f.n.dupLaunches.Load())
 	}
 	if !poll.Within(context.Background(), 5*time.Second, pollEvery, func() bool { return f.n.running.Load() == 1 }) {
@@ -109,10 +113,10 @@ func TestSimulatedWorkerCommands(t *testing.T) {
 	}
 	// A newer epoch is adopted.
 	newer := wire.KillExecutor{Epoch: 7, AppID: "app-1", ExecutorID: 99}
-	if code, _ := post("/v1/executors/kill", "k", newer); code != http.StatusNotFound || w.epoch.Load() != 7 {
-		t.Errorf("kill of an unknown executor: %d, epoch %d", code, w.epoch.Load())
+	if code, body := post(api.KillExecutor.Endpoint, "k", newer); code != http.StatusNotFound || !strings.Contains(body, `"code":"unknown_process"`) || w.epoch.Load() != 7 {
+		t.Errorf("kill of an unknown executor: %d %s, epoch %d", code, body, w.epoch.Load())
 	}
-	if code, _ := post("/v1/executors/kill", "k", wire.KillExecutor{Epoch: 7, AppID: "app-1", ExecutorID: 3}); code != http.StatusOK {
+	if code, _ := post(api.KillExecutor.Endpoint, "k", wire.KillExecutor{Epoch: 7, AppID: "app-1", ExecutorID: 3}); code != http.StatusOK {
 		t.Errorf("kill: %d", code)
 	}
 	if !poll.Within(context.Background(), 5*time.Second, pollEvery, func() bool { return f.n.finalUnknown.Load() == 1 }) {
@@ -129,7 +133,7 @@ func TestSimulatedWorkerCommands(t *testing.T) {
 
 	// A killed worker does not answer at all.
 	w.kill()
-	if code, _ := post("/v1/executors", "k", wire.LaunchExecutor{Epoch: 7, AppID: "app-2", ExecutorID: 0, Cores: 1, MemoryMB: 1, Command: []string{"x"}}); code != -1 {
+	if code, _ := post(api.LaunchExecutor.Endpoint, "k", wire.LaunchExecutor{Epoch: 7, AppID: "app-2", ExecutorID: 0, Cores: 1, MemoryMB: 1, Command: []string{"x"}}); code != -1 {
 		t.Errorf("dead worker answered %d", code)
 	}
 	if f.n.deadConnClosed.Load() != 1 {

@@ -1,18 +1,18 @@
 package load
 
 import (
+	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/berth-cluster/berth/bench/internal/benchtool"
 	"github.com/berth-cluster/berth/client"
 	"github.com/berth-cluster/berth/internal/benchstat"
 	"github.com/berth-cluster/berth/internal/httpx"
@@ -22,49 +22,44 @@ import (
 )
 
 type ffParams struct {
-	Workers       int    `json:"workers"`
-	WorkerTimeout string `json:"workerTimeout"`
-	RaftProfile   string `json:"raftProfile"`
-	WorkerCores   int    `json:"workerCores"`
-	WorkerMemMB   int    `json:"workerMemoryMB"`
-	RegParallel   int    `json:"registerParallel"`
-	RampTimeout   string `json:"rampTimeout"`
-	AliveTimeout  string `json:"aliveTimeout"`
-
-	workerTimeout, rampTimeout, aliveTimeout time.Duration
+	Workers       int      `json:"workers"`
+	WorkerTimeout duration `json:"workerTimeout"`
+	RaftProfile   string   `json:"raftProfile"`
+	WorkerCores   int      `json:"workerCores"`
+	WorkerMemMB   int      `json:"workerMemoryMB"`
+	rampParams
+	AliveTimeout duration `json:"aliveTimeout"`
 }
 
 func readFleetFailoverParams(c *cli.Context) (*ffParams, error) {
 	p := &ffParams{
-		Workers: c.Int("workers"), workerTimeout: c.Duration("worker-timeout"), RaftProfile: c.String("raft-profile"),
-		WorkerCores: c.Int("worker-cores"), WorkerMemMB: c.Int("worker-memory-mb"), RegParallel: c.Int("register-parallel"),
-		rampTimeout: c.Duration("ramp-timeout"), aliveTimeout: c.Duration("alive-timeout"),
+		Workers: c.Int("workers"), WorkerTimeout: duration(c.Duration("worker-timeout")), RaftProfile: c.String("raft-profile"),
+		WorkerCores: c.Int("worker-cores"), WorkerMemMB: c.Int("worker-memory-mb"), rampParams: readRampParams(c),
+		AliveTimeout: duration(c.Duration("alive-timeout")),
 	}
-	if p.Workers <= 0 || p.workerTimeout <= 0 || p.RegParallel <= 0 || p.rampTimeout <= 0 || p.aliveTimeout <= 0 {
+	if p.Workers <= 0 || p.WorkerTimeout <= 0 || p.RegParallel <= 0 || p.RampTimeout <= 0 || p.AliveTimeout <= 0 {
 		return nil, fmt.Errorf("--workers, --worker-timeout, --register-parallel, --ramp-timeout and --alive-timeout must be positive")
 	}
 	if c.String("master") != "" {
 		return nil, fmt.Errorf("--master: fleet-failover starts its own three masters (give --master-bin)")
 	}
-	p.WorkerTimeout, p.RampTimeout, p.AliveTimeout = p.workerTimeout.String(), p.rampTimeout.String(), p.aliveTimeout.String()
 	return p, nil
 }
 
 // ffRow is the one failover measured.
 type ffRow struct {
-	Workers          int     `json:"workers"`
-	IntervalMs       float64 `json:"intervalMs"`
-	RegisterSeconds  float64 `json:"registerSeconds"`
-	RegistrationsSec float64 `json:"registrationsPerSec"`
-	KilledID         string  `json:"killed"`
-	ToLeaderMs       float64 `json:"toLeaderMs"`      // kill → a master leads at a higher epoch
-	ToAliveMs        float64 `json:"toAliveMs"`       // kill → that leader ALIVE (recovery over)
-	ToAllWorkersMs   float64 `json:"toAllWorkersMs"`  // kill → every worker ALIVE at the new leader
-	Reregistrations  int64   `json:"reregistrations"` // the workers' registrations again after the kill
-	HeartbeatErrors  int64   `json:"heartbeatErrors"`
-	NotAlive         int     `json:"notAlive"` // workers not ALIVE at the end
-	FalseExpiries    int64   `json:"falseExpiries"`
-	LeaderRSSMB      float64 `json:"leaderRssMB"`
+	Workers    int     `json:"workers"`
+	IntervalMs float64 `json:"intervalMs"`
+	rampResult
+	KilledID        string  `json:"killed"`
+	ToLeaderMs      float64 `json:"toLeaderMs"`      // kill → a master leads at a higher epoch
+	ToAliveMs       float64 `json:"toAliveMs"`       // kill → that leader ALIVE (recovery over)
+	ToAllWorkersMs  float64 `json:"toAllWorkersMs"`  // kill → every worker ALIVE at the new leader
+	Reregistrations int64   `json:"reregistrations"` // the workers' registrations again after the kill
+	HeartbeatErrors int64   `json:"heartbeatErrors"`
+	NotAlive        int     `json:"notAlive"` // workers not ALIVE at the end
+	FalseExpiries   int64   `json:"falseExpiries"`
+	LeaderRSSMB     float64 `json:"leaderRssMB"`
 	fleetOutcome
 }
 
@@ -86,16 +81,15 @@ func fleetFailoverCommand(out io.Writer) *cli.Command {
 		name:        "fleet-failover",
 		usage:       "SIGKILL the leader of three masters holding W workers: time until ALIVE with every worker back",
 		description: fleetFailoverDescription,
-		flags: []cli.Flag{
+		flags: slices.Concat([]cli.Flag{
 			&cli.IntFlag{Name: "workers", Value: 10000, Usage: "simulated workers"},
 			&cli.DurationFlag{Name: "worker-timeout", Value: 60 * time.Second, Usage: "masters' --worker-timeout"},
 			&cli.StringFlag{Name: "raft-profile", Value: "lan", Usage: "masters' --raft-profile"},
 			&cli.IntFlag{Name: "worker-cores", Value: 8, Usage: "cores each worker announces"},
 			&cli.IntFlag{Name: "worker-memory-mb", Value: 16384, Usage: "memory each worker announces"},
-			&cli.IntFlag{Name: "register-parallel", Value: 64, Usage: "registrations in flight during the ramp"},
-			&cli.DurationFlag{Name: "ramp-timeout", Value: 6 * time.Minute, Usage: "bound on registering the W workers"},
+		}, rampFlags(6*time.Minute, ""), []cli.Flag{
 			&cli.DurationFlag{Name: "alive-timeout", Value: 5 * time.Minute, Usage: "bound on the wait for a new ALIVE leader with every worker"},
-		},
+		}),
 		params: readFleetFailoverParams,
 		run:    runFleetFailover,
 	}.command(out)
@@ -120,18 +114,13 @@ func fleetFailover(ctx context.Context, cm *common, p *ffParams, r *Report, row 
 	if cm.masterBin == "" {
 		return errors.New("--master-bin: fleet-failover starts three masters")
 	}
-	secret := cm.secret
-	if secret == "" {
-		b := make([]byte, 16)
-		rand.Read(b)
-		secret = hex.EncodeToString(b)
-	}
+	secret := cmp.Or(cm.secret, benchtool.Secret())
 	dir := filepath.Join(cm.workDir, "fleet-failover")
 	pki, err := testcluster.NewPKI(filepath.Join(dir, "tls"))
 	if err != nil {
 		return err
 	}
-	flags := append([]string{"--worker-timeout", p.workerTimeout.String(), "--raft-profile", p.RaftProfile, "--log-format", "json"}, cm.masterArgs...)
+	flags := append([]string{"--worker-timeout", p.WorkerTimeout.String(), "--raft-profile", p.RaftProfile, "--log-format", "json"}, cm.masterArgs...)
 	cl, err := testcluster.StartCluster(cm.host, testcluster.Options{
 		Bin: testcluster.Binaries{Master: cm.masterBin, PKI: pki}, Dir: dir, Secret: secret, Masters: 3, MasterFlags: flags,
 	})
@@ -161,14 +150,10 @@ func fleetFailover(ctx context.Context, cm *common, p *ffParams, r *Report, row 
 		mc.closeIdle()
 		f.close()
 	}()
-	rampCtx, cancelRamp := context.WithTimeout(ctx, p.rampTimeout)
-	regTime, err := f.registerAll(rampCtx, p.RegParallel)
-	cancelRamp()
-	if err != nil {
-		return fmt.Errorf("registration ramp (%d registered): %w", f.n.registrations.Load(), err)
+	if row.rampResult, err = f.ramp(ctx, p.rampParams); err != nil {
+		return err
 	}
-	row.RegisterSeconds, row.RegistrationsSec = regTime.Seconds(), benchstat.Rate(p.Workers, regTime)
-	fmt.Fprintf(cm.out, "  %d workers registered in %.1f s\n", p.Workers, regTime.Seconds())
+	fmt.Fprintf(cm.out, "  %d workers registered in %.1f s\n", p.Workers, row.RegisterSeconds)
 
 	// Every worker heartbeats at the interval set for the whole fleet
 	// before the kill: wait one interval past the last registration.
@@ -195,7 +180,7 @@ func fleetFailover(ctx context.Context, cm *common, p *ffParams, r *Report, row 
 	t0 := time.Now()
 	leader.Proc().Kill()
 
-	deadline := t0.Add(p.aliveTimeout)
+	deadline := t0.Add(time.Duration(p.AliveTimeout))
 	var newLeader *testcluster.Master
 	for time.Now().Before(deadline) {
 		for _, m := range cl.Masters {
@@ -229,7 +214,7 @@ func fleetFailover(ctx context.Context, cm *common, p *ffParams, r *Report, row 
 	}
 	if row.ToAllWorkersMs == 0 {
 		return fmt.Errorf("no ALIVE leader with all %d workers within --alive-timeout %s (leader after %.0f ms, ALIVE after %.0f ms, %d not ALIVE)",
-			p.Workers, p.aliveTimeout, row.ToLeaderMs, row.ToAliveMs, row.NotAlive)
+			p.Workers, p.AliveTimeout, row.ToLeaderMs, row.ToAliveMs, row.NotAlive)
 	}
 	return nil
 }
@@ -237,6 +222,7 @@ func fleetFailover(ctx context.Context, cm *common, p *ffParams, r *Report, row 
 // summary reads one master's own view without the workers' list.
 func summary(ctx context.Context, c *httpx.Client, m *testcluster.Master) (wire.ClusterStatus, error) {
 	var st wire.ClusterStatus
-	err := c.Do(ctx, http.MethodGet, m.URL+"/v1/cluster?workers=false&completed=false", nil, &st)
+	r := summaryRequest()
+	err := c.Do(ctx, r.method, m.URL+r.path, nil, &st)
 	return st, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,23 +12,21 @@ import (
 	"github.com/berth-cluster/berth/client"
 	"github.com/berth-cluster/berth/internal/benchstat"
 	"github.com/berth-cluster/berth/internal/poll"
+	"github.com/berth-cluster/berth/wire"
 	"github.com/urfave/cli/v2"
 )
 
 type hbParams struct {
-	Workers       []int   `json:"workers"`
-	Duration      string  `json:"duration"`
-	Warmup        string  `json:"warmup"`
-	WorkerTimeout string  `json:"workerTimeout"`
-	WorkerCores   int     `json:"workerCores"`
-	WorkerMemMB   int     `json:"workerMemoryMB"`
-	HeldRatio     float64 `json:"heldRatio"`
-	RegParallel   int     `json:"registerParallel"`
-	RampTimeout   string  `json:"rampTimeout"`
-	NoListen      bool    `json:"noListen,omitempty"`
-	APIProbe      bool    `json:"apiProbe,omitempty"`
-
-	duration, warmup, workerTimeout, rampTimeout time.Duration
+	Workers       []int    `json:"workers"`
+	Duration      duration `json:"duration"`
+	Warmup        duration `json:"warmup"`
+	WorkerTimeout duration `json:"workerTimeout"`
+	WorkerCores   int      `json:"workerCores"`
+	WorkerMemMB   int      `json:"workerMemoryMB"`
+	HeldRatio     float64  `json:"heldRatio"`
+	rampParams
+	NoListen bool `json:"noListen,omitempty"`
+	APIProbe bool `json:"apiProbe,omitempty"`
 }
 
 // readHeartbeatParams reads and checks the flags of heartbeats.
@@ -37,16 +36,15 @@ func readHeartbeatParams(c *cli.Context) (*hbParams, error) {
 		return nil, err
 	}
 	p := &hbParams{
-		Workers: sizes, duration: c.Duration("duration"), warmup: c.Duration("warmup"),
-		workerTimeout: c.Duration("worker-timeout"), WorkerCores: c.Int("worker-cores"),
+		Workers: sizes, Duration: duration(c.Duration("duration")), Warmup: duration(c.Duration("warmup")),
+		WorkerTimeout: duration(c.Duration("worker-timeout")), WorkerCores: c.Int("worker-cores"),
 		WorkerMemMB: c.Int("worker-memory-mb"), HeldRatio: c.Float64("held-ratio"),
-		RegParallel: c.Int("register-parallel"), rampTimeout: c.Duration("ramp-timeout"),
-		NoListen: !c.Bool("listen"), APIProbe: c.Bool("api-probe"),
+		rampParams: readRampParams(c),
+		NoListen:   !c.Bool("listen"), APIProbe: c.Bool("api-probe"),
 	}
-	if p.duration <= 0 || p.workerTimeout <= 0 || p.warmup < 0 || p.RegParallel <= 0 || p.rampTimeout <= 0 {
+	if p.Duration <= 0 || p.WorkerTimeout <= 0 || p.Warmup < 0 || p.RegParallel <= 0 || p.RampTimeout <= 0 {
 		return nil, fmt.Errorf("--duration, --worker-timeout, --register-parallel and --ramp-timeout must be positive")
 	}
-	p.Duration, p.Warmup, p.WorkerTimeout, p.RampTimeout = p.duration.String(), p.warmup.String(), p.workerTimeout.String(), p.rampTimeout.String()
 	return p, nil
 }
 
@@ -69,26 +67,25 @@ func parseInts(flag, s string) ([]int, error) {
 
 // hbRow is one fleet size.
 type hbRow struct {
-	Workers          int     `json:"workers"`
-	IntervalMs       float64 `json:"intervalMs"`
-	WindowSeconds    float64 `json:"windowSeconds"`
-	OfferedPerSec    float64 `json:"offeredPerSec"`
-	AchievedPerSec   float64 `json:"achievedPerSec"`
-	Heartbeats       int     `json:"heartbeats"`          // acknowledged in the window
-	Errors           int     `json:"errors"`              // failed in the window
-	ErrorsTotal      int64   `json:"errorsTotal"`         // over the whole step
-	RTT              Summary `json:"rtt"`                 // request sent → answer
-	Lag              Summary `json:"lag"`                 // scheduled → answer (with the wait for a request slot)
-	MaxGapMs         float64 `json:"maxGapMs"`            // longest silence of one worker, as the master saw it at most
-	MaxGapOfTimeout  float64 `json:"maxGapOfTimeout"`     // that gap / worker timeout
-	FalseExpiries    int64   `json:"falseExpiries"`       // re-registrations the master asked for, over the whole step
-	RampExpiries     int64   `json:"rampFalseExpiries"`   // of which before the window (registration ramp, warmup)
-	WindowExpiries   int64   `json:"windowFalseExpiries"` // of which in the window
-	NotAlive         int     `json:"notAlive"`            // of the W, not ALIVE in GET /v1/cluster at the end
-	MasterRemoved    int     `json:"masterRemoved"`       // "removing worker" in the master's log
-	ReconnectCmds    int64   `json:"reconnectCommands"`
-	RegisterSeconds  float64 `json:"registerSeconds"`
-	RegistrationsSec float64 `json:"registrationsPerSec"`
+	Workers         int     `json:"workers"`
+	IntervalMs      float64 `json:"intervalMs"`
+	WindowSeconds   float64 `json:"windowSeconds"`
+	OfferedPerSec   float64 `json:"offeredPerSec"`
+	AchievedPerSec  float64 `json:"achievedPerSec"`
+	Heartbeats      int     `json:"heartbeats"`          // acknowledged in the window
+	Errors          int     `json:"errors"`              // failed in the window
+	ErrorsTotal     int64   `json:"errorsTotal"`         // over the whole step
+	RTT             Summary `json:"rtt"`                 // request sent → answer
+	Lag             Summary `json:"lag"`                 // scheduled → answer (with the wait for a request slot)
+	MaxGapMs        float64 `json:"maxGapMs"`            // longest silence of one worker, as the master saw it at most
+	MaxGapOfTimeout float64 `json:"maxGapOfTimeout"`     // that gap / worker timeout
+	FalseExpiries   int64   `json:"falseExpiries"`       // re-registrations the master asked for, over the whole step
+	RampExpiries    int64   `json:"rampFalseExpiries"`   // of which before the window (registration ramp, warmup)
+	WindowExpiries  int64   `json:"windowFalseExpiries"` // of which in the window
+	NotAlive        int     `json:"notAlive"`            // of the W, not ALIVE in GET /v1/cluster at the end
+	MasterRemoved   int     `json:"masterRemoved"`       // "removing worker" in the master's log
+	ReconnectCmds   int64   `json:"reconnectCommands"`
+	rampResult
 	MasterCPUPercent float64 `json:"masterCpuPercent"` // of one core, over the window; -1 unknown
 	ToolCPUPercent   float64 `json:"toolCpuPercent"`
 	Held             bool    `json:"held"`
@@ -114,7 +111,7 @@ func heartbeatsCommand(out io.Writer) *cli.Command {
 		name:        "heartbeats",
 		usage:       "W workers heartbeat for a while: rate held, latency, false expiries",
 		description: heartbeatsDescription,
-		flags: []cli.Flag{
+		flags: slices.Concat([]cli.Flag{
 			&cli.StringFlag{Name: "workers", Value: "1000", Usage: "fleet sizes to try, comma-separated, in order"},
 			&cli.DurationFlag{Name: "duration", Value: 30 * time.Second, Usage: "measurement window per size"},
 			&cli.DurationFlag{Name: "warmup", Usage: "wait after the heartbeats start before measuring (default: two intervals)"},
@@ -122,11 +119,10 @@ func heartbeatsCommand(out io.Writer) *cli.Command {
 			&cli.IntFlag{Name: "worker-cores", Value: 8, Usage: "cores each worker announces"},
 			&cli.IntFlag{Name: "worker-memory-mb", Value: 16384, Usage: "memory each worker announces"},
 			&cli.Float64Flag{Name: "held-ratio", Value: 0.99, Usage: "share of the offered rate a held size must achieve"},
-			&cli.IntFlag{Name: "register-parallel", Value: 64, Usage: "registrations in flight during the ramp (each worker heartbeats as soon as it is registered)"},
-			&cli.DurationFlag{Name: "ramp-timeout", Value: 3 * time.Minute, Usage: "bound on registering the W workers"},
+		}, rampFlags(3*time.Minute, " (each worker heartbeats as soon as it is registered)"), []cli.Flag{
 			&cli.BoolFlag{Name: "api-probe", Usage: "during the window, every 100 ms: a status read (GET /v1/cluster?workers=false) and an app registered and killed, timed; with the master's scheduling-round p99 (its /metrics) and resident memory"},
 			&cli.BoolFlag{Name: "listen", Value: true, Usage: "each simulated worker listens at its address; --listen=false registers the address without a listener, for fleets beyond the file descriptor limit (this measure sends the workers no command)"},
-		},
+		}),
 		params: readHeartbeatParams,
 		run:    runHeartbeats,
 	}.command(out)
@@ -218,7 +214,7 @@ func heartbeatStep(ctx context.Context, cm *common, p *hbParams, step, workers, 
 		row.Err = err.Error()
 		return row, info, append(problems, err.Error())
 	}
-	tgt, err := cm.openMaster(ctx, fmt.Sprintf("master-heartbeats-%d", workers), p.workerTimeout, 1)
+	tgt, err := cm.openMaster(ctx, fmt.Sprintf("master-heartbeats-%d", workers), time.Duration(p.WorkerTimeout), 1)
 	if err != nil {
 		return fail(err)
 	}
@@ -243,24 +239,19 @@ func heartbeatStep(ctx context.Context, cm *common, p *hbParams, step, workers, 
 	if err != nil {
 		return fail(err)
 	}
-	rampCtx, cancelRamp := context.WithTimeout(ctx, p.rampTimeout)
-	regTime, err := f.registerAll(rampCtx, p.RegParallel)
-	cancelRamp()
-	if err != nil {
+	if row.rampResult, err = f.ramp(ctx, p.rampParams); err != nil {
 		row.FalseExpiries = f.n.reregistered.Load()
 		problems = append(problems, fleetProblems(f)...)
-		return fail(fmt.Errorf("registration ramp (%d registered in %s): %w", f.n.registrations.Load(), time.Since(f.started).Round(time.Millisecond), err))
+		return fail(err)
 	}
-	row.RegisterSeconds = regTime.Seconds()
-	row.RegistrationsSec = benchstat.Rate(workers, regTime)
 	interval := time.Duration(f.ws[0].interval.Load())
-	timeout := p.workerTimeout
+	timeout := time.Duration(p.WorkerTimeout)
 	if tgt.proc == nil {
 		timeout = 4 * interval // the master's own, as far as the worker can tell
 	}
 	row.IntervalMs = benchstat.Ms(interval)
 	row.OfferedPerSec = benchstat.Rate(workers, interval)
-	warmup := p.warmup
+	warmup := time.Duration(p.Warmup)
 	if warmup == 0 {
 		warmup = 2 * interval
 	}
@@ -293,7 +284,7 @@ func heartbeatStep(ctx context.Context, cm *common, p *hbParams, step, workers, 
 	} else {
 		close(probeDone)
 	}
-	ok := poll.Sleep(ctx, p.duration)
+	ok := poll.Sleep(ctx, time.Duration(p.Duration))
 	stopProbe()
 	<-probeDone
 	f.hb.setOn(false)
@@ -328,7 +319,7 @@ func heartbeatStep(ctx context.Context, cm *common, p *hbParams, step, workers, 
 	}
 	alive := 0
 	for _, ws := range cs.Workers {
-		if f.byID[ws.ID] != nil && ws.State == "ALIVE" {
+		if f.byID[ws.ID] != nil && ws.State == wire.WorkerAlive {
 			alive++
 		}
 	}

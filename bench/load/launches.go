@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,18 +17,16 @@ import (
 
 type lnParams struct {
 	fleetParams
-	Apps                int    `json:"apps"`
-	AppCores            int    `json:"appMaxCores"`
-	CoresPerExecutor    int    `json:"coresPerExecutor"`
-	MemoryPerExecutorMB int    `json:"memoryPerExecutorMB"`
-	Concurrency         int    `json:"concurrency"`
-	WorkerTimeout       string `json:"workerTimeout"`
-	Lease               string `json:"lease"`
-	Timeout             string `json:"timeout"`
-	Order               string `json:"order"`
-
-	workerTimeout, timeout time.Duration
-	appsFirst              bool
+	Apps                int      `json:"apps"`
+	AppCores            int      `json:"appMaxCores"`
+	CoresPerExecutor    int      `json:"coresPerExecutor"`
+	MemoryPerExecutorMB int      `json:"memoryPerExecutorMB"`
+	Concurrency         int      `json:"concurrency"`
+	WorkerTimeout       duration `json:"workerTimeout"`
+	Lease               string   `json:"lease"`
+	Timeout             duration `json:"timeout"`
+	Order               string   `json:"order"`
+	appsFirst           bool
 }
 
 // readLaunchParams reads and checks the flags of launches.
@@ -38,13 +35,13 @@ func readLaunchParams(c *cli.Context) (*lnParams, error) {
 		fleetParams: readFleetParams(c), Apps: c.Int("apps"), AppCores: c.Int("app-cores"),
 		CoresPerExecutor: c.Int("cores-per-executor"), MemoryPerExecutorMB: c.Int("memory-per-executor-mb"),
 		Concurrency: c.Int("concurrency"), Lease: c.String("lease"), Order: c.String("order"),
-		workerTimeout: c.Duration("worker-timeout"), timeout: c.Duration("timeout"),
+		WorkerTimeout: duration(c.Duration("worker-timeout")), Timeout: duration(c.Duration("timeout")),
 	}
 	if p.Order != "workers-first" && p.Order != "apps-first" {
 		return nil, fmt.Errorf("--order %q: want workers-first or apps-first", p.Order)
 	}
 	p.appsFirst = p.Order == "apps-first"
-	if p.Workers <= 0 || p.Apps <= 0 || p.AppCores <= 0 || p.Concurrency <= 0 || p.workerTimeout <= 0 || p.timeout <= 0 {
+	if p.Workers <= 0 || p.Apps <= 0 || p.AppCores <= 0 || p.Concurrency <= 0 || p.WorkerTimeout <= 0 || p.Timeout <= 0 {
 		return nil, fmt.Errorf("--workers, --apps, --app-cores, --concurrency, --worker-timeout and --timeout must be positive")
 	}
 	if p.Lease != "heartbeat" && p.Lease != "stream" {
@@ -53,7 +50,6 @@ func readLaunchParams(c *cli.Context) (*lnParams, error) {
 	if need, have := p.Apps*p.AppCores, p.Workers*p.WorkerCores; need > have {
 		return nil, fmt.Errorf("the apps ask for %d cores, the workers have %d", need, have)
 	}
-	p.WorkerTimeout, p.Timeout = p.workerTimeout.String(), p.timeout.String()
 	return p, nil
 }
 
@@ -130,7 +126,7 @@ type appReg struct {
 func runLaunches(ctx context.Context, cm *common, p *lnParams, r *Report) error {
 	res := &lnResults{Apps: p.Apps, Cores: p.Apps * p.AppCores, MasterCPUPercent: -1, Order: p.Order}
 	r.Results = res
-	spec := fleetSpec{master: "master-launches", workerTimeout: p.workerTimeout, minCoreUnit: 1, workers: p.fleetParams}
+	spec := fleetSpec{master: "master-launches", workerTimeout: time.Duration(p.WorkerTimeout), minCoreUnit: 1, workers: p.fleetParams}
 	return cm.withFleet(ctx, r, spec, &res.fleetOutcome, func(tgt *target, f *fleet) error {
 		return launch(ctx, cm, p, tgt, f, r, res)
 	})
@@ -156,7 +152,7 @@ func launch(ctx context.Context, cm *common, p *lnParams, tgt *target, f *fleet,
 		leaseWG.Wait()
 		res.LeaseErrors = leaseErrs.Load()
 	}()
-	leaseEvery := min(time.Second, p.workerTimeout/4)
+	leaseEvery := min(time.Second, time.Duration(p.WorkerTimeout)/4)
 	leaseStop := make([]context.CancelFunc, p.Apps) // each app's, stopped before it is unregistered
 	startLease := func(i int, id string) {
 		leaseCtx, stop := context.WithCancel(leaseCtx)
@@ -176,7 +172,7 @@ func launch(ctx context.Context, cm *common, p *lnParams, tgt *target, f *fleet,
 					return
 				case <-t.C:
 				}
-				if err := mc.do(leaseCtx, http.MethodPost, "/v1/apps/"+id+"/heartbeat", nil, nil); err != nil && leaseCtx.Err() == nil {
+				if err := mc.do(leaseCtx, on(wire.MasterAPI.AppHeartbeat, wire.None{}, id), nil); err != nil && leaseCtx.Err() == nil {
 					leaseErrs.Add(1)
 					f.note("lease", "heartbeat of app %s: %v", id, err)
 				}
@@ -194,10 +190,10 @@ func launch(ctx context.Context, cm *common, p *lnParams, tgt *target, f *fleet,
 	err := inParallel(ctx, p.Apps, p.Concurrency, func(i int) error {
 		var sub wire.Submitted
 		sent := time.Now()
-		err := mc.do(ctx, http.MethodPost, "/v1/apps", wire.AppDescription{
+		err := mc.do(ctx, on(wire.MasterAPI.RegisterApp, wire.AppDescription{
 			Name: fmt.Sprintf("berthbench-%04d", i), Command: []string{"/bin/true"},
 			MaxCores: p.AppCores, CoresPerExecutor: p.CoresPerExecutor, MemoryPerExecutorMB: p.MemoryPerExecutorMB,
-		}, &sub)
+		}), &sub)
 		if err != nil {
 			return fmt.Errorf("registering app %d: %w", i, err)
 		}
@@ -241,7 +237,7 @@ func launch(ctx context.Context, cm *common, p *lnParams, tgt *target, f *fleet,
 			tRun = at
 		}
 	}
-	done := poll.Within(ctx, p.timeout, pollEvery, func() bool {
+	done := poll.Within(ctx, time.Duration(p.Timeout), pollEvery, func() bool {
 		for _, l := range f.launchesSince(seenL) {
 			seenL++
 			i, ok := ours[l.AppID]
@@ -282,7 +278,7 @@ func launch(ctx context.Context, cm *common, p *lnParams, tgt *target, f *fleet,
 	res.ToolCPUPercent = 100 * (selfCPU() - self0).Seconds() / window.Seconds()
 	res.Executors, res.Running = len(launched), running
 	if !done {
-		return fmt.Errorf("within %s: %d of %d cores launched, %d of %d executors RUNNING", p.timeout, cores, res.Cores, running, len(launched))
+		return fmt.Errorf("within %s: %d of %d cores launched, %d of %d executors RUNNING", p.Timeout, cores, res.Cores, running, len(launched))
 	}
 	res.FirstLaunchMs = benchstat.Ms(tFirst.Sub(t0))
 	res.AllLaunchedMs = benchstat.Ms(tAll.Sub(t0))
@@ -305,7 +301,7 @@ func launch(ctx context.Context, cm *common, p *lnParams, tgt *target, f *fleet,
 	tU := time.Now()
 	_ = inParallel(ctx, p.Apps, p.Concurrency, func(i int) error {
 		leaseStop[i]()
-		if err := mc.do(ctx, http.MethodPost, "/v1/apps/"+regs[i].id+"/unregister", nil, nil); err != nil {
+		if err := mc.do(ctx, on(wire.MasterAPI.UnregisterApp, wire.None{}, regs[i].id), nil); err != nil {
 			f.note("unregister", "unregistering %s: %v", regs[i].id, err)
 		}
 		return nil
@@ -324,11 +320,11 @@ func launch(ctx context.Context, cm *common, p *lnParams, tgt *target, f *fleet,
 		}
 		return n
 	}
-	if poll.Within(ctx, p.timeout, pollEvery, func() bool { return live() == 0 }) {
+	if poll.Within(ctx, time.Duration(p.Timeout), pollEvery, func() bool { return live() == 0 }) {
 		res.AllKilledMs = benchstat.Ms(time.Since(tU))
 		res.KillsPerSec = benchstat.Rate(int(f.n.kills.Load()-k0), time.Since(tU))
 	} else {
-		r.Problems = append(r.Problems, fmt.Sprintf("%d executors still live %s after unregistering every app", live(), p.timeout))
+		r.Problems = append(r.Problems, fmt.Sprintf("%d executors still live %s after unregistering every app", live(), p.Timeout))
 	}
 	stopLeases()
 	leaseWG.Wait()

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,7 +16,9 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/benchstat"
+	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/wire"
 )
 
 // masterOpts say how to start a master process.
@@ -92,18 +93,15 @@ func startMaster(ctx context.Context, host testcluster.Host, o masterOpts, name 
 	if err != nil {
 		return fail(err)
 	}
-	client := &http.Client{Timeout: 2 * time.Second}
+	client := httpx.NewClient(o.Secret, 2*time.Second)
+	ready := wire.MasterAPI.Ready
 	err = awaitStart(ctx, p, deadline, "the master was not ready (GET /readyz) within 20s", func() bool {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, m.URL+"/readyz", nil)
-		if o.Secret != "" {
-			req.Header.Set("Authorization", "Bearer "+o.Secret)
-		}
-		resp, err := client.Do(req)
+		resp, err := client.Open(ctx, ready.Method, m.URL+ready.Path(), nil)
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
+		return true
 	})
 	if err != nil {
 		return fail(err)
@@ -204,6 +202,23 @@ func selfCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// rssMB is a process's resident memory, from /proc; -1 when unknown.
+func rssMB(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, err := strconv.ParseFloat(f[1], 64)
+			if err == nil {
+				return kb / 1024
+			}
+		}
+	}
+	return -1
 }
 
 // MasterLog summarizes what the master logged: what went wrong shows here.

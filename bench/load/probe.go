@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,16 +32,16 @@ func (p *apiProbe) run(ctx context.Context, mc *masterClient) {
 	for n := 0; ; n++ {
 		p.time(&p.status, func() error {
 			var cs wire.ClusterStatus
-			return mc.unbounded(ctx, http.MethodGet, "/v1/cluster?"+wire.ClusterWorkersParam+"=false&"+wire.ClusterCompletedParam+"=false", nil, &cs)
+			return mc.unbounded(ctx, summaryRequest(), &cs)
 		})
 		var sub wire.Submitted
 		if p.time(&p.submit, func() error {
 			desc := wire.AppDescription{Name: fmt.Sprintf("probe-%d", n), Command: []string{"true"}, MaxCores: 1, MemoryPerExecutorMB: 1 << 29}
-			return mc.unbounded(ctx, http.MethodPost, "/v1/apps", desc, &sub)
+			return mc.unbounded(ctx, on(wire.MasterAPI.RegisterApp, desc), &sub)
 		}) {
 			p.time(&p.kill, func() error {
 				var st wire.AppStatus
-				return mc.unbounded(context.WithoutCancel(ctx), http.MethodDelete, "/v1/apps/"+sub.ID, nil, &st)
+				return mc.unbounded(context.WithoutCancel(ctx), on(wire.MasterAPI.KillApp, wire.None{}, sub.ID), &st)
 			})
 		}
 		if !poll.Sleep(ctx, probeEvery) {
@@ -96,7 +94,8 @@ func (p *apiProbe) result() ProbeResult {
 
 // roundP99 reads the master's scheduling-round histogram from /metrics.
 func roundP99(ctx context.Context, mc *masterClient) (p99Ms float64, rounds int64, err error) {
-	resp, err := mc.api.Open(ctx, http.MethodGet, mc.base()+"/metrics", nil)
+	r := on(wire.MasterAPI.Metrics, wire.None{})
+	resp, err := mc.api.Open(ctx, r.method, mc.base()+r.path, nil)
 	if err != nil {
 		return -1, 0, err
 	}
@@ -133,21 +132,4 @@ func roundP99(ctx context.Context, mc *masterClient) (p99Ms float64, rounds int6
 		}
 	}
 	return -1, rounds, nil
-}
-
-// rssMB is a process's resident memory, from /proc; -1 when unknown.
-func rssMB(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, err := strconv.ParseFloat(f[1], 64)
-			if err == nil {
-				return kb / 1024
-			}
-		}
-	}
-	return -1
 }

@@ -1,11 +1,11 @@
 package load
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -43,10 +43,6 @@ type simWorker struct {
 	gen   int           // counts lives (kill/revive), so a stale loop does nothing
 }
 
-func (w *simWorker) path(what string) string {
-	return "/v1/workers/" + url.PathEscape(w.id) + "/" + what
-}
-
 func (w *simWorker) observeEpoch(e uint64) {
 	for {
 		cur := w.epoch.Load()
@@ -81,7 +77,7 @@ func (w *simWorker) register(ctx context.Context) error {
 			}
 		}
 		var reg wire.RegisteredWorker
-		if err = w.f.mc.do(ctx, http.MethodPost, "/v1/workers", req, &reg); err != nil {
+		if err = w.f.mc.do(ctx, on(wire.MasterAPI.RegisterWorker, req), &reg); err != nil {
 			w.f.n.regErrors.Add(1)
 			w.f.note("register", "registering %s: %v", w.id, err)
 			continue
@@ -89,7 +85,7 @@ func (w *simWorker) register(ctx context.Context) error {
 		w.observeEpoch(reg.Epoch)
 		w.interval.Store(int64(time.Duration(reg.HeartbeatIntervalMs) * time.Millisecond))
 		var reply wire.LatestStateReply
-		if err = w.f.mc.do(ctx, http.MethodPost, w.path("state"), w.latestState(), &reply); err != nil {
+		if err = w.f.mc.do(ctx, on(wire.MasterAPI.LatestState, w.latestState(), w.id), &reply); err != nil {
 			w.f.n.regErrors.Add(1)
 			w.f.note("register", "sending the latest state of %s: %v", w.id, err)
 			continue
@@ -109,13 +105,7 @@ func (w *simWorker) latestState() wire.WorkerLatestState {
 		st.Executors = append(st.Executors, wire.ExecutorReport{AppID: k.app, ExecutorID: k.id, Cores: e.cores, MemoryMB: e.memory, State: e.state})
 	}
 	slices.SortFunc(st.Executors, func(a, b wire.ExecutorReport) int {
-		if a.AppID != b.AppID {
-			if a.AppID < b.AppID {
-				return -1
-			}
-			return 1
-		}
-		return a.ExecutorID - b.ExecutorID
+		return cmp.Or(cmp.Compare(a.AppID, b.AppID), cmp.Compare(a.ExecutorID, b.ExecutorID))
 	})
 	return st
 }
@@ -172,7 +162,7 @@ func (w *simWorker) heartbeatLoop(stop chan struct{}, gen int, first time.Durati
 		sched := next
 		cores, mem := w.used()
 		var reply wire.HeartbeatReply
-		_, rtt, err := f.mc.timed(f.ctx, http.MethodPost, w.path("heartbeat"), wire.Heartbeat{CoresUsed: cores, MemoryUsedMB: mem}, &reply)
+		_, rtt, err := f.mc.timed(f.ctx, on(wire.MasterAPI.WorkerHeartbeat, wire.Heartbeat{CoresUsed: cores, MemoryUsedMB: mem}, w.id), &reply)
 		done := time.Now()
 		if f.ctx.Err() != nil || w.stale(gen) {
 			return
@@ -268,7 +258,7 @@ func (w *simWorker) report(k execKey, state wire.ExecutorState) {
 		return
 	}
 	msg := wire.ExecutorStateChanged{AppID: k.app, ExecutorID: k.id, State: state}
-	err := f.mc.do(f.ctx, http.MethodPost, w.path("executor-state"), msg, nil)
+	err := f.mc.do(f.ctx, on(wire.MasterAPI.ExecutorStateReport, msg, w.id), nil)
 	if f.ctx.Err() != nil || w.dead.Load() {
 		return
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/berth-cluster/berth/wire"
 )
 
 // target is the master one step of a scenario measures.
@@ -37,13 +35,7 @@ func (cm *common) openMaster(ctx context.Context, name string, workerTimeout tim
 		if err != nil {
 			return nil, fmt.Errorf("--master %s: %w", cm.masterURL, err)
 		}
-		alive := 0
-		for _, w := range cs.Workers {
-			if w.State == wire.WorkerAlive {
-				alive++
-			}
-		}
-		return &target{URL: cm.masterURL, Info: MasterInfo{URL: cm.masterURL, MasterID: cs.MasterID, Epoch: cs.Epoch, OtherWorkers: alive}}, nil
+		return &target{URL: cm.masterURL, Info: MasterInfo{URL: cm.masterURL, MasterID: cs.MasterID, Epoch: cs.Epoch, OtherWorkers: cs.WorkerSummary.Alive}}, nil
 	}
 	p, err := startMaster(ctx, cm.host, masterOpts{
 		Bin: cm.masterBin, RecoveryMode: cm.recoveryMode, Secret: cm.secret,

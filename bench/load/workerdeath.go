@@ -13,7 +13,7 @@ import (
 // killOne kills one worker holding executors of the app, measures, and
 // brings it back.
 func killOne(ctx context.Context, proc *masterProc, f *fleet, events *eventLog, appID string, p *lossParams, timeout time.Duration, rng *rand.Rand) (rep lossRep) {
-	if !poll.Within(ctx, p.repTimeout, pollEvery, func() bool { return appSettled(f, appID, p.AppCores) }) {
+	if !poll.Within(ctx, time.Duration(p.RepTimeout), pollEvery, func() bool { return appSettled(f, appID, p.AppCores) }) {
 		cores, _ := f.appCores(appID)
 		rep.Err = fmt.Sprintf("the app held %d of %d cores before the kill", cores, p.AppCores)
 		return rep
@@ -37,18 +37,18 @@ func killOne(ctx context.Context, proc *masterProc, f *fleet, events *eventLog, 
 		if err := victim.revive(ctx); err != nil && rep.Err == "" {
 			rep.Err = "reviving: " + err.Error()
 		}
-		poll.Sleep(ctx, p.settle)
+		poll.Sleep(ctx, time.Duration(p.Settle))
 	}()
 
 	var tDead time.Time
-	if !poll.Within(ctx, 3*timeout+p.repTimeout, pollEvery, func() bool {
+	if !poll.Within(ctx, 3*timeout+time.Duration(p.RepTimeout), pollEvery, func() bool {
 		if lost := events.lost(evIdx, victim.id); len(lost) > 0 {
 			tDead = lost[0].At
 			return true
 		}
 		return false
 	}) {
-		rep.Err = fmt.Sprintf("%s was not declared DEAD within %s", victim.id, 3*timeout+p.repTimeout)
+		rep.Err = fmt.Sprintf("%s was not declared DEAD within %s", victim.id, 3*timeout+time.Duration(p.RepTimeout))
 		return rep
 	}
 	rep.DeadFrom = "stream"
@@ -78,7 +78,7 @@ func killOne(ctx context.Context, proc *masterProc, f *fleet, events *eventLog, 
 	// until their cores cover what was lost.
 	var replaced []launchRec
 	var tAll time.Time
-	placed := poll.Within(ctx, p.repTimeout, pollEvery, func() bool {
+	placed := poll.Within(ctx, time.Duration(p.RepTimeout), pollEvery, func() bool {
 		replaced, tAll = replaced[:0], time.Time{}
 		cores := 0
 		for _, l := range f.launchesSince(launchIdx) {
@@ -98,7 +98,7 @@ func killOne(ctx context.Context, proc *masterProc, f *fleet, events *eventLog, 
 		rep.DeadToFirstMs = benchstat.Ms(replaced[0].At.Sub(tDead))
 	}
 	if !placed {
-		rep.Err = fmt.Sprintf("%d of %d lost cores placed again within %s", sumCores(replaced), rep.LostCores, p.repTimeout)
+		rep.Err = fmt.Sprintf("%d of %d lost cores placed again within %s", sumCores(replaced), rep.LostCores, p.RepTimeout)
 		return rep
 	}
 	rep.DeadToAllMs = benchstat.Ms(tAll.Sub(tDead))
@@ -111,7 +111,7 @@ func killOne(ctx context.Context, proc *masterProc, f *fleet, events *eventLog, 
 		want[execKey{l.AppID, l.ExecID}] = true
 	}
 	var tRun time.Time
-	if !poll.Within(ctx, p.repTimeout, pollEvery, func() bool {
+	if !poll.Within(ctx, time.Duration(p.RepTimeout), pollEvery, func() bool {
 		seen := 0
 		for _, a := range f.acksSince(ackIdx) {
 			if want[execKey{a.AppID, a.ExecID}] {

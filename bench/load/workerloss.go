@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"math/rand/v2"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -21,17 +20,15 @@ import (
 
 type lossParams struct {
 	fleetParams
-	AppCores            int     `json:"appMaxCores"`
-	AppFraction         float64 `json:"appFraction"`
-	CoresPerExecutor    int     `json:"coresPerExecutor"`
-	MemoryPerExecutorMB int     `json:"memoryPerExecutorMB"`
-	MinCoreUnit         int     `json:"minCoreUnit"`
-	WorkerTimeout       string  `json:"workerTimeout"`
-	Repeat              int     `json:"repeat"`
-	Settle              string  `json:"settle"`
-	RepTimeout          string  `json:"repTimeout"`
-
-	workerTimeout, settle, repTimeout time.Duration
+	AppCores            int      `json:"appMaxCores"`
+	AppFraction         float64  `json:"appFraction"`
+	CoresPerExecutor    int      `json:"coresPerExecutor"`
+	MemoryPerExecutorMB int      `json:"memoryPerExecutorMB"`
+	MinCoreUnit         int      `json:"minCoreUnit"`
+	WorkerTimeout       duration `json:"workerTimeout"`
+	Repeat              int      `json:"repeat"`
+	Settle              duration `json:"settle"`
+	RepTimeout          duration `json:"repTimeout"`
 }
 
 // readLossParams reads and checks the flags of worker-loss.
@@ -40,18 +37,17 @@ func readLossParams(c *cli.Context) (*lossParams, error) {
 		fleetParams: readFleetParams(c), AppCores: c.Int("app-cores"), AppFraction: c.Float64("app-fraction"),
 		CoresPerExecutor: c.Int("cores-per-executor"), MemoryPerExecutorMB: c.Int("memory-per-executor-mb"),
 		MinCoreUnit: c.Int("min-core-unit"), Repeat: c.Int("repeat"),
-		workerTimeout: c.Duration("worker-timeout"), settle: c.Duration("settle"), repTimeout: c.Duration("rep-timeout"),
+		WorkerTimeout: duration(c.Duration("worker-timeout")), Settle: duration(c.Duration("settle")), RepTimeout: duration(c.Duration("rep-timeout")),
 	}
 	if p.AppCores == 0 {
 		p.AppCores = int(p.AppFraction * float64(p.Workers*p.WorkerCores))
 	}
-	if p.Workers < 2 || p.AppCores <= 0 || p.Repeat <= 0 || p.workerTimeout <= 0 || p.repTimeout <= 0 {
+	if p.Workers < 2 || p.AppCores <= 0 || p.Repeat <= 0 || p.WorkerTimeout <= 0 || p.RepTimeout <= 0 {
 		return nil, fmt.Errorf("need at least 2 workers, a positive app size, --repeat, --worker-timeout and --rep-timeout")
 	}
 	if p.AppCores > p.Workers*p.WorkerCores-p.WorkerCores {
 		return nil, fmt.Errorf("the app (%d cores) must leave room for a lost worker's cores (%d of %d free)", p.AppCores, p.Workers*p.WorkerCores-p.AppCores, p.WorkerCores)
 	}
-	p.WorkerTimeout, p.Settle, p.RepTimeout = p.workerTimeout.String(), p.settle.String(), p.repTimeout.String()
 	return p, nil
 }
 
@@ -166,7 +162,7 @@ func appSettled(f *fleet, appID string, want int) bool {
 func runWorkerLoss(ctx context.Context, cm *common, p *lossParams, r *Report) error {
 	res := &lossResults{AppCores: p.AppCores, Summary: map[string]Summary{}}
 	r.Results = res
-	spec := fleetSpec{master: "master-worker-loss", workerTimeout: p.workerTimeout, minCoreUnit: p.MinCoreUnit, workers: p.fleetParams,
+	spec := fleetSpec{master: "master-worker-loss", workerTimeout: time.Duration(p.WorkerTimeout), minCoreUnit: p.MinCoreUnit, workers: p.fleetParams,
 		expected: []string{"removing worker"}}
 	err := cm.withFleet(ctx, r, spec, &res.fleetOutcome, func(tgt *target, f *fleet) error {
 		return loseWorkers(ctx, cm, p, tgt, f, r, res)
@@ -185,17 +181,17 @@ func loseWorkers(ctx context.Context, cm *common, p *lossParams, tgt *target, f 
 		return err
 	}
 	interval := time.Duration(f.ws[0].interval.Load())
-	timeout := p.workerTimeout
+	timeout := time.Duration(p.WorkerTimeout)
 	if tgt.proc == nil {
 		timeout = 4 * interval
 	}
 	res.TimeoutMs, res.IntervalMs = benchstat.Ms(timeout), benchstat.Ms(interval)
 
 	var sub wire.Submitted
-	err := mc.do(ctx, http.MethodPost, "/v1/apps", wire.AppDescription{
+	err := mc.do(ctx, on(wire.MasterAPI.RegisterApp, wire.AppDescription{
 		Name: "berthbench-worker-loss", Command: []string{"/bin/true"}, MaxCores: p.AppCores,
 		CoresPerExecutor: p.CoresPerExecutor, MemoryPerExecutorMB: p.MemoryPerExecutorMB,
-	}, &sub)
+	}), &sub)
 	if err != nil {
 		return fmt.Errorf("registering the app: %w", err)
 	}
@@ -206,13 +202,13 @@ func loseWorkers(ctx context.Context, cm *common, p *lossParams, tgt *target, f 
 	keepStream(streamCtx, mc, sub.ID, events, f, &streamWG)
 	defer func() {
 		// The app is done: its client unregisters it, then the stream ends.
-		_ = mc.do(context.Background(), http.MethodPost, "/v1/apps/"+sub.ID+"/unregister", nil, nil)
+		_ = mc.do(context.Background(), on(wire.MasterAPI.UnregisterApp, wire.None{}, sub.ID), nil)
 		stopStream()
 		streamWG.Wait()
 	}()
-	if !poll.Within(ctx, p.repTimeout, pollEvery, func() bool { return appSettled(f, sub.ID, p.AppCores) }) {
+	if !poll.Within(ctx, time.Duration(p.RepTimeout), pollEvery, func() bool { return appSettled(f, sub.ID, p.AppCores) }) {
 		cores, _ := f.appCores(sub.ID)
-		return fmt.Errorf("the app got %d of its %d cores running within %s", cores, p.AppCores, p.repTimeout)
+		return fmt.Errorf("the app got %d of its %d cores running within %s", cores, p.AppCores, p.RepTimeout)
 	}
 	res.Shape = executorShape(f, sub.ID)
 	fmt.Fprintf(cm.out, "app %s: %d cores as %s of %d; heartbeat every %s, timeout %s\n",

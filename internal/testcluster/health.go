@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/poll"
+	"github.com/berth-cluster/berth/wire"
 )
 
 // healthClient asks /healthz; a daemon that does not answer within its
@@ -18,6 +19,11 @@ var healthClient = &http.Client{Timeout: 2 * time.Second, Transport: &http.Trans
 	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // see above
 }}
 
+// health is the liveness probe of a master and of a worker: the two APIs
+// declare it alike (wire.MasterAPI.Health, wire.WorkerAPI.Health), open to
+// anyone.
+var health = wire.WorkerAPI.Health
+
 // WaitHealthy polls url/healthz every 20 ms until it answers 200, p exits,
 // ctx ends or timeout passes.
 func WaitHealthy(ctx context.Context, p *Proc, url string, timeout time.Duration) error {
@@ -26,7 +32,7 @@ func WaitHealthy(ctx context.Context, p *Proc, url string, timeout time.Duration
 		if p.Exited() {
 			return true
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/healthz", nil)
+		req, err := http.NewRequestWithContext(ctx, health.Method, url+health.Path(), nil)
 		if err != nil {
 			return false
 		}

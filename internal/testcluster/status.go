@@ -17,11 +17,12 @@ import (
 // drivers unless Options.ListCompleted.
 func (c *Cluster) Status(ctx context.Context, m *Master) (wire.ClusterStatus, error) {
 	var st wire.ClusterStatus
-	query := "?completed=false"
-	if c.opt.ListCompleted {
-		query = ""
+	r := wire.MasterAPI.Cluster
+	url := m.URL + r.Path()
+	if !c.opt.ListCompleted {
+		url += "?" + wire.ClusterCompletedParam + "=false"
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.URL+"/v1/cluster"+query, nil)
+	req, err := http.NewRequestWithContext(ctx, r.Method, url, nil)
 	if err != nil {
 		return st, err
 	}
@@ -32,7 +33,7 @@ func (c *Cluster) Status(ctx context.Context, m *Master) (wire.ClusterStatus, er
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("GET %s/v1/cluster: %s", m.URL, resp.Status)
+		return st, fmt.Errorf("%s %s: %s", r.Method, url, resp.Status)
 	}
 	return st, json.NewDecoder(resp.Body).Decode(&st)
 }

@@ -11,16 +11,13 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/berth-cluster/berth/bench/failover"
+	"github.com/berth-cluster/berth/bench/internal/benchtool"
 	"github.com/berth-cluster/berth/bench/load"
 	"github.com/berth-cluster/berth/bench/placement"
 )
@@ -39,16 +36,7 @@ flags of every daemon it starts.
 The last two need bin/master and bin/worker (make build), the three before
 them bin/master.`
 
-func main() {
-	// A Ctrl-C or SIGTERM ends the measure through its context, so that it
-	// stops what it started before it exits.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := newApp(os.Stdout, os.Stderr).RunContext(ctx, os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "berthbench:", err)
-		os.Exit(1)
-	}
-}
+func main() { benchtool.Main(newApp(os.Stdout, os.Stderr)) }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
 	var commands []*cli.Command

@@ -9,27 +9,17 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/berth-cluster/berth/bench/internal/benchtool"
 	"github.com/berth-cluster/berth/bench/openb"
 	_ "github.com/berth-cluster/berth/placement/gpushare" // registers the GPU-sharing policies
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := newApp(os.Stdout).RunContext(ctx, os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "placebench:", err)
-		os.Exit(1)
-	}
-}
+func main() { benchtool.Main(newApp(os.Stdout)) }
 
 func newApp(stdout io.Writer) *cli.App {
 	return &cli.App{
