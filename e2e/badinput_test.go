@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -342,7 +343,7 @@ func TestBadInputRefusedWithoutSideEffects(t *testing.T) {
 	if !reflect.DeepEqual(workerBefore, workerAfter) {
 		t.Errorf("worker state changed by bad requests:\nbefore %+v\nafter  %+v", workerBefore, workerAfter)
 	}
-	testcluster.Stable(t, 500*time.Millisecond, "no process started or killed", func() error {
+	testproc.Stable(t, 500*time.Millisecond, "no process started or killed", func() error {
 		if pids := pidsOf(badMarker); len(pids) != 0 {
 			return fmt.Errorf("a refused request started processes %v", pids)
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/internal/testproc"
 )
 
 // The web UI's tests drive a real headless Chromium (Debian's chromium,
@@ -80,7 +80,7 @@ func (b *browser) open(url string) string {
 func (b *browser) until(url, what string, within time.Duration, cond func(text string) error) string {
 	b.t.Helper()
 	var last string
-	testcluster.Eventually(b.t, within, what, func() error {
+	testproc.Eventually(b.t, within, what, func() error {
 		last = b.open(url)
 		return cond(last)
 	})

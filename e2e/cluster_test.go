@@ -14,6 +14,7 @@ import (
 
 	"github.com/berth-cluster/berth/client"
 	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -172,7 +173,7 @@ func (cl *cluster) leader(timeout time.Duration, not ...*testcluster.Master) (*t
 	cl.t.Helper()
 	var lm *testcluster.Master
 	var st wire.ClusterStatus
-	testcluster.Eventually(cl.t, timeout, "an ALIVE leader among "+masterIDs(cl.others(not...)), func() error {
+	testproc.Eventually(cl.t, timeout, "an ALIVE leader among "+masterIDs(cl.others(not...)), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		m, s, err := cl.Leader(ctx)
@@ -201,7 +202,7 @@ func masterIDs(ms []*testcluster.Master) string {
 func (cl *cluster) statusWhen(timeout time.Duration, what string, cond func(wire.ClusterStatus) error) wire.ClusterStatus {
 	cl.t.Helper()
 	var st wire.ClusterStatus
-	testcluster.Eventually(cl.t, timeout, what, func() error {
+	testproc.Eventually(cl.t, timeout, what, func() error {
 		var err error
 		if st, err = cl.status(); err != nil {
 			return err
@@ -247,7 +248,7 @@ func (cl *cluster) appWhen(id string, timeout time.Duration, what string, cond f
 func (cl *cluster) driverWhen(id string, timeout time.Duration, what string, cond func(wire.DriverStatus) error) wire.DriverStatus {
 	cl.t.Helper()
 	var d wire.DriverStatus
-	testcluster.Eventually(cl.t, timeout, what, func() error {
+	testproc.Eventually(cl.t, timeout, what, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		var err error
@@ -336,7 +337,7 @@ func (s *appEvents) ended() (bool, error) {
 func (s *appEvents) waitFor(t *testing.T, timeout time.Duration, what string, cond func([]appEvent) error) []appEvent {
 	t.Helper()
 	var evs []appEvent
-	testcluster.Eventually(t, timeout, what, func() error {
+	testproc.Eventually(t, timeout, what, func() error {
 		evs = s.all()
 		return cond(evs)
 	})

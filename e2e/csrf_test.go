@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -76,7 +77,7 @@ func TestLoopbackDevModeRefusesBrowserRequests(t *testing.T) {
 	}
 	worker := fmt.Sprintf("http://127.0.0.1:%d", wport)
 	wp := devDaemon(t, "worker", bin.Worker, "--master", master, "--host", "127.0.0.1", "--port", fmt.Sprint(wport), "--cores", "2", "--memory", "2g", "--work-dir", t.TempDir())
-	testcluster.Eventually(t, 20*time.Second, "the worker ALIVE", func() error {
+	testproc.Eventually(t, 20*time.Second, "the worker ALIVE", func() error {
 		a, err := call(http.MethodGet, master+wire.MasterAPI.Cluster.Path(), "", nil)
 		if err != nil || !strings.Contains(a.body, `"state":"ALIVE"`) {
 			return fmt.Errorf("status %v %s", err, a.body)
@@ -118,7 +119,7 @@ func TestLoopbackDevModeRefusesBrowserRequests(t *testing.T) {
 	if code := rawPost(t, master+wire.MasterAPI.SubmitDriver.Path(), "application/json", "", "", driver("master-control")); code != http.StatusOK {
 		t.Fatalf("master control: %d", code)
 	}
-	testcluster.Eventually(t, 20*time.Second, "the control driver to run", func() error {
+	testproc.Eventually(t, 20*time.Second, "the control driver to run", func() error {
 		if !ran("master-control") {
 			return fmt.Errorf("not yet")
 		}
@@ -129,7 +130,7 @@ func TestLoopbackDevModeRefusesBrowserRequests(t *testing.T) {
 	}
 	// The master kills an executor it did not place, perhaps before its
 	// command runs: the worker's log says it started.
-	testcluster.Eventually(t, 20*time.Second, "the control executor to start", func() error {
+	testproc.Eventually(t, 20*time.Second, "the control executor to start", func() error {
 		if n := logCount(wp, `msg=started app=app-csrf `); n != 1 {
 			return fmt.Errorf("%d executors started", n)
 		}

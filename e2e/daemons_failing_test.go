@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -75,7 +75,7 @@ func checkFailingExecutorsFailApp(t *testing.T, command []string, exitCode int) 
 	// No launch after the app failed: the worker's log of applied
 	// launches and the app's executors stop growing.
 	launches := func() int { return logCount(cl.worker("df1").Proc, `command applied.*launch executor`) }
-	testcluster.Stable(t, 2*time.Second, "no executor launched after the app FAILED", func() error {
+	testproc.Stable(t, 2*time.Second, "no executor launched after the app FAILED", func() error {
 		if n := launches(); n != retries {
 			return fmt.Errorf("the worker applied %d executor launches, want %d", n, retries)
 		}

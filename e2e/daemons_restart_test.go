@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -49,7 +49,7 @@ func TestDaemonsMasterRestartRecoversEverything(t *testing.T) {
 		return nil
 	})
 	var execPids, driverPids []int
-	testcluster.Eventually(t, 10*time.Second, "processes started", func() error {
+	testproc.Eventually(t, 10*time.Second, "processes started", func() error {
 		execPids, driverPids = pidsOf(execMarker), pidsOf(driverMarker)
 		if len(execPids) != 2 || len(driverPids) != 1 {
 			return fmt.Errorf("%d executor and %d driver processes, want 2 and 1", len(execPids), len(driverPids))
@@ -132,7 +132,7 @@ func TestDaemonsMasterRestartRecoversEverything(t *testing.T) {
 	// (409) by a worker that has seen the new one, and does nothing.
 	t.Run("StaleEpochRefusedByWorker", func(t *testing.T) {
 		w, _ := workerIn(after, "dr1")
-		testcluster.Eventually(t, 10*time.Second, "worker saw the new epoch", func() error {
+		testproc.Eventually(t, 10*time.Second, "worker saw the new epoch", func() error {
 			ws, err := workerState(w.Address)
 			if err != nil {
 				return err
@@ -167,7 +167,7 @@ func TestDaemonsMasterRestartRecoversEverything(t *testing.T) {
 				t.Errorf("%s with stale epoch %d: %d %s; want 409 with the worker's epoch %d", c.name, epoch0, r.status, r.body, after.Epoch)
 			}
 		}
-		testcluster.Stable(t, time.Second, "nothing done on stale commands", func() error {
+		testproc.Stable(t, time.Second, "nothing done on stale commands", func() error {
 			if pids := pidsOf(staleMarker); len(pids) != 0 {
 				return fmt.Errorf("a stale launch started processes %v", pids)
 			}
@@ -218,7 +218,7 @@ func TestDaemonsUnknownExecutorsKilled(t *testing.T) {
 		}
 		return nil
 	})
-	testcluster.Eventually(t, 10*time.Second, "executor processes started", func() error {
+	testproc.Eventually(t, 10*time.Second, "executor processes started", func() error {
 		if n := len(pidsOf(marker)); n != 2 {
 			return fmt.Errorf("%d processes, want 2", n)
 		}
@@ -230,7 +230,7 @@ func TestDaemonsUnknownExecutorsKilled(t *testing.T) {
 	}
 	cl.restart(cl.master("m1"))
 
-	testcluster.Eventually(t, 20*time.Second, "executors unknown to the new master killed", func() error {
+	testproc.Eventually(t, 20*time.Second, "executors unknown to the new master killed", func() error {
 		if pids := pidsOf(marker); len(pids) != 0 {
 			return fmt.Errorf("executor processes %v still run", pids)
 		}
@@ -241,7 +241,7 @@ func TestDaemonsUnknownExecutorsKilled(t *testing.T) {
 		t.Errorf("the master without state lists apps %+v", st.ActiveApps)
 	}
 	for _, w := range st.Workers {
-		testcluster.Eventually(t, 10*time.Second, "worker "+w.ID+" runs nothing", func() error {
+		testproc.Eventually(t, 10*time.Second, "worker "+w.ID+" runs nothing", func() error {
 			ws, err := workerState(w.Address)
 			if err != nil {
 				return err

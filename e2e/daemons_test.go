@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -114,7 +114,7 @@ func TestDaemonsWorkerKilledExecutorsLostAndReplacedInCoreUnits(t *testing.T) {
 
 	// The worker's children died with it (SIGKILL to the worker reaches
 	// them through their parent-death signal).
-	testcluster.Eventually(t, 5*time.Second, "the killed worker's executor processes gone", func() error {
+	testproc.Eventually(t, 5*time.Second, "the killed worker's executor processes gone", func() error {
 		for _, pid := range pidsOf(marker) {
 			if slices.Contains(victimPids, pid) {
 				return fmt.Errorf("executor process %d of the killed worker still runs", pid)
@@ -212,7 +212,7 @@ func TestDaemonsDriversOfKilledWorker(t *testing.T) {
 			return nil
 		})
 	}
-	testcluster.Eventually(t, 10*time.Second, "driver processes started", func() error {
+	testproc.Eventually(t, 10*time.Second, "driver processes started", func() error {
 		if n, m := len(pidsOf(supMarker)), len(pidsOf(unsupMarker)); n != 1 || m != 1 {
 			return fmt.Errorf("%d supervised and %d unsupervised driver processes, want 1 and 1", n, m)
 		}
@@ -255,7 +255,7 @@ func TestDaemonsDriversOfKilledWorker(t *testing.T) {
 	})
 	// Processes: the supervised driver runs again, on the second worker;
 	// the unsupervised one is gone for good.
-	testcluster.Eventually(t, 10*time.Second, "driver processes after the loss", func() error {
+	testproc.Eventually(t, 10*time.Second, "driver processes after the loss", func() error {
 		if pids := pidsUnder(supMarker, second.WorkDir); len(pids) != 1 || len(pidsOf(supMarker)) != 1 {
 			return fmt.Errorf("supervised driver: %d processes on the second worker, %d in all; want 1 and 1", len(pids), len(pidsOf(supMarker)))
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -58,7 +58,7 @@ func TestDrainMovesExecutorsAtItsDeadline(t *testing.T) {
 		}
 		return nil
 	})
-	testcluster.Eventually(t, 10*time.Second, "the drained executor's process to be gone", func() error {
+	testproc.Eventually(t, 10*time.Second, "the drained executor's process to be gone", func() error {
 		if pid, ok := cl.execPids()[onW1]; ok {
 			return fmt.Errorf("pid %d still runs", pid)
 		}

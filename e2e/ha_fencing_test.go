@@ -17,7 +17,7 @@ import (
 
 	"github.com/berth-cluster/berth/client"
 	"github.com/berth-cluster/berth/internal/poll"
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -76,7 +76,7 @@ func TestHAPausedLeaderIsFenced(t *testing.T) {
 		t.Fatalf("new epoch %d, want > %d", st.Epoch, oldEpoch)
 	}
 	for _, id := range []string{"w1", "w2"} {
-		testcluster.Eventually(t, 10*time.Second, id+" has seen the new epoch", func() error {
+		testproc.Eventually(t, 10*time.Second, id+" has seen the new epoch", func() error {
 			ws, err := workerState(workerURL[id])
 			if err != nil {
 				return err
@@ -122,7 +122,7 @@ func TestHAPausedLeaderIsFenced(t *testing.T) {
 	tempted := sendWhileStopped(t, http.MethodDelete, old.URL+"/v1/apps/"+appID)
 	signal(t, old.Proc(), syscall.SIGCONT)
 	contAt := time.Now()
-	testcluster.Eventually(t, 10*time.Second, old.ID+" a follower of "+newLeader.ID, func() error {
+	testproc.Eventually(t, 10*time.Second, old.ID+" a follower of "+newLeader.ID, func() error {
 		s, err := hc.view(old)
 		if err != nil {
 			return err

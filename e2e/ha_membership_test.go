@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/client"
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -45,7 +45,7 @@ func TestHAMembershipJoinLeave(t *testing.T) {
 	if len(lst.Masters) != 4 {
 		t.Errorf("masters after the join: %+v, want 4", lst.Masters)
 	}
-	testcluster.Eventually(t, 10*time.Second, "m4's replica has the state", func() error {
+	testproc.Eventually(t, 10*time.Second, "m4's replica has the state", func() error {
 		s, err := hc.view(m4)
 		if err != nil {
 			return err

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/client"
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -51,7 +51,7 @@ func TestHAQuorumLostAndRestored(t *testing.T) {
 	rest := hc.others(leader)
 	survivor, other := rest[0], rest[1]
 	// The survivor has the records before the others go.
-	testcluster.Eventually(t, 10*time.Second, "the survivor's replica has the apps and the driver", func() error {
+	testproc.Eventually(t, 10*time.Second, "the survivor's replica has the apps and the driver", func() error {
 		s, err := hc.view(survivor)
 		if err != nil {
 			return err
@@ -69,7 +69,7 @@ func TestHAQuorumLostAndRestored(t *testing.T) {
 	// Writes: refused, saying why.
 	body := wire.AppDescription{Name: "ha-no-quorum", Command: []string{"true"}}
 	var last answer
-	testcluster.Eventually(t, 15*time.Second, "POST /v1/apps on the survivor refused with 503 no leader", func() error {
+	testproc.Eventually(t, 15*time.Second, "POST /v1/apps on the survivor refused with 503 no leader", func() error {
 		var err error
 		if last, err = call(http.MethodPost, survivor.URL+"/v1/apps", secret, jsonOf(t, body)); err != nil {
 			return err
@@ -157,7 +157,7 @@ func TestHAFollowerFromScratchCatchesUp(t *testing.T) {
 	t.Logf("%d writes with %s down", writes, follower.ID)
 
 	// The log the follower would need is compacted into a snapshot.
-	testcluster.Eventually(t, 15*time.Second, "a Raft snapshot on the leader", func() error {
+	testproc.Eventually(t, 15*time.Second, "a Raft snapshot on the leader", func() error {
 		if haSnapshots(leader.DataDir) == 0 {
 			return fmt.Errorf("no snapshot under %s", leader.DataDir)
 		}
@@ -169,7 +169,7 @@ func TestHAFollowerFromScratchCatchesUp(t *testing.T) {
 	if len(want) < 150 {
 		t.Fatalf("the leader lists %d apps, want ≥ 150", len(want))
 	}
-	testcluster.Eventually(t, 20*time.Second, follower.ID+" caught up with the leader's apps", func() error {
+	testproc.Eventually(t, 20*time.Second, follower.ID+" caught up with the leader's apps", func() error {
 		s, err := hc.view(follower)
 		if err != nil {
 			return err

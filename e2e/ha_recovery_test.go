@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -56,7 +57,7 @@ func TestHAWorkerKilledDuringRecovery(t *testing.T) {
 			t.Errorf(format, args...)
 		}
 	}
-	testcluster.Eventually(t, recovery+15*time.Second, "the new leader ALIVE", func() error {
+	testproc.Eventually(t, recovery+15*time.Second, "the new leader ALIVE", func() error {
 		for _, m := range hc.others(old) {
 			st, err := hc.view(m)
 			if err != nil || st.View != wire.ViewLeader {
@@ -125,7 +126,7 @@ func TestHAWorkerKilledDuringRecovery(t *testing.T) {
 	}
 	// The app's stream, after the failover, gets snapshots that no longer
 	// list w2's executor as running, so the client can drop it.
-	testcluster.Eventually(t, 5*time.Second, "a snapshot without w2's executor after the failover", func() error {
+	testproc.Eventually(t, 5*time.Second, "a snapshot without w2's executor after the failover", func() error {
 		for _, ev := range stream.of(wire.EventSnapshot) {
 			if ev.at.Before(killedAt) || ev.App == nil {
 				continue
@@ -165,7 +166,7 @@ func TestHASilentWorkerExecutorsReportedLost(t *testing.T) {
 	if ww, ok := workerIn(st, "w1"); !ok || ww.State != wire.WorkerDead {
 		t.Errorf("w1 after recovery: %+v (listed %v), want DEAD", ww, ok)
 	}
-	testcluster.Eventually(t, 5*time.Second, fmt.Sprintf("executor %d of the silent worker reported LOST", execID), func() error {
+	testproc.Eventually(t, 5*time.Second, fmt.Sprintf("executor %d of the silent worker reported LOST", execID), func() error {
 		var problems []string
 		if e, ok := executorsByID(st, appID, wire.ExecutorLost)[execID]; !ok {
 			a, _ := appStatus(st, appID)

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -57,7 +58,7 @@ func TestMetricsAgreeWithTheAPIAcrossAFailover(t *testing.T) {
 // the scrape, and compared only when it did not change in between.
 func (cl *cluster) metricsAgree(m *testcluster.Master, who string) {
 	cl.t.Helper()
-	testcluster.Eventually(cl.t, 15*time.Second, who+"'s view, unchanged over a scrape", func() error {
+	testproc.Eventually(cl.t, 15*time.Second, who+"'s view, unchanged over a scrape", func() error {
 		st, err := cl.view(m)
 		if err != nil {
 			return err

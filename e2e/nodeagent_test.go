@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -115,7 +115,7 @@ func TestSetsidEscapeesDieWithTheirAppAndDriver(t *testing.T) {
 		return nil
 	})
 	var drvPid int
-	testcluster.Eventually(t, 10*time.Second, "the driver's process", func() error {
+	testproc.Eventually(t, 10*time.Second, "the driver's process", func() error {
 		pids := pidsOf(drvMarker)
 		if len(pids) != 1 {
 			return fmt.Errorf("processes %v carry the driver's marker, want one", pids)
@@ -166,7 +166,7 @@ func escapeScript(marker string) string {
 func waitEscapee(t *testing.T, dir, marker string, parentPid int) int {
 	t.Helper()
 	var pid int
-	testcluster.Eventually(t, 10*time.Second, "the escapee's pid in "+dir, func() error {
+	testproc.Eventually(t, 10*time.Second, "the escapee's pid in "+dir, func() error {
 		data, err := os.ReadFile(filepath.Join(dir, "escapee.pid"))
 		if err != nil {
 			return err
@@ -205,7 +205,7 @@ func sessionOf(t *testing.T, pid int) int {
 // waitGone waits until no live process carries marker (pid carried it).
 func waitGone(t *testing.T, what, marker string, pid int) {
 	t.Helper()
-	testcluster.Eventually(t, 15*time.Second, what+" ("+strconv.Itoa(pid)+") to be gone", func() error {
+	testproc.Eventually(t, 15*time.Second, what+" ("+strconv.Itoa(pid)+") to be gone", func() error {
 		if pids := pidsOf(marker); len(pids) > 0 {
 			return fmt.Errorf("still running: %v", pids)
 		}
@@ -232,7 +232,7 @@ func TestRolledExecutorLogReadsBackWhole(t *testing.T) {
 	st := cl.runningApp(appID, 1, 20*time.Second)
 	execID := liveExecutors(mustApp(t, st, appID))[0].ID
 
-	testcluster.Eventually(t, 30*time.Second, "the output's last line through the log API", func() error {
+	testproc.Eventually(t, 30*time.Second, "the output's last line through the log API", func() error {
 		b, err := cl.c.ExecutorLogLines(callCtx(t, 10*time.Second), appID, execID, "stdout", 1)
 		if err != nil || string(b) != line(n-1) {
 			return fmt.Errorf("last line %q, %v", b, err)

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/client"
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -103,7 +103,7 @@ func TestPiSurvivesWorkerKilledMidJob(t *testing.T) {
 		execWorker[strconv.Itoa(e.ID)] = e.WorkerID
 	}
 	victimID, doneThen := "", 0
-	testcluster.Eventually(t, 30*time.Second, "pi tasks done away from the driver's worker", func() error {
+	testproc.Eventually(t, 30*time.Second, "pi tasks done away from the driver's worker", func() error {
 		logs, err := readAll(cl.c.DriverLogs(callCtx(t, 5*time.Second), driverID, client.Stderr, 0))
 		if err != nil {
 			return err

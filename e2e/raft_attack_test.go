@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/security"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -130,7 +131,7 @@ func TestRaftPortRefusesWhatIsNotAMaster(t *testing.T) {
 	// The master logged each refusal, for its reason.
 	for _, why := range []string{"does not look like a TLS handshake", "the peer is a worker certificate (w1)", "the peer is a cli certificate (operator)"} {
 		re := regexp.MustCompile("refused a Raft connection.*" + regexp.QuoteMeta(why))
-		testcluster.Eventually(t, 5*time.Second, "m1 logging "+why, func() error {
+		testproc.Eventually(t, 5*time.Second, "m1 logging "+why, func() error {
 			if len(m.Proc().LogMatches(re)) == 0 {
 				return errors.New("not in its log")
 			}
@@ -139,7 +140,7 @@ func TestRaftPortRefusesWhatIsNotAMaster(t *testing.T) {
 	}
 	// And it still leads, in the same term, with the same leadership,
 	// for longer than an election timeout.
-	testcluster.Stable(t, 3*time.Second, "m1 after the attacks", func() error {
+	testproc.Stable(t, 3*time.Second, "m1 after the attacks", func() error {
 		f, err := raftFigures(m)
 		if err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -46,7 +47,7 @@ func TestRunAsWorkerKeepsTenantsFromSecretsAndEachOther(t *testing.T) {
 	register := func(name string, argv ...string) string {
 		t.Helper()
 		var id string
-		testcluster.Eventually(t, 20*time.Second, "registering "+name, func() error {
+		testproc.Eventually(t, 20*time.Second, "registering "+name, func() error {
 			a, err := call(http.MethodPost, master+wire.MasterAPI.RegisterApp.Path(), "", jsonOf(t, wire.AppDescription{
 				Name: name, Command: argv, MaxCores: 1, CoresPerExecutor: 1, MemoryPerExecutorMB: 32}))
 			if err != nil || a.status != http.StatusOK {
@@ -63,10 +64,10 @@ func TestRunAsWorkerKeepsTenantsFromSecretsAndEachOther(t *testing.T) {
 	}
 	first := register("first", "/bin/sh", "-c", "echo private > own.txt; exec sleep 600")
 	own := filepath.Join(work, first, "0", "own.txt")
-	testcluster.Eventually(t, 20*time.Second, "the first app's file", func() error { _, err := os.Stat(own); return err })
+	testproc.Eventually(t, 20*time.Second, "the first app's file", func() error { _, err := os.Stat(own); return err })
 	second := register("second", "/bin/sh", "-c", "id -un; cat "+secretFile+"; echo secret:$?; cat "+own+"; echo read:$?; exec sleep 600")
 	var out string
-	testcluster.Eventually(t, 20*time.Second, "the second app's probe", func() error {
+	testproc.Eventually(t, 20*time.Second, "the second app's probe", func() error {
 		data, err := os.ReadFile(filepath.Join(work, second, "0", "stdout"))
 		out = string(data)
 		if !strings.Contains(out, "read:") {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/security"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -32,7 +32,7 @@ func TestDriverCredentialIsScoped(t *testing.T) {
 		t.Fatal(err)
 	}
 	var env map[string]string
-	testcluster.Eventually(t, 20*time.Second, "the driver's environment in its log", func() error {
+	testproc.Eventually(t, 20*time.Second, "the driver's environment in its log", func() error {
 		out, err := cl.c.DriverLogLines(ctx, driverID, "stdout", 100)
 		if err != nil {
 			return err
@@ -98,7 +98,7 @@ func TestDriverCredentialIsScoped(t *testing.T) {
 		}
 		return nil
 	})
-	testcluster.Eventually(t, 10*time.Second, "the executor's environment", func() error {
+	testproc.Eventually(t, 10*time.Second, "the executor's environment", func() error {
 		out, err := exec.Command("sh", "-c", "cat "+cl.worker("w1").WorkDir+"/"+sub.ID+"/*/stdout").Output()
 		if err != nil || !strings.Contains(string(out), wire.EnvAppID+"=") {
 			return fmt.Errorf("no environment yet: %v", err)

@@ -13,7 +13,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -105,7 +105,7 @@ func TestWebUIInABrowser(t *testing.T) {
 		return nil
 	})
 	b.run("opening the log page", chromedp.Navigate(leader.URL+"/ui/logs?app="+talker+"&executor=0&stream=stdout"), chromedp.WaitReady("#log", chromedp.ByID))
-	testcluster.Eventually(t, 15*time.Second, "the later line in the followed log", func() error {
+	testproc.Eventually(t, 15*time.Second, "the later line in the followed log", func() error {
 		var log string
 		if err := chromedp.Run(b.ctx, chromedp.Text("#log", &log, chromedp.ByID)); err != nil {
 			return err
@@ -146,7 +146,7 @@ func TestWebUIInABrowser(t *testing.T) {
 	// A page of another site posts the kill form: refused, nothing killed.
 	evil := crossSitePage(t, newLeader.URL+"/ui/act", other)
 	b.run("the cross-site page", chromedp.Navigate(evil), chromedp.WaitReady("body", chromedp.ByQuery))
-	testcluster.Eventually(t, 10*time.Second, "the cross-site form to be answered", func() error {
+	testproc.Eventually(t, 10*time.Second, "the cross-site form to be answered", func() error {
 		var loc string
 		if err := chromedp.Run(b.ctx, chromedp.Location(&loc)); err != nil || !strings.HasPrefix(loc, newLeader.URL) {
 			return fmt.Errorf("at %q", loc)

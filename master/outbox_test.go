@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
-	"github.com/berth-cluster/berth/internal/testcluster"
 	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -158,7 +157,7 @@ func TestOutboxDropDiscardsQueuedCommands(t *testing.T) {
 		defer f.mu.Unlock()
 		return len(f.got["w2"]) == 1
 	})
-	testcluster.Stable(t, 300*time.Millisecond, "the dropped command", func() error {
+	testproc.Stable(t, 300*time.Millisecond, "the dropped command", func() error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if len(f.got["w1"]) > 1 {

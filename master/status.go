@@ -96,24 +96,26 @@ func (c *core) clusterStatus(completed, listWorkers bool) *wire.ClusterStatus {
 		st.Waiting = c.appWaiting(a, r)
 		s.ActiveApps = append(s.ActiveApps, *st)
 	}
-	for _, a := range slices.Backward(c.completedApps) {
-		if !completed {
-			break
-		}
-		s.CompletedApps = append(s.CompletedApps, *appStatus(a))
-	}
 	for _, d := range sortedDrivers(c.drivers) {
 		st := driverStatus(d)
 		st.Waiting = c.driverWaiting(d, r)
 		s.ActiveDrivers = append(s.ActiveDrivers, *st)
 	}
-	for _, d := range slices.Backward(c.completedDrivers) {
-		if !completed {
-			break
-		}
-		s.CompletedDrivers = append(s.CompletedDrivers, *driverStatus(d))
+	if completed {
+		s.CompletedApps = newestFirst(c.completedApps, appStatus)
+		s.CompletedDrivers = newestFirst(c.completedDrivers, driverStatus)
 	}
 	return s
+}
+
+// newestFirst is the status of each ended app or driver, the one that
+// ended last first.
+func newestFirst[T, S any](ended []T, status func(T) *S) []S {
+	out := make([]S, 0, len(ended))
+	for _, x := range slices.Backward(ended) {
+		out = append(out, *status(x))
+	}
+	return out
 }
 
 // app returns the status of an active or completed app.

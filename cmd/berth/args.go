@@ -136,3 +136,35 @@ func nonNegative(c *cli.Context, flag string, least int) (int, error) {
 	}
 	return v, nil
 }
+
+// flagReader reads a command's flags in turn and keeps the first error (it
+// names its flag), so that a command reads all it needs, then checks once.
+type flagReader struct {
+	c   *cli.Context
+	err error
+}
+
+// readFlag is what parse makes of the flag, or the zero value once a flag
+// read before it failed.
+func readFlag[T any](f *flagReader, name string, parse func(*cli.Context, string) (T, error)) T {
+	var v T
+	if f.err == nil {
+		v, f.err = parse(f.c, name)
+	}
+	return v
+}
+
+func (f *flagReader) count(name string, least int) int {
+	return readFlag(f, name, func(c *cli.Context, name string) (int, error) { return nonNegative(c, name, least) })
+}
+
+func (f *flagReader) memory(name string) int { return readFlag(f, name, memoryFlag) }
+
+func (f *flagReader) env(name string) map[string]string { return readFlag(f, name, envPairs) }
+
+func (f *flagReader) resources(name string) wire.ResourceAmounts {
+	return readFlag(f, name, resourceFlag)
+}
+
+// argv is the command line after "--"; what names its process.
+func (f *flagReader) argv(what string) []string { return readFlag(f, what, argv) }

@@ -46,23 +46,7 @@ if the first attempt did submit it.`,
 				Usage: "`KEY` that makes this submission safe to repeat: the same key gets the same driver (default: a random key)"},
 		},
 		Action: func(c *cli.Context) error {
-			cores, err := nonNegative(c, "cores", 1)
-			if err != nil {
-				return err
-			}
-			mem, err := memoryFlag(c, "memory")
-			if err != nil {
-				return err
-			}
-			envs, err := envPairs(c, "env")
-			if err != nil {
-				return err
-			}
-			resources, err := resourceFlag(c, "resource")
-			if err != nil {
-				return err
-			}
-			cmd, err := argv(c, "driver")
+			desc, err := driverDescription(c)
 			if err != nil {
 				return err
 			}
@@ -76,10 +60,7 @@ if the first attempt did submit it.`,
 			}
 			ctx, cancel := callCtx(c)
 			defer cancel()
-			id, err := cl.SubmitDriver(ctx, wire.DriverDescription{
-				Command: cmd, Env: envs, Cores: cores, MemoryMB: mem, Supervise: c.Bool("supervise"),
-				Resources: resources,
-			}, client.WithIdempotencyKey(key))
+			id, err := cl.SubmitDriver(ctx, desc, client.WithIdempotencyKey(key))
 			if errors.Is(err, client.ErrUnknownOutcome) {
 				return fmt.Errorf("%w\nthe driver may have been submitted; to retry safely, run the same command with --idempotency-key %s", err, key)
 			}
@@ -93,6 +74,16 @@ if the first attempt did submit it.`,
 			return waitDriver(c, c.Context, id)
 		},
 	}
+}
+
+// driverDescription is the driver berth submit asks for, from its flags.
+func driverDescription(c *cli.Context) (wire.DriverDescription, error) {
+	f := &flagReader{c: c}
+	d := wire.DriverDescription{
+		Cores: f.count("cores", 1), MemoryMB: f.memory("memory"), Env: f.env("env"),
+		Resources: f.resources("resource"), Command: f.argv("driver"), Supervise: c.Bool("supervise"),
+	}
+	return d, f.err
 }
 
 func waitCommand() *cli.Command {

@@ -137,32 +137,18 @@ func appOutcome(id string, final *wire.AppStatus, unregistered bool) error {
 }
 
 func appDescription(c *cli.Context) (wire.AppDescription, error) {
-	var d wire.AppDescription
-	var err error
-	if d.MaxCores, err = nonNegative(c, "max-cores", 0); err != nil {
-		return d, err
-	}
-	if d.CoresPerExecutor, err = nonNegative(c, "cores-per-executor", 0); err != nil {
-		return d, err
-	}
-	if d.MemoryPerExecutorMB, err = memoryFlag(c, "executor-memory"); err != nil {
-		return d, err
+	f := &flagReader{c: c}
+	d := wire.AppDescription{
+		MaxCores: f.count("max-cores", 0), CoresPerExecutor: f.count("cores-per-executor", 0),
+		MemoryPerExecutorMB: f.memory("executor-memory"),
 	}
 	if c.IsSet("executor-limit") {
-		n, err := nonNegative(c, "executor-limit", 0)
-		if err != nil {
-			return d, err
-		}
+		n := f.count("executor-limit", 0)
 		d.InitialExecutorLimit = &n
 	}
-	if d.Env, err = envPairs(c, "env"); err != nil {
-		return d, err
-	}
-	if d.ResourcesPerExecutor, err = resourceFlag(c, "executor-resource"); err != nil {
-		return d, err
-	}
-	if d.Command, err = argv(c, "executor"); err != nil {
-		return d, err
+	d.Env, d.ResourcesPerExecutor, d.Command = f.env("env"), f.resources("executor-resource"), f.argv("executor")
+	if f.err != nil {
+		return d, f.err
 	}
 	d.Name = c.String("name")
 	if d.Name == "" {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/berth-cluster/berth/internal/testproc"
 )
 
 func TestMarked(t *testing.T) {
@@ -19,7 +21,7 @@ func TestMarked(t *testing.T) {
 		cmd.Wait()
 	}()
 	var pids []int
-	Eventually(t, 5*time.Second, "the marked sleep listed", func() error {
+	testproc.Eventually(t, 5*time.Second, "the marked sleep listed", func() error {
 		pids = pids[:0]
 		for _, p := range Marked(marker) {
 			pids = append(pids, p.Pid)

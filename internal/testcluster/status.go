@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berth-cluster/berth/internal/poll"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -78,17 +79,14 @@ func (c *Cluster) Leader(ctx context.Context) (*Master, wire.ClusterStatus, erro
 
 // WaitLeader polls until a master answers as the ALIVE leader, or ctx ends.
 func (c *Cluster) WaitLeader(ctx context.Context) (*Master, wire.ClusterStatus, error) {
-	var last error
-	for {
-		m, st, err := c.Leader(ctx)
-		if err == nil {
-			return m, st, nil
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return nil, st, errors.Join(ctx.Err(), last)
-		case <-time.After(20 * time.Millisecond):
-		}
+	var m *Master
+	var st wire.ClusterStatus
+	err := poll.UntilNil(ctx, 20*time.Millisecond, func() (err error) {
+		m, st, err = c.Leader(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, st, errors.Join(ctx.Err(), err)
 	}
+	return m, st, nil
 }

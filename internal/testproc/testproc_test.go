@@ -1,6 +1,7 @@
 package testproc
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -61,6 +62,36 @@ func TestEventually(t *testing.T) {
 	})
 	if len(got) != 1 || !strings.Contains(got[0], "waiting for what never comes") {
 		t.Errorf("failures %q, want one naming what it waited for", got)
+	}
+	calls = 0
+	Eventually(t, 10*time.Second, "the third call", func() error {
+		if calls++; calls < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if calls != 3 {
+		t.Errorf("error cond called %d times, want 3", calls)
+	}
+	got = failures(t, func(tb testing.TB) {
+		Eventually(tb, 20*time.Millisecond, "never", func() error { return errors.New("still no") })
+	})
+	if len(got) != 1 || !strings.Contains(got[0], "waiting for never: still no") {
+		t.Errorf("failures %q, want one naming what it waited for and the last error", got)
+	}
+}
+
+func TestStable(t *testing.T) {
+	calls := 0
+	Stable(t, 120*time.Millisecond, "holds", func() error { calls++; return nil })
+	if calls < 2 {
+		t.Errorf("Stable called a condition that holds %d times", calls)
+	}
+	got := failures(t, func(tb testing.TB) {
+		Stable(tb, time.Minute, "breaks", func() error { return errors.New("broke") })
+	})
+	if len(got) != 1 || got[0] != "breaks: broke" {
+		t.Errorf("failures %q, want [breaks: broke]", got)
 	}
 }
 

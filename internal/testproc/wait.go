@@ -2,6 +2,7 @@ package testproc
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -12,12 +13,54 @@ import (
 // test's time, seldom enough to leave the machine to the code under test.
 const pollEvery = 10 * time.Millisecond
 
+// TestingT is what Eventually and Stable need of a test: a testing.TB, or
+// a stand-in that sees them fail.
+type TestingT interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// Condition is what Eventually polls: one that holds or not, or one that
+// says why it does not hold yet (its last error is in the failure).
+type Condition interface {
+	func() bool | func() error
+}
+
+var errNotYet = errors.New("not yet")
+
 // Eventually polls cond until it holds; the test fails, naming what it
-// waited for, if cond does not hold within the given time.
-func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+// waited for (and cond's last error), if cond does not hold within the
+// given time. cond runs in the test's goroutine: it may fail the test
+// itself.
+func Eventually[C Condition](t TestingT, within time.Duration, what string, cond C) {
 	t.Helper()
-	if !poll.Within(context.Background(), within, pollEvery, cond) {
-		t.Fatalf("timed out after %v waiting for %s", within, what)
+	check, _ := any(cond).(func() error)
+	if holds, ok := any(cond).(func() bool); ok {
+		check = func() error {
+			if holds() {
+				return nil
+			}
+			return errNotYet
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	if err := poll.UntilNil(ctx, pollEvery, check); err != nil {
+		t.Fatalf("timed out after %v waiting for %s: %v", within, what, err)
+	}
+}
+
+// Stable checks every 50 ms for d that cond keeps holding, and fails the
+// test at the first error: a negative observation, something that must
+// not happen during the window.
+func Stable(t TestingT, d time.Duration, what string, cond func() error) {
+	t.Helper()
+	var err error
+	if poll.Within(context.Background(), d, 50*time.Millisecond, func() bool {
+		err = cond()
+		return err != nil
+	}) {
+		t.Fatalf("%s: %v", what, err)
 	}
 }
 
