@@ -39,8 +39,8 @@ func (ps *procs) start(name, path string, args []string, logPath string) (*testc
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	p, err := testcluster.Start(&ps.host, name, path, logPath, args, testcluster.ProcOptions{
-		CleanEnv: true, DieWithParent: true,
-		Env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()},
+		CleanEnv: true,
+		Env:      []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()},
 	})
 	if err != nil {
 		return nil, err

@@ -75,7 +75,7 @@ func startMaster(ctx context.Context, host testcluster.Host, o masterOpts, name 
 	if o.Secret != "" {
 		env = append(env, "BERTH_SECRET="+o.Secret)
 	}
-	p, err := testcluster.Start(host, name, o.Bin, logPath, args, testcluster.ProcOptions{Env: env, CleanEnv: true, DieWithParent: true})
+	p, err := testcluster.Start(host, name, o.Bin, logPath, args, testcluster.ProcOptions{Env: env, CleanEnv: true})
 	if err != nil {
 		return nil, fmt.Errorf("starting the master %s: %w", o.Bin, err)
 	}

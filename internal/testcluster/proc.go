@@ -48,14 +48,13 @@ type ProcOptions struct {
 	// CleanEnv gives the process Env alone, nothing of this process's
 	// environment: a benchmark's daemons get only the flags it prints.
 	CleanEnv bool
-	// DieWithParent starts the process from package spawn's thread with
-	// Pdeathsig, so that it dies with this process even when that is
-	// SIGKILLed (a command has no test runner to clean up after it).
-	DieWithParent bool
 }
 
 // Start runs path with args, its output appended to logPath. The process is
-// killed by pid when the host cleans up, whatever happened.
+// killed by pid when the host cleans up, whatever happened; and it is started
+// from package spawn's thread with Pdeathsig, so that it dies with this
+// process even when that never cleans up: a test binary killed by -timeout,
+// an interrupted run, a benchmark tool SIGKILLed.
 func Start(h Host, name, path, logPath string, args []string, opt ProcOptions) (*Proc, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -67,16 +66,11 @@ func Start(h Host, name, path, logPath string, args []string, opt ProcOptions) (
 		cmd.Env = os.Environ()
 	}
 	cmd.Env = append(cmd.Env, opt.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	start := cmd.Start
-	if opt.DieWithParent {
-		cmd.SysProcAttr = spawn.Attr()
-		start = func() error { return spawn.Start(context.Background(), cmd, nil) }
-	}
+	cmd.SysProcAttr = spawn.Attr()
 	if opt.UID != 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: opt.UID, Gid: opt.GID}
 	}
-	if err := start(); err != nil {
+	if err := spawn.Start(context.Background(), cmd, nil); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}

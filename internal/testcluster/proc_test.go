@@ -1,0 +1,69 @@
+package testcluster
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/berth-cluster/berth/internal/testproc"
+)
+
+// parentEnv makes the test binary a parent that starts a sleep with Start,
+// prints its pid and waits to be killed: a test run that never cleans up.
+const parentEnv = "TESTCLUSTER_TEST_PARENT"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(parentEnv); dir != "" {
+		p, err := Start(&CommandHost{}, "sleep", "/bin/sleep", filepath.Join(dir, "sleep.log"), []string{"60"}, ProcOptions{})
+		if err != nil {
+			os.Exit(2)
+		}
+		os.Stdout.WriteString(strconv.Itoa(p.Pid()) + "\n")
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// What Start starts dies with the process that started it, even one
+// SIGKILLed before its cleanup could run (a test binary past its -timeout):
+// a chaos run stopped that way leaves no masters or workers behind.
+func TestStartedProcessDiesWithItsStarter(t *testing.T) {
+	if _, err := os.Stat("/bin/sleep"); err != nil {
+		t.Skip("no /bin/sleep")
+	}
+	parent := exec.Command(os.Args[0], "-test.run=^$")
+	parent.Env = append(os.Environ(), parentEnv+"="+t.TempDir())
+	out, err := parent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer parent.Process.Kill()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the started process's pid: %v", err)
+	}
+	child, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if testproc.Alive(child) {
+			_ = syscall.Kill(child, syscall.SIGKILL)
+		}
+	})
+	if err := parent.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = parent.Wait()
+	testproc.Eventually(t, 10*time.Second, "the started process to die with its SIGKILLed starter", func() bool { return !testproc.Alive(child) })
+}
