@@ -78,6 +78,12 @@ func tlsAttacker(cfg *tls.Config) *raft.NetworkTransport {
 // commits it. Whoever answers it steps down and applies the entry.
 func deposeAndWrite(t *testing.T, attacker *raft.NetworkTransport, leader *Raft) (raft.AppendEntriesResponse, error) {
 	t.Helper()
+	// The leader's own entries (its no-op) applied first: an attack read
+	// against a log still growing would overwrite a committed entry, and
+	// its own would then never apply.
+	if err := leader.Barrier(context.Background()); err != nil {
+		t.Fatalf("barrier before the attack: %v", err)
+	}
 	stat := func(key string) uint64 {
 		n, err := strconv.ParseUint(leader.Stats()[key], 10, 64)
 		if err != nil {
