@@ -123,6 +123,25 @@ func TestGPUSharesPackOneAddress(t *testing.T) {
 			t.Errorf("whole executor got %+v, want gpu 1 whole", g)
 		}
 	}
+	// The shares are durable: a new leader knows each executor's share
+	// from its record, and that both GPUs are taken.
+	for _, e := range shared.executors {
+		if rec := h.fx.state.Executors[fmt.Sprintf("%s/%d", shared.rec.ID, e.id)]; rec == nil || rec.Resources["gpu"].Share != 0.25 {
+			t.Errorf("executor %d's record %+v does not hold its share", e.id, rec)
+		}
+	}
+	h.failover()
+	if n := len(h.c.apps[shared.rec.ID].executors); n != 4 {
+		t.Fatalf("after the failover the shared app lists %d executors, want 4", n)
+	}
+	for _, e := range h.c.apps[shared.rec.ID].executors {
+		if g := e.resources["gpu"]; g.Share != 0.25 || gpuOf(t, e.resources) != "0" {
+			t.Errorf("after the failover shared executor %d holds %+v, want 0.25 of gpu 0", e.id, g)
+		}
+	}
+	if free := h.c.workers["w1"].resourcesFree()["gpu"]; free[0] != 0 || free[1] != 0 {
+		t.Errorf("after the failover the free GPU shares are %v, want none", free)
+	}
 }
 
 // Bad resource requests and offers are refused with 400 and change nothing.
