@@ -139,3 +139,33 @@ func (cl *cluster) executorStdout(appID string, execID int, want string) string 
 	})
 	return out
 }
+
+// A share of a GPU through the real binaries: two executors asking half a
+// GPU each share the worker's one GPU, and each process sees the address
+// and its share (CUDA_VISIBLE_DEVICES, BERTH_RESOURCE_GPU_SHARE).
+func TestGPUShareSeenByItsProcesses(t *testing.T) {
+	t.Parallel()
+	cl := startCluster(t, clusterSpec{workers: []string{"w1"}, cores: 4, memory: "1g", workerFlags: []string{"--resource", "gpu=1"}})
+	d := cl.longApp("gpu-share", 2)
+	d.Command = []string{"/bin/sh", "-c", `echo "cuda=$CUDA_VISIBLE_DEVICES share=$BERTH_RESOURCE_GPU_SHARE"; sleep 3600; : ` +
+		cl.marker + " " + wire.PlaceholderAppID + "/" + wire.PlaceholderExecutorID}
+	d.ResourcesPerExecutor = wire.ResourceAmounts{"gpu": 0.5}
+	id, err := cl.c.RegisterApp(callCtx(t, 30*time.Second), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	followEvents(t, cl.c, id)
+	st := cl.runningApp(id, 2, 30*time.Second)
+	for _, e := range liveExecutors(mustApp(t, st, id)) {
+		if g := e.Resources["gpu"]; g.Share != 0.5 || !slices.Equal(g.Addresses, []string{"0"}) {
+			t.Errorf("executor %d holds %+v, want half of gpu 0", e.ID, g)
+		}
+		cl.statusWhen(15*time.Second, fmt.Sprintf("executor %d printing cuda=0 share=0.5", e.ID), func(wire.ClusterStatus) error {
+			b, err := cl.c.ExecutorLogLines(callCtx(t, 10*time.Second), id, e.ID, "stdout", 5)
+			if err != nil || !strings.Contains(string(b), "cuda=0 share=0.5\n") {
+				return fmt.Errorf("stdout %q, %v", b, err)
+			}
+			return nil
+		})
+	}
+}
