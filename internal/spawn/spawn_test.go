@@ -1,17 +1,17 @@
 package spawn
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berth-cluster/berth/internal/testproc"
 )
 
 // helperEnv makes the test binary a parent that starts a child through
@@ -91,46 +91,5 @@ func TestChildDiesWithParent(t *testing.T) {
 	if _, err := exec.LookPath("sleep"); err != nil {
 		t.Skip("no sleep command")
 	}
-	parent := exec.Command(os.Args[0], "-test.run=^$")
-	parent.Env = append(os.Environ(), helperEnv+"=1")
-	out, err := parent.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := parent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer parent.Process.Kill()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading the child's pid: %v", err)
-	}
-	child, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := parent.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = parent.Wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for alive(child) {
-		if time.Now().After(deadline) {
-			syscall.Kill(child, syscall.SIGKILL)
-			t.Fatalf("child %d outlived its SIGKILLed parent", child)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// alive reports whether pid runs (a zombie waiting for its new parent to
-// reap it has died).
-func alive(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && !strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z")
+	testproc.ChildOutlivesKilledParent(t, helperEnv+"=1")
 }

@@ -1,13 +1,9 @@
 package testcluster
 
 import (
-	"bufio"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,32 +34,5 @@ func TestStartedProcessDiesWithItsStarter(t *testing.T) {
 	if _, err := os.Stat("/bin/sleep"); err != nil {
 		t.Skip("no /bin/sleep")
 	}
-	parent := exec.Command(os.Args[0], "-test.run=^$")
-	parent.Env = append(os.Environ(), parentEnv+"="+t.TempDir())
-	out, err := parent.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := parent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer parent.Process.Kill()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading the started process's pid: %v", err)
-	}
-	child, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if testproc.Alive(child) {
-			_ = syscall.Kill(child, syscall.SIGKILL)
-		}
-	})
-	if err := parent.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = parent.Wait()
-	testproc.Eventually(t, 10*time.Second, "the started process to die with its SIGKILLed starter", func() bool { return !testproc.Alive(child) })
+	testproc.ChildOutlivesKilledParent(t, parentEnv+"="+t.TempDir())
 }
