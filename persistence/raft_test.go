@@ -18,6 +18,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -205,14 +206,13 @@ func TestRaftFollowerFromScratchCatchesUpFromSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Wait for the leader to have taken a snapshot beyond the start.
-	deadline := time.Now().Add(10 * time.Second)
-	for leader.Stats()["last_snapshot_index"] == "0" && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if leader.Stats()["last_snapshot_index"] == "0" {
-		t.Fatal("leader took no snapshot")
-	}
+	// Wait until the leader has taken a snapshot and compacted its log past
+	// the start (Raft reports the snapshot a moment before it compacts: a
+	// follower back in that moment could still be sent the whole log).
+	testproc.Eventually(t, 10*time.Second, "the leader's log compacted past its start", func() bool {
+		first, err := leader.store.FirstIndex()
+		return err == nil && first > 1
+	})
 	c.start(follower)
 	c.converged(func(s *State) bool { return len(s.Apps) == writes && s.NextAppNumber == writes })
 	if c.nodes[follower].Stats()["last_snapshot_index"] == "0" {
