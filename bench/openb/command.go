@@ -57,29 +57,45 @@ func Command(stdout io.Writer) *cli.Command {
 	}
 }
 
+// inputs is what the flags name.
+type inputs struct {
+	seeds    []uint64
+	policies []string
+	nodes    []Node
+	tasks    []Task
+}
+
+// readInputs parses or loads each flag's value; an error names the flag.
+func readInputs(c *cli.Context) (inputs, error) {
+	var in inputs
+	for _, f := range []struct {
+		flag string
+		read func(string) error
+	}{
+		{"seeds", func(s string) (err error) { in.seeds, err = ParseSeeds(s); return err }},
+		{"policy", func(s string) (err error) { in.policies, err = ParsePolicies(s); return err }},
+		{"nodes", func(s string) (err error) { in.nodes, err = LoadNodes(s); return err }},
+		{"pods", func(s string) (err error) { in.tasks, err = LoadTasks(s); return err }},
+	} {
+		if err := f.read(c.String(f.flag)); err != nil {
+			return in, fmt.Errorf("--%s: %w", f.flag, err)
+		}
+	}
+	return in, nil
+}
+
 func run(c *cli.Context, stdout io.Writer) error {
-	seeds, err := ParseSeeds(c.String("seeds"))
-	if err != nil {
-		return fmt.Errorf("--seeds: %w", err)
-	}
-	policies, err := ParsePolicies(c.String("policy"))
-	if err != nil {
-		return fmt.Errorf("--policy: %w", err)
-	}
 	if c.Float64("tune") <= 0 {
 		return fmt.Errorf("--tune %v: want a positive ratio", c.Float64("tune"))
 	}
 	if c.Int("parallel") < 1 {
 		return fmt.Errorf("--parallel %d: want at least 1", c.Int("parallel"))
 	}
-	nodes, err := LoadNodes(c.String("nodes"))
+	in, err := readInputs(c)
 	if err != nil {
-		return fmt.Errorf("--nodes: %w", err)
+		return err
 	}
-	tasks, err := LoadTasks(c.String("pods"))
-	if err != nil {
-		return fmt.Errorf("--pods: %w", err)
-	}
+	seeds, policies, nodes, tasks := in.seeds, in.policies, in.nodes, in.tasks
 	capacity := 0
 	for _, n := range nodes {
 		capacity += n.GPUs * placement.Whole

@@ -2,9 +2,12 @@ package openb
 
 import (
 	"bytes"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -173,5 +176,55 @@ func TestParseFlags(t *testing.T) {
 	}
 	if _, err := ParsePolicies("fgd,nope"); err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("an unknown policy: %v", err)
+	}
+}
+
+// seeing records the workers a replay presents and takes the first.
+type seeing struct{ ids [][]string }
+
+func (s *seeing) Name() string { return "seeing" }
+func (s *seeing) Order(ws []placement.Worker) {
+	ids := make([]string, len(ws))
+	for i, w := range ws {
+		ids[i] = w.ID
+	}
+	s.ids = append(s.ids, ids)
+}
+func (s *seeing) Assign(app placement.App, ws []placement.Worker) []int {
+	out := make([]int, len(ws))
+	out[0] = app.CoresPerExecutor
+	return out
+}
+
+// A replay presents the trace's cluster: every node once, in an order drawn
+// from the seed, and the ratio is of the trace's GPUs.
+func TestReplayPresentsEveryNodeOnce(t *testing.T) {
+	var nodes []Node
+	gpus := 0
+	for i := range 40 {
+		n := Node{Name: fmt.Sprintf("n%02d", i), MilliCPU: 8000, MemMiB: 1024, GPUs: 1 + i%8}
+		nodes = append(nodes, n)
+		gpus += n.GPUs
+	}
+	one := []Task{{Name: "t", MilliCPU: 1000, MemMiB: 1, GPUs: 1, GPUMilli: 1000}}
+	orders := map[string]bool{}
+	for seed := range uint64(20) {
+		p := &seeing{}
+		run, err := Replay(nodes, one, p, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		orders[strings.Join(p.ids[0], ",")] = true
+		seen := slices.Clone(p.ids[0])
+		slices.Sort(seen)
+		if distinct := len(slices.Compact(seen)); len(p.ids[0]) != len(nodes) || distinct != len(nodes) {
+			t.Fatalf("seed %d presented %d workers, %d distinct, of %d nodes", seed, len(p.ids[0]), distinct, len(nodes))
+		}
+		if want := 100 / float64(gpus); math.Abs(run.Final-want) > 1e-9 {
+			t.Errorf("seed %d: one GPU of %d is %.4f%%, want %.4f%%", seed, gpus, run.Final, want)
+		}
+	}
+	if len(orders) < 15 {
+		t.Errorf("20 seeds gave %d orders", len(orders))
 	}
 }

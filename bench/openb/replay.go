@@ -105,11 +105,7 @@ func (r *Run) PerDecision() time.Duration {
 // breaks ties between equal scores by name, so that order is which of
 // equals a scoring policy takes.
 func Replay(nodes []Node, arrivals []Task, policy placement.Policy, seedOf uint64) (*Run, error) {
-	nodes = slices.Clone(nodes)
-	order := rand.New(rand.NewPCG(seedOf, 1)).Perm(len(nodes))
-	for i, j := range order {
-		nodes[i] = nodes[j]
-	}
+	nodes = presentOrder(nodes, seedOf)
 	workers := make([]placement.Worker, len(nodes))
 	capacity := 0
 	for i, n := range nodes {
@@ -151,6 +147,18 @@ func Replay(nodes []Node, arrivals []Task, policy placement.Policy, seedOf uint6
 	run.Final = 100 * float64(allocated) / float64(capacity)
 	run.Arrived = 100 * float64(arrived) / float64(capacity)
 	return run, nil
+}
+
+// presentOrder is the nodes in the order a replay of seed presents them:
+// each node once, in a permutation drawn from the seed, written to a new
+// slice (applied in place, a permutation copies some nodes twice and drops
+// others: another cluster than the trace's, a different one per seed).
+func presentOrder(nodes []Node, seed uint64) []Node {
+	out := make([]Node, len(nodes))
+	for i, j := range rand.New(rand.NewPCG(seed, 1)).Perm(len(nodes)) {
+		out[i] = nodes[j]
+	}
+	return out
 }
 
 // apply takes a launch off its worker, checking that nothing is

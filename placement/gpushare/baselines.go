@@ -18,6 +18,11 @@ const (
 // spec tracks the normalisation constants of a policy.
 type spec struct{ cores, gpu int }
 
+// norm is the largest machine's cores and GPU thousandths.
+func (s spec) norm() (cores, gpu float64) {
+	return float64(max(s.cores, maxSpecCores)), float64(max(s.gpu, maxSpecGPU))
+}
+
 func (s *spec) see(ws []placement.Worker) {
 	if s.cores == 0 {
 		s.cores, s.gpu = 1, 1
@@ -28,8 +33,40 @@ func (s *spec) see(ws []placement.Worker) {
 	}
 }
 
+// The policies that score by the largest machine they have seen
+// (dot-product, gpu-clustering, gpu-best-fit) differ only in their scores.
+var (
+	newDotProduct    = bySpec("dot-product", dotProductScores)
+	newGPUClustering = bySpec("gpu-clustering", gpuClusteringScores)
+	newGPUBestFit    = bySpec("gpu-best-fit", gpuBestFitScores)
+)
+
+// specScored is such a policy: score is given the normalisation constants.
+type specScored struct {
+	base
+	spec  spec
+	score func(s spec, app placement.App, r request, ws []placement.Worker, out []int64)
+}
+
+func bySpec(name string, score func(spec, placement.App, request, []placement.Worker, []int64)) func(placement.Options) (placement.Policy, error) {
+	return func(opts placement.Options) (placement.Policy, error) {
+		return &specScored{base: newBase(name, opts), score: score}, nil
+	}
+}
+
+func (p *specScored) Assign(app placement.App, ws []placement.Worker) []int {
+	p.spec.see(ws)
+	return assignByScore(p, p.unit, app, ws)
+}
+
+func (p *specScored) scores(app placement.App, r request, ws []placement.Worker, out []int64) {
+	p.score(p.spec, app, r, ws, out)
+}
+
 // random: a uniformly random usable worker, and for a share a random GPU
-// among those that hold it (the paper's Random).
+// among those that hold it: the paper's Random, whose simulator draws one
+// of the feasible nodes (RandomScore) and runs with -gpusel random (the
+// other baselines take the fullest GPU that holds the share, FGD its own).
 type randomPolicy struct{ base }
 
 func newRandom(opts placement.Options) (placement.Policy, error) {
@@ -65,22 +102,8 @@ func (p *randomPolicy) PickResources(app placement.App, w placement.Worker) map[
 // GPUs merged into one dimension; the paper's simulator ranks a smaller
 // product higher (score 100·(1 − x·y/2)), which fills the workers whose
 // free capacity matters least to the request.
-type dotProduct struct {
-	base
-	spec spec
-}
-
-func newDotProduct(opts placement.Options) (placement.Policy, error) {
-	return &dotProduct{base: newBase("dot-product", opts)}, nil
-}
-
-func (p *dotProduct) Assign(app placement.App, ws []placement.Worker) []int {
-	p.spec.see(ws)
-	return assignByScore(p, p.unit, app, ws)
-}
-
-func (p *dotProduct) scores(_ placement.App, r request, ws []placement.Worker, out []int64) {
-	c, g := float64(max(p.spec.cores, maxSpecCores)), float64(max(p.spec.gpu, maxSpecGPU))
+func dotProductScores(s spec, _ placement.App, r request, ws []placement.Worker, out []int64) {
+	c, g := s.norm()
 	for i, w := range ws {
 		dot := float64(w.CoresFree)/c*float64(r.cores)/c + float64(gpuLeft(w.Resources[GPU]))/g*float64(r.total())/g
 		out[i] = int64(100 * (1 - dot/2))
@@ -91,23 +114,10 @@ func (p *dotProduct) scores(_ placement.App, r request, ws []placement.Worker, o
 // only that kind scores 75–100, one running it among others 50–75, an idle
 // worker 25–50, a worker running other kinds 0–25; within a band, the
 // fewer GPUs free the better. Executors without GPUs go anywhere.
-type gpuClustering struct {
-	base
-	spec spec
-}
-
-func newGPUClustering(opts placement.Options) (placement.Policy, error) {
-	return &gpuClustering{base: newBase("gpu-clustering", opts)}, nil
-}
-
-func (p *gpuClustering) Assign(app placement.App, ws []placement.Worker) []int {
-	p.spec.see(ws)
-	return assignByScore(p, p.unit, app, ws)
-}
-
-func (p *gpuClustering) scores(app placement.App, r request, ws []placement.Worker, out []int64) {
+func gpuClusteringScores(s spec, app placement.App, r request, ws []placement.Worker, out []int64) {
 	tag := placement.Tag(app)
-	g := int64(max(p.spec.gpu, maxSpecGPU))
+	_, norm := s.norm()
+	g := int64(norm)
 	for i, w := range ws {
 		if r.gpus == 0 {
 			out[i] = 0
@@ -199,22 +209,8 @@ func ascendingFree(free []int) []int {
 // gpu-best-fit: the worker left with the least free capacity, cores and
 // GPUs weighted equally (each normalised by the largest machine), the
 // scores stretched to 0–100 over the usable workers.
-type gpuBestFit struct {
-	base
-	spec spec
-}
-
-func newGPUBestFit(opts placement.Options) (placement.Policy, error) {
-	return &gpuBestFit{base: newBase("gpu-best-fit", opts)}, nil
-}
-
-func (p *gpuBestFit) Assign(app placement.App, ws []placement.Worker) []int {
-	p.spec.see(ws)
-	return assignByScore(p, p.unit, app, ws)
-}
-
-func (p *gpuBestFit) scores(_ placement.App, r request, ws []placement.Worker, out []int64) {
-	c, g := float64(max(p.spec.cores, maxSpecCores)), float64(max(p.spec.gpu, maxSpecGPU))
+func gpuBestFitScores(s spec, _ placement.App, r request, ws []placement.Worker, out []int64) {
+	c, g := s.norm()
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	for i, w := range ws {
 		left := 0.5*float64(w.CoresFree-r.cores)/c + 0.5*float64(gpuLeft(w.Resources[GPU])-r.total())/g

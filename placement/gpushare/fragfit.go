@@ -4,7 +4,9 @@ import "github.com/berth-cluster/berth/placement"
 
 // frag-fit is berth's own policy for GPU-sharing workloads: FGD with a
 // measure that looks further than the next executor, and ties that go to
-// the fullest worker. docs/PLACEMENT.md says why it wins.
+// the fullest worker. docs/PLACEMENT.md says what it sees that FGD does not,
+// and by how much it wins (on three of the trace's four task lists; it ties
+// FGD on the fourth).
 //
 // The measure is the mean of two fragmentations against the workload's
 // typical shapes: FGD's (fgdFragment: the free GPU the next executor of
@@ -13,15 +15,15 @@ import "github.com/berth-cluster/berth/placement"
 // and GPUs hold were placed). FGD's alone cannot see that a worker with
 // three free GPUs and cores for one typical executor strands two GPUs, nor
 // that six free GPUs serve 4-GPU executors only four at a time; on the
-// trace every task that failed at 100% arrived had GPUs free only on
-// workers without the cores (or memory) for it.
+// trace every task of fewer than 4 GPUs that failed under FGD up to 100%
+// arrived had GPUs free only on workers without the cores (or memory) for
+// it.
 //
 // The score is FGD's: 100·sigmoid(−Δ/1000), Δ the increase of the measure,
-// an integer, coarse on purpose (placements within some tens of GPU
-// thousandths of each other are equal: chasing the exact least increase
-// spreads executors over idle workers). Among equals the worker left with
-// the fewest free GPU thousandths, then the fewest free cores, then the
-// first in the order given: the fullest takes the executor.
+// an integer, so that placements within some tens of GPU thousandths of
+// each other are equal and the tie-break decides: among equals the worker
+// left with the fewest free GPU thousandths, then the fewest free cores,
+// then the first in the order given (the fullest takes the executor).
 type fragFit struct {
 	base
 	frag fragMeasure

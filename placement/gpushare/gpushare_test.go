@@ -298,3 +298,44 @@ func TestLearnsTheWorkload(t *testing.T) {
 		t.Errorf("learnt shapes %+v", shapes)
 	}
 }
+
+// The GPU a share takes, as the paper's runs chose it: random draws a
+// usable worker uniformly (never an unusable one) and a GPU uniformly among
+// those that hold the share (-gpusel random); the scoring baselines take
+// the fullest GPU that holds it (-gpusel best), the lowest index of equals.
+func TestShareGPUSelection(t *testing.T) {
+	share := placement.App{ID: "s", CoresLeft: 1000, CoresPerExecutor: 1000, ExecutorLimit: 1, ResourcesPerExecutor: map[string]int{GPU: 300}}
+	workers := []placement.Worker{
+		{ID: "a", CoresFree: 8000, MemoryFreeMB: 1 << 20, Resources: map[string][]int{GPU: {W, 300, 100, 600}}},
+		{ID: "full", CoresFree: 8000, MemoryFreeMB: 1 << 20, Resources: map[string][]int{GPU: {200, 100}}},
+		{ID: "b", CoresFree: 8000, MemoryFreeMB: 1 << 20, Resources: map[string][]int{GPU: {300}}},
+	}
+	const draws = 3000
+	worker, gpu := map[string]int{}, map[int]int{}
+	for seed := range uint64(draws) {
+		p, _ := placement.New("random", placement.Options{Seed: seed})
+		l, at := placement.PlaceOne(share, workers, p)
+		if at < 0 {
+			t.Fatalf("seed %d: nothing placed", seed)
+		}
+		worker[l.WorkerID]++
+		if l.WorkerID == "a" {
+			gpu[l.Resources[GPU][0]]++
+		}
+	}
+	if worker["full"] != 0 || math.Abs(float64(worker["a"])/draws-0.5) > 0.05 {
+		t.Errorf("random's workers over %d draws: %v, want a and b half each", draws, worker)
+	}
+	for g, want := range map[int]float64{0: 1.0 / 3, 1: 1.0 / 3, 2: 0, 3: 1.0 / 3} {
+		if got := float64(gpu[g]) / float64(worker["a"]); math.Abs(got-want) > 0.05 {
+			t.Errorf("random put %.2f of the shares on GPU %d (free %d), want %.2f: %v", got, g, workers[0].Resources[GPU][g], want, gpu)
+		}
+	}
+	for _, name := range []string{"dot-product", "gpu-clustering", "gpu-packing", "gpu-best-fit"} {
+		p, _ := placement.New(name, placement.Options{})
+		one := []placement.Worker{workers[0]}
+		if l, _ := placement.PlaceOne(share, one, p); !slices.Equal(l.Resources[GPU], []int{1}) {
+			t.Errorf("%s put the share on GPU %v of %v, want 1 (the fullest that holds it)", name, l.Resources[GPU], one[0].Resources[GPU])
+		}
+	}
+}
