@@ -62,10 +62,17 @@ func (r room) fitReason(what string, cores, memory int) string {
 	return ""
 }
 
-// appWaiting says why an active app without executors has none.
+// appWaiting says why an active app without executors has none, or why
+// one that has some gets no more while it wants more cores: its executor
+// limit (dynamic allocation) holds it there.
 func (c *core) appWaiting(a *appInfo, r room) string {
 	switch {
-	case a.state.Finished() || a.ending != nil || len(a.executors) > 0:
+	case a.state.Finished() || a.ending != nil:
+		return ""
+	case len(a.executors) > 0:
+		if a.coresLeft() > 0 && len(a.executors) >= a.executorLimit() {
+			return fmt.Sprintf("waiting: executor limit reached (%d); %d more cores wanted", a.executorLimit(), a.coresLeft())
+		}
 		return ""
 	case a.state == wire.AppUnknown:
 		return "waiting: for its client to reconnect to this leader"

@@ -68,3 +68,21 @@ func TestWaitingSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// An app at its executor limit with executors, wanting more cores, says
+// that is what holds it; one whose executors hold all it asked for waits
+// for nothing.
+func TestAppAtItsExecutorLimitSaysSo(t *testing.T) {
+	h := newLeader(t, nil, "w1")
+	one := 1
+	capped := h.addApp(wire.AppDescription{MaxCores: 3, CoresPerExecutor: 1, InitialExecutorLimit: &one})
+	a, _ := h.c.app(capped.rec.ID)
+	if len(a.Executors) != 1 {
+		t.Fatalf("the capped app has %d executors, want 1", len(a.Executors))
+	}
+	wantWaiting(t, "limit with executors", a.Waiting, "waiting: executor limit reached (1)", "2 more cores wanted")
+	served := h.addApp(wire.AppDescription{MaxCores: 1, CoresPerExecutor: 1})
+	if a, _ = h.c.app(served.rec.ID); len(a.Executors) != 1 || a.Waiting != "" {
+		t.Errorf("an app with all its cores: %d executors, waiting %q", len(a.Executors), a.Waiting)
+	}
+}
