@@ -100,8 +100,9 @@ type AppStatus struct {
 	ExecutorLimit        *int            `json:"executorLimit,omitempty"` // absent: no bound
 	RetryCount           int             `json:"retryCount"`
 	Message              string          `json:"message,omitempty"`
-	// Waiting says why an active app has no executor ("waiting: ..." or,
-	// when no worker could ever hold one, "cannot start: ...").
+	// Waiting says why an active app has no executor, or no more while it
+	// wants more cores ("waiting: ..." or, when no worker could ever hold
+	// one, "cannot start: ...").
 	Waiting   string           `json:"waiting,omitempty"`
 	Executors []ExecutorStatus `json:"executors"`
 }
