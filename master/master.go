@@ -37,6 +37,8 @@ type Master struct {
 
 	// Hooks the Raft engine adds (nil with one master).
 	members Membership
+	// peers asks the other masters for their Raft figures (the UI's list).
+	peers peerFigures
 }
 
 // Membership is what a replicated engine offers for managing the set of

@@ -32,18 +32,16 @@ func (m *Master) raftFigures() wire.RaftFigures {
 func (m *Master) serveRaftStatus(*http.Request, wire.None) (any, error) { return m.raftFigures(), nil }
 
 // withRaftFigures fills every master's figures into cs.Masters: this one's
-// at once, the others' by asking them (up to a second; one that does not
-// answer keeps its fields empty).
+// at once, the others' by asking them (briefly; one that does not answer
+// keeps its fields empty, and is not asked again for a while).
 func (m *Master) withRaftFigures(ctx context.Context, cs *wire.ClusterStatus) {
 	if len(cs.Masters) == 0 {
 		return
 	}
-	client := httpx.NewClient(m.cfg.Secret, time.Second)
-	if m.cfg.TLS != nil {
-		client = httpx.NewClient("", time.Second).WithTLS(m.cfg.TLS.ClientConfig(security.RoleMaster))
-	}
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	client := m.peers.clientFor(m.cfg)
+	ctx, cancel := context.WithTimeout(ctx, peerAskTimeout)
 	defer cancel()
+	now := time.Now()
 	var wg sync.WaitGroup
 	for i := range cs.Masters {
 		n := &cs.Masters[i]
@@ -51,16 +49,66 @@ func (m *Master) withRaftFigures(ctx context.Context, cs *wire.ClusterStatus) {
 			n.Raft = ptr(m.raftFigures())
 			continue
 		}
-		if n.APIAddr == "" {
+		if n.APIAddr == "" || m.peers.resting(n.ID, now) {
 			continue
 		}
 		wg.Go(func() {
-			if f, err := httpx.Call(ctx, client, n.APIAddr, wire.MasterAPI.RaftStatus, wire.None{}); err == nil && f.ID == n.ID {
+			f, err := httpx.Call(ctx, client, n.APIAddr, wire.MasterAPI.RaftStatus, wire.None{})
+			if err == nil && f.ID == n.ID {
 				n.Raft = &f
 			}
+			m.peers.answered(n.ID, err == nil, now)
 		})
 	}
 	wg.Wait()
+}
+
+// How long a page waits for another master's figures, and how long a
+// master that did not answer is left alone: the UI refreshes every 2 s, and
+// while a master is down (a failover) each refresh would otherwise wait for
+// it.
+const (
+	peerAskTimeout = 500 * time.Millisecond
+	peerRest       = 5 * time.Second
+)
+
+// peerFigures is what asking the other masters keeps: one client (its
+// connections are reused from page to page) and the masters that did not
+// answer lately. Its zero value is ready.
+type peerFigures struct {
+	once   sync.Once
+	client *httpx.Client
+	mu     sync.Mutex
+	rest   map[string]time.Time // master id → not asked before then
+}
+
+func (p *peerFigures) clientFor(cfg Config) *httpx.Client {
+	p.once.Do(func() {
+		p.client = httpx.NewClient(cfg.Secret, peerAskTimeout)
+		if cfg.TLS != nil {
+			p.client = httpx.NewClient("", peerAskTimeout).WithTLS(cfg.TLS.ClientConfig(security.RoleMaster))
+		}
+	})
+	return p.client
+}
+
+func (p *peerFigures) resting(id string, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return now.Before(p.rest[id])
+}
+
+func (p *peerFigures) answered(id string, ok bool, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ok {
+		delete(p.rest, id)
+		return
+	}
+	if p.rest == nil {
+		p.rest = map[string]time.Time{}
+	}
+	p.rest[id] = now.Add(peerRest)
 }
 
 func ptr[T any](v T) *T { return &v }
