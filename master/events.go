@@ -62,6 +62,11 @@ func (c *core) unsubscribe(id string, s *subscriber) {
 // publish sends an event to every open stream of the app.
 func (c *core) publish(a *appInfo, ev wire.AppEvent) {
 	ev.AppID, ev.Time = a.rec.ID, c.now()
+	if n := len(a.recent); n > 0 && ev.Type == wire.EventExecutorLimitChanged && a.recent[n-1].Type == ev.Type {
+		// A run of limit changes (dynamic allocation) is one entry of the
+		// recent events, the latest: it must not push a LOST off the page.
+		a.recent = a.recent[:n-1]
+	}
 	a.recent = append(a.recent, ev)
 	if len(a.recent) > recentEventsKept {
 		a.recent = slices.Delete(a.recent, 0, len(a.recent)-recentEventsKept)

@@ -39,6 +39,7 @@ func (m *Master) withRaftFigures(ctx context.Context, cs *wire.ClusterStatus) {
 		return
 	}
 	client := m.peers.clientFor(m.cfg)
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, peerAskTimeout)
 	defer cancel()
 	now := time.Now()
@@ -54,10 +55,13 @@ func (m *Master) withRaftFigures(ctx context.Context, cs *wire.ClusterStatus) {
 		}
 		wg.Go(func() {
 			f, err := httpx.Call(ctx, client, n.APIAddr, wire.MasterAPI.RaftStatus, wire.None{})
-			if err == nil && f.ID == n.ID {
+			ok := err == nil && f.ID == n.ID // another id: not the master listed there
+			if ok {
 				n.Raft = &f
 			}
-			m.peers.answered(n.ID, err == nil, now)
+			if ok || parent.Err() == nil { // a page that went away says nothing of the master
+				m.peers.answered(n.ID, ok, now)
+			}
 		})
 	}
 	wg.Wait()

@@ -1,8 +1,10 @@
 package master
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/berth-cluster/berth/internal/httpx"
@@ -29,6 +31,43 @@ func TestClusterWorkerSummary(t *testing.T) {
 	if _, err := parseBoolParam(wire.ClusterWorkersParam, "nope"); httpx.StatusOf(err) != http.StatusBadRequest {
 		t.Errorf("workers=nope: %v, want 400", err)
 	}
+}
+
+// The lists' shape: ended apps and drivers newest first, and empty lists
+// as [] (not null) in JSON, with completed ones asked for or not; the same
+// on a follower's replica.
+func TestClusterListsShape(t *testing.T) {
+	h := newLeader(t, nil, "w1")
+	first, second := h.addApp(wire.AppDescription{MaxCores: 1}), h.addApp(wire.AppDescription{MaxCores: 1})
+	for _, a := range []*appInfo{first, second} {
+		if _, err := h.call(func(reply func(any, error)) { h.c.endApp(a.rec.ID, wire.AppKilled, "killed by request", reply) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := h.c.clusterStatus(true, true)
+	if len(st.CompletedApps) != 2 || st.CompletedApps[0].ID != second.rec.ID {
+		t.Errorf("completed apps %v, want %s (ended last) first", appIDs(st.CompletedApps), second.rec.ID)
+	}
+	for _, cs := range []*wire.ClusterStatus{h.c.clusterStatus(false, true),
+		followerStatus("m2", wire.MasterStandby, "m1", "", h.fx.state, false, true)} {
+		data, err := json.Marshal(cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{`"completedApps":[]`, `"activeApps":[]`, `"activeDrivers":[]`, `"completedDrivers":[]`} {
+			if !strings.Contains(string(data), want) {
+				t.Errorf("%s view without completed lists: no %s in %s", cs.View, want, data)
+			}
+		}
+	}
+}
+
+func appIDs(apps []wire.AppStatus) []string {
+	ids := make([]string, len(apps))
+	for i, a := range apps {
+		ids[i] = a.ID
+	}
+	return ids
 }
 
 // addWorkers registers n workers of one size, w000000 onwards: a fleet for

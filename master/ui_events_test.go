@@ -53,6 +53,26 @@ func TestLimitChangeIsToldOnceCommitted(t *testing.T) {
 	if got := limitEvents(drain(sub)); len(got) != 1 || got[0].Message != "executor limit set to 0 (was 3)" {
 		t.Fatalf("lowered to 0: %+v", got)
 	}
+	// A run of changes (dynamic allocation) is heard whole on the stream but
+	// kept as one entry of the recent events, the latest, so that it cannot
+	// push the app's other events off its page.
+	for _, n := range []int{5, 6} {
+		if _, err := h.call(func(reply func(any, error)) { h.c.setExecutorLimit(a.rec.ID, n, reply) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := limitEvents(drain(sub)); len(got) != 2 {
+		t.Fatalf("the stream heard %d of two changes", len(got))
+	}
+	last := a.recent[len(a.recent)-1]
+	if last.Message != "executor limit set to 6 (was 5)" {
+		t.Fatalf("the latest recent event: %+v", last)
+	}
+	for i := 1; i < len(a.recent); i++ {
+		if a.recent[i].Type == wire.EventExecutorLimitChanged && a.recent[i-1].Type == wire.EventExecutorLimitChanged {
+			t.Fatalf("two limit changes in a row kept: %+v, %+v", a.recent[i-1], a.recent[i])
+		}
+	}
 }
 
 // An ended driver says when it ended, as its final record does: in the

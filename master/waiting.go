@@ -70,10 +70,13 @@ func (c *core) appWaiting(a *appInfo, r room) string {
 	case a.state.Finished() || a.ending != nil:
 		return ""
 	case len(a.executors) > 0:
-		if a.coresLeft() > 0 && len(a.executors) >= a.executorLimit() {
-			return fmt.Sprintf("waiting: executor limit reached (%d); %d more cores wanted", a.executorLimit(), a.coresLeft())
+		if a.coresLeft() <= 0 || len(a.executors) < a.executorLimit() {
+			return ""
 		}
-		return ""
+		if a.maxCores() == placement.Unlimited {
+			return fmt.Sprintf("waiting: executor limit reached (%d); more cores wanted", a.executorLimit())
+		}
+		return fmt.Sprintf("waiting: executor limit reached (%d); %d more cores wanted", a.executorLimit(), a.coresLeft())
 	case a.state == wire.AppUnknown:
 		return "waiting: for its client to reconnect to this leader"
 	case c.status != wire.MasterAlive:

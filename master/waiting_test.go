@@ -81,6 +81,9 @@ func TestAppAtItsExecutorLimitSaysSo(t *testing.T) {
 		t.Fatalf("the capped app has %d executors, want 1", len(a.Executors))
 	}
 	wantWaiting(t, "limit with executors", a.Waiting, "waiting: executor limit reached (1)", "2 more cores wanted")
+	uncapped := h.addApp(wire.AppDescription{CoresPerExecutor: 1, InitialExecutorLimit: &one})
+	a, _ = h.c.app(uncapped.rec.ID)
+	wantWaiting(t, "limit without a core cap", a.Waiting, "waiting: executor limit reached (1); more cores wanted")
 	served := h.addApp(wire.AppDescription{MaxCores: 1, CoresPerExecutor: 1})
 	if a, _ = h.c.app(served.rec.ID); len(a.Executors) != 1 || a.Waiting != "" {
 		t.Errorf("an app with all its cores: %d executors, waiting %q", len(a.Executors), a.Waiting)

@@ -117,6 +117,11 @@ func (u *server) target(ctx context.Context, a Action) (string, role, error) {
 	if err != nil {
 		return "", role{}, err
 	}
+	if r := roleOf(c); r.Follower {
+		// A replica's view: only the leader acts, so nothing is offered here.
+		return "", r, &httpx.StatusError{Status: http.StatusTemporaryRedirect, Code: wire.CodeNotLeader,
+			Message: "this master is not the leader: act on the leader's page", Leader: r.Leader}
+	}
 	i := slices.IndexFunc(c.Workers, func(w wire.WorkerStatus) bool { return w.ID == a.ID })
 	if i < 0 {
 		return "", roleOf(c), unknown(wire.CodeUnknownWorker, "worker", a.ID)

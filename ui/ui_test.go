@@ -306,6 +306,9 @@ func TestFollowerPagesSayItAndLinkToTheLeader(t *testing.T) {
 	} {
 		rec := post(h, "/ui/act", form)
 		contains(t, "a form posted to a follower", rec.Body.String(), banner, link)
+		if strings.Contains(rec.Body.String(), `name="confirm"`) {
+			t.Errorf("a follower offers to confirm %s %s", form.Get("kind"), form.Get("id"))
+		}
 	}
 	if len(f.acted) != 0 {
 		t.Errorf("a follower acted: %v", f.acted)

@@ -222,6 +222,10 @@ func TestBadValuesNameTheFlag(t *testing.T) {
 		{Args: []string{"logs", "driver", "d1", "--tail", "many"}, Flag: "--tail"},
 		{Env: []string{"BERTH_TIMEOUT=soon"}, Args: []string{"status"}, Flag: "--timeout"},
 		{Env: []string{"BERTH_MASTER=127.0.0.1:7077"}, Args: []string{"status"}, Flag: "--master"},
+		{Args: []string{"worker", "drain", "w1", "--deadline", "0s"}, Flag: "--deadline"},
+		{Args: []string{"worker", "drain", "w1", "--deadline", "200h"}, Flag: "--deadline"},
+		// The command's own bad flag is named before a client is made.
+		{Args: []string{"--tls-ca-file", "/nonexistent", "worker", "drain", "w1", "--deadline", "0s"}, Flag: "--deadline"},
 	}
 	testproc.CheckBadFlags(t, berthBin, 1, append(cleanEnv(), f.env()...), cases)
 	f.mu.Lock()

@@ -14,11 +14,18 @@ import (
 )
 
 // onID is a one-shot command on the single ID argument: call asks the
-// masters, bounded by --timeout, and show prints the answer.
-func onID[T any](c *cli.Context, usage string, call func(*client.Client, context.Context, string) (T, error), show func(id string, v T) error) error {
+// masters, bounded by --timeout, and show prints the answer. checks run
+// once the arguments are read (a flag may follow the ID) and before the
+// client is made, so that a bad flag of the command is the error reported.
+func onID[T any](c *cli.Context, usage string, call func(*client.Client, context.Context, string) (T, error), show func(id string, v T) error, checks ...func() error) error {
 	args, err := positional(c, usage, 1)
 	if err != nil {
 		return err
+	}
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return err
+		}
 	}
 	cl, err := newClient(c)
 	if err != nil {
@@ -97,14 +104,16 @@ func workerCommand() *cli.Command {
 				Flags: []cli.Flag{&cli.DurationFlag{Name: "deadline", Value: 10 * time.Minute, EnvVars: env("worker-drain", "deadline"),
 					Usage: "how long executors and drivers may take to end on their own (at most 168h)"}},
 				Action: func(c *cli.Context) error {
-					return onID(c, "berth worker drain ID [--deadline 10m]", func(cl *client.Client, ctx context.Context, id string) (wire.WorkerStatus, error) {
-						// Read here: the flag may follow the ID (positional sets it).
-						d := c.Duration("deadline")
-						if d <= 0 || d > 7*24*time.Hour {
-							return wire.WorkerStatus{}, fmt.Errorf("--deadline %s: want more than 0 and at most 168h", d)
+					// Read once the ID is: the flag may follow it (positional sets it).
+					deadline := func() error {
+						if d := c.Duration("deadline"); d <= 0 || d > 7*24*time.Hour {
+							return fmt.Errorf("--deadline %s: want more than 0 and at most 168h", d)
 						}
-						return cl.DrainWorker(ctx, id, d)
-					}, printWorker(c))
+						return nil
+					}
+					return onID(c, "berth worker drain ID [--deadline 10m]", func(cl *client.Client, ctx context.Context, id string) (wire.WorkerStatus, error) {
+						return cl.DrainWorker(ctx, id, c.Duration("deadline"))
+					}, printWorker(c), deadline)
 				},
 			},
 			{

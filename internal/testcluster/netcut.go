@@ -92,9 +92,17 @@ func dropStaleCuts() {
 	if err != nil {
 		return
 	}
-	for _, table := range staleCutTables(string(out), func(pid int) bool { return syscall.Kill(pid, 0) == nil }) {
+	for _, table := range staleCutTables(string(out), processExists) {
 		_ = nft("delete", "table", "inet", table)
 	}
+}
+
+// processExists: a signal 0 reaches pid, or is refused (EPERM: it exists,
+// as another user's). A run in another pid namespace sharing this network
+// namespace would look gone: runs are not meant to share one.
+func processExists(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // staleCutTables names the tables in nft's listing ("table inet NAME" a

@@ -1,6 +1,7 @@
 package testcluster
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -81,12 +82,16 @@ func (c *Cluster) Leader(ctx context.Context) (*Master, wire.ClusterStatus, erro
 func (c *Cluster) WaitLeader(ctx context.Context) (*Master, wire.ClusterStatus, error) {
 	var m *Master
 	var st wire.ClusterStatus
+	var last error // the last answer while ctx was alive: the one worth telling
 	err := poll.UntilNil(ctx, 20*time.Millisecond, func() (err error) {
 		m, st, err = c.Leader(ctx)
+		if ctx.Err() == nil {
+			last = err
+		}
 		return err
 	})
 	if err != nil {
-		return nil, st, errors.Join(ctx.Err(), err)
+		return nil, st, errors.Join(ctx.Err(), cmp.Or(last, err))
 	}
 	return m, st, nil
 }

@@ -41,6 +41,9 @@ func ChildOutlivesKilledParent(t *testing.T, env ...string) {
 			_ = syscall.Kill(child, syscall.SIGKILL)
 		}
 	})
+	if !Alive(child) {
+		t.Fatalf("the child %d is not running before its parent is killed", child)
+	}
 	if err := parent.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
