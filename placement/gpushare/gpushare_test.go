@@ -199,61 +199,6 @@ func TestPackingScore(t *testing.T) {
 	}
 }
 
-// FGD's fragmentation on the paper's own kind of example: typical shapes
-// of a 500-share and a 1-GPU executor (half each, 8 cores).
-func TestFragment(t *testing.T) {
-	shapes := []shape{{cores: 8, milli: 500, gpus: 1, weight: 0.5}, {cores: 8, milli: W, gpus: 1, weight: 0.5}}
-	for _, tc := range []struct {
-		cores int
-		free  []int
-		fgd   float64
-		fill  float64
-	}{
-		{16, []int{W, W}, 0, 0.5 * 1000},                      // both fit; but cores for two shares only: a GPU idle for them
-		{16, []int{300, W}, 0.5 * 300 * 2, 0.5*300 + 0.5*300}, // 300 suits neither shape
-		{4, []int{W, W}, 2000, 2000},                          // too few cores: everything is fragment
-		{8, []int{W, W}, 0, 0.5*1500 + 0.5*1000},              // cores for one executor: fill sees the rest stranded
-		{16, []int{}, 0, 0},
-	} {
-		if got := fgdFragment(shapes, tc.cores, tc.free); math.Abs(got-tc.fgd) > 1e-9 {
-			t.Errorf("fgdFragment(%d cores, %v) = %v, want %v", tc.cores, tc.free, got, tc.fgd)
-		}
-		if got := fillFragment(shapes, tc.cores, tc.free); math.Abs(got-tc.fill) > 1e-9 {
-			t.Errorf("fillFragment(%d cores, %v) = %v, want %v", tc.cores, tc.free, got, tc.fill)
-		}
-	}
-}
-
-// The typical shapes: grouped, the most frequent covering 95%, weights
-// normalised.
-func TestTypicalShapes(t *testing.T) {
-	var workload []placement.TaskShape
-	add := func(n, cores, gpuMilli int) {
-		for range n {
-			var res map[string]int
-			if gpuMilli > 0 {
-				res = map[string]int{GPU: gpuMilli}
-			}
-			workload = append(workload, placement.TaskShape{Cores: cores, Resources: res, Weight: 1})
-		}
-	}
-	add(60, 8, W)
-	add(30, 4, 500)
-	add(6, 16, 0)
-	add(4, 64, 8*W) // beyond the 95%: left out
-	shapes := typicalShapes(workload)
-	if len(shapes) != 3 {
-		t.Fatalf("shapes %+v, want the three most frequent", shapes)
-	}
-	sum := 0.0
-	for _, s := range shapes {
-		sum += s.weight
-	}
-	if math.Abs(sum-1) > 1e-9 || shapes[0].cores != 8 || math.Abs(shapes[0].weight-60.0/96) > 1e-9 {
-		t.Errorf("shapes %+v: want weights normalised over the 96 kept, 8-core first", shapes)
-	}
-}
-
 // frag-fit, FGD and the packers keep a share on the GPU already shared
 // when the cluster is otherwise idle, and frag-fit sends a CPU-only executor
 // where its cores strand no GPU.
@@ -283,19 +228,6 @@ func TestHandPickedDecisions(t *testing.T) {
 	p, _ := placement.New("frag-fit", placement.Options{Workload: workload})
 	if l, _ := placement.PlaceOne(cpuOnly, cpuRich, p); l.WorkerID != "cpu-rich" {
 		t.Errorf("frag-fit put 16 CPU-only cores on %s, leaving its 2 GPUs 4 cores", l.WorkerID)
-	}
-}
-
-// Without a workload, FGD and frag-fit learn it from the apps they see.
-func TestLearnsTheWorkload(t *testing.T) {
-	p, _ := placement.New("frag-fit", placement.Options{})
-	workers := []placement.Worker{{ID: "w", CoresFree: 64000, MemoryFreeMB: 1 << 20, Resources: map[string][]int{GPU: {W, W}}}}
-	app := placement.App{ID: "a", CoresLeft: 8000, CoresPerExecutor: 8000, ExecutorLimit: 1, ResourcesPerExecutor: map[string]int{GPU: W}}
-	if _, at := placement.PlaceOne(app, workers, p); at != 0 {
-		t.Fatal("nothing placed")
-	}
-	if shapes := p.(*fragFit).frag.shapes; len(shapes) != 1 || shapes[0].milli != W || shapes[0].cores != 8000 {
-		t.Errorf("learnt shapes %+v", shapes)
 	}
 }
 
