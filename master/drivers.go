@@ -76,7 +76,7 @@ func (c *core) launchDriver(w *workerInfo, d *driverInfo, grants wire.ResourceGr
 		rec.CredentialHash, rec.Resources = hash, grants
 	}, nil, func() {
 		d.launching, d.state = false, wire.DriverRunning
-		c.touched(w) // its committed use changed
+		c.viewsStale() // its committed use changed; placement saw the cores taken already
 		c.fx.send(w, workerCommand{
 			kind: cmdLaunchDriver,
 			body: wire.LaunchDriver{

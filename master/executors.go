@@ -25,7 +25,7 @@ func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int, gran
 			return
 		}
 		e.launching = false
-		c.touched(w) // its committed use changed
+		c.viewsStale() // its committed use changed; placement saw the cores taken already
 		c.metrics.launches.Inc()
 		a.hosts[w.rec.ID] = struct{}{}
 		a.state = wire.AppRunning

@@ -11,10 +11,6 @@ import (
 // entities (a worker's executors, the recovered records) always run in the
 // same order.
 
-func sortedWorkers(m map[string]*workerInfo) []*workerInfo {
-	return slices.SortedFunc(maps.Values(m), func(a, b *workerInfo) int { return cmp.Compare(a.rec.ID, b.rec.ID) })
-}
-
 func sortedExecutors[K comparable](m map[K]*executorInfo) []*executorInfo {
 	return slices.SortedFunc(maps.Values(m), func(a, b *executorInfo) int {
 		if c := cmp.Compare(a.app.rec.ID, b.app.rec.ID); c != 0 {

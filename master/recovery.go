@@ -1,6 +1,8 @@
 package master
 
 import (
+	"slices"
+
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -108,7 +110,7 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 	c.status = wire.MasterRecovering
 	c.recoveryDeadline = now.Add(c.cfg.RecoveryTimeout)
 	c.log.Info("leader RECOVERING", "epoch", c.epoch, "workers", len(c.workers), "apps", len(c.apps), "drivers", len(c.drivers), "timeout", c.cfg.RecoveryTimeout)
-	for _, w := range sortedWorkers(c.workers) {
+	for _, w := range c.sortedWorkerList() {
 		c.fx.send(w, workerCommand{kind: cmdReconnect, body: wire.Reconnect{Epoch: c.epoch, Master: c.cfg.Advertise}})
 	}
 	c.maybeCompleteRecovery()
@@ -169,7 +171,7 @@ func (c *core) completeRecovery() {
 			c.recoveryCompleted()
 		}
 	}
-	for _, w := range sortedWorkers(c.workers) {
+	for _, w := range slices.Clone(c.sortedWorkerList()) { // a copy: removals edit the list
 		if w.state == wire.WorkerUnknown {
 			pending++
 			c.removeWorker(w, "did not answer the new leader within the recovery timeout", removed)

@@ -83,7 +83,7 @@ func (c *core) clusterStatus(completed, listWorkers bool) *wire.ClusterStatus {
 		ActiveDrivers: []wire.DriverStatus{}, CompletedDrivers: []wire.DriverStatus{},
 	}
 	if listWorkers {
-		for _, w := range sortedWorkers(c.workers) {
+		for _, w := range c.sortedWorkerList() {
 			s.Workers = append(s.Workers, workerStatus(w))
 			s.WorkerSummary.Add(s.Workers[len(s.Workers)-1])
 		}

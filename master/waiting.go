@@ -11,9 +11,10 @@ import (
 // Anything that waits says why, so that its user knows whether to wait or
 // to change the request: a driver asking for 64 cores on a cluster whose
 // largest worker has 2 used to sit SUBMITTED with an empty message. The
-// reasons are worked out when a status is read, from one pass over the
-// workers, so they are never stale; "never fits" (the request exceeds every
-// worker) is told apart from "not now" (the room is taken).
+// reasons are worked out when a status is read, against the room (one pass
+// over the workers, cached until a worker's capacity, use or state changes,
+// so never stale); "never fits" (the request exceeds every worker) is told
+// apart from "not now" (the room is taken).
 
 // room summarises the schedulable workers: the largest of each quantity,
 // not necessarily on one worker.

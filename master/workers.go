@@ -256,8 +256,13 @@ func (c *core) aliveWorkers() []*workerInfo {
 // changed) and makes the cached views of the workers stale.
 func (c *core) touched(w *workerInfo) {
 	c.dirty[w.rec.ID] = struct{}{}
-	c.workerViews = workerViews{}
+	c.viewsStale()
 }
+
+// viewsStale drops the cached views alone: enough when what changed is
+// only what status reads show (a launch's use becoming durable), not what
+// placement sees, so the index need not take the worker out and back in.
+func (c *core) viewsStale() { c.workerViews = workerViews{} }
 
 // workerViews caches what status reads compute over every worker (their
 // summary, the room waiting reasons are judged against) until a worker's

@@ -1,8 +1,10 @@
 package master
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -416,4 +418,10 @@ func TestNewWorkerForgetsEveryDeadWorkerAtItsAddress(t *testing.T) {
 	if len(h.c.deadAt[addr]) != 0 {
 		t.Errorf("dead at %s: %v", addr, h.c.deadAt[addr])
 	}
+}
+
+// sortedWorkers is the fleet sorted by id from scratch: what the kept list
+// must always equal.
+func sortedWorkers(m map[string]*workerInfo) []*workerInfo {
+	return slices.SortedFunc(maps.Values(m), func(a, b *workerInfo) int { return cmp.Compare(a.rec.ID, b.rec.ID) })
 }
