@@ -131,8 +131,9 @@ func fleetFailover(ctx context.Context, cm *common, p *ffParams, r *Report, row 
 	if err != nil {
 		return err
 	}
+	bin := binaryInfo(cm.masterBin) // one binary: hashed once
 	for _, m := range cl.Masters {
-		info := binaryInfo(cm.masterBin)
+		info := bin
 		info.URL, info.MasterID, info.Args = m.URL, m.ID, flags
 		r.Masters = append(r.Masters, info)
 	}
