@@ -68,9 +68,10 @@ func fgdScore(d float64) int64 { return int64(100 / (1 + math.Exp(d/1000))) }
 // score) and that score.
 func (p *fgd) shareScore(r request, w placement.Worker) (int, int64) {
 	at, top := -1, int64(-1)
+	before := p.frag.before(w)
 	for i, f := range w.Resources[GPU] {
 		if f >= r.milli {
-			if s := fgdScore(p.frag.delta(r, w, i).next); s > top {
+			if s := fgdScore(p.frag.deltaFrom(before, r, w, i).next); s > top {
 				at, top = i, s
 			}
 		}

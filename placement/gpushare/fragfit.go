@@ -106,9 +106,10 @@ func (p *fragFit) scores(_ placement.App, r request, ws []placement.Worker, out 
 // the lowest index among equals) and that increase.
 func (p *fragFit) bestShare(r request, w placement.Worker) (int, float64) {
 	at, least := -1, math.Inf(1)
+	before := p.frag.before(w)
 	for i, f := range w.Resources[GPU] {
 		if f >= r.milli {
-			if d := increase(r, p.frag.delta(r, w, i)); d < least {
+			if d := increase(r, p.frag.deltaFrom(before, r, w, i)); d < least {
 				at, least = i, d
 			}
 		}

@@ -228,11 +228,24 @@ func (m *fragMeasure) of(n node) fragments {
 // delta is how much one executor of r placed on w (a share on GPU at, -1
 // for the simulator's choice) increases w's fragmentation.
 func (m *fragMeasure) delta(r request, w placement.Worker, at int) fragments {
+	return m.deltaFrom(m.before(w), r, w, at)
+}
+
+// before is w's fragmentation as it is: what a share's GPUs on one worker
+// are compared from, measured once for all of them.
+func (m *fragMeasure) before(w placement.Worker) fragments { return m.of(m.nodeOf(w)) }
+
+func (m *fragMeasure) nodeOf(w placement.Worker) node {
 	n := node{cores: w.CoresFree, free: w.Resources[GPU]}
 	if m.memory {
 		n.mem = w.MemoryFreeMB
 	}
-	before := m.of(n)
+	return n
+}
+
+// deltaFrom is delta from w's fragmentation before, already measured.
+func (m *fragMeasure) deltaFrom(before fragments, r request, w placement.Worker, at int) fragments {
+	n := m.nodeOf(w)
 	m.buf = after(r, n.free, at, m.buf)
 	n.cores, n.free = n.cores-r.cores, m.buf
 	if m.memory {
