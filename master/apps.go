@@ -34,25 +34,14 @@ func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply func(any,
 		ExecutorLimit: desc.InitialExecutorLimit, ExecutorIDsReserved: executorIDBlock,
 		IdempotencyKey: idem.key, IdempotencyHash: idem.hash, Owner: idem.owner,
 	}
-	c.registering.apps++
-	c.commit([]persistence.Command{persistence.PutApp(rec, 0)}, func() {
+	c.commitKeyed(key, rec.ID, persistence.PutApp(rec, 0), &c.registering.apps, func() {
 		c.rememberKey(key, rec.ID)
 		a := newAppInfo(rec, wire.AppWaiting, c.now())
 		c.apps[rec.ID] = a
 		c.appOrder = append(c.appOrder, a)
 		c.log.Info("registered app", "app", rec.ID, "name", desc.Name, "maxCores", desc.MaxCores, "coresPerExecutor", desc.CoresPerExecutor)
 		c.schedule()
-	}, func(err error) {
-		// Durable: the app exists even if leadership moved meanwhile (the
-		// new leader recovers it), so the client gets its id either way.
-		c.registering.apps--
-		if err != nil {
-			reply(nil, err)
-		} else {
-			reply(wire.Submitted{ID: rec.ID}, nil)
-		}
-		c.endKeyed(key, rec.ID, err)
-	})
+	}, reply)
 }
 
 // updateApp writes a's record as change makes it, after the writes of a

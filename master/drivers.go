@@ -24,16 +24,7 @@ func (c *core) submitDriver(desc wire.DriverDescription, idem keyed, reply func(
 	}
 	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: desc, SubmittedAt: c.now(), State: wire.DriverSubmitted,
 		IdempotencyKey: idem.key, IdempotencyHash: idem.hash}
-	c.registering.drivers++
-	c.commit([]persistence.Command{persistence.PutDriver(rec, 0)}, func() { c.driverAdded(rec) }, func(err error) {
-		c.registering.drivers--
-		if err != nil {
-			reply(nil, err)
-		} else {
-			reply(wire.Submitted{ID: rec.ID}, nil)
-		}
-		c.endKeyed(key, rec.ID, err)
-	})
+	c.commitKeyed(key, rec.ID, persistence.PutDriver(rec, 0), &c.registering.drivers, func() { c.driverAdded(rec) }, reply)
 }
 
 // driverAdded applies a durable new driver: it waits for a worker.

@@ -139,12 +139,32 @@ func (c *core) endKeyed(k submissionKey, id string, err error) {
 	}
 	delete(c.keys.inFlight, k)
 	for _, reply := range w.waiters {
-		if err != nil {
-			reply(nil, err)
-		} else {
-			reply(wire.Submitted{ID: id, Existing: true}, nil)
-		}
+		answerSubmitted(reply, id, true, err)
 	}
+}
+
+// commitKeyed writes an admitted submission's record. Once it is durable,
+// apply runs (if this leadership goes on) and the client gets its id even
+// if leadership moved meanwhile (the new leader recovers the record); a
+// failed write gets the error. Either way the repeats that waited on its
+// key get the same answer. pending counts it against the caps while it is
+// written.
+func (c *core) commitKeyed(k submissionKey, id string, cmd persistence.Command, pending *int, apply func(), reply func(any, error)) {
+	*pending++
+	c.commit([]persistence.Command{cmd}, apply, func(err error) {
+		*pending--
+		answerSubmitted(reply, id, false, err)
+		c.endKeyed(k, id, err)
+	})
+}
+
+// answerSubmitted answers a submission with its id, or with err.
+func answerSubmitted(reply func(any, error), id string, existing bool, err error) {
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	reply(wire.Submitted{ID: id, Existing: existing}, nil)
 }
 
 func (c *core) rememberKey(k submissionKey, id string) {

@@ -92,14 +92,10 @@ func (c *core) clusterStatus(completed, listWorkers bool) *wire.ClusterStatus {
 	}
 	r := c.room()
 	for _, a := range c.appOrder {
-		st := appStatus(a)
-		st.Waiting = c.appWaiting(a, r)
-		s.ActiveApps = append(s.ActiveApps, *st)
+		s.ActiveApps = append(s.ActiveApps, *c.appStatusWaiting(a, r))
 	}
 	for _, d := range sortedDrivers(c.drivers) {
-		st := driverStatus(d)
-		st.Waiting = c.driverWaiting(d, r)
-		s.ActiveDrivers = append(s.ActiveDrivers, *st)
+		s.ActiveDrivers = append(s.ActiveDrivers, *c.driverStatusWaiting(d, r))
 	}
 	if completed {
 		s.CompletedApps = newestFirst(c.completedApps, appStatus)
@@ -120,20 +116,27 @@ func newestFirst[T, S any](ended []T, status func(T) *S) []S {
 
 // app returns the status of an active or completed app.
 func (c *core) app(id string) (*wire.AppStatus, error) {
-	return readOne(c, c.findApp(id), func(a *appInfo) *wire.AppStatus {
-		st := appStatus(a)
-		st.Waiting = c.appWaiting(a, c.room())
-		return st
-	}, "application", id)
+	return readOne(c, c.findApp(id), func(a *appInfo) *wire.AppStatus { return c.appStatusWaiting(a, c.room()) }, "application", id)
 }
 
 // driver returns the status of an active or completed driver.
 func (c *core) driver(id string) (*wire.DriverStatus, error) {
-	return readOne(c, c.findDriver(id), func(d *driverInfo) *wire.DriverStatus {
-		st := driverStatus(d)
-		st.Waiting = c.driverWaiting(d, c.room())
-		return st
-	}, "driver", id)
+	return readOne(c, c.findDriver(id), func(d *driverInfo) *wire.DriverStatus { return c.driverStatusWaiting(d, c.room()) }, "driver", id)
+}
+
+// appStatusWaiting is a's status with why it waits, given the room the
+// cluster has.
+func (c *core) appStatusWaiting(a *appInfo, r room) *wire.AppStatus {
+	st := appStatus(a)
+	st.Waiting = c.appWaiting(a, r)
+	return st
+}
+
+// driverStatusWaiting is d's status with why it waits.
+func (c *core) driverStatusWaiting(d *driverInfo, r room) *wire.DriverStatus {
+	st := driverStatus(d)
+	st.Waiting = c.driverWaiting(d, r)
+	return st
 }
 
 // readOne answers a read of one entity (x, nil if not listed) as the
