@@ -78,23 +78,18 @@ func (p *randomPolicy) Assign(app placement.App, ws []placement.Worker) []int {
 }
 
 func (p *randomPolicy) PickResources(app placement.App, w placement.Worker) map[string][]int {
-	r := requestOf(app, 0)
-	if !r.share() {
-		return nil // whole GPUs: the lowest free ones
-	}
-	at, seen := -1, 0
-	for i, f := range w.Resources[GPU] {
-		if f >= r.milli {
-			seen++
-			if p.rng.IntN(seen) == 0 {
-				at = i
+	return pickShare(app, w, func(r request, w placement.Worker) int {
+		at, seen := -1, 0
+		for i, f := range w.Resources[GPU] {
+			if f >= r.milli {
+				seen++
+				if p.rng.IntN(seen) == 0 {
+					at = i
+				}
 			}
 		}
-	}
-	if at < 0 {
-		return nil
-	}
-	return map[string][]int{GPU: {at}}
+		return at
+	})
 }
 
 // dot-product: Tetris's alignment of the worker's free capacity with the

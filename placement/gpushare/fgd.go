@@ -65,28 +65,19 @@ func (p *fgd) scores(_ placement.App, r request, ws []placement.Worker, out []in
 func fgdScore(d float64) int64 { return int64(100 / (1 + math.Exp(d/1000))) }
 
 // shareScore is the GPU a share takes under FGD (the first with the best
-// score) and that score.
+// score) and that score; -1, -1 where it fits on no GPU.
 func (p *fgd) shareScore(r request, w placement.Worker) (int, int64) {
-	at, top := -1, int64(-1)
-	before := p.frag.before(w)
-	for i, f := range w.Resources[GPU] {
-		if f >= r.milli {
-			if s := fgdScore(p.frag.deltaFrom(before, r, w, i).next); s > top {
-				at, top = i, s
-			}
-		}
+	at, cost := p.frag.bestGPU(r, w, func(d fragments) float64 { return -float64(fgdScore(d.next)) })
+	if at < 0 {
+		return -1, -1
 	}
-	return at, top
+	return at, int64(-cost)
 }
 
 // PickResources gives a share the GPU FGD scored best.
 func (p *fgd) PickResources(app placement.App, w placement.Worker) map[string][]int {
-	r := requestOf(app, app.CoresPerExecutor)
-	if !r.share() {
-		return nil
-	}
-	if at, _ := p.shareScore(r, w); at >= 0 {
-		return map[string][]int{GPU: {at}}
-	}
-	return nil
+	return pickShare(app, w, func(r request, w placement.Worker) int {
+		at, _ := p.shareScore(r, w)
+		return at
+	})
 }

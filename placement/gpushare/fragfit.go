@@ -1,7 +1,6 @@
 package gpushare
 
 import (
-	"math"
 
 	"github.com/berth-cluster/berth/placement"
 )
@@ -105,27 +104,14 @@ func (p *fragFit) scores(_ placement.App, r request, ws []placement.Worker, out 
 // bestShare is the GPU a share of r should take on w (the least increase,
 // the lowest index among equals) and that increase.
 func (p *fragFit) bestShare(r request, w placement.Worker) (int, float64) {
-	at, least := -1, math.Inf(1)
-	before := p.frag.before(w)
-	for i, f := range w.Resources[GPU] {
-		if f >= r.milli {
-			if d := increase(r, p.frag.deltaFrom(before, r, w, i)); d < least {
-				at, least = i, d
-			}
-		}
-	}
-	return at, least
+	return p.frag.bestGPU(r, w, func(d fragments) float64 { return increase(r, d) })
 }
 
 // PickResources gives a share the GPU whose use increases the measure
 // least.
 func (p *fragFit) PickResources(app placement.App, w placement.Worker) map[string][]int {
-	r := requestOf(app, app.CoresPerExecutor)
-	if !r.share() {
-		return nil
-	}
-	if at, _ := p.bestShare(r, w); at >= 0 {
-		return map[string][]int{GPU: {at}}
-	}
-	return nil
+	return pickShare(app, w, func(r request, w placement.Worker) int {
+		at, _ := p.bestShare(r, w)
+		return at
+	})
 }

@@ -2,6 +2,7 @@ package gpushare
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/berth-cluster/berth/placement"
@@ -252,4 +253,20 @@ func (m *fragMeasure) deltaFrom(before fragments, r request, w placement.Worker,
 		n.mem -= r.memory
 	}
 	return m.of(n).minus(before)
+}
+
+// bestGPU is the GPU of w a share of r takes by cost: the one whose use
+// costs least (the lowest index among equals), and that cost; -1 and +Inf
+// where the share fits on no GPU.
+func (m *fragMeasure) bestGPU(r request, w placement.Worker, cost func(fragments) float64) (int, float64) {
+	at, least := -1, math.Inf(1)
+	before := m.before(w)
+	for i, f := range w.Resources[GPU] {
+		if f >= r.milli {
+			if c := cost(m.deltaFrom(before, r, w, i)); c < least {
+				at, least = i, c
+			}
+		}
+	}
+	return at, least
 }
