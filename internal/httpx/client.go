@@ -120,11 +120,17 @@ func readStatusError(resp *http.Response) error {
 // workers): Go's default pool keeps 100 in all, so past 100 busy workers
 // every command would open a new connection. It returns c.
 func (c *Client) WithIdlePool(total, perHost int) *Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if old, ok := c.HTTP.Transport.(*http.Transport); ok {
-		tr = old.Clone()
-	}
+	tr := c.transport()
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = total, perHost
 	c.HTTP.Transport = tr
 	return c
+}
+
+// transport is a copy of c's transport to change (Go's default one if c
+// has none of its own), so the With... options add up.
+func (c *Client) transport() *http.Transport {
+	if old, ok := c.HTTP.Transport.(*http.Transport); ok {
+		return old.Clone()
+	}
+	return http.DefaultTransport.(*http.Transport).Clone()
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/berth-cluster/berth/security"
@@ -28,10 +27,7 @@ func (c *Client) WithTLS(cfg *tls.Config) *Client {
 	if cfg == nil {
 		return c
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if old, ok := c.HTTP.Transport.(*http.Transport); ok {
-		tr = old.Clone()
-	}
+	tr := c.transport()
 	tr.TLSClientConfig = cfg
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 15 * time.Second}
 	tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
