@@ -160,11 +160,7 @@ func (f *fitCount) smallest() int {
 // placeNew puts up to want slots on one worker not used yet and returns how
 // many it placed.
 func (f *fit) placeNew(want int) int {
-	want = min(want, f.remaining)
-	if f.fixed {
-		want = min(want, f.room)
-	}
-	if want <= 0 || f.room <= 0 || len(f.fresh) == 0 {
+	if want = f.newWant(want); want <= 0 || len(f.fresh) == 0 {
 		return 0
 	}
 	k := sort.Search(len(f.fresh), func(k int) bool { return f.fresh[k].slots >= want })
@@ -177,16 +173,37 @@ func (f *fit) placeNew(want int) int {
 	}
 	c := f.fresh[k]
 	f.fresh = append(f.fresh[:k], f.fresh[k+1:]...)
-	f.give(c.index, want)
+	f.assigned[c.index] += want
+	f.placedNew(want)
 	if c.slots > want {
 		f.used = append(f.used, fitCandidate{index: c.index, slots: c.slots - want})
 	}
+	return want
+}
+
+// newWant is what a new executor may take of want slots: no more than
+// remain nor, for a fixed size, than the executor limit allows; 0 when the
+// app may start no executor.
+func (f *fitCount) newWant(want int) int {
+	if f.room <= 0 {
+		return 0
+	}
+	want = min(want, f.remaining)
 	if f.fixed {
-		f.room -= want
+		want = min(want, f.room)
+	}
+	return want
+}
+
+// placedNew counts a new executor of slots: a fixed-size app's executors
+// are its slots, any other app has one executor a worker.
+func (f *fitCount) placedNew(slots int) {
+	f.remaining -= slots
+	if f.fixed {
+		f.room -= slots
 	} else {
 		f.room--
 	}
-	return want
 }
 
 // topUp grows the executors already placed, most room first, with what is
@@ -213,11 +230,6 @@ func (f *fitCount) topUpTake(left int) int {
 	take = max(take, 0)
 	f.remaining -= take
 	return take
-}
-
-func (f *fit) give(index, slots int) {
-	f.assigned[index] += slots
-	f.remaining -= slots
 }
 
 // cores converts slots to cores.

@@ -136,11 +136,7 @@ func (f *indexFit) fresh(s *slot) bool {
 // holds want (first in the policy's order among equals), else the one with
 // the most (last among equals).
 func (f *indexFit) placeNew(want int) int {
-	want = min(want, f.remaining)
-	if f.fixed {
-		want = min(want, f.room)
-	}
-	if want <= 0 || f.room <= 0 {
+	if want = f.newWant(want); want <= 0 {
 		return 0
 	}
 	s := f.fewestHolding(want)
@@ -151,14 +147,9 @@ func (f *indexFit) placeNew(want int) int {
 		want = f.slots(s.w)
 	}
 	f.taken[s] += want
-	f.remaining -= want
+	f.placedNew(want)
 	if left := f.slots(s.w) - want; left > 0 {
 		f.used = append(f.used, indexCandidate{s, left})
-	}
-	if f.fixed {
-		f.room -= want
-	} else {
-		f.room--
 	}
 	return want
 }
