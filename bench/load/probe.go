@@ -1,13 +1,15 @@
 package load
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
+	"math"
 	"sync"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/berth-cluster/berth/internal/benchstat"
 	"github.com/berth-cluster/berth/internal/poll"
@@ -100,36 +102,37 @@ func roundP99(ctx context.Context, mc *masterClient) (p99Ms float64, rounds int6
 		return -1, 0, err
 	}
 	defer resp.Body.Close()
-	type bucket struct {
-		le    float64
-		count int64
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return -1, 0, fmt.Errorf("reading the master's metrics: %w", err)
 	}
-	var buckets []bucket
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	const name = "berth_master_schedule_round_seconds"
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, name+"_bucket{le=\""):
-			rest := strings.TrimPrefix(line, name+"_bucket{le=\"")
-			le, after, _ := strings.Cut(rest, "\"} ")
-			v, err1 := strconv.ParseFloat(le, 64)
-			n, err2 := strconv.ParseInt(strings.TrimSpace(after), 10, 64)
-			if err1 == nil && err2 == nil {
-				buckets = append(buckets, bucket{v, n})
-			}
-		case strings.HasPrefix(line, name+"_count "):
-			rounds, _ = strconv.ParseInt(strings.TrimPrefix(line, name+"_count "), 10, 64)
+	p99, rounds := p99Bound(families["berth_master_schedule_round_seconds"])
+	if p99 < 0 {
+		return -1, rounds, nil
+	}
+	return p99 * 1000, rounds, nil
+}
+
+// p99Bound is the upper edge of the bucket of f's histogram (its first
+// series) that the 99th percentile falls in, and the count of samples; -1
+// when there are none or the percentile is past the last finite bucket.
+func p99Bound(f *dto.MetricFamily) (float64, int64) {
+	if f == nil || len(f.Metric) == 0 || f.Metric[0].Histogram == nil {
+		return -1, 0
+	}
+	h := f.Metric[0].Histogram
+	n := int64(h.GetSampleCount())
+	if n == 0 {
+		return -1, 0
+	}
+	for _, b := range h.Bucket {
+		if math.IsInf(b.GetUpperBound(), 1) {
+			break
+		}
+		if float64(b.GetCumulativeCount()) >= 0.99*float64(n) {
+			return b.GetUpperBound(), n
 		}
 	}
-	if rounds == 0 {
-		return -1, 0, sc.Err()
-	}
-	for _, b := range buckets {
-		if float64(b.count) >= 0.99*float64(rounds) {
-			return b.le * 1000, rounds, nil
-		}
-	}
-	return -1, rounds, nil
+	return -1, n
 }
