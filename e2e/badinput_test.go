@@ -118,7 +118,7 @@ func TestBadInputRefusedWithoutSideEffects(t *testing.T) {
 		edit(&d)
 		return jsonOf(t, d)
 	}
-	goodLaunch := wire.LaunchExecutor{Epoch: hugeEpoch, MasterURL: cl.master("m1").URL, AppID: "app-bad", ExecutorID: 0, Cores: 1, MemoryMB: 64, Command: sleepArgs(badMarker)}
+	goodLaunch := wire.LaunchExecutor{Epoch: hugeEpoch, MasterURL: cl.master("m1").URL, AppID: "app-bad", ExecutorID: 0, Process: wire.Process{Command: sleepArgs(badMarker), Cores: 1, MemoryMB: 64}}
 	launch := func(edit func(*wire.LaunchExecutor)) []byte {
 		l := goodLaunch
 		edit(&l)
@@ -229,7 +229,7 @@ func TestBadInputRefusedWithoutSideEffects(t *testing.T) {
 		{"launch: unsafe app id", onWorker, "POST", "/v1/executors", right, launch(func(l *wire.LaunchExecutor) { l.AppID = "../../etc" }), 400},
 		{"launch: reserved app id", onWorker, "POST", "/v1/executors", right, launch(func(l *wire.LaunchExecutor) { l.AppID = "drivers" }), 400},
 		{"launch driver: unsafe id", onWorker, "POST", "/v1/drivers", right,
-			jsonOf(t, wire.LaunchDriver{Epoch: hugeEpoch, DriverID: "../x", Cores: 1, MemoryMB: 64, Command: sleepArgs(badMarker)}), 400},
+			jsonOf(t, wire.LaunchDriver{Epoch: hugeEpoch, DriverID: "../x", Process: wire.Process{Command: sleepArgs(badMarker), Cores: 1, MemoryMB: 64}}), 400},
 		{"kill executor: unsafe app id", onWorker, "POST", "/v1/executors/kill", right, jsonOf(t, wire.KillExecutor{Epoch: hugeEpoch, AppID: "..", ExecutorID: 0}), 400},
 		{"reconnect: not a URL", onWorker, "POST", "/v1/reconnect", right, jsonOf(t, wire.Reconnect{Epoch: hugeEpoch, Master: "ftp://x"}), 400},
 		{"launch: body over 1 MiB", onWorker, "POST", "/v1/executors", right, big(goodLaunch), 413},

@@ -91,8 +91,8 @@ func TestLoopbackDevModeRefusesBrowserRequests(t *testing.T) {
 		return string(jsonOf(t, wire.DriverDescription{Command: []string{"touch", filepath.Join(marks, name)}, Cores: 1, MemoryMB: 16}))
 	}
 	executor := func(name string) string {
-		return string(jsonOf(t, wire.LaunchExecutor{Epoch: 1, AppID: "app-csrf", ExecutorID: len(name), Cores: 1, MemoryMB: 16,
-			Command: []string{"touch", filepath.Join(marks, name)}}))
+		return string(jsonOf(t, wire.LaunchExecutor{Epoch: 1, AppID: "app-csrf", ExecutorID: len(name), Process: wire.Process{
+			Command: []string{"touch", filepath.Join(marks, name)}, Cores: 1, MemoryMB: 16}}))
 	}
 	shapes := []struct {
 		name, contentType, origin, host string

@@ -148,10 +148,11 @@ func TestDaemonsMasterRestartRecoversEverything(t *testing.T) {
 		}{
 			{"launch executor", "/v1/executors", wire.LaunchExecutor{
 				Epoch: epoch0, MasterURL: cl.master("m1").URL, AppID: "app-stale", ExecutorID: 0,
-				Cores: 1, MemoryMB: 64, Command: sleepArgs(staleMarker),
+				Process: wire.Process{Command: sleepArgs(staleMarker), Cores: 1, MemoryMB: 64},
 			}},
 			{"launch driver", "/v1/drivers", wire.LaunchDriver{
-				Epoch: epoch0, MasterURL: cl.master("m1").URL, DriverID: "driver-stale", Cores: 1, MemoryMB: 64, Command: sleepArgs(staleMarker),
+				Epoch: epoch0, MasterURL: cl.master("m1").URL, DriverID: "driver-stale",
+				Process: wire.Process{Command: sleepArgs(staleMarker), Cores: 1, MemoryMB: 64},
 			}},
 			// Destructive commands about what runs: refused, nothing dies.
 			{"app finished", "/v1/apps/finished", wire.ApplicationFinished{Epoch: epoch0, AppID: appID}},

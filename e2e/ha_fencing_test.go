@@ -99,7 +99,7 @@ func TestHAPausedLeaderIsFenced(t *testing.T) {
 		path string
 		body any
 	}{
-		{"/v1/executors", wire.LaunchExecutor{Epoch: oldEpoch, MasterURL: old.URL, AppID: appID, ExecutorID: 500, Cores: 1, MemoryMB: 64, Command: hc.execCommand()}},
+		{"/v1/executors", wire.LaunchExecutor{Epoch: oldEpoch, MasterURL: old.URL, AppID: appID, ExecutorID: 500, Process: wire.Process{Command: hc.execCommand(), Cores: 1, MemoryMB: 64}}},
 		{"/v1/executors/kill", wire.KillExecutor{Epoch: oldEpoch, AppID: appID, ExecutorID: anyExec.ID}},
 		{"/v1/apps/finished", wire.ApplicationFinished{Epoch: oldEpoch, AppID: appID}},
 	}

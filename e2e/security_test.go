@@ -152,7 +152,7 @@ func TestWorkerCertificateSpeaksOnlyForItself(t *testing.T) {
 	if code := post(master+"/v1/workers/w2/heartbeat", wire.Heartbeat{}); code != http.StatusForbidden {
 		t.Errorf("w1's certificate heartbeating for w2: %d", code)
 	}
-	launch := wire.LaunchExecutor{Epoch: 1 << 40, MasterURL: master, AppID: "app-x", ExecutorID: 1, Cores: 1, MemoryMB: 64, Command: []string{"id"}}
+	launch := wire.LaunchExecutor{Epoch: 1 << 40, MasterURL: master, AppID: "app-x", ExecutorID: 1, Process: wire.Process{Command: []string{"id"}, Cores: 1, MemoryMB: 64}}
 	if code := post(worker+"/v1/executors", launch); code != http.StatusForbidden {
 		t.Errorf("a worker certificate commanding a worker: %d", code)
 	}

@@ -72,9 +72,11 @@ func (c *core) launchDriver(w *workerInfo, d *driverInfo, grants wire.ResourceGr
 			kind: cmdLaunchDriver,
 			body: wire.LaunchDriver{
 				Epoch: c.epoch, MasterURL: c.cfg.Advertise, DriverID: d.rec.ID,
-				Command: d.rec.Desc.Command, Env: d.rec.Desc.Env, Cores: d.rec.Desc.Cores,
-				MemoryMB: d.rec.Desc.MemoryMB, Supervise: d.rec.Desc.Supervise, Token: token,
-				Resources: grants,
+				Process: wire.Process{
+					Command: d.rec.Desc.Command, Env: d.rec.Desc.Env,
+					Cores: d.rec.Desc.Cores, MemoryMB: d.rec.Desc.MemoryMB, Resources: grants,
+				},
+				Supervise: d.rec.Desc.Supervise, Token: token,
 			},
 			driverID: d.rec.ID,
 		})

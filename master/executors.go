@@ -33,8 +33,10 @@ func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int, gran
 			kind: cmdLaunchExecutor,
 			body: wire.LaunchExecutor{
 				Epoch: c.epoch, MasterURL: c.cfg.Advertise, AppID: a.rec.ID, ExecutorID: e.id,
-				Cores: cores, MemoryMB: memory, Command: a.rec.Desc.Command, Env: a.rec.Desc.Env,
-				Resources: grants,
+				Process: wire.Process{
+					Command: a.rec.Desc.Command, Env: a.rec.Desc.Env,
+					Cores: cores, MemoryMB: memory, Resources: grants,
+				},
 			},
 			appID: a.rec.ID, execID: e.id,
 		})

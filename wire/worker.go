@@ -128,18 +128,25 @@ type ExecutorRef struct {
 	ExecutorID int    `json:"executorId"`
 }
 
-// LaunchExecutor asks a worker to start an executor.
-type LaunchExecutor struct {
-	Epoch      uint64            `json:"epoch"`
-	MasterURL  string            `json:"masterUrl"`
-	AppID      string            `json:"appId"`
-	ExecutorID int               `json:"executorId"`
-	Cores      int               `json:"cores"`
-	MemoryMB   int               `json:"memoryMB"`
-	Command    []string          `json:"command"`
-	Env        map[string]string `json:"env,omitempty"`
-	// Resources: the addresses of custom resources the executor is given.
+// Process is what a worker runs for a launch: the command, its environment
+// and what it is given (cores, memory, custom resources).
+type Process struct {
+	Command  []string          `json:"command"`
+	Env      map[string]string `json:"env,omitempty"`
+	Cores    int               `json:"cores"`
+	MemoryMB int               `json:"memoryMB"`
+	// Resources: the addresses of custom resources the process is given.
 	Resources ResourceGrants `json:"resources,omitempty"`
+}
+
+// LaunchExecutor asks a worker to start an executor. Its Process fields are
+// promoted: on the wire they sit beside the others.
+type LaunchExecutor struct {
+	Epoch      uint64 `json:"epoch"`
+	MasterURL  string `json:"masterUrl"`
+	AppID      string `json:"appId"`
+	ExecutorID int    `json:"executorId"`
+	Process
 }
 
 // KillExecutor asks a worker to kill an executor.
@@ -149,20 +156,16 @@ type KillExecutor struct {
 	ExecutorID int    `json:"executorId"`
 }
 
-// LaunchDriver asks a worker to start a driver.
+// LaunchDriver asks a worker to start a driver. Its Process fields are
+// promoted: on the wire they sit beside the others.
 type LaunchDriver struct {
-	Epoch     uint64            `json:"epoch"`
-	MasterURL string            `json:"masterUrl"`
-	DriverID  string            `json:"driverId"`
-	Command   []string          `json:"command"`
-	Env       map[string]string `json:"env,omitempty"`
-	Cores     int               `json:"cores"`
-	MemoryMB  int               `json:"memoryMB"`
-	Supervise bool              `json:"supervise"`
+	Epoch     uint64 `json:"epoch"`
+	MasterURL string `json:"masterUrl"`
+	DriverID  string `json:"driverId"`
+	Process
+	Supervise bool `json:"supervise"`
 	// Token is the driver's credential (EnvToken), for this launch only.
 	Token string `json:"token,omitempty"`
-	// Resources: the addresses of custom resources the driver is given.
-	Resources ResourceGrants `json:"resources,omitempty"`
 }
 
 // KillDriver asks a worker to kill a driver.

@@ -18,7 +18,7 @@ import (
 
 func TestSecretIsRequired(t *testing.T) {
 	_, w := startParallel(t, nil)
-	launch := wire.LaunchExecutor{Epoch: 9, AppID: "app-1", ExecutorID: 0, Cores: 1, Command: helperCmd(t, "sleep"), Env: helperEnvMap}
+	launch := wire.LaunchExecutor{Epoch: 9, AppID: "app-1", ExecutorID: 0, Process: wire.Process{Command: helperCmd(t, "sleep"), Env: helperEnvMap, Cores: 1}}
 	for _, secret := range []string{"", "wrong", testSecret + "x"} {
 		for _, c := range []struct{ method, path string }{
 			{"POST", "/v1/executors"}, {"POST", "/v1/reconnect"}, {"GET", "/v1/state"},
@@ -45,12 +45,12 @@ func TestBadCommandsAreRefused(t *testing.T) {
 	fm, w := startParallel(t, nil)
 	cmd := []string{"/bin/true"}
 	exec := func(mod func(*wire.LaunchExecutor)) wire.LaunchExecutor {
-		l := wire.LaunchExecutor{Epoch: 5, AppID: "app-1", ExecutorID: 0, Cores: 1, MemoryMB: 10, Command: cmd}
+		l := wire.LaunchExecutor{Epoch: 5, AppID: "app-1", ExecutorID: 0, Process: wire.Process{Command: cmd, Cores: 1, MemoryMB: 10}}
 		mod(&l)
 		return l
 	}
 	drv := func(mod func(*wire.LaunchDriver)) wire.LaunchDriver {
-		l := wire.LaunchDriver{Epoch: 5, DriverID: "driver-1", Cores: 1, MemoryMB: 10, Command: cmd}
+		l := wire.LaunchDriver{Epoch: 5, DriverID: "driver-1", Process: wire.Process{Command: cmd, Cores: 1, MemoryMB: 10}}
 		mod(&l)
 		return l
 	}

@@ -23,9 +23,9 @@ func TestCleanupRemovesOnlyStaleDirectoriesOfEndedWork(t *testing.T) {
 	w.runSleeper("app-live", 0)
 	w.launchExecutor("app-old", 0, helperCmd(t, "exit", "0"))
 	fm.waitFinal(t, "app-old", 0)
-	w.mustCall(200, "POST", "/v1/drivers", wire.LaunchDriver{Epoch: 5, DriverID: "drv-live", Cores: 1, Command: helperCmd(t, "sleep"), Env: helperEnvMap})
+	w.mustCall(200, "POST", "/v1/drivers", wire.LaunchDriver{Epoch: 5, DriverID: "drv-live", Process: wire.Process{Command: helperCmd(t, "sleep"), Env: helperEnvMap, Cores: 1}})
 	pidOf(t, filepath.Join(root, driversDir, "drv-live"))
-	w.mustCall(200, "POST", "/v1/drivers", wire.LaunchDriver{Epoch: 5, DriverID: "drv-old", Cores: 1, Command: helperCmd(t, "exit", "0"), Env: helperEnvMap})
+	w.mustCall(200, "POST", "/v1/drivers", wire.LaunchDriver{Epoch: 5, DriverID: "drv-old", Process: wire.Process{Command: helperCmd(t, "exit", "0"), Env: helperEnvMap, Cores: 1}})
 	fm.waitDriverFinal(t, "drv-old")
 	if err := os.WriteFile(filepath.Join(root, "operator-notes.txt"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)

@@ -252,7 +252,7 @@ func (tw *testWorker) launchExecutor(appID string, execID int, argv []string) {
 	tw.t.Helper()
 	tw.mustCall(200, "POST", "/v1/executors", wire.LaunchExecutor{
 		Epoch: 5,
-		AppID: appID, ExecutorID: execID, Cores: 1, MemoryMB: 256, Command: argv, Env: helperEnvMap,
+		AppID: appID, ExecutorID: execID, Process: wire.Process{Command: argv, Env: helperEnvMap, Cores: 1, MemoryMB: 256},
 	})
 }
 

@@ -18,7 +18,7 @@ import (
 func (w *Worker) launchExecutor(req *wire.LaunchExecutor) error {
 	execID, cores := strconv.Itoa(req.ExecutorID), strconv.Itoa(req.Cores)
 	dir := filepath.Join(w.cfg.WorkDir, req.AppID, execID)
-	berth := w.berthEnv(req.Cores, req.MemoryMB, req.Resources)
+	berth := w.berthEnv(req.Process)
 	berth[wire.EnvAppID], berth[wire.EnvExecutorID] = req.AppID, execID
 	p := &proc{
 		kind: kindExecutor, appID: req.AppID, execID: req.ExecutorID,
@@ -39,7 +39,7 @@ func (w *Worker) launchExecutor(req *wire.LaunchExecutor) error {
 func (w *Worker) launchDriver(req *wire.LaunchDriver) error {
 	cores := strconv.Itoa(req.Cores)
 	dir := filepath.Join(w.cfg.WorkDir, driversDir, req.DriverID)
-	berth := w.berthEnv(req.Cores, req.MemoryMB, req.Resources)
+	berth := w.berthEnv(req.Process)
 	berth[wire.EnvDriverID] = req.DriverID
 	if req.Token != "" {
 		berth[wire.EnvToken] = req.Token // so the driver can register and manage its apps
@@ -59,14 +59,14 @@ func (w *Worker) launchDriver(req *wire.LaunchDriver) error {
 	return w.launch(p)
 }
 
-// berthEnv is berth's variables of every process: what it was given and
+// berthEnv is berth's variables of every process: what p was given and
 // where it runs (buildEnv puts them over the request's env).
-func (w *Worker) berthEnv(cores, memoryMB int, grants wire.ResourceGrants) map[string]string {
+func (w *Worker) berthEnv(p wire.Process) map[string]string {
 	env := map[string]string{
-		wire.EnvCores: strconv.Itoa(cores), wire.EnvMemoryMB: strconv.Itoa(memoryMB),
+		wire.EnvCores: strconv.Itoa(p.Cores), wire.EnvMemoryMB: strconv.Itoa(p.MemoryMB),
 		wire.EnvWorkerID: w.id, wire.EnvWorkerHost: w.host, wire.EnvMaster: w.masterList,
 	}
-	resourceEnv(env, grants)
+	resourceEnv(env, p.Resources)
 	return env
 }
 

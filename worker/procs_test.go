@@ -109,7 +109,7 @@ func TestKillExecutor(t *testing.T) {
 func TestStaleEpochIsRefused(t *testing.T) {
 	fm, w := startParallel(t, nil) // the worker learns epoch 5
 
-	launch := wire.LaunchExecutor{Epoch: 4, AppID: "app-1", ExecutorID: 0, Cores: 1, Command: helperCmd(t, "sleep"), Env: helperEnvMap}
+	launch := wire.LaunchExecutor{Epoch: 4, AppID: "app-1", ExecutorID: 0, Process: wire.Process{Command: helperCmd(t, "sleep"), Env: helperEnvMap, Cores: 1}}
 	var stale wire.StaleEpoch
 	if err := json.Unmarshal([]byte(w.mustCall(409, "POST", "/v1/executors", launch)), &stale); err != nil || stale.Epoch != 5 || stale.Error == "" {
 		t.Errorf("409 body: %+v %v", stale, err)
@@ -130,7 +130,7 @@ func TestStaleEpochIsRefused(t *testing.T) {
 	// Epoch 5 is now stale, for every command.
 	w.mustCall(409, "POST", "/v1/executors/kill", wire.KillExecutor{Epoch: 5, AppID: "app-1", ExecutorID: 0})
 	w.mustCall(409, "POST", "/v1/apps/finished", wire.ApplicationFinished{Epoch: 6, AppID: "app-1"})
-	w.mustCall(409, "POST", "/v1/drivers", wire.LaunchDriver{Epoch: 6, DriverID: "d", Command: []string{"x"}})
+	w.mustCall(409, "POST", "/v1/drivers", wire.LaunchDriver{Epoch: 6, DriverID: "d", Process: wire.Process{Command: []string{"x"}}})
 	w.mustCall(409, "POST", "/v1/drivers/kill", wire.KillDriver{Epoch: 6, DriverID: "d"})
 	if st := w.state(); len(st.Executors) != 1 || st.Executors[0].State != wire.ExecutorRunning || len(st.Drivers) != 0 {
 		t.Errorf("stale commands changed the state: %+v", st)
@@ -153,7 +153,7 @@ func TestLaunchIsIdempotent(t *testing.T) {
 	if n := strings.Count(string(data), "pid "); n != 1 {
 		t.Errorf("%d processes started:\n%s", n, data)
 	}
-	drv := wire.LaunchDriver{Epoch: 5, DriverID: "driver-1", Cores: 1, Command: helperCmd(t, "sleep"), Env: helperEnvMap}
+	drv := wire.LaunchDriver{Epoch: 5, DriverID: "driver-1", Process: wire.Process{Command: helperCmd(t, "sleep"), Env: helperEnvMap, Cores: 1}}
 	w.mustCall(200, "POST", "/v1/drivers", drv)
 	w.mustCall(200, "POST", "/v1/drivers", drv)
 	pidOf(t, filepath.Join(w.Config().WorkDir, "drivers", "driver-1"))
@@ -212,8 +212,10 @@ func TestChildEnvironmentArgsAndNoShell(t *testing.T) {
 	argv := helperCmd(t, "print-env", "--app={{APP_ID}}", "--id={{EXECUTOR_ID}}", "--cores={{CORES}}",
 		"--host={{HOSTNAME}}", "$(touch pwned)", "`touch pwned2`; echo hi", "{{APP_ID}}{{APP_ID}}")
 	w.mustCall(200, "POST", "/v1/executors", wire.LaunchExecutor{
-		Epoch: 5, AppID: "app-env", ExecutorID: 2, Cores: 3, MemoryMB: 512, Command: argv,
-		Env: map[string]string{helperEnv: "1", "GORACE": "atexit_sleep_ms=0", "CUSTOM": "x y", "BERTH_CORES": "99", "LANG": "fr_FR.UTF-8"},
+		Epoch: 5, AppID: "app-env", ExecutorID: 2, Process: wire.Process{
+			Command: argv, Cores: 3, MemoryMB: 512,
+			Env: map[string]string{helperEnv: "1", "GORACE": "atexit_sleep_ms=0", "CUSTOM": "x y", "BERTH_CORES": "99", "LANG": "fr_FR.UTF-8"},
+		},
 	})
 	v := readChildView(t, w, "/v1/executors/app-env/2/logs/stdout")
 	wantArgs := []string{argv[0], "print-env", "--app=app-env", "--id=2", "--cores=3", "--host=localhost",
@@ -250,8 +252,9 @@ func TestChildEnvironmentArgsAndNoShell(t *testing.T) {
 	// Drivers get the credential the master minted for them (never the
 	// worker's secret), and their own ids.
 	w.mustCall(200, "POST", "/v1/drivers", wire.LaunchDriver{
-		Epoch: 5, DriverID: "driver-env", Cores: 2, MemoryMB: 300, Token: "drv1.driver-env.t0ken",
-		Command: helperCmd(t, "print-env", "{{CORES}}@{{HOSTNAME}}"), Env: helperEnvMap,
+		Epoch: 5, DriverID: "driver-env", Token: "drv1.driver-env.t0ken", Process: wire.Process{
+			Command: helperCmd(t, "print-env", "{{CORES}}@{{HOSTNAME}}"), Env: helperEnvMap, Cores: 2, MemoryMB: 300,
+		},
 	})
 	v = readChildView(t, w, "/v1/drivers/driver-env/logs/stdout")
 	env = v.envMap()
@@ -329,8 +332,8 @@ func TestApplicationFinishedKillsItsExecutors(t *testing.T) {
 func TestDrivers(t *testing.T) {
 	fm, w := startParallel(t, nil)
 	launch := func(id string, supervise bool, argv []string) {
-		w.mustCall(200, "POST", "/v1/drivers", wire.LaunchDriver{Epoch: 5, DriverID: id, Cores: 1, MemoryMB: 100,
-			Supervise: supervise, Command: argv, Env: helperEnvMap})
+		w.mustCall(200, "POST", "/v1/drivers", wire.LaunchDriver{Epoch: 5, DriverID: id, Supervise: supervise,
+			Process: wire.Process{Command: argv, Env: helperEnvMap, Cores: 1, MemoryMB: 100}})
 	}
 	launch("drv-supervised", true, helperCmd(t, "fail-once"))
 	launch("drv-fails", false, helperCmd(t, "exit", "2"))
@@ -378,8 +381,7 @@ func TestShutdownKillsAndReports(t *testing.T) {
 	fm, w := startParallel(t, nil)
 	w.launchExecutor("app-1", 0, helperCmd(t, "sleep"))
 	w.launchExecutor("app-1", 1, helperCmd(t, "ignore-term"))
-	w.mustCall(200, "POST", "/v1/drivers", wire.LaunchDriver{Epoch: 5, DriverID: "drv-1", Cores: 1,
-		Command: helperCmd(t, "sleep"), Env: helperEnvMap})
+	w.mustCall(200, "POST", "/v1/drivers", wire.LaunchDriver{Epoch: 5, DriverID: "drv-1", Process: wire.Process{Command: helperCmd(t, "sleep"), Env: helperEnvMap, Cores: 1}})
 	pids := []int{w.runningPid("app-1", 0), w.runningPid("app-1", 1),
 		pidOf(t, filepath.Join(w.Config().WorkDir, "drivers", "drv-1"))}
 

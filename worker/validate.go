@@ -72,14 +72,18 @@ func checkEnv(env map[string]string) error {
 	return nil
 }
 
+// validateProcess checks what a launch runs: its cores, memory, command and
+// env.
+func validateProcess(p wire.Process) error {
+	return errors.Join(checkResources(p.Cores, p.MemoryMB), checkCommand(p.Command), checkEnv(p.Env))
+}
+
 func validateLaunchExecutor(c *wire.LaunchExecutor) error {
-	return errors.Join(checkAppID(c.AppID), checkExecutorID(c.ExecutorID),
-		checkResources(c.Cores, c.MemoryMB), checkCommand(c.Command), checkEnv(c.Env))
+	return errors.Join(checkAppID(c.AppID), checkExecutorID(c.ExecutorID), validateProcess(c.Process))
 }
 
 func validateLaunchDriver(c *wire.LaunchDriver) error {
-	return errors.Join(checkID("driverId", c.DriverID),
-		checkResources(c.Cores, c.MemoryMB), checkCommand(c.Command), checkEnv(c.Env))
+	return errors.Join(checkID("driverId", c.DriverID), validateProcess(c.Process))
 }
 
 func validateKillExecutor(c *wire.KillExecutor) error {

@@ -76,7 +76,7 @@ func TestSimulatedWorkerCommands(t *testing.T) {
 		return resp.StatusCode, b.String()
 	}
 	api := wire.WorkerAPI
-	launch := wire.LaunchExecutor{Epoch: 5, AppID: "app-1", ExecutorID: 3, Cores: 2, MemoryMB: 256, Command: []string{"x"}}
+	launch := wire.LaunchExecutor{Epoch: 5, AppID: "app-1", ExecutorID: 3, Process: wire.Process{Command: []string{"x"}, Cores: 2, MemoryMB: 256}}
 
 	if code, _ := post(api.LaunchExecutor.Endpoint, "", launch); code != http.StatusUnauthorized {
 		t.Errorf("no secret: %d", code)
@@ -133,7 +133,7 @@ func TestSimulatedWorkerCommands(t *testing.T) {
 
 	// A killed worker does not answer at all.
 	w.kill()
-	if code, _ := post(api.LaunchExecutor.Endpoint, "k", wire.LaunchExecutor{Epoch: 7, AppID: "app-2", ExecutorID: 0, Cores: 1, MemoryMB: 1, Command: []string{"x"}}); code != -1 {
+	if code, _ := post(api.LaunchExecutor.Endpoint, "k", wire.LaunchExecutor{Epoch: 7, AppID: "app-2", ExecutorID: 0, Process: wire.Process{Command: []string{"x"}, Cores: 1, MemoryMB: 1}}); code != -1 {
 		t.Errorf("dead worker answered %d", code)
 	}
 	if f.n.deadConnClosed.Load() != 1 {

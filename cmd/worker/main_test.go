@@ -169,8 +169,8 @@ func startBin(t *testing.T, m *miniMaster, appID string) (*exec.Cmd, int, int) {
 		t.Errorf("a root worker without --run-as did not warn:\n%s", stderr.String())
 	}
 
-	launch := wire.LaunchExecutor{Epoch: 1, AppID: appID, ExecutorID: 0, Cores: 1, MemoryMB: 10,
-		Command: []string{"sh", "-c", "echo $$; sleep 300 & echo $!; wait"}}
+	launch := wire.LaunchExecutor{Epoch: 1, AppID: appID, ExecutorID: 0, Process: wire.Process{
+		Command: []string{"sh", "-c", "echo $$; sleep 300 & echo $!; wait"}, Cores: 1, MemoryMB: 10}}
 	var ok struct{}
 	if err := httpx.NewClient("k", 5*time.Second).Do(t.Context(), "POST", m.workerAddress()+"/v1/executors", launch, &ok); err != nil {
 		t.Fatal(err)
