@@ -61,17 +61,8 @@ func (c *core) updateApp(a *appInfo, retain int, change func(*persistence.AppRec
 // killed it (KILLED). The answer waits for the final record to be durable;
 // an app that already ended answers its final status.
 func (c *core) endApp(id string, state wire.AppState, msg string, reply func(any, error)) {
-	if !c.leading() {
-		reply(nil, c.notLeader())
-		return
-	}
-	a := c.apps[id]
+	a := toEnd(c, c.apps[id], c.completedApp, appStatus, "application", id, reply)
 	if a == nil {
-		if done := c.completedApp(id); done != nil {
-			reply(appStatus(done), nil) // already over: nothing to do
-			return
-		}
-		reply(nil, notFound("application", id))
 		return
 	}
 	c.finishApp(a, state, msg, func(err error) {

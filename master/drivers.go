@@ -98,17 +98,8 @@ func (c *core) launchDriver(w *workerInfo, d *driverInfo, grants wire.ResourceGr
 // answered; the worker then reports KILLED. Killing a driver that ended
 // answers its final status.
 func (c *core) killDriver(id string, reply func(any, error)) {
-	if !c.leading() {
-		reply(nil, c.notLeader())
-		return
-	}
-	d := c.drivers[id]
+	d := toEnd(c, c.drivers[id], c.completedDriver, driverStatus, "driver", id, reply)
 	if d == nil {
-		if done := c.completedDriver(id); done != nil {
-			reply(driverStatus(done), nil) // already over: nothing to do, as for apps
-			return
-		}
-		reply(nil, notFound("driver", id))
 		return
 	}
 	answer := func(err error) {

@@ -151,6 +151,25 @@ func readOne[T, S any](c *core, x *T, status func(*T) *S, kind, id string) (*S, 
 	return status(x), nil
 }
 
+// toEnd is the active x (nil: none) a request to end it is for, as the
+// leader. Without one, reply has the answer: not the leader, the final
+// status of one that ended already (there is nothing to do), or not found.
+func toEnd[T, S any](c *core, x *T, ended func(id string) *T, status func(*T) *S, kind, id string, reply func(any, error)) *T {
+	switch {
+	case !c.leading():
+		reply(nil, c.notLeader())
+	case x != nil:
+		return x
+	default:
+		if done := ended(id); done != nil {
+			reply(status(done), nil)
+		} else {
+			reply(nil, notFound(kind, id))
+		}
+	}
+	return nil
+}
+
 // followerStatus is what a master that does not lead can tell from its
 // replica of the durable state: records only, no executors, no heartbeats.
 func followerStatus(id string, status wire.MasterStatus, leaderID, leader string, s *persistence.State, completed, listWorkers bool) *wire.ClusterStatus {

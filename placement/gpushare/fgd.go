@@ -46,9 +46,7 @@ func fgdFragment(shapes []shape, n node) float64 {
 }
 
 func (p *fgd) Assign(app placement.App, ws []placement.Worker) []int {
-	p.frag.observe(app)
-	p.frag.refresh()
-	return assignByScore(p, p.unit, app, ws)
+	return p.frag.assign(p, p.unit, app, ws)
 }
 
 func (p *fgd) scores(_ placement.App, r request, ws []placement.Worker, out []int64) {

@@ -84,9 +84,7 @@ func increase(r request, d fragments) float64 {
 }
 
 func (p *fragFit) Assign(app placement.App, ws []placement.Worker) []int {
-	p.frag.observe(app)
-	p.frag.refresh()
-	return assignByScore(p, p.unit, app, ws)
+	return p.frag.assign(p, p.unit, app, ws)
 }
 
 func (p *fragFit) scores(_ placement.App, r request, ws []placement.Worker, out []int64) {

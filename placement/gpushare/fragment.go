@@ -270,3 +270,11 @@ func (m *fragMeasure) bestGPU(r request, w placement.Worker, cost func(fragments
 	}
 	return at, least
 }
+
+// assign places app's executors on ws by s's scores, once the measure has
+// learnt from app and caught up with the workload it saw.
+func (m *fragMeasure) assign(s scorer, unit int, app placement.App, ws []placement.Worker) []int {
+	m.observe(app)
+	m.refresh()
+	return assignByScore(s, unit, app, ws)
+}
