@@ -91,12 +91,9 @@ func endedAppStatus(a *appInfo) *wire.AppStatus {
 // executors; further requests to end it wait for this one's outcome, and a
 // failed end leaves the app as it was. done may be nil.
 func (c *core) finishApp(a *appInfo, state wire.AppState, msg string, done func(error)) {
-	if a.ending != nil {
-		a.ending.add(done)
+	if joinEnding(&a.ending, done) {
 		return
 	}
-	a.ending = &waiters{}
-	a.ending.add(done)
 	c.log.Info("ending app", "app", a.rec.ID, "state", state, "reason", msg)
 	endedAt := c.now()
 	c.updateApp(a, c.cfg.RetainedApps, func(rec *persistence.AppRecord) {
@@ -105,14 +102,7 @@ func (c *core) finishApp(a *appInfo, state wire.AppState, msg string, done func(
 		rec.Desc.Env = nil // a completed record keeps no environment (secrets, bulk)
 	}, func() {
 		c.appEnded(a, state, msg, endedAt)
-	}, func(err error) {
-		w := *a.ending
-		if err != nil {
-			c.log.Warn("ending app failed; it stays as it was", "app", a.rec.ID, "err", err)
-			a.ending = nil
-		}
-		w.finish(err)
-	})
+	}, func(err error) { c.endingWritten(&a.ending, err, "app", a.rec.ID) })
 }
 
 // appEnded applies an app's durable end.

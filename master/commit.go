@@ -121,3 +121,26 @@ func (w waiters) finish(err error) {
 		fn(err)
 	}
 }
+
+// joinEnding adds done to the end of an app or driver in flight and
+// reports true, or starts its end (*ending set) and reports false.
+func joinEnding(ending **waiters, done func(error)) (inFlight bool) {
+	inFlight = *ending != nil
+	if !inFlight {
+		*ending = &waiters{}
+	}
+	(*ending).add(done)
+	return inFlight
+}
+
+// endingWritten answers the waiters of an end with its write's outcome. A
+// failed end leaves the app or driver (kind, id) as it was: it may be
+// ended again.
+func (c *core) endingWritten(ending **waiters, err error, kind, id string) {
+	w := **ending
+	if err != nil {
+		c.log.Warn("ending "+kind+" failed; it stays as it was", kind, id, "err", err)
+		*ending = nil
+	}
+	w.finish(err)
+}

@@ -177,12 +177,9 @@ func (c *core) finishDriver(d *driverInfo, state wire.DriverState, msg string, e
 }
 
 func (c *core) endDriver(d *driverInfo, end driverEnd, done func(error)) {
-	if d.ending != nil {
-		d.ending.add(done)
+	if joinEnding(&d.ending, done) {
 		return
 	}
-	d.ending = &waiters{}
-	d.ending.add(done)
 	endedAt := c.now()
 	var extra []persistence.Command
 	if end.relaunch != nil {
@@ -203,14 +200,7 @@ func (c *core) endDriver(d *driverInfo, end driverEnd, done func(error)) {
 		if end.relaunch != nil {
 			c.driverAdded(*end.relaunch)
 		}
-	}, func(err error) {
-		w := *d.ending
-		if err != nil {
-			c.log.Warn("ending driver failed; it stays as it was", "driver", d.rec.ID, "err", err)
-			d.ending = nil
-		}
-		w.finish(err)
-	})
+	}, func(err error) { c.endingWritten(&d.ending, err, "driver", d.rec.ID) })
 }
 
 // driverEnded applies a driver's durable end, as its record (d.rec) says.
