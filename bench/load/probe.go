@@ -80,7 +80,8 @@ type ProbeResult struct {
 	FirstError string  `json:"firstError,omitempty"`
 	// RoundP99Ms bounds the 99th percentile of the master's scheduling
 	// rounds over its life (the upper edge of the histogram bucket it falls
-	// in: berth_master_schedule_round_seconds); -1 when unknown.
+	// in: berth_master_schedule_round_seconds); -1 when unknown, or when
+	// it is past the last finite bucket (2.6 s): Rounds > 0 tells which.
 	RoundP99Ms float64 `json:"roundP99Ms"`
 	Rounds     int64   `json:"rounds"`
 	// MasterRSSMB is the master's resident memory at the end of the window.

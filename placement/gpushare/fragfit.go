@@ -1,7 +1,6 @@
 package gpushare
 
 import (
-
 	"github.com/berth-cluster/berth/placement"
 )
 
