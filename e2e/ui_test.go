@@ -94,6 +94,25 @@ func TestWebUIInABrowser(t *testing.T) {
 	mustContain(t, "the app page", page, appID, "RUNNING", "Kill application", "stdout")
 	b.screenshot("ui-app")
 
+	// A worker's own page: what it offers, how it enforces limits (as it
+	// told the master), and the GPU executor it runs with its GPU.
+	gpuExec := liveExecutors(mustApp(t, st, other))[0]
+	var gpuWorker wire.WorkerStatus
+	for _, w := range st.Workers {
+		if w.ID == gpuExec.WorkerID {
+			gpuWorker = w
+		}
+	}
+	if gpuWorker.Limits == "" {
+		t.Fatalf("worker %s reports no limits: %+v", gpuExec.WorkerID, gpuWorker)
+	}
+	workerURL := hc.worker(gpuExec.WorkerID).URL
+	b.signIn(workerURL)
+	page = b.open(workerURL + "/ui/")
+	mustContain(t, "the worker's page", page, "Worker "+gpuExec.WorkerID, "gpu 0, 1", "limits: "+gpuWorker.Limits,
+		fmt.Sprintf("%s/%d", other, gpuExec.ID), gpuExec.Resources.String(), "RUNNING")
+	b.screenshot("ui-worker")
+
 	// A log page follows its stream: a line written after the page opened
 	// appears in it, without a reload.
 	talker := hc.registerApp(t, wire.AppDescription{Name: "ui-talker", MaxCores: 1, CoresPerExecutor: 1, MemoryPerExecutorMB: 32,

@@ -10,9 +10,14 @@ import (
 type WorkerView struct {
 	ID, Address     string
 	Cores, MemoryMB int
-	Masters         []string
-	Leader          string // the leader's API address, as the worker knows it
-	Procs           []Proc
+	// Resources is the custom resources it offers: name → addresses.
+	Resources map[string][]string
+	// Limits says how it enforces its processes' limits ("cgroup v2"), or
+	// that it does not and why.
+	Limits  string
+	Masters []string
+	Leader  string // the leader's API address, as the worker knows it
+	Procs   []Proc
 }
 
 // Proc is one process a worker runs.
@@ -20,6 +25,7 @@ type Proc struct {
 	Kind            string // executor or driver
 	ID              string // app/executor, or the driver's id
 	Cores, MemoryMB int
+	Resources       string // what it was given: "gpu=1(0.5)"
 	State           string
 	PID             int
 }

@@ -136,16 +136,20 @@ func TestTwoWorkersOnOneHost(t *testing.T) {
 	testproc.Eventually(t, 10*time.Second, "both registered", func() bool { return fm.count("state") >= 2 })
 }
 
-// The worker's page lists what it runs, with each process's pid, behind
-// the sign-in: with a secret, a page without a session goes to the sign-in.
+// The worker's page lists what it runs, with each process's pid, and says
+// what it offers and how it enforces limits, behind the sign-in: with a
+// secret, a page without a session goes to the sign-in.
 func TestWorkerPageListsItsProcesses(t *testing.T) {
-	_, tw := startParallel(t, nil)
+	_, tw := startParallel(t, func(c *Config) { c.Resources = map[string][]string{"gpu": {"0", "1"}} })
 	pid := tw.runSleeper("app-ui", 3)
 	code, body := tw.call(http.MethodGet, "/ui/", nil)
 	if code != http.StatusOK {
 		t.Fatalf("the page: %d", code)
 	}
-	for _, want := range []string{"Worker " + tw.ID(), "app-ui/3", fmt.Sprint(pid), "RUNNING"} {
+	if tw.limits == "" {
+		t.Fatal("the worker says nothing of its limits")
+	}
+	for _, want := range []string{"Worker " + tw.ID(), "app-ui/3", fmt.Sprint(pid), "RUNNING", "gpu 0, 1", "limits: " + tw.limits} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page does not show %q", want)
 		}

@@ -23,7 +23,8 @@ func (w *Worker) mountUI(mux *http.ServeMux) {
 // uiView is what the worker's page shows: itself and its live processes.
 func (w *Worker) uiView(context.Context) ui.WorkerView {
 	master, _, _, _ := w.sess.current()
-	v := ui.WorkerView{ID: w.id, Address: w.url, Cores: w.cfg.Cores, MemoryMB: w.cfg.MemoryMB, Masters: w.cfg.Masters, Leader: master}
+	v := ui.WorkerView{ID: w.id, Address: w.url, Cores: w.cfg.Cores, MemoryMB: w.cfg.MemoryMB, Resources: w.cfg.Resources,
+		Limits: w.limits, Masters: w.cfg.Masters, Leader: master}
 	w.procs.mu.Lock()
 	defer w.procs.mu.Unlock()
 	add := func(p *proc, kind, id string) {
@@ -31,7 +32,7 @@ func (w *Worker) uiView(context.Context) ui.WorkerView {
 		if p.process != nil {
 			pid = p.process.Pid
 		}
-		v.Procs = append(v.Procs, ui.Proc{Kind: kind, ID: id, Cores: p.cores, MemoryMB: p.memoryMB, State: p.state, PID: pid})
+		v.Procs = append(v.Procs, ui.Proc{Kind: kind, ID: id, Cores: p.cores, MemoryMB: p.memoryMB, Resources: p.resources.String(), State: p.state, PID: pid})
 	}
 	for _, p := range w.procs.executors {
 		if !p.ended {
