@@ -50,7 +50,7 @@ func TestWebUIInABrowser(t *testing.T) {
 	}
 	b.signIn(leader.URL)
 	page = b.until(leader.URL+"/ui/", "the overview lists the cluster", 10*time.Second, func(s string) error {
-		if err := wantText(s, appID, other, "w1", "w2", "w3", "ALIVE", "3 alive", "leader view", "gpu 1/2 free", "gpu 2/2 free", "Follower"); err != nil {
+		if err := wantText(s, appID, other, "w1", "w2", "w3", "ALIVE", "3 alive", "leader view", "gpu 1/2 free", "gpu 2/2 free", "gpu 5/6 free", "Follower"); err != nil {
 			return err
 		}
 		if strings.Contains(s, "not answering") { // the followers announce their API addresses after they join

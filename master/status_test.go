@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,12 +26,50 @@ func TestClusterWorkerSummary(t *testing.T) {
 	want := wire.WorkerSummary{Total: 2, Alive: 2, Cores: 12, CoresUsed: 2, MemoryMB: 12288, MemoryUsedMB: 1024}
 	for _, list := range []bool{true, false} {
 		st := h.c.clusterStatus(true, list)
-		if st.WorkerSummary != want || (len(st.Workers) == 2) != list {
+		if !reflect.DeepEqual(st.WorkerSummary, want) || (len(st.Workers) == 2) != list {
 			t.Errorf("list %v: summary %+v (want %+v), %d workers listed", list, st.WorkerSummary, want, len(st.Workers))
 		}
 	}
 	if _, err := parseBoolParam(wire.ClusterWorkersParam, "nope"); httpx.StatusOf(err) != http.StatusBadRequest {
 		t.Errorf("workers=nope: %v, want 400", err)
+	}
+}
+
+// The summary counts the custom resources: every address offered, and
+// those wholly free on ALIVE workers (a dead worker's are offered, not
+// free); the same with the workers listed or not, and on a follower.
+func TestClusterWorkerSummaryCountsResources(t *testing.T) {
+	h := newLeader(t, nil)
+	h.addGPUWorker("w1", 8, "a", "b", "c")
+	h.addGPUWorker("w2", 8, "a", "b")
+	h.addWorker("w3", 8, 8192)
+	h.addApp(wire.AppDescription{MaxCores: 1, CoresPerExecutor: 1, MemoryPerExecutorMB: 64, ResourcesPerExecutor: wire.ResourceAmounts{"gpu": 0.5}})
+	check := func(when string, want []wire.ResourceTotal) {
+		t.Helper()
+		for _, list := range []bool{true, false} {
+			if got := h.c.clusterStatus(false, list).WorkerSummary.Resources; !slices.Equal(got, want) {
+				t.Errorf("%s, list %v: resources %+v, want %+v", when, list, got, want)
+			}
+		}
+	}
+	check("a half GPU in use", []wire.ResourceTotal{{Name: "gpu", Addresses: 5, Free: 4}})
+	h.pass(2*h.c.cfg.WorkerTimeout, "w1", "w3") // w2 stops heartbeating: DEAD
+	if w := h.c.workers["w2"]; w == nil || w.state != wire.WorkerDead {
+		t.Fatalf("w2 is not DEAD")
+	}
+	free := workerStatus(h.c.workers["w1"]).Resources[0].Free // the share may have moved to w1
+	check("w2 dead", []wire.ResourceTotal{{Name: "gpu", Addresses: 5, Free: free}})
+	if got, want := wire.DescribeTotals(h.c.clusterStatus(false, false).WorkerSummary.Resources), fmt.Sprintf("gpu %d/5 free", free); got != want {
+		t.Errorf("described %q, want %q", got, want)
+	}
+	// A follower counts the workers of its replica (w2's record went with
+	// it), none of them ALIVE to its knowledge.
+	if _, ok := h.fx.state.Workers["w2"]; ok {
+		t.Fatal("w2's record is still there")
+	}
+	follower := followerStatus("m2", wire.MasterStandby, "m1", "", h.fx.state, false, false)
+	if got := follower.WorkerSummary.Resources; !slices.Equal(got, []wire.ResourceTotal{{Name: "gpu", Addresses: 3}}) {
+		t.Errorf("a follower's summary: %+v, want w1's 3 gpu addresses, none free", got)
 	}
 }
 

@@ -278,7 +278,8 @@ func (c *core) workerSummary() wire.WorkerSummary {
 		var s wire.WorkerSummary
 		for _, w := range c.sortedWorkerList() { // a slice: walking 100,000 map entries costs more
 			cores, memory := w.committedUse()
-			s.Add(wire.WorkerStatus{State: w.state, Cores: w.rec.Cores, CoresUsed: cores, MemoryMB: w.rec.MemoryMB, MemoryUsedMB: memory})
+			s.Add(wire.WorkerStatus{State: w.state, Cores: w.rec.Cores, CoresUsed: cores, MemoryMB: w.rec.MemoryMB, MemoryUsedMB: memory,
+				Resources: w.resourceStatus()})
 		}
 		c.workerViews.summary = &s
 	}

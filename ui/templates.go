@@ -21,7 +21,8 @@ func parse() map[string]*template.Template {
 }
 
 var funcs = template.FuncMap{
-	"resources": wire.DescribeFree, // "gpu 1/2 free"
+	"resources":      wire.DescribeFree,   // "gpu 1/2 free"
+	"resourceTotals": wire.DescribeTotals, // "gpu 5/6 free"
 	"ago": func(t time.Time) string {
 		if t.IsZero() {
 			return "-"

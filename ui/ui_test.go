@@ -49,6 +49,7 @@ func TestPagesShowTheCluster(t *testing.T) {
 	c.Masters[1].Raft = &wire.RaftFigures{State: "Follower", LastContact: "67.852683ms"}
 	c.ActiveApps[1].Executors[1].State = wire.ExecutorLost
 	c.Workers[1].Resources = []wire.ResourceUse{{Name: "gpu", Addresses: []string{"GPU-0", "GPU-1"}, Used: []float64{1, 0}, Free: 1}}
+	c.WorkerSummary.Resources = []wire.ResourceTotal{{Name: "gpu", Addresses: 8, Free: 3}} // the master's count over every worker
 	c.ActiveApps[0].ResourcesPerExecutor = wire.ResourceAmounts{"gpu": 1}
 	c.ActiveApps[0].Executors[1].Resources = wire.ResourceGrants{"gpu": {Addresses: []string{"GPU-0"}}}
 	c.ActiveDrivers = []wire.DriverStatus{{ID: "driver-2", State: wire.DriverSubmitted, Cores: 64, MemoryMB: 512, Command: []string{"pi", "--n", "9"},
@@ -65,7 +66,7 @@ func TestPagesShowTheCluster(t *testing.T) {
 	}
 	contains(t, "the overview", body, "Master m1", "ALIVE", "epoch 3", "<b>2</b> alive", "1 dead", "term 3", "applied index 42",
 		"w00000", "app-20261124120000-0001", "driver-2", "cannot start: no worker has 64 cores", "leader</b>", "https://10.0.0.1:7077/ui/",
-		"gpu 1/2 free", "1 decommissioning (draining)", "<td>67 ms</td>", "<td>1 min 30 s</td>")
+		"gpu 1/2 free", "gpu 3/8 free", "1 decommissioning (draining)", "<td>67 ms</td>", "<td>1 min 30 s</td>")
 	if strings.Contains(body, "67.852683ms") {
 		t.Error("the overview shows a raw Go duration for a master's last contact")
 	}

@@ -1,6 +1,10 @@
 package wire
 
-import "time"
+import (
+	"slices"
+	"strings"
+	"time"
+)
 
 // Messages between clients (the CLI, drivers, app clients) and the master.
 // The routes are declared in routes.go (MasterAPI) and listed, with the
@@ -220,6 +224,17 @@ type WorkerSummary struct {
 	CoresUsed       int `json:"coresUsed"`
 	MemoryMB        int `json:"memoryMB"`
 	MemoryUsedMB    int `json:"memoryUsedMB"`
+	// Resources: the custom resources the workers offer, by name.
+	Resources []ResourceTotal `json:"resources,omitempty"`
+}
+
+// ResourceTotal is one custom resource over the workers: the addresses
+// they offer (as Cores counts every worker's cores), and those wholly free
+// on ALIVE workers, which a new executor or driver can have.
+type ResourceTotal struct {
+	Name      string `json:"name"`
+	Addresses int    `json:"addresses"`
+	Free      int    `json:"free"`
 }
 
 // Add counts one worker.
@@ -239,6 +254,16 @@ func (s *WorkerSummary) Add(w WorkerStatus) {
 	s.CoresUsed += w.CoresUsed
 	s.MemoryMB += w.MemoryMB
 	s.MemoryUsedMB += w.MemoryUsedMB
+	for _, r := range w.Resources {
+		i, found := slices.BinarySearchFunc(s.Resources, r.Name, func(t ResourceTotal, name string) int { return strings.Compare(t.Name, name) })
+		if !found {
+			s.Resources = slices.Insert(s.Resources, i, ResourceTotal{Name: r.Name})
+		}
+		s.Resources[i].Addresses += len(r.Addresses)
+		if w.State == WorkerAlive {
+			s.Resources[i].Free += r.Free
+		}
+	}
 }
 
 // Query parameters of GET /v1/cluster: completed=false leaves the finished

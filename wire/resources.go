@@ -175,6 +175,16 @@ type ResourceUse struct {
 	Free int `json:"free"`
 }
 
+// DescribeTotals renders the workers' resources for people: "gpu 5/6
+// free" ("" when they offer none).
+func DescribeTotals(ts []ResourceTotal) string {
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = fmt.Sprintf("%s %d/%d free", t.Name, t.Free, t.Addresses)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // DescribeFree renders a worker's resources for people, free of offered
 // per name: "gpu 1/2 free" ("-" when it offers none). berth status and the
 // UI show them so.

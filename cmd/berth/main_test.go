@@ -46,7 +46,8 @@ func newFakeMaster(t *testing.T) *fakeMaster {
 		st := testCluster()
 		f.mu.Lock()
 		for i := range f.moreWorkers {
-			st.Workers = append(st.Workers, wire.WorkerStatus{ID: fmt.Sprintf("worker-x%03d", i), State: wire.WorkerAlive, Cores: 4, MemoryMB: 1024})
+			st.Workers = append(st.Workers, wire.WorkerStatus{ID: fmt.Sprintf("worker-x%03d", i), State: wire.WorkerAlive, Cores: 4, MemoryMB: 1024,
+				Resources: []wire.ResourceUse{{Name: "gpu", Addresses: []string{"0", "1"}, Used: []float64{0, 1}, Free: 1}}})
 		}
 		f.mu.Unlock()
 		for _, w := range st.Workers {
@@ -267,7 +268,8 @@ func TestStatus(t *testing.T) {
 }
 
 // A cluster of more than 50 workers: berth status asks only for their
-// summary and says how to list them; --workers lists them all.
+// summary (with their GPUs) and says how to list them; --workers lists them
+// all.
 func TestStatusSummarisesManyWorkers(t *testing.T) {
 	f := newFakeMaster(t)
 	f.mu.Lock()
@@ -275,6 +277,7 @@ func TestStatusSummarisesManyWorkers(t *testing.T) {
 	f.mu.Unlock()
 	res := berth(t, f.env(), "status")
 	if res.Code != 0 || !strings.Contains(res.Stdout, "Workers: 121 (121 alive, 0 decommissioning, 0 dead, 0 other); cores 2/488 used") ||
+		!strings.Contains(res.Stdout, "Resources: gpu 120/240 free") ||
 		!strings.Contains(res.Stdout, "berth status --workers") || strings.Contains(res.Stdout, "worker-x000") {
 		t.Fatalf("status of 121 workers: %+v", res)
 	}

@@ -82,6 +82,9 @@ func printStatus(out io.Writer, st wire.ClusterStatus, now time.Time) error {
 	ws := st.WorkerSummary
 	fmt.Fprintf(w, "\nWorkers: %d (%d alive, %d decommissioning, %d dead, %d other); cores %d/%d used, memory %s/%s used\n",
 		ws.Total, ws.Alive, ws.Decommissioning, ws.Dead, ws.Other, ws.CoresUsed, ws.Cores, mem(ws.MemoryUsedMB), mem(ws.MemoryMB))
+	if len(ws.Resources) > 0 {
+		fmt.Fprintf(w, "Resources: %s\n", wire.DescribeTotals(ws.Resources))
+	}
 	if len(st.Workers) < ws.Total {
 		fmt.Fprintf(w, "(not listed: berth status --workers lists them all)\n")
 	}
