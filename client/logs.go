@@ -12,8 +12,8 @@ import (
 
 // Log streams of a process.
 const (
-	Stdout = "stdout"
-	Stderr = "stderr"
+	Stdout = wire.LogStdout
+	Stderr = wire.LogStderr
 )
 
 // DriverLogs returns a driver's stdout or stderr through the master's log
@@ -62,14 +62,14 @@ func executorLogPath(appID string, executorID int, stream string) string {
 }
 
 func (c *Client) logs(ctx context.Context, path, stream string, tailBytes int) (io.ReadCloser, error) {
-	if stream != Stdout && stream != Stderr {
-		return nil, fmt.Errorf("log stream %q: want %s or %s", stream, Stdout, Stderr)
+	if err := wire.CheckLogStream(stream); err != nil {
+		return nil, err
 	}
 	if tailBytes < 0 {
 		return nil, fmt.Errorf("tail %d: must not be negative", tailBytes)
 	}
 	if tailBytes > 0 {
-		path += "?tail=" + strconv.Itoa(tailBytes)
+		path += "?" + wire.LogTailParam + "=" + strconv.Itoa(tailBytes)
 	}
 	resp, err := c.open(ctx, request{method: wire.MasterAPI.DriverLogs.Method, path: path})
 	if err != nil {

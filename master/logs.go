@@ -41,12 +41,10 @@ func (m *Master) executorLogs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *Master) proxyLogs(w http.ResponseWriter, r *http.Request, target func(c *core) (string, error)) {
-	tail := r.URL.Query().Get("tail")
-	if tail != "" {
-		if err := checkTail(tail); err != nil {
-			httpx.WriteErr(w, err)
-			return
-		}
+	tail := r.URL.Query().Get(wire.LogTailParam)
+	if err := checkTail(tail); err != nil {
+		httpx.WriteErr(w, err)
+		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
@@ -75,7 +73,7 @@ func (m *Master) openLog(ctx context.Context, target func(c *core) (string, erro
 	}
 	url := v.(string)
 	if tail != "" {
-		url += "?tail=" + tail
+		url += "?" + wire.LogTailParam + "=" + tail
 	}
 	return m.cfg.workerClient(0).Open(ctx, http.MethodGet, url, nil)
 }

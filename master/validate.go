@@ -237,8 +237,8 @@ func checkGrants(g wire.ResourceGrants) error {
 }
 
 func checkStream(s string) error {
-	if s != "stdout" && s != "stderr" {
-		return badRequest("log stream %q: want stdout or stderr", s)
+	if err := wire.CheckLogStream(s); err != nil {
+		return badRequest("%v", err)
 	}
 	return nil
 }
@@ -253,8 +253,8 @@ func checkExecutorID(s string) (int, error) {
 
 // checkTail checks a log request's ?tail (a byte count).
 func checkTail(tail string) error {
-	if n, err := strconv.Atoi(tail); err != nil || n < 0 {
-		return badRequest("tail %q is not a byte count", tail)
+	if _, err := wire.ParseLogTail(tail); err != nil {
+		return badRequest("%v", err)
 	}
 	return nil
 }

@@ -263,7 +263,7 @@ func (u *server) logs(w http.ResponseWriter, r *http.Request) {
 	t := LogTarget{AppID: q.Get("app"), DriverID: q.Get("driver"), Stream: q.Get("stream")}
 	exec, err := strconv.Atoi(q.Get("executor"))
 	t.Executor = exec
-	if (t.AppID == "") == (t.DriverID == "") || (t.AppID != "" && err != nil) || (t.Stream != "stdout" && t.Stream != "stderr") {
+	if (t.AppID == "") == (t.DriverID == "") || (t.AppID != "" && err != nil) || wire.CheckLogStream(t.Stream) != nil {
 		http.Error(w, "want app and executor, or driver, and stream stdout or stderr", http.StatusBadRequest)
 		return
 	}

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"syscall"
+
+	"github.com/berth-cluster/berth/wire"
 )
 
 // An attempt is one run of a proc's process: startAttempt prepares its
@@ -26,13 +28,14 @@ func (w *Worker) startAttempt(p *proc, note string) (*exec.Cmd, error) {
 	if err := os.MkdirAll(p.dir, 0o750); err != nil {
 		return nil, fmt.Errorf("creating its directory: %w", err)
 	}
+	// Each log file is named after its stream: the log routes read it so.
 	const logFlags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
-	stdout, err := os.OpenFile(filepath.Join(p.dir, "stdout"), logFlags, 0o640)
+	stdout, err := os.OpenFile(filepath.Join(p.dir, wire.LogStdout), logFlags, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("opening its stdout: %w", err)
 	}
 	defer stdout.Close() // the child has its own copy
-	stderr, err := os.OpenFile(filepath.Join(p.dir, "stderr"), logFlags, 0o640)
+	stderr, err := os.OpenFile(filepath.Join(p.dir, wire.LogStderr), logFlags, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("opening its stderr: %w", err)
 	}

@@ -45,18 +45,10 @@ func (w *Worker) handleDriverLog(rw http.ResponseWriter, r *http.Request) {
 // ?tail=N limits it to its last N bytes.
 func (w *Worker) serveLog(rw http.ResponseWriter, r *http.Request, dir, what string) {
 	stream := r.PathValue("stream")
-	if stream != "stdout" && stream != "stderr" {
-		httpx.WriteError(rw, http.StatusBadRequest, "stream %q: want stdout or stderr", stream)
+	tail, err := wire.ParseLogTail(r.URL.Query().Get(wire.LogTailParam))
+	if err = errors.Join(wire.CheckLogStream(stream), err); err != nil {
+		httpx.WriteError(rw, http.StatusBadRequest, "%v", err)
 		return
-	}
-	tail := int64(-1)
-	if s := r.URL.Query().Get("tail"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			httpx.WriteError(rw, http.StatusBadRequest, "tail %q: want a number of bytes", s)
-			return
-		}
-		tail = n
 	}
 	// Across the rolled files, oldest first (--log-max-size).
 	body, closeAll, err := openLogStream(dir, stream, tail)
