@@ -2,10 +2,8 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -65,15 +63,7 @@ func (c *Client) call(ctx context.Context, r request, out any) error {
 		return err
 	}
 	defer cancel()
-	defer resp.Body.Close()
-	if out == nil {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-		return nil
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("%s %s: decoding answer: %w", r.method, r.path, err)
-	}
-	return nil
+	return httpx.ReadAnswer(resp, out, r.method, r.path)
 }
 
 // open runs r and returns the open 2xx response for the caller to read (a

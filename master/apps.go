@@ -65,13 +65,7 @@ func (c *core) endApp(id string, state wire.AppState, msg string, reply func(any
 	if a == nil {
 		return
 	}
-	c.finishApp(a, state, msg, func(err error) {
-		if err != nil {
-			reply(nil, err)
-			return
-		}
-		reply(endedAppStatus(a), nil)
-	})
+	c.finishApp(a, state, msg, answerWrite(reply, func() any { return endedAppStatus(a) }))
 }
 
 // endedAppStatus is the status of an app whose end is durable: from the
@@ -148,13 +142,7 @@ func (c *core) setExecutorLimit(id string, limit int, reply func(any, error)) {
 		if was == nil || *was != limit {
 			c.publish(a, wire.AppEvent{Type: wire.EventExecutorLimitChanged, Message: limitChange(was, limit)})
 		}
-	}, func(err error) {
-		if err != nil {
-			reply(nil, err)
-			return
-		}
-		reply(wire.ExecutorLimit{Limit: limit}, nil)
-	})
+	}, answerWrite(reply, func() any { return wire.ExecutorLimit{Limit: limit} }))
 }
 
 // limitChange says how an executor limit changed.

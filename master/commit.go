@@ -122,8 +122,9 @@ func (w waiters) finish(err error) {
 	}
 }
 
-// joinEnding adds done to the end of an app or driver in flight and
-// reports true, or starts its end (*ending set) and reports false.
+// joinEnding adds done to the end of an app, a driver or a worker in
+// flight and reports true, or starts its end (*ending set) and reports
+// false.
 func joinEnding(ending **waiters, done func(error)) (inFlight bool) {
 	inFlight = *ending != nil
 	if !inFlight {

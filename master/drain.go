@@ -73,14 +73,10 @@ func (c *core) setDrain(w *workerInfo, until *time.Time, reply func(any, error))
 			c.log.Info("drain ended: worker ALIVE", "worker", w.rec.ID)
 		}
 		c.schedule()
-	}, func(err error) {
-		if err != nil {
-			reply(nil, err)
-			return
-		}
+	}, answerWrite(reply, func() any {
 		st := workerStatus(w)
-		reply(&st, nil)
-	})
+		return &st
+	}))
 }
 
 // drainState is the state of a worker that answers a new leader: ALIVE, or

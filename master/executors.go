@@ -152,12 +152,18 @@ func (c *core) executorStateChanged(workerID string, m wire.ExecutorStateChanged
 // ack turns a reply into the done of a write: success once durable, else
 // the error a client must see.
 func (c *core) ack(reply func(any, error)) func(error) {
+	return answerWrite(reply, func() any { return wire.None{} })
+}
+
+// answerWrite turns a reply into the done of a write: what answer builds
+// once it is durable, else the error a client must see.
+func answerWrite(reply func(any, error), answer func() any) func(error) {
 	return func(err error) {
 		if err != nil {
 			reply(nil, err)
 			return
 		}
-		reply(wire.None{}, nil)
+		reply(answer(), nil)
 	}
 }
 
@@ -188,13 +194,7 @@ func (c *core) killExecutors(id string, ids []int, reply func(any, error)) {
 		for _, e := range chosen {
 			c.executorEnded(e, executorEnd{state: wire.ExecutorKilled, event: wire.EventExecutorUpdated, note: "killed by request", kill: true})
 		}
-	}, func(err error) {
-		if err != nil {
-			reply(nil, err)
-			return
-		}
-		reply(wire.KillExecutors{ExecutorIDs: killed}, nil)
-	})
+	}, answerWrite(reply, func() any { return wire.KillExecutors{ExecutorIDs: killed} }))
 }
 
 // executorStableAfter is how long an executor must stay RUNNING to prove the

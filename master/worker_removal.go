@@ -22,13 +22,10 @@ func (c *core) removeWorker(w *workerInfo, reason string, done func(error)) {
 		}
 		return
 	}
-	if w.removing != nil {
-		w.removing.add(done)
+	if joinEnding(&w.removing, done) {
 		return
 	}
-	w.removing = &waiters{}
 	c.touched(w)
-	w.removing.add(done)
 	c.log.Warn("removing worker", "worker", w.rec.ID, "reason", reason, "executors", len(w.executors), "drivers", len(w.drivers))
 	cmds := []persistence.Command{persistence.DeleteWorker(w.rec.ID)}
 	for _, e := range sortedExecutors(w.executors) {

@@ -42,6 +42,13 @@ func (c *Client) Do(ctx context.Context, method, url string, in, out any) error 
 	if err != nil {
 		return err
 	}
+	return ReadAnswer(resp, out, method, url)
+}
+
+// ReadAnswer decodes the body of a 2xx answer to method url into out and
+// closes it; with out nil it reads the body away, so that the connection
+// is used again.
+func ReadAnswer(resp *http.Response, out any, method, url string) error {
 	defer resp.Body.Close()
 	if out == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
