@@ -301,6 +301,13 @@ func TestBadInputRefusedWithoutSideEffects(t *testing.T) {
 		t.Errorf("raw ../ path: %d %s (Location %q), want a 4xx or a redirect to a clean path", r.status, r.body, r.header.Get("Location"))
 	}
 
+	// A tail the master reads (+4 is 4) reaches the worker as it read it:
+	// the log's last 4 bytes at most.
+	if r, err := call("GET", cl.master("m1").URL+"/v1/drivers/"+driverID+"/logs/stdout?tail=%2B4", secret, nil); err != nil ||
+		r.status != http.StatusOK || len(r.body) > 4 {
+		t.Errorf("driver log, tail +4: %v %d %q; want 200 and at most 4 bytes", err, r.status, r.body)
+	}
+
 	// A good submission under a bad idempotency key is refused as a whole.
 	for _, kc := range []struct {
 		path string

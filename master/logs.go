@@ -41,9 +41,9 @@ func (m *Master) executorLogs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *Master) proxyLogs(w http.ResponseWriter, r *http.Request, target func(c *core) (string, error)) {
-	tail := r.URL.Query().Get(wire.LogTailParam)
-	if err := checkTail(tail); err != nil {
-		httpx.WriteErr(w, err)
+	tail, err := wire.ParseLogTail(r.URL.Query().Get(wire.LogTailParam))
+	if err != nil {
+		httpx.WriteErr(w, badRequest("%v", err))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
@@ -64,16 +64,17 @@ func (m *Master) proxyLogs(w http.ResponseWriter, r *http.Request, target func(c
 }
 
 // openLog asks the worker that runs (or ran) target's process for its log
-// (the last tail bytes, all if ""). A lookup error is the loop's (404, a
-// redirect); a transport error is left to the caller.
-func (m *Master) openLog(ctx context.Context, target func(c *core) (string, error), tail string) (*http.Response, error) {
+// (the last tail bytes, all if negative), the tail as the master read it. A
+// lookup error is the loop's (404, a redirect); a transport error is left
+// to the caller.
+func (m *Master) openLog(ctx context.Context, target func(c *core) (string, error), tail int64) (*http.Response, error) {
 	v, err := m.query(ctx, func(c *core) (any, error) { return target(c) })
 	if err != nil {
 		return nil, err
 	}
 	url := v.(string)
-	if tail != "" {
-		url += "?" + wire.LogTailParam + "=" + tail
+	if tail >= 0 {
+		url += "?" + wire.LogTailParam + "=" + strconv.FormatInt(tail, 10)
 	}
 	return m.cfg.workerClient(0).Open(ctx, http.MethodGet, url, nil)
 }

@@ -1,7 +1,9 @@
 package master
 
 import (
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
@@ -27,6 +29,9 @@ type workerInfo struct {
 	coresUsed  int
 	memoryUsed int
 	resUsed    resourceUse // custom resources in use (resources.go)
+	// resNames: the names of the custom resources it offers, sorted (a
+	// worker's offer is fixed for its registration).
+	resNames []string
 	// tags counts its executors by placement.Tag (GPU clustering keeps
 	// alike executors together).
 	tags      map[string]int
@@ -84,7 +89,7 @@ type execKey struct {
 
 func newWorkerInfo(rec persistence.WorkerRecord, state wire.WorkerState, now time.Time) *workerInfo {
 	return &workerInfo{
-		rec: rec, state: state, lastHeartbeat: now,
+		rec: rec, state: state, lastHeartbeat: now, resNames: slices.Sorted(maps.Keys(rec.Resources)),
 		executors: map[execKey]*executorInfo{},
 		drivers:   map[string]*driverInfo{},
 	}

@@ -116,6 +116,57 @@ func (w *workerInfo) resourceStatus() []wire.ResourceUse {
 	return committed.resourceUse()
 }
 
+// countResources adds w's custom resources to a summary as resourceStatus
+// would show them (use by the committed state), without building that
+// status: a summary of a large GPU fleet is rebuilt after every change.
+func (w *workerInfo) countResources(s *wire.WorkerSummary) {
+	if len(w.resNames) == 0 {
+		return
+	}
+	if w.launchingResources() { // use not committed yet is in resUsed: the long way
+		for _, r := range w.resourceStatus() {
+			free := 0
+			if w.state == wire.WorkerAlive {
+				free = r.Free
+			}
+			s.AddResource(r.Name, len(r.Addresses), free)
+		}
+		return
+	}
+	for _, name := range w.resNames {
+		addrs := w.rec.Resources[name]
+		free := 0
+		if w.state == wire.WorkerAlive {
+			used := w.resUsed[name]
+			for i := range addrs {
+				if i >= len(used) || used[i] == 0 {
+					free++
+				}
+			}
+		}
+		s.AddResource(name, len(addrs), free)
+	}
+}
+
+// launchingResources reports whether a process being launched on w holds
+// custom resources.
+func (w *workerInfo) launchingResources() bool {
+	if len(w.executors) == 0 && len(w.drivers) == 0 {
+		return false
+	}
+	for _, e := range w.executors {
+		if e.launching && len(e.resources) > 0 {
+			return true
+		}
+	}
+	for _, d := range w.drivers {
+		if d.launching && len(d.held) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // resourceUse lists the resources with w.resUsed.
 func (w *workerInfo) resourceUse() []wire.ResourceUse {
 	names := make([]string, 0, len(w.rec.Resources))

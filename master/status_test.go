@@ -37,13 +37,15 @@ func TestClusterWorkerSummary(t *testing.T) {
 
 // The summary counts the custom resources: every address offered, and
 // those wholly free on ALIVE workers (a dead worker's are offered, not
-// free); the same with the workers listed or not, and on a follower.
+// free), by the committed state as the workers' status shows it (a launch
+// being written does not count yet); the same with the workers listed or
+// not, and on a follower.
 func TestClusterWorkerSummaryCountsResources(t *testing.T) {
 	h := newLeader(t, nil)
 	h.addGPUWorker("w1", 8, "a", "b", "c")
+	h.addApp(wire.AppDescription{MaxCores: 1, CoresPerExecutor: 1, MemoryPerExecutorMB: 64, ResourcesPerExecutor: wire.ResourceAmounts{"gpu": 0.5}}) // on w1
 	h.addGPUWorker("w2", 8, "a", "b")
 	h.addWorker("w3", 8, 8192)
-	h.addApp(wire.AppDescription{MaxCores: 1, CoresPerExecutor: 1, MemoryPerExecutorMB: 64, ResourcesPerExecutor: wire.ResourceAmounts{"gpu": 0.5}})
 	check := func(when string, want []wire.ResourceTotal) {
 		t.Helper()
 		for _, list := range []bool{true, false} {
@@ -52,15 +54,30 @@ func TestClusterWorkerSummaryCountsResources(t *testing.T) {
 			}
 		}
 	}
-	check("a half GPU in use", []wire.ResourceTotal{{Name: "gpu", Addresses: 5, Free: 4}})
-	h.pass(2*h.c.cfg.WorkerTimeout, "w1", "w3") // w2 stops heartbeating: DEAD
-	if w := h.c.workers["w2"]; w == nil || w.state != wire.WorkerDead {
-		t.Fatalf("w2 is not DEAD")
+	check("a half GPU in use on w1", []wire.ResourceTotal{{Name: "gpu", Addresses: 5, Free: 4}})
+
+	// A launch not yet durable: w2's GPU is taken for placement, still free
+	// in what status reads show.
+	h.c.registerApp(wire.AppDescription{Command: []string{"x"}, MaxCores: 1, CoresPerExecutor: 1, MemoryPerExecutorMB: 64,
+		ResourcesPerExecutor: wire.ResourceAmounts{"gpu": 1}}, keyed{}, func(any, error) {})
+	h.step() // the app's record: durable; its launch: being written
+	if !h.c.workers["w2"].launchingResources() {
+		t.Fatal("no launch with a GPU being written on w2")
 	}
-	free := workerStatus(h.c.workers["w1"]).Resources[0].Free // the share may have moved to w1
-	check("w2 dead", []wire.ResourceTotal{{Name: "gpu", Addresses: 5, Free: free}})
-	if got, want := wire.DescribeTotals(h.c.clusterStatus(false, false).WorkerSummary.Resources), fmt.Sprintf("gpu %d/5 free", free); got != want {
-		t.Errorf("described %q, want %q", got, want)
+	check("a launch being written", []wire.ResourceTotal{{Name: "gpu", Addresses: 5, Free: 4}})
+	h.commit()
+	check("the launch durable", []wire.ResourceTotal{{Name: "gpu", Addresses: 5, Free: 3}})
+
+	w2 := h.c.workers["w2"]
+	if _, err := h.call(func(reply func(any, error)) { h.c.removeWorker(w2, "lost", func(err error) { reply(nil, err) }) }); err != nil {
+		t.Fatal(err)
+	}
+	if w2.state != wire.WorkerDead || len(h.c.workers["w1"].executors) != 2 {
+		t.Fatalf("w2 %s, %d executors on w1: want w2 DEAD, the GPU app's executor placed again on w1", w2.state, len(h.c.workers["w1"].executors))
+	}
+	check("w2 dead", []wire.ResourceTotal{{Name: "gpu", Addresses: 5, Free: 1}})
+	if got := wire.DescribeTotals(h.c.clusterStatus(false, false).WorkerSummary.Resources); got != "gpu 1/5 free" {
+		t.Errorf("described %q", got)
 	}
 	// A follower counts the workers of its replica (w2's record went with
 	// it), none of them ALIVE to its knowledge.
@@ -174,6 +191,33 @@ func BenchmarkClusterSummary(b *testing.B) {
 		if st := h.c.clusterStatus(false, false); st.WorkerSummary.Total != 100000 || st.ActiveApps[0].Waiting == "" {
 			b.Fatalf("summary %+v", st.WorkerSummary)
 		}
+	}
+}
+
+// BenchmarkClusterSummaryRebuild is the summary built again after a
+// change (a launch, an end) at 100,000 workers, without custom resources
+// and with 8 GPUs each: the path of a status read in a busy cluster.
+//
+//	go test -run XXX -bench ClusterSummaryRebuild -benchmem ./master
+func BenchmarkClusterSummaryRebuild(b *testing.B) {
+	for _, gpus := range [][]string{nil, {"0", "1", "2", "3", "4", "5", "6", "7"}} {
+		b.Run(fmt.Sprintf("gpus=%d", len(gpus)), func(b *testing.B) {
+			h := newLeader(b, nil)
+			for i := range 100000 {
+				if gpus == nil {
+					h.addWorker(fmt.Sprintf("w%06d", i), 8, 16384)
+				} else {
+					h.addGPUWorker(fmt.Sprintf("w%06d", i), 8, gpus...)
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				h.c.viewsStale()
+				if s := h.c.workerSummary(); s.Total != 100000 || len(s.Resources) != min(len(gpus), 1) {
+					b.Fatalf("summary %+v", s)
+				}
+			}
+		})
 	}
 }
 

@@ -130,7 +130,7 @@ func (s uiSource) Log(ctx context.Context, t ui.LogTarget, tail int) (string, er
 			return addr + wire.WorkerAPI.ExecutorLogs.Path(t.AppID, strconv.Itoa(t.Executor), t.Stream), err
 		}
 	}
-	resp, err := s.m.openLog(ctx, target, strconv.Itoa(tail))
+	resp, err := s.m.openLog(ctx, target, int64(tail))
 	if err != nil {
 		return "", err
 	}

@@ -251,14 +251,6 @@ func checkExecutorID(s string) (int, error) {
 	return id, nil
 }
 
-// checkTail checks a log request's ?tail (a byte count).
-func checkTail(tail string) error {
-	if _, err := wire.ParseLogTail(tail); err != nil {
-		return badRequest("%v", err)
-	}
-	return nil
-}
-
 // parseBoolParam reads a true/false query parameter (default true).
 func parseBoolParam(name, q string) (bool, error) {
 	switch q {

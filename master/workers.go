@@ -278,12 +278,14 @@ func (c *core) workerSummary() wire.WorkerSummary {
 		var s wire.WorkerSummary
 		for _, w := range c.sortedWorkerList() { // a slice: walking 100,000 map entries costs more
 			cores, memory := w.committedUse()
-			s.Add(wire.WorkerStatus{State: w.state, Cores: w.rec.Cores, CoresUsed: cores, MemoryMB: w.rec.MemoryMB, MemoryUsedMB: memory,
-				Resources: w.resourceStatus()})
+			s.Add(wire.WorkerStatus{State: w.state, Cores: w.rec.Cores, CoresUsed: cores, MemoryMB: w.rec.MemoryMB, MemoryUsedMB: memory})
+			w.countResources(&s)
 		}
 		c.workerViews.summary = &s
 	}
-	return *c.workerViews.summary
+	s := *c.workerViews.summary
+	s.Resources = slices.Clone(s.Resources) // the answer is encoded off the loop; the cache stays the loop's
+	return s
 }
 
 // syncIndex puts the changed workers in the index again, or removes them if

@@ -255,15 +255,24 @@ func (s *WorkerSummary) Add(w WorkerStatus) {
 	s.MemoryMB += w.MemoryMB
 	s.MemoryUsedMB += w.MemoryUsedMB
 	for _, r := range w.Resources {
-		i, found := slices.BinarySearchFunc(s.Resources, r.Name, func(t ResourceTotal, name string) int { return strings.Compare(t.Name, name) })
-		if !found {
-			s.Resources = slices.Insert(s.Resources, i, ResourceTotal{Name: r.Name})
-		}
-		s.Resources[i].Addresses += len(r.Addresses)
+		free := 0
 		if w.State == WorkerAlive {
-			s.Resources[i].Free += r.Free
+			free = r.Free
 		}
+		s.AddResource(r.Name, len(r.Addresses), free)
 	}
+}
+
+// AddResource counts addresses of resource name that a worker offers, free
+// of them wholly free (0 unless the worker is ALIVE), keeping the names in
+// order.
+func (s *WorkerSummary) AddResource(name string, addresses, free int) {
+	i, found := slices.BinarySearchFunc(s.Resources, name, func(t ResourceTotal, name string) int { return strings.Compare(t.Name, name) })
+	if !found {
+		s.Resources = slices.Insert(s.Resources, i, ResourceTotal{Name: name})
+	}
+	s.Resources[i].Addresses += addresses
+	s.Resources[i].Free += free
 }
 
 // Query parameters of GET /v1/cluster: completed=false leaves the finished
