@@ -95,13 +95,17 @@ func (b *browser) until(url, what string, within time.Duration, cond func(text s
 // page comes.
 func (b *browser) signIn(base string) {
 	b.t.Helper()
-	var form bool
+	var page string
 	b.run("opening "+base,
 		chromedp.Navigate(base+"/ui/"),
 		chromedp.WaitVisible(`a.brand`, chromedp.ByQuery),
-		chromedp.Evaluate(`document.querySelector('input[name="token"]') !== null`, &form))
-	if !form {
+		chromedp.Evaluate(`document.querySelector('input[name="token"]') ? "sign-in" :
+			document.querySelector('form[action="/ui/sign-out"]') ? "signed-in" : "other"`, &page))
+	switch page {
+	case "signed-in":
 		return
+	case "other":
+		b.t.Fatalf("%s/ui/ is neither the sign-in page nor a signed-in page: %q", base, b.text())
 	}
 	b.run("signing in at "+base,
 		chromedp.SendKeys(`input[name="token"]`, secret, chromedp.ByQuery),

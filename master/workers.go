@@ -266,7 +266,7 @@ func (c *core) viewsStale() { c.workerViews = workerViews{} }
 
 // workerViews caches what status reads compute over every worker (their
 // summary, the room waiting reasons are judged against) until a worker's
-// capacity or state changes: a large fleet's heartbeats change neither.
+// capacity, use or state changes: a large fleet's heartbeats change none.
 type workerViews struct {
 	summary *wire.WorkerSummary
 	room    *room

@@ -48,6 +48,9 @@ type summary struct {
 	Alive, Decommissioning, Dead, Decommissioned, Other int
 	Cores, CoresUsed, Memory, MemoryUsed                int
 	Executors                                           map[wire.ExecutorState]int
+	// Resources: the custom resources of the workers counted as their
+	// cores are (DEAD ones left out), wholly free on ALIVE ones.
+	Resources []wire.ResourceTotal
 }
 
 func summarize(c *wire.ClusterStatus) summary {
@@ -67,6 +70,13 @@ func summarize(c *wire.ClusterStatus) summary {
 		}
 		if w.State != wire.WorkerDead {
 			s.Cores, s.CoresUsed, s.Memory, s.MemoryUsed = s.Cores+w.Cores, s.CoresUsed+w.CoresUsed, s.Memory+w.MemoryMB, s.MemoryUsed+w.MemoryUsedMB
+			for _, r := range w.Resources {
+				free := 0
+				if w.State == wire.WorkerAlive {
+					free = r.Free
+				}
+				s.Resources = wire.AddResourceTotal(s.Resources, r.Name, len(r.Addresses), free)
+			}
 		}
 	}
 	for _, a := range c.ActiveApps {

@@ -49,7 +49,10 @@ func TestPagesShowTheCluster(t *testing.T) {
 	c.Masters[1].Raft = &wire.RaftFigures{State: "Follower", LastContact: "67.852683ms"}
 	c.ActiveApps[1].Executors[1].State = wire.ExecutorLost
 	c.Workers[1].Resources = []wire.ResourceUse{{Name: "gpu", Addresses: []string{"GPU-0", "GPU-1"}, Used: []float64{1, 0}, Free: 1}}
-	c.WorkerSummary.Resources = []wire.ResourceTotal{{Name: "gpu", Addresses: 8, Free: 3}} // the master's count over every worker
+	// The workers card counts GPUs as it counts cores: the dead worker's
+	// left out, the draining one's offered but not free.
+	c.Workers[2].Resources = []wire.ResourceUse{{Name: "gpu", Addresses: []string{"GPU-0", "GPU-1"}, Used: []float64{0, 0}, Free: 2}}
+	c.Workers[3].Resources = []wire.ResourceUse{{Name: "gpu", Addresses: []string{"0", "1", "2", "3"}, Used: []float64{0, 0, 0, 0}, Free: 4}}
 	c.ActiveApps[0].ResourcesPerExecutor = wire.ResourceAmounts{"gpu": 1}
 	c.ActiveApps[0].Executors[1].Resources = wire.ResourceGrants{"gpu": {Addresses: []string{"GPU-0"}}}
 	c.ActiveDrivers = []wire.DriverStatus{{ID: "driver-2", State: wire.DriverSubmitted, Cores: 64, MemoryMB: 512, Command: []string{"pi", "--n", "9"},
@@ -66,7 +69,7 @@ func TestPagesShowTheCluster(t *testing.T) {
 	}
 	contains(t, "the overview", body, "Master m1", "ALIVE", "epoch 3", "<b>2</b> alive", "1 dead", "term 3", "applied index 42",
 		"w00000", "app-20261124120000-0001", "driver-2", "cannot start: no worker has 64 cores", "leader</b>", "https://10.0.0.1:7077/ui/",
-		"gpu 1/2 free", "gpu 3/8 free", "1 decommissioning (draining)", "<td>67 ms</td>", "<td>1 min 30 s</td>")
+		"gpu 1/2 free", "gpu 1/6 free", "1 decommissioning (draining)", "<td>67 ms</td>", "<td>1 min 30 s</td>")
 	if strings.Contains(body, "67.852683ms") {
 		t.Error("the overview shows a raw Go duration for a master's last contact")
 	}
@@ -278,6 +281,7 @@ func TestFollowerPagesSayItAndLinkToTheLeader(t *testing.T) {
 	const leader = "https://10.0.0.2:7077"
 	c := cluster(2, 1)
 	c.ActiveDrivers = []wire.DriverStatus{{ID: "driver-1", State: wire.DriverRunning, Cores: 1, Command: []string{"pi"}, WorkerID: "w00000"}}
+	c.Workers[0].Resources = []wire.ResourceUse{{Name: "gpu", Addresses: []string{"0", "1"}, Used: []float64{1, 0}, Free: 1}}
 	f := &fakeSource{c: c}
 	h := Handler(Options{Source: f, Log: discard()})
 	banner := "follower's view"
@@ -298,7 +302,13 @@ func TestFollowerPagesSayItAndLinkToTheLeader(t *testing.T) {
 			}
 		}
 	}
-	_, body := get(t, h, "/ui/apps/"+app)
+	// A follower knows the GPUs offered, not which are free.
+	_, body := get(t, h, "/ui/")
+	contains(t, "a follower's overview", body, "gpu 2 offered (free: on the leader)")
+	if strings.Contains(body, "gpu 1/2 free</p>") {
+		t.Error("a follower's workers card says which GPUs are free")
+	}
+	_, body = get(t, h, "/ui/apps/"+app)
 	contains(t, "the app's record on a follower", body, app, "job 0", "RUNNING")
 	for _, form := range []url.Values{
 		{"kind": {"kill-app"}, "id": {app}, "csrf": {token}},

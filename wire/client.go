@@ -267,12 +267,19 @@ func (s *WorkerSummary) Add(w WorkerStatus) {
 // of them wholly free (0 unless the worker is ALIVE), keeping the names in
 // order.
 func (s *WorkerSummary) AddResource(name string, addresses, free int) {
-	i, found := slices.BinarySearchFunc(s.Resources, name, func(t ResourceTotal, name string) int { return strings.Compare(t.Name, name) })
+	s.Resources = AddResourceTotal(s.Resources, name, addresses, free)
+}
+
+// AddResourceTotal counts addresses and free ones of resource name in ts,
+// the names kept in order, and returns ts.
+func AddResourceTotal(ts []ResourceTotal, name string, addresses, free int) []ResourceTotal {
+	i, found := slices.BinarySearchFunc(ts, name, func(t ResourceTotal, name string) int { return strings.Compare(t.Name, name) })
 	if !found {
-		s.Resources = slices.Insert(s.Resources, i, ResourceTotal{Name: name})
+		ts = slices.Insert(ts, i, ResourceTotal{Name: name})
 	}
-	s.Resources[i].Addresses += addresses
-	s.Resources[i].Free += free
+	ts[i].Addresses += addresses
+	ts[i].Free += free
+	return ts
 }
 
 // Query parameters of GET /v1/cluster: completed=false leaves the finished

@@ -142,6 +142,10 @@ func TestTwoWorkersOnOneHost(t *testing.T) {
 func TestWorkerPageListsItsProcesses(t *testing.T) {
 	_, tw := startParallel(t, func(c *Config) { c.Resources = map[string][]string{"gpu": {"0", "1"}} })
 	pid := tw.runSleeper("app-ui", 3)
+	tw.mustCall(200, "POST", "/v1/executors", wire.LaunchExecutor{Epoch: 5, AppID: "app-gpu", ExecutorID: 0,
+		Process: wire.Process{Command: helperCmd(t, "sleep"), Env: helperEnvMap, Cores: 1, MemoryMB: 64,
+			Resources: wire.ResourceGrants{"gpu": {Addresses: []string{"1"}, Share: 0.5}}}})
+	tw.runningPid("app-gpu", 0)
 	code, body := tw.call(http.MethodGet, "/ui/", nil)
 	if code != http.StatusOK {
 		t.Fatalf("the page: %d", code)
@@ -149,7 +153,8 @@ func TestWorkerPageListsItsProcesses(t *testing.T) {
 	if tw.limits == "" {
 		t.Fatal("the worker says nothing of its limits")
 	}
-	for _, want := range []string{"Worker " + tw.ID(), "app-ui/3", fmt.Sprint(pid), "RUNNING", "gpu 0, 1", "limits: " + tw.limits} {
+	for _, want := range []string{"Worker " + tw.ID(), "app-ui/3", fmt.Sprint(pid), "RUNNING", "gpu 0, 1", "limits: " + tw.limits,
+		"<td>app-gpu/0</td><td>1</td><td>64 MiB</td><td>gpu=1(0.5)</td>", "<td>app-ui/3</td><td>1</td><td>256 MiB</td><td>-</td>"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page does not show %q", want)
 		}
