@@ -124,13 +124,7 @@ func (w *workerInfo) countResources(s *wire.WorkerSummary) {
 		return
 	}
 	if w.launchingResources() { // use not committed yet is in resUsed: the long way
-		for _, r := range w.resourceStatus() {
-			free := 0
-			if w.state == wire.WorkerAlive {
-				free = r.Free
-			}
-			s.AddResource(r.Name, len(r.Addresses), free)
-		}
+		s.Resources = wire.AddResourceUses(s.Resources, w.state, w.resourceStatus())
 		return
 	}
 	for _, name := range w.resNames {
@@ -144,7 +138,7 @@ func (w *workerInfo) countResources(s *wire.WorkerSummary) {
 				}
 			}
 		}
-		s.AddResource(name, len(addrs), free)
+		s.Resources = wire.AddResourceTotal(s.Resources, name, len(addrs), free)
 	}
 }
 

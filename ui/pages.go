@@ -70,13 +70,7 @@ func summarize(c *wire.ClusterStatus) summary {
 		}
 		if w.State != wire.WorkerDead {
 			s.Cores, s.CoresUsed, s.Memory, s.MemoryUsed = s.Cores+w.Cores, s.CoresUsed+w.CoresUsed, s.Memory+w.MemoryMB, s.MemoryUsed+w.MemoryUsedMB
-			for _, r := range w.Resources {
-				free := 0
-				if w.State == wire.WorkerAlive {
-					free = r.Free
-				}
-				s.Resources = wire.AddResourceTotal(s.Resources, r.Name, len(r.Addresses), free)
-			}
+			s.Resources = wire.AddResourceUses(s.Resources, w.State, w.Resources)
 		}
 	}
 	for _, a := range c.ActiveApps {

@@ -254,20 +254,20 @@ func (s *WorkerSummary) Add(w WorkerStatus) {
 	s.CoresUsed += w.CoresUsed
 	s.MemoryMB += w.MemoryMB
 	s.MemoryUsedMB += w.MemoryUsedMB
-	for _, r := range w.Resources {
-		free := 0
-		if w.State == WorkerAlive {
-			free = r.Free
-		}
-		s.AddResource(r.Name, len(r.Addresses), free)
-	}
+	s.Resources = AddResourceUses(s.Resources, w.State, w.Resources)
 }
 
-// AddResource counts addresses of resource name that a worker offers, free
-// of them wholly free (0 unless the worker is ALIVE), keeping the names in
-// order.
-func (s *WorkerSummary) AddResource(name string, addresses, free int) {
-	s.Resources = AddResourceTotal(s.Resources, name, addresses, free)
+// AddResourceUses counts one worker's resources (in state) into ts: every
+// address it offers, and the wholly free ones when it is ALIVE.
+func AddResourceUses(ts []ResourceTotal, state WorkerState, rs []ResourceUse) []ResourceTotal {
+	for _, r := range rs {
+		free := 0
+		if state == WorkerAlive {
+			free = r.Free
+		}
+		ts = AddResourceTotal(ts, r.Name, len(r.Addresses), free)
+	}
+	return ts
 }
 
 // AddResourceTotal counts addresses and free ones of resource name in ts,

@@ -78,8 +78,8 @@ func (p *randomPolicy) Assign(app placement.App, ws []placement.Worker) []int {
 }
 
 func (p *randomPolicy) PickResources(app placement.App, w placement.Worker) map[string][]int {
-	return pickShare(app, w, func(r request, w placement.Worker) int {
-		at, seen := -1, 0
+	return pickShare(app, w, func(r request, w placement.Worker) (at, seen int) {
+		at = -1
 		for i, f := range w.Resources[GPU] {
 			if f >= r.milli {
 				seen++
@@ -88,7 +88,7 @@ func (p *randomPolicy) PickResources(app placement.App, w placement.Worker) map[
 				}
 			}
 		}
-		return at
+		return at, seen
 	})
 }
 

@@ -74,8 +74,5 @@ func (p *fgd) shareScore(r request, w placement.Worker) (int, int64) {
 
 // PickResources gives a share the GPU FGD scored best.
 func (p *fgd) PickResources(app placement.App, w placement.Worker) map[string][]int {
-	return pickShare(app, w, func(r request, w placement.Worker) int {
-		at, _ := p.shareScore(r, w)
-		return at
-	})
+	return pickShare(app, w, p.shareScore)
 }

@@ -107,8 +107,5 @@ func (p *fragFit) bestShare(r request, w placement.Worker) (int, float64) {
 // PickResources gives a share the GPU whose use increases the measure
 // least.
 func (p *fragFit) PickResources(app placement.App, w placement.Worker) map[string][]int {
-	return pickShare(app, w, func(r request, w placement.Worker) int {
-		at, _ := p.bestShare(r, w)
-		return at
-	})
+	return pickShare(app, w, p.bestShare)
 }

@@ -191,14 +191,14 @@ func (b *base) MinCoreUnit() int            { return b.unit }
 func (b *base) Order(ws []placement.Worker) {}
 
 // pickShare is what a policy's PickResources gives app on w: for a share of
-// one GPU, the GPU choose picks (-1: none fits, nil); for whole GPUs, nil
-// (the lowest free ones).
-func pickShare(app placement.App, w placement.Worker, choose func(request, placement.Worker) int) map[string][]int {
+// one GPU, the GPU choose picks (-1: none fits, nil), whatever else it
+// says; for whole GPUs, nil (the lowest free ones).
+func pickShare[T any](app placement.App, w placement.Worker, choose func(request, placement.Worker) (int, T)) map[string][]int {
 	r := requestOf(app, app.CoresPerExecutor)
 	if !r.share() {
 		return nil
 	}
-	if at := choose(r, w); at >= 0 {
+	if at, _ := choose(r, w); at >= 0 {
 		return map[string][]int{GPU: {at}}
 	}
 	return nil
