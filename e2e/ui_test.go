@@ -97,12 +97,7 @@ func TestWebUIInABrowser(t *testing.T) {
 	// A worker's own page: what it offers, how it enforces limits (as it
 	// told the master), and the GPU executor it runs with its GPU.
 	gpuExec := liveExecutors(mustApp(t, st, other))[0]
-	var gpuWorker wire.WorkerStatus
-	for _, w := range st.Workers {
-		if w.ID == gpuExec.WorkerID {
-			gpuWorker = w
-		}
-	}
+	gpuWorker, _ := workerIn(st, gpuExec.WorkerID)
 	if gpuWorker.Limits == "" {
 		t.Fatalf("worker %s reports no limits: %+v", gpuExec.WorkerID, gpuWorker)
 	}
