@@ -118,10 +118,16 @@ func WriteWithin(w http.ResponseWriter, d time.Duration) error {
 }
 
 // NewServer is the HTTP server of a berth daemon, with the timeouts above
-// and its errors (TLS handshakes refused, ...) logged at warn.
+// and its errors (TLS handshakes refused, ...) logged at warn. Its
+// ConnState and ConnContext hooks, and a wrapper around h, serve the
+// connections of a LimitListener (they let it close connections that serve
+// no request, and keep its reserve for health checks); on other
+// connections they do nothing. Replace neither hook.
 func NewServer(h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
-		Handler:           h,
+		Handler:           reserveServesProbesOnly(h),
+		ConnState:         trackConnState,
+		ConnContext:       tagReserveConn,
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		ReadTimeout:       ReadTimeout,
 		WriteTimeout:      WriteTimeout,
