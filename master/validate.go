@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/internal/termtext"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -52,6 +53,20 @@ func checkEnv(env map[string]string) error {
 	return nil
 }
 
+// checkName refuses a name (field names its JSON field) that holds a
+// character a terminal acts on (termtext.Unsafe: C0 and C1 controls, DEL,
+// bidirectional overrides and isolates) or invalid UTF-8. Names are shown
+// to operators, by berth status among others, and a name exists to be
+// read: it has no use for them. Commands and environments are not checked
+// so: programs legitimately take such arguments, and berth escapes them
+// when it shows them.
+func checkName(field, value string) error {
+	if !termtext.Safe(value) {
+		return badRequest("%s %q holds a control character, a bidirectional formatting character or invalid UTF-8", field, value)
+	}
+	return nil
+}
+
 func checkRange(name string, v, lo, hi int) error {
 	if v < lo || v > hi {
 		return badRequest("%s is %d; it must be between %d and %d", name, v, lo, hi)
@@ -90,6 +105,9 @@ func checkIdempotencyKey(values []string) (string, error) {
 func validateApp(d wire.AppDescription) error {
 	if len(d.Name) > 256 {
 		return badRequest("name is longer than 256 characters")
+	}
+	if err := checkName("name", d.Name); err != nil {
+		return err
 	}
 	if err := checkCommand(d.Command); err != nil {
 		return err
@@ -140,7 +158,7 @@ func validateRegistration(r wire.RegisterWorker) error {
 	if err := checkID("worker id", r.ID); err != nil {
 		return err
 	}
-	if r.Host == "" || strings.ContainsAny(r.Host, "/ ") {
+	if r.Host == "" || strings.ContainsAny(r.Host, "/ ") || !termtext.Safe(r.Host) {
 		return badRequest("host %q is not a host name or address", r.Host)
 	}
 	if err := checkRange("port", r.Port, 1, 65535); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/berth-cluster/berth/client"
+	"github.com/berth-cluster/berth/internal/termtext"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -62,12 +63,12 @@ if the first attempt did submit it.`,
 			defer cancel()
 			id, err := cl.SubmitDriver(ctx, desc, client.WithIdempotencyKey(key))
 			if errors.Is(err, client.ErrUnknownOutcome) {
-				return fmt.Errorf("%w\nthe driver may have been submitted; to retry safely, run the same command with --idempotency-key %s", err, key)
+				return hinted{err, "the driver may have been submitted; to retry safely, run the same command with --idempotency-key " + key}
 			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(c.App.Writer, id)
+			fmt.Fprintln(c.App.Writer, termtext.Escape(id))
 			if !c.Bool("wait") {
 				return nil
 			}
@@ -139,7 +140,7 @@ func waitDriver(c *cli.Context, ctx context.Context, id string) error {
 	if st.Message != "" {
 		line += ": " + st.Message
 	}
-	fmt.Fprintln(c.App.Writer, line)
+	fmt.Fprintln(c.App.Writer, termtext.Escape(line)) // the state, id and message are the master's and the driver's
 	if st.State != wire.DriverFinished {
 		return cli.Exit(fmt.Sprintf("driver %s ended %s", st.ID, st.State), 1)
 	}

@@ -75,6 +75,12 @@ type logSource struct {
 
 // copyLogs fetches a log with the command's flags and copies it to stdout.
 // Not bounded by --timeout: a log may be long.
+//
+// The log is copied raw, unlike every other text berth prints (termtext):
+// it is the process's own output, which the user asked for as data, as
+// with kubectl logs or cat, colours and progress bars included, and
+// `berth logs ... > file` must get it byte for byte. Whoever reads an
+// untrusted log on a terminal pipes it through `cat -v` or `less`.
 func copyLogs(c *cli.Context, src logSource) error {
 	tail, err := nonNegative(c, "tail", 0)
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/berth-cluster/berth/client"
 	"github.com/berth-cluster/berth/internal/credentials"
 	"github.com/berth-cluster/berth/internal/logging"
+	"github.com/berth-cluster/berth/internal/termtext"
 )
 
 func main() {
@@ -32,7 +33,7 @@ func main() {
 	err := newApp(os.Stdout, os.Stderr).RunContext(ctx, os.Args)
 	stop()
 	if err != nil && !errors.Is(err, errHelpShown) {
-		fmt.Fprintln(os.Stderr, "berth:", err)
+		fmt.Fprintln(os.Stderr, "berth:", errorText(err))
 		code := 1
 		var ec cli.ExitCoder
 		if errors.As(err, &ec) && ec.ExitCode() != 0 {
@@ -41,6 +42,27 @@ func main() {
 		os.Exit(code)
 	}
 }
+
+// errorText is err as berth prints it, escaped: errors echo what the
+// masters answered (their messages quote the request, an app's or a
+// driver's message) and the ids the user typed. A hinted error keeps its
+// hint on a line of its own.
+func errorText(err error) string {
+	if h, ok := err.(hinted); ok {
+		return termtext.Escape(h.err.Error()) + "\n" + termtext.Escape(h.hint)
+	}
+	return termtext.Escape(err.Error())
+}
+
+// hinted is an error followed by what the user can do about it, which
+// berth prints on the next line.
+type hinted struct {
+	err  error
+	hint string
+}
+
+func (h hinted) Error() string { return h.err.Error() + "\n" + h.hint }
+func (h hinted) Unwrap() error { return h.err }
 
 // env names the environment variable of a flag: BERTH_<PARTS...>.
 func env(parts ...string) []string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -37,6 +38,10 @@ type fakeMaster struct {
 	requests    []string
 	removed     chan wire.AppState // pushed to open event streams
 	moreWorkers int                // GET /v1/cluster lists this many more workers
+	// Set by a test, under mu: hostile rewrites the cluster GET /v1/cluster
+	// answers; endMessage is the removed app's message in its event stream.
+	hostile    func(*wire.ClusterStatus)
+	endMessage string
 }
 
 func newFakeMaster(t *testing.T) *fakeMaster {
@@ -48,6 +53,9 @@ func newFakeMaster(t *testing.T) *fakeMaster {
 		for i := range f.moreWorkers {
 			st.Workers = append(st.Workers, wire.WorkerStatus{ID: fmt.Sprintf("worker-x%03d", i), State: wire.WorkerAlive, Cores: 4, MemoryMB: 1024,
 				Resources: []wire.ResourceUse{{Name: "gpu", Addresses: []string{"0", "1"}, Used: []float64{0, 1}, Free: 1}}})
+		}
+		if f.hostile != nil {
+			f.hostile(&st)
 		}
 		f.mu.Unlock()
 		for _, w := range st.Workers {
@@ -66,11 +74,17 @@ func newFakeMaster(t *testing.T) *fakeMaster {
 		return wire.Submitted{ID: "driver-1"}, nil
 	}))
 	mux.HandleFunc("GET /v1/drivers/{id}", func(w http.ResponseWriter, r *http.Request) {
-		state := wire.DriverFinished
-		if r.PathValue("id") == "driver-bad" {
-			state = wire.DriverFailed
+		st := wire.DriverStatus{ID: r.PathValue("id"), State: wire.DriverFinished}
+		switch st.ID {
+		case "driver-bad":
+			st.State = wire.DriverFailed
+		case "driver-hostile": // ended with a message that would act on a terminal
+			st.State, st.Message = wire.DriverFailed, hostileText
+		case "driver-gone": // an error that echoes what it was asked, raw
+			httpx.WriteErr(w, httpx.Errorf(http.StatusNotFound, "unknown driver %s", hostileText))
+			return
 		}
-		httpx.WriteJSON(w, 200, wire.DriverStatus{ID: r.PathValue("id"), State: state})
+		httpx.WriteJSON(w, 200, st)
 	})
 	mux.HandleFunc("GET /v1/drivers/{id}/logs/{stream}", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("line 1 of " + r.PathValue("stream") + "\nline 2 of " + r.PathValue("stream") + "\n"))
@@ -111,7 +125,9 @@ func (f *fakeMaster) events(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-r.Context().Done():
 	case st := <-f.removed:
-		app.State, app.Message = st, "the end"
+		f.mu.Lock()
+		app.State, app.Message = st, cmp.Or(f.endMessage, "the end")
+		f.mu.Unlock()
 		enc.Encode(wire.AppEvent{Type: wire.EventAppRemoved, AppID: "app-1", App: app})
 	}
 }
@@ -200,7 +216,8 @@ func TestSubmitIdempotencyKey(t *testing.T) {
 	}))
 	defer drop.Close()
 	res := berth(t, []string{"BERTH_MASTER=" + drop.URL, "BERTH_TIMEOUT=300ms"}, "submit", "--idempotency-key", "k1", "--", "x")
-	if res.Code == 0 || !strings.Contains(res.Stderr, "outcome unknown") || !strings.Contains(res.Stderr, "--idempotency-key k1") {
+	if res.Code == 0 || !strings.Contains(res.Stderr, "outcome unknown") || !strings.Contains(res.Stderr, "\nthe driver may have been submitted") ||
+		!strings.Contains(res.Stderr, "--idempotency-key k1") {
 		t.Fatalf("submit against a master that drops it: %+v", res)
 	}
 }

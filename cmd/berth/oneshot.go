@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/berth-cluster/berth/client"
+	"github.com/berth-cluster/berth/internal/termtext"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -50,9 +52,9 @@ func killCommand() *cli.Command {
 				Action: func(c *cli.Context) error {
 					return onID(c, "berth kill app ID", (*client.Client).KillApp, func(id string, st wire.AppStatus) error {
 						if st.State == wire.AppKilled {
-							fmt.Fprintln(c.App.Writer, "killed app", id)
+							fmt.Fprintln(c.App.Writer, "killed app", termtext.Escape(id))
 						} else {
-							fmt.Fprintf(c.App.Writer, "app %s had already ended %s\n", id, st.State)
+							fmt.Fprintf(c.App.Writer, "app %s had already ended %s\n", termtext.Escape(id), termtext.Escape(st.State))
 						}
 						return nil
 					})
@@ -62,11 +64,12 @@ func killCommand() *cli.Command {
 				Name: "driver", Usage: "kill a driver (it ends KILLED)", ArgsUsage: "ID",
 				Action: func(c *cli.Context) error {
 					return onID(c, "berth kill driver ID", (*client.Client).KillDriver, func(id string, st wire.DriverStatus) error {
+						id = termtext.Escape(id)
 						switch {
 						case st.State == wire.DriverKilled:
 							fmt.Fprintln(c.App.Writer, "killed driver", id)
 						case st.State.Finished():
-							fmt.Fprintf(c.App.Writer, "driver %s had already ended %s\n", id, st.State)
+							fmt.Fprintf(c.App.Writer, "driver %s had already ended %s\n", id, termtext.Escape(st.State))
 						default:
 							fmt.Fprintf(c.App.Writer, "killing driver %s: its worker is stopping it (berth wait driver %s)\n", id, id)
 						}
@@ -131,18 +134,28 @@ func workerCommand() *cli.Command {
 // printWorker prints a worker's state after a drain or an undrain.
 func printWorker(c *cli.Context) func(string, wire.WorkerStatus) error {
 	return func(_ string, st wire.WorkerStatus) error {
+		id, state := termtext.Escape(st.ID), termtext.Escape(st.State)
 		if st.DrainDeadline != nil {
-			_, err := fmt.Fprintf(c.App.Writer, "worker %s %s until %s\n", st.ID, st.State, st.DrainDeadline.Local().Format(time.RFC3339))
+			_, err := fmt.Fprintf(c.App.Writer, "worker %s %s until %s\n", id, state, st.DrainDeadline.Local().Format(time.RFC3339))
 			return err
 		}
-		_, err := fmt.Fprintf(c.App.Writer, "worker %s %s\n", st.ID, st.State)
+		_, err := fmt.Fprintf(c.App.Writer, "worker %s %s\n", id, state)
 		return err
 	}
 }
 
 // printJSON prints v indented, as berth app, driver and status --json do.
+// encoding/json escapes the C0 controls but writes DEL, the C1 controls and
+// the bidirectional overrides raw: termtext.EscapeJSON escapes those too,
+// which changes the bytes but not the JSON's meaning, so that the output is
+// as safe to read on a terminal as the tables are.
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(termtext.EscapeJSON(buf.Bytes()))
+	return err
 }

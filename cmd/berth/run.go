@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/berth-cluster/berth/internal/termtext"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -69,7 +70,7 @@ func runApp(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.App.ErrWriter, "registered app %s; Ctrl-C unregisters it\n", id)
+	fmt.Fprintf(c.App.ErrWriter, "registered app %s; Ctrl-C unregisters it\n", termtext.Escape(id))
 
 	evCtx, stopEvents := context.WithCancel(base)
 	defer stopEvents()
@@ -112,7 +113,7 @@ func runApp(c *cli.Context) error {
 			if err != nil {
 				return fmt.Errorf("on signal: %w", err)
 			}
-			fmt.Fprintf(c.App.ErrWriter, "unregistered app %s\n", id)
+			fmt.Fprintf(c.App.ErrWriter, "unregistered app %s\n", termtext.Escape(id))
 			time.AfterFunc(unregisterGrace, stopEvents)
 		}
 	}
@@ -152,14 +153,19 @@ func appDescription(c *cli.Context) (wire.AppDescription, error) {
 	}
 	d.Name = c.String("name")
 	if d.Name == "" {
-		d.Name = filepath.Base(d.Command[0])
+		// Escaped: the master refuses a name with control characters,
+		// which a program's path may hold; its visible form is a fine name.
+		d.Name = termtext.Escape(filepath.Base(d.Command[0]))
 	}
 	return d, nil
 }
 
 // formatEvent renders one event as a line: time, type, then what the event
 // carries. The time is the master's, when it says (in received's zone);
-// else when the event was received.
+// else when the event was received. What the event carries comes from the
+// master and from the app's processes (their messages): the line is
+// escaped (termtext), so that none of it acts on the terminal or breaks
+// the line.
 func formatEvent(ev wire.AppEvent, received time.Time) string {
 	at := received
 	if !ev.Time.IsZero() {
@@ -189,5 +195,5 @@ func formatEvent(ev wire.AppEvent, received time.Time) string {
 	if ev.Message != "" {
 		line += "  " + ev.Message
 	}
-	return line
+	return termtext.Escape(line)
 }

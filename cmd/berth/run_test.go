@@ -11,11 +11,14 @@ import (
 	"github.com/berth-cluster/berth/wire"
 )
 
-// startRun starts `berth run` and waits until it printed the executor the
-// fake master streams.
-func startRun(t *testing.T, f *fakeMaster) (*exec.Cmd, *testproc.Buffer, *testproc.Buffer) {
+// startRun starts `berth run` of argv (default: /opt/loop {{EXECUTOR_ID}})
+// and waits until it printed the executor the fake master streams.
+func startRun(t *testing.T, f *fakeMaster, argv ...string) (*exec.Cmd, *testproc.Buffer, *testproc.Buffer) {
 	t.Helper()
-	cmd := exec.Command(berthBin, "run", "--executor-limit", "2", "--env", "K=V", "--", "/opt/loop", "{{EXECUTOR_ID}}")
+	if len(argv) == 0 {
+		argv = []string{"/opt/loop", "{{EXECUTOR_ID}}"}
+	}
+	cmd := exec.Command(berthBin, append([]string{"run", "--executor-limit", "2", "--env", "K=V", "--"}, argv...)...)
 	cmd.Env = append(cleanEnv(), f.env()...)
 	var stdout, stderr testproc.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/berth-cluster/berth/internal/termtext"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -57,14 +58,18 @@ listed one by one when there are at most 50 of them, or with --workers.`,
 // listedWorkers: berth status lists the workers one by one up to this many.
 const listedWorkers = 50
 
-// printStatus writes the readable summary of st.
+// printStatus writes the readable summary of st. Every text in it comes
+// from the masters, the workers or the users who named their apps: each is
+// escaped (termtext), so that none can act on the operator's terminal or
+// break the table's columns.
 func printStatus(out io.Writer, st wire.ClusterStatus, now time.Time) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	leader := st.Leader
 	if leader == "" {
 		leader = "unknown"
 	}
-	fmt.Fprintf(w, "Master %s\tstatus %s\tview %s\tleader %s\tepoch %d\n", st.MasterID, st.Status, st.View, leader, st.Epoch)
+	fmt.Fprintf(w, "Master %s\tstatus %s\tview %s\tleader %s\tepoch %d\n",
+		termtext.Escape(st.MasterID), termtext.Escape(st.Status), termtext.Escape(st.View), termtext.Escape(leader), st.Epoch)
 	if st.View == wire.ViewFollower {
 		fmt.Fprintln(w, "(a follower's replica: no executors, no heartbeats)")
 	}
@@ -76,22 +81,23 @@ func printStatus(out io.Writer, st wire.ClusterStatus, now time.Time) error {
 		if !m.Voter {
 			role += ", non-voter"
 		}
-		fmt.Fprintf(w, "  %s\t%s\traft %s\t%s\n", m.ID, orDash(m.APIAddr), m.RaftAddr, role)
+		fmt.Fprintf(w, "  %s\t%s\traft %s\t%s\n", termtext.Escape(m.ID), termtext.Escape(orDash(m.APIAddr)), termtext.Escape(m.RaftAddr), role)
 	}
 
 	ws := st.WorkerSummary
 	fmt.Fprintf(w, "\nWorkers: %d (%d alive, %d decommissioning, %d dead, %d other); cores %d/%d used, memory %s/%s used\n",
 		ws.Total, ws.Alive, ws.Decommissioning, ws.Dead, ws.Other, ws.CoresUsed, ws.Cores, mem(ws.MemoryUsedMB), mem(ws.MemoryMB))
 	if len(ws.Resources) > 0 {
-		fmt.Fprintf(w, "Resources: %s\n", wire.DescribeTotals(ws.Resources))
+		fmt.Fprintf(w, "Resources: %s\n", termtext.Escape(wire.DescribeTotals(ws.Resources)))
 	}
 	if len(st.Workers) < ws.Total {
 		fmt.Fprintf(w, "(not listed: berth status --workers lists them all)\n")
 	}
 	section(w, fmt.Sprintf("Workers (%d)", len(st.Workers)), "ID\tADDRESS\tSTATE\tCORES\tMEMORY\tRESOURCES\tLAST HEARTBEAT\tLIMITS")
 	for _, wk := range st.Workers {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s/%s\t%s\t%s\t%s\n", wk.ID, wk.Address, wk.State,
-			wk.CoresUsed, wk.Cores, mem(wk.MemoryUsedMB), mem(wk.MemoryMB), wire.DescribeFree(wk.Resources), ago(wk.LastHeartbeat, now), orDash(wk.Limits))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s/%s\t%s\t%s\t%s\n", termtext.Escape(wk.ID), termtext.Escape(wk.Address), termtext.Escape(wk.State),
+			wk.CoresUsed, wk.Cores, mem(wk.MemoryUsedMB), mem(wk.MemoryMB), termtext.Escape(wire.DescribeFree(wk.Resources)), ago(wk.LastHeartbeat, now),
+			termtext.Escape(orDash(wk.Limits)))
 	}
 	printApps(w, "Active apps", st.ActiveApps)
 	printApps(w, "Completed apps", st.CompletedApps)
@@ -111,7 +117,8 @@ func printApps(w io.Writer, title string, apps []wire.AppStatus) {
 		if a.MaxCores > 0 {
 			cores += fmt.Sprintf("/%d", a.MaxCores)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Name, a.State, cores, executorsByState(a.Executors), strings.TrimSpace(a.Waiting+" "+a.Message))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", termtext.Escape(a.ID), termtext.Escape(a.Name), termtext.Escape(a.State), cores,
+			executorsByState(a.Executors), termtext.Escape(strings.TrimSpace(a.Waiting+" "+a.Message)))
 	}
 }
 
@@ -122,11 +129,13 @@ func printDrivers(w io.Writer, title string, drivers []wire.DriverStatus) {
 		if d.RelaunchedAs != "" {
 			msg = strings.TrimSpace("relaunched as " + d.RelaunchedAs + " " + msg)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.State, orDash(d.WorkerID), d.Cores, mem(d.MemoryMB), msg)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", termtext.Escape(d.ID), termtext.Escape(d.State), termtext.Escape(orDash(d.WorkerID)), d.Cores,
+			mem(d.MemoryMB), termtext.Escape(msg))
 	}
 }
 
-// executorsByState counts an app's executors per state: "RUNNING:2 LOST:1".
+// executorsByState counts an app's executors per state: "RUNNING:2 LOST:1",
+// the states escaped (they come from the master).
 func executorsByState(execs []wire.ExecutorStatus) string {
 	if len(execs) == 0 {
 		return "-"
@@ -141,7 +150,7 @@ func executorsByState(execs []wire.ExecutorStatus) string {
 	}
 	sort.Strings(states)
 	for i, s := range states {
-		states[i] = fmt.Sprintf("%s:%d", s, n[wire.ExecutorState(s)])
+		states[i] = fmt.Sprintf("%s:%d", termtext.Escape(s), n[wire.ExecutorState(s)])
 	}
 	return strings.Join(states, " ")
 }

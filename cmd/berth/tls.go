@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/berth-cluster/berth/client"
+	"github.com/berth-cluster/berth/internal/termtext"
 	"github.com/berth-cluster/berth/security"
 )
 
@@ -96,7 +97,10 @@ func checkDir(c *cli.Context) error {
 	return nil
 }
 
+// wrote says which files were written, their path escaped like every
+// other text berth prints (a directory's name may hold anything).
 func wrote(c *cli.Context, base string) error {
+	base = termtext.Escape(base)
 	_, err := fmt.Fprintf(c.App.Writer, "wrote %s.pem and %s-key.pem\n", base, base)
 	return err
 }
