@@ -6,6 +6,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -29,6 +31,10 @@ type clusterSpec struct {
 	memory  string   // each worker's (1g)
 	// workerFlags are more flags for every worker.
 	workerFlags []string
+	// tenantsReach makes the cluster's directory traversable by others
+	// (0711, as --run-as asks of a work directory's parents); what is in
+	// it keeps its own modes.
+	tenantsReach bool
 }
 
 // cluster is one test's cluster. Its processes are killed by pid when the
@@ -45,6 +51,13 @@ type cluster struct {
 func startCluster(t *testing.T, spec clusterSpec) *cluster {
 	t.Helper()
 	dir := t.TempDir()
+	if spec.tenantsReach {
+		for _, d := range []string{dir, filepath.Dir(dir)} {
+			if err := os.Chmod(d, 0o711); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	dumpLogsOnFailure(t, dir)
 	// Made first, so that its cleanup runs last: after the workers are
 	// killed (their children die with them), it kills by pid any executor

@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
-
-	"github.com/berth-cluster/berth/wire"
 )
 
 // An attempt is one run of a proc's process: startAttempt prepares its
@@ -25,89 +22,46 @@ func (w *Worker) startAttempt(p *proc, note string) (*exec.Cmd, error) {
 	if w.killReason(p) != "" {
 		return nil, errKilledBeforeStart
 	}
-	if err := os.MkdirAll(p.dir, 0o750); err != nil {
-		return nil, fmt.Errorf("creating its directory: %w", err)
-	}
-	// Each log file is named after its stream: the log routes read it so.
-	const logFlags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
-	stdout, err := os.OpenFile(filepath.Join(p.dir, wire.LogStdout), logFlags, 0o640)
+	d, err := w.makeProcDir(p)
 	if err != nil {
-		return nil, fmt.Errorf("opening its stdout: %w", err)
+		return nil, fmt.Errorf("preparing its directory: %w", err)
+	}
+	defer d.Close()
+	stdout, stderr, err := d.openLogs()
+	if err != nil {
+		return nil, err
 	}
 	defer stdout.Close() // the child has its own copy
-	stderr, err := os.OpenFile(filepath.Join(p.dir, wire.LogStderr), logFlags, 0o640)
-	if err != nil {
-		return nil, fmt.Errorf("opening its stderr: %w", err)
-	}
 	defer stderr.Close()
-	tenant, component := p.dir, "berth.driver" // a driver's; an executor's is its app's
-	if p.kind == kindExecutor {
-		tenant, component = filepath.Dir(p.dir), "berth.executor"
-	}
-	files := []string{stdout.Name(), stderr.Name()}
-	if p.needsResourcesFile() {
-		path, err := writeResourcesFile(p.dir, component, p.resources)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, path)
-	}
-	gid, err := w.cfg.runAs.prepare(w.cfg.WorkDir, tenant, p.dir, files...)
-	if err != nil {
+	if err := w.writeProcFiles(p, d); err != nil {
 		return nil, err
 	}
 	if note != "" {
 		_, _ = stderr.WriteString(note)
 	}
-	path, err := lookPath(p.argv[0], getenv(p.env, "PATH"))
-	if err != nil {
-		return nil, err
-	}
-	env := p.env
-	if r := w.cfg.runAs; r != nil {
-		env = setEnv(env, "HOME", r.home) // not the worker's
-	}
-	cmd := &exec.Cmd{
-		Path: path, Args: p.argv, Env: env, Dir: p.dir,
-		Stdout: stdout, Stderr: stderr, // Stdin nil: /dev/null
-		SysProcAttr: w.sysProcAttr(gid),
-	}
-	logGID := -1
-	if w.cfg.runAs != nil {
-		logGID = int(gid)
-	}
-	logs, childEnds, err := w.pipeLogs(cmd, logGID)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		for _, f := range childEnds {
-			f.Close() // the child has its own copies
-		}
-	}()
-	p.logs = logs
 	if p.cg, err = w.cgroupFor(p); err != nil {
 		return nil, err
 	}
-	if p.cg != nil {
-		// The process joins its cgroup before it runs a line of its own:
-		// moved there after it started, what it forked first would escape.
-		if err := p.cg.enter(cmd, w.cfg.runAs); err != nil {
-			p.cg.remove()
-			p.cg = nil
-			return nil, err
-		}
+	cmd, g, err := w.command(p, d)
+	var childEnds []*os.File
+	if err == nil {
+		cmd.Stdout, cmd.Stderr = stdout, stderr // Stdin nil: /dev/null
+		p.logs, childEnds, err = w.pipeLogs(cmd, d)
 	}
-	started := w.guard.track
-	// The spawner only ever blocks on other Starts, so no deadline is needed.
-	// Setpgid: its pid is its group's id. (A grandchild forked before the
-	// guardian hears of the group would outlive a SIGKILLed worker; the
-	// window is the spawner thread's next few instructions.)
-	if err := startProcess(context.Background(), cmd, started); err != nil {
+	if err == nil {
+		err = w.start(p, cmd, g)
+	} else {
+		g.close()
+	}
+	for _, f := range childEnds {
+		f.Close() // the child has its own copies; a copy ends once they are all closed
+	}
+	if err != nil {
 		if p.cg != nil {
 			p.cg.remove()
 			p.cg = nil
 		}
+		p.logs = nil
 		return nil, err
 	}
 	w.procs.mu.Lock()
@@ -117,8 +71,64 @@ func (w *Worker) startAttempt(p *proc, note string) (*exec.Cmd, error) {
 	}
 	w.procs.mu.Unlock()
 	w.metrics.launches.WithLabelValues(kindName(p.kind)).Inc()
-	w.procLog(p).Info("started", "pid", cmd.Process.Pid, "argv", p.argv)
+	w.procLog(p).Info("started", "pid", cmd.Process.Pid, "argv", p.argv, "uid", d.id.uid)
 	return cmd, nil
+}
+
+// writeProcFiles writes the files the worker gives p in its directory:
+// its resources file, and a driver's copy of the cluster's CA certificate
+// (BERTH_TLS_CA_FILE), readable by p's group alone.
+func (w *Worker) writeProcFiles(p *proc, d *procDir) error {
+	if p.needsResourcesFile() {
+		component := "berth.driver"
+		if p.kind == kindExecutor {
+			component = "berth.executor"
+		}
+		data, err := resourcesFileContent(component, p.resources)
+		if err == nil {
+			err = d.writeFile(resourcesFile, data, d.gid, 0o640)
+		}
+		if err != nil {
+			return fmt.Errorf("writing its resources file: %w", err)
+		}
+	}
+	if p.kind == kindDriver && w.cfg.TLS != nil {
+		ca, err := os.ReadFile(w.cfg.TLS.CAFile())
+		if err == nil {
+			err = d.writeFile(caFile, ca, d.gid, 0o640)
+		}
+		if err != nil {
+			return fmt.Errorf("giving it the CA certificate: %w", err)
+		}
+	}
+	return nil
+}
+
+// start starts cmd and, when it waits at the gate of p's cgroup, puts it
+// in the cgroup and opens the gate. The guardian learns of the process on
+// the spawner thread itself (Setpgid: its pid is its group's id; a
+// grandchild forked before the guardian hears of the group would outlive a
+// SIGKILLed worker: the window is the spawner thread's next few
+// instructions).
+func (w *Worker) start(p *proc, cmd *exec.Cmd, g *gate) error {
+	// The spawner only ever blocks on other Starts, so no deadline is needed.
+	err := startProcess(context.Background(), cmd, w.guard.track)
+	g.started()
+	if err != nil {
+		g.close()
+		return err
+	}
+	if g == nil {
+		return nil
+	}
+	if err := g.open(p.cg, cmd.Process.Pid); err != nil {
+		// It never ran its program: the shell exits at the closed gate.
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		w.guard.untrack(cmd.Process.Pid)
+		return fmt.Errorf("putting it in its cgroup: %w", err)
+	}
+	return nil
 }
 
 // wait waits for cmd to exit and returns its exit code, and the kill reason
@@ -151,7 +161,7 @@ func (w *Worker) wait(p *proc, cmd *exec.Cmd) (code int, reason string) {
 		p.cg = nil
 	}
 	if p.logs != nil {
-		p.logs.wait() // every byte it wrote is in its files before its end is told
+		p.logs.wait(drainGrace) // every byte it wrote is in its files before its end is told
 		p.logs = nil
 	}
 	if cmd.ProcessState == nil {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -251,39 +250,14 @@ func killCgroups(parents []string) {
 	}
 }
 
-// enterScript writes the shell's pid into each cgroup.procs named before
-// "--", then execs what follows it: the process is in its group from its
-// first instruction. 125 if a write fails.
-const enterScript = `for f; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 125; shift; done; shift; exec "$@"`
-
-// enter has cmd start inside g: through /bin/sh, which joins the group and
-// execs cmd's program (argv[0] becomes its path). A tenant of --run-as
-// joins as itself, so the group's cgroup.procs are handed to it.
-func (g *cgroup) enter(cmd *exec.Cmd, r *runAs) error {
-	// What exec would refuse is refused here, as exec would (127, 126):
-	// once the shell runs, it would be an exit of the process instead.
-	path := cmd.Path
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(cmd.Dir, path)
-	}
-	st, err := os.Stat(path)
-	switch {
-	case err != nil:
-		return fmt.Errorf("%s: %w", cmd.Path, err)
-	case !st.Mode().IsRegular() || st.Mode()&0o111 == 0:
-		return fmt.Errorf("%s: %w", cmd.Path, syscall.EACCES)
-	}
-	args := []string{"sh", "-c", enterScript, "berth-cgroup"}
+// join moves pid into the group (it is the worker, root, that writes the
+// groups' cgroup.procs: they are never handed to a tenant).
+func (g *cgroup) join(pid int) error {
 	for _, dir := range g.dirs {
 		procs := filepath.Join(dir, "cgroup.procs")
-		if r != nil {
-			if err := os.Chown(procs, int(r.uid), -1); err != nil {
-				return fmt.Errorf("handing %s to %s: %w", procs, r.name, err)
-			}
+		if err := os.WriteFile(procs, []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("%s: %w", procs, err)
 		}
-		args = append(args, procs)
 	}
-	cmd.Args = append(append(append(args, "--"), cmd.Path), cmd.Args[1:]...)
-	cmd.Path = "/bin/sh"
 	return nil
 }

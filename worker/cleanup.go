@@ -2,13 +2,13 @@ package worker
 
 import (
 	"context"
-	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Work directory cleanup (Spark's spark.worker.cleanup.*, on by default as
@@ -75,7 +75,7 @@ func (w *Worker) cleanWorkDir(now time.Time) []string {
 	}
 	for rel, live := range candidates {
 		dir := filepath.Join(root, rel)
-		newest, err := newestChange(dir)
+		newest, err := w.newestChange(strings.Split(rel, string(filepath.Separator)))
 		if err != nil || newest.After(cutoff) {
 			continue
 		}
@@ -114,30 +114,54 @@ func (w *Worker) removeTrash(path string) {
 	}
 }
 
-// newestChange is the latest modification time of dir or anything in it.
-func newestChange(dir string) (time.Time, error) {
-	var newest time.Time
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // removed while we walked
-			}
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if info.ModTime().After(newest) {
-			newest = info.ModTime()
-		}
-		return nil
-	})
-	return newest, err
+// maxCleanupDepth bounds how deep newestChange looks (a descriptor per
+// level): what a tenant nests deeper does not keep its directory.
+const maxCleanupDepth = 64
+
+// newestChange is the latest modification time of the directory rel (its
+// names under the work directory) or anything in it. It walks through
+// descriptors and never follows a link: a tenant's home may hold any.
+func (w *Worker) newestChange(rel []string) (time.Time, error) {
+	root, err := openRootDir(w.cfg.WorkDir)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer root.Close()
+	d, err := root.walk(false, 0, rel...)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer d.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(d.fd(), &st); err != nil {
+		return time.Time{}, err
+	}
+	return newestBelow(d, mtime(&st), maxCleanupDepth), nil
 }
+
+// newestBelow is the latest of newest and the modification times of what
+// d holds, depth levels down.
+func newestBelow(d *dirHandle, newest time.Time, depth int) time.Time {
+	for _, name := range dirNames(d) {
+		var st unix.Stat_t
+		if unix.Fstatat(d.fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			continue // removed while we walked
+		}
+		if t := mtime(&st); t.After(newest) {
+			newest = t
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR || depth <= 1 {
+			continue
+		}
+		if sub, err := d.sub(name, false, 0); err == nil {
+			newest = newestBelow(sub, newest, depth-1)
+			sub.Close()
+		}
+	}
+	return newest
+}
+
+func mtime(st *unix.Stat_t) time.Time { return time.Unix(st.Mtim.Unix()) }
 
 // appLiveLocked reports whether an executor of app runs (or is about to).
 // The caller holds t.mu.

@@ -31,6 +31,8 @@ const (
 	DefaultHeartbeatEvery      = 15 * time.Second   // when the master does not say
 	DefaultCleanupTTL          = 7 * 24 * time.Hour // Spark's appDataTtl
 	DefaultCleanupInterval     = 30 * time.Minute   // Spark's cleanup interval
+	DefaultLogMaxSize          = 10 << 20           // bytes per log file, as Nomad's
+	DefaultLogMaxFiles         = 9                  // rolled files kept: 100 MiB a stream
 	reservedMemoryMB           = 1024               // left to the OS, as Spark does
 	minDefaultMemoryMB         = 1024
 	maxFinishedProcsRemembered = 1000
@@ -82,17 +84,20 @@ type Config struct {
 	MaxConnections int
 
 	// LogMaxSize rolls each process's stdout and stderr once it would pass
-	// this many bytes (--log-max-size); 0 keeps one file, unbounded.
+	// this many bytes (--log-max-size); 0: DefaultLogMaxSize; negative:
+	// one file each, unbounded (--log-max-size 0).
 	LogMaxSize int64
 	// LogMaxFiles is the rolled files kept besides the current one
-	// (--log-max-files); the oldest beyond it are deleted.
+	// (--log-max-files; 0: DefaultLogMaxFiles); the oldest beyond it are
+	// deleted.
 	LogMaxFiles int
 
-	// RunAs is the user executors and drivers run as (--run-as, a name or a
-	// uid; the worker must be root), with no supplementary groups and
-	// directories of their own (runas.go). Empty: the worker's own user.
+	// RunAs is "dynamic" (--run-as; the worker must be root): each app's
+	// executors and each driver run as a uid and gid of their own, with
+	// no supplementary groups, in directories of their own (runas.go,
+	// procdir.go). Empty: the worker's own user.
 	RunAs string
-	runAs *runAs // RunAs, looked up
+	runAs *runAs // RunAs, checked
 
 	// WorkDir holds the children's directories and logs (--work-dir),
 	// default ./work. It is created if missing and must be writable.
@@ -230,8 +235,14 @@ func (c Config) withDefaults() (Config, error) {
 		c.runAs = r
 	}
 
-	if c.LogMaxSize < 0 || c.LogMaxFiles < 0 {
-		errs = append(errs, fmt.Errorf("--log-max-size %d, --log-max-files %d: must not be negative", c.LogMaxSize, c.LogMaxFiles))
+	if c.LogMaxFiles < 0 {
+		errs = append(errs, fmt.Errorf("--log-max-files %d: must not be negative", c.LogMaxFiles))
+	}
+	if c.LogMaxSize == 0 {
+		c.LogMaxSize = DefaultLogMaxSize
+	}
+	if c.LogMaxFiles == 0 {
+		c.LogMaxFiles = DefaultLogMaxFiles
 	}
 	if c.PidsLimit == 0 {
 		c.PidsLimit = 4096

@@ -5,18 +5,25 @@
 //
 // # Processes
 //
-// A child is started from its argv with execve, never through a shell, in its
-// own process group, with its own work directory:
+// A child is started from its argv, in its own process group, with a
+// directory of its own (procdir.go):
 //
-//	<work-dir>/<appId>/<executorId>/{stdout,stderr}   executors
-//	<work-dir>/drivers/<driverId>/{stdout,stderr}     drivers
+//	<work-dir>/<appId>/<executorId>/{stdout,stderr,...}   executors
+//	<work-dir>/drivers/<driverId>/{stdout,stderr,...}     drivers
 //
-// Log files are opened for appending, so a restarted supervised driver keeps
-// the output of its earlier runs. The directory of an app or a driver that no
-// longer runs here is removed once nothing in it changed for the cleanup TTL
-// (cleanup.go). A bare command name is looked up in the
-// child's PATH (absolute entries only); a relative path containing a slash is
-// resolved against the child's work directory.
+// holding what the worker writes for it (logs, the resources file), and
+// below it home/, the child's own: its working directory (and, with
+// --run-as, its HOME and TMPDIR). The child cannot change the directory
+// above its home, and the worker, root or not, opens nothing there but
+// through descriptors that follow no link (dirfd.go). Log files are opened
+// for appending, so a restarted supervised driver keeps the output of its
+// earlier runs. The directory of an app or a driver that no longer runs
+// here is removed once nothing in it changed for the cleanup TTL
+// (cleanup.go). A bare command name is looked up in the child's PATH
+// (absolute entries only; with --run-as, by /bin/sh as the child); a
+// relative path containing a slash is resolved against its home. Where the
+// child has a cgroup, or runs as a tenant (--run-as), /bin/sh execs the
+// program for it (gate.go).
 //
 // Children are started from one goroutine locked to its OS thread for the
 // life of the process, with Pdeathsig = SIGKILL: Linux sends the signal when

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"os/signal"
@@ -256,7 +257,23 @@ func (tw *testWorker) launchExecutor(appID string, execID int, argv []string) {
 	})
 }
 
-// execDir is an executor's work directory.
+// launchOf is the launch of executor execID of appID running argv with env
+// (helperEnvMap's entries added).
+func launchOf(appID string, execID int, argv []string, env map[string]string) wire.LaunchExecutor {
+	e := map[string]string{}
+	maps.Copy(e, helperEnvMap)
+	maps.Copy(e, env)
+	return wire.LaunchExecutor{Epoch: 5, AppID: appID, ExecutorID: execID,
+		Process: wire.Process{Command: argv, Env: e, Cores: 1, MemoryMB: 256}}
+}
+
+// driverLaunchOf is the launch of driver id running argv.
+func driverLaunchOf(id string, supervise bool, argv []string) wire.LaunchDriver {
+	return wire.LaunchDriver{Epoch: 5, DriverID: id, Supervise: supervise,
+		Process: wire.Process{Command: argv, Env: helperEnvMap, Cores: 1, MemoryMB: 256}}
+}
+
+// execDir is an executor's directory (its logs; its home below).
 func (tw *testWorker) execDir(appID string, execID int) string {
 	return filepath.Join(tw.Config().WorkDir, appID, strconv.Itoa(execID))
 }

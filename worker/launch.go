@@ -45,7 +45,7 @@ func (w *Worker) launchDriver(req *wire.LaunchDriver) error {
 		berth[wire.EnvToken] = req.Token // so the driver can register and manage its apps
 	}
 	if w.cfg.TLS != nil {
-		berth[wire.EnvTLSCAFile] = w.cfg.TLS.CAFile() // to verify the masters
+		berth[wire.EnvTLSCAFile] = filepath.Join(dir, caFile) // to verify the masters (writeProcFiles)
 	}
 	p := &proc{
 		kind: kindDriver, driverID: req.DriverID,

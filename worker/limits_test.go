@@ -78,7 +78,7 @@ func TestSetsidEscapeeDiesWithItsExecutor(t *testing.T) {
 	_, tw := startParallel(t, nil)
 	requireCgroups(t, tw)
 	tw.launchExecutor("app-esc", 0, []string{"/bin/sh", "-c", "setsid sh -c 'sleep 300 & echo $! > escapee.pid; wait' & echo pid $$; sleep 300"})
-	pidFile := filepath.Join(tw.execDir("app-esc", 0), "escapee.pid")
+	pidFile := filepath.Join(tw.execDir("app-esc", 0), homeDir, "escapee.pid")
 	var escapee int
 	testproc.Eventually(t, 10*time.Second, "the escapee's pid", func() bool {
 		data, _ := os.ReadFile(pidFile)

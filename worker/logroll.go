@@ -8,10 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
+	"time"
+
+	"github.com/berth-cluster/berth/wire"
 )
 
 // Log rolling (--log-max-size, --log-max-files; Spark's
@@ -22,40 +24,45 @@ import (
 // stdout.2, ... and the oldest beyond --log-max-files goes. The log API
 // reads across them (logReader), oldest first.
 
-// rollingLog is one stream's file, rolled by size.
+// rollingLog is one stream's file, rolled by size, in a process's
+// directory (procdir.go: only the worker may change it).
 type rollingLog struct {
-	path string
-	max  int64 // bytes per file
-	keep int   // rolled files kept besides path
-	gid  int   // group of new files (--run-as), -1 for none
+	dir  *dirHandle
+	name string // the stream's file name
+	max  int64  // bytes per file
+	keep int    // rolled files kept besides name
+	gid  int    // group of new files (--run-as), -1 for none
 	f    *os.File
 	size int64
 }
 
-// openRolling opens path for appending, rolling at max bytes.
-func openRolling(path string, max int64, keep, gid int) (*rollingLog, error) {
-	l := &rollingLog{path: path, max: max, keep: keep, gid: gid}
+// openRolling opens the stream's file name in dir for appending, rolling
+// at max bytes. It keeps a descriptor of dir of its own.
+func openRolling(dir *dirHandle, name string, max int64, keep, gid int) (*rollingLog, error) {
+	own, err := dir.reopen()
+	if err != nil {
+		return nil, err
+	}
+	l := &rollingLog{dir: own, name: name, max: max, keep: keep, gid: gid}
 	if err := l.open(); err != nil {
+		own.Close()
 		return nil, err
 	}
 	return l, nil
 }
 
 func (l *rollingLog) open() error {
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	f, err := l.dir.openFile(l.name, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
 	if err != nil {
 		return err
 	}
 	st, err := f.Stat()
+	if err == nil {
+		err = setOwner(f, l.gid, 0o640)
+	}
 	if err != nil {
 		f.Close()
 		return err
-	}
-	if l.gid >= 0 {
-		if err := f.Chown(0, l.gid); err != nil {
-			f.Close()
-			return err
-		}
 	}
 	l.f, l.size = f, st.Size()
 	return nil
@@ -90,62 +97,86 @@ func (l *rollingLog) Write(p []byte) (int, error) {
 			p = p[cut:]
 		}
 		if err := l.roll(); err != nil {
-			return written, fmt.Errorf("rolling %s: %w", l.path, err)
+			return written, fmt.Errorf("rolling %s in %s: %w", l.name, l.dir, err)
 		}
 	}
 	return written, nil
 }
 
-// roll shifts path.i to path.i+1 (dropping the oldest) and path to path.1.
+// roll shifts name.i to name.i+1 (dropping the oldest) and name to
+// name.1, all within the directory's descriptor.
 func (l *rollingLog) roll() error {
 	if err := l.f.Close(); err != nil {
 		return err
 	}
 	if l.keep == 0 {
-		if err := os.Remove(l.path); err != nil {
+		if err := l.dir.remove(l.name); err != nil {
 			return err
 		}
 		return l.open()
 	}
-	os.Remove(rolledName(l.path, l.keep))
+	_ = l.dir.remove(rolledName(l.name, l.keep))
 	for i := l.keep - 1; i >= 1; i-- {
-		if err := os.Rename(rolledName(l.path, i), rolledName(l.path, i+1)); err != nil && !os.IsNotExist(err) {
+		if err := l.dir.rename(rolledName(l.name, i), rolledName(l.name, i+1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}
-	if err := os.Rename(l.path, rolledName(l.path, 1)); err != nil {
+	if err := l.dir.rename(l.name, rolledName(l.name, 1)); err != nil {
 		return err
 	}
 	return l.open()
 }
 
-func (l *rollingLog) Close() error { return l.f.Close() }
+func (l *rollingLog) Close() error { return errors.Join(l.f.Close(), l.dir.Close()) }
 
-func rolledName(path string, i int) string { return path + "." + strconv.Itoa(i) }
+func rolledName(name string, i int) string { return name + "." + strconv.Itoa(i) }
 
 // logCopier copies a process's stdout and stderr pipes into their rolling
 // files; wait returns once both pipes are drained (every process holding
 // their write ends has exited) and the files are closed.
 type logCopier struct {
-	wg sync.WaitGroup
+	wg      sync.WaitGroup
+	readers []*os.File
 }
 
 func (c *logCopier) copy(r *os.File, l *rollingLog) {
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
+	c.readers = append(c.readers, r)
+	c.wg.Go(func() {
 		_, _ = io.Copy(l, r)
 		r.Close()
 		l.Close()
-	}()
+	})
 }
 
-func (c *logCopier) wait() { c.wg.Wait() }
+// drainGrace bounds how long a process's output is still copied once it
+// and its group were killed: a process that escaped both (where no cgroup
+// holds it) and kept the pipe open must not hold its end report forever.
+const drainGrace = 2 * time.Second
 
-// openLogStream opens a process's stream as one reader across its rolled
-// files, oldest first, limited to its last tail bytes (all when tail < 0).
-// It fails with fs.ErrNotExist when the stream has no file at all.
-func openLogStream(dir, stream string, tail int64) (io.Reader, func(), error) {
+// wait waits for the copies to end, for at most grace; then it closes the
+// pipes (a writer left gets EPIPE) and waits for the copies to stop.
+func (c *logCopier) wait(grace time.Duration) {
+	done := make(chan struct{})
+	go func() { c.wg.Wait(); close(done) }()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+		return
+	case <-t.C:
+	}
+	for _, r := range c.readers {
+		r.Close() // io.Copy returns: the pipe is non-blocking, so the poller wakes it
+	}
+	<-done
+}
+
+// openLogStream opens a process's stream in its directory dir as one
+// reader across its rolled files, oldest first, limited to its last tail
+// bytes (all when tail < 0). It fails with fs.ErrNotExist when the stream
+// has no file at all, and refuses a name that is not a file the worker
+// made (dirHandle.openFile).
+func openLogStream(dir *dirHandle, stream string, tail int64) (io.Reader, func(), error) {
 	var files []*os.File
 	var sizes []int64
 	closeAll := func() {
@@ -153,20 +184,15 @@ func openLogStream(dir, stream string, tail int64) (io.Reader, func(), error) {
 			f.Close()
 		}
 	}
-	base := filepath.Join(dir, stream)
-	paths := []string{base}
-	for i := 1; ; i++ { // rolled files are numbered without gaps
-		p := rolledName(base, i)
-		if _, err := os.Stat(p); err != nil {
-			break
-		}
-		paths = append(paths, p)
+	names := []string{stream}
+	for i := 1; dir.exists(rolledName(stream, i)); i++ { // rolled files are numbered without gaps
+		names = append(names, rolledName(stream, i))
 	}
-	slices.Reverse(paths)
-	for _, p := range paths {
-		f, err := os.Open(p)
+	slices.Reverse(names)
+	for _, name := range names {
+		f, err := dir.openFile(name, os.O_RDONLY, 0)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && p != base {
+			if errors.Is(err, fs.ErrNotExist) && name != stream {
 				continue // rolled away meanwhile
 			}
 			closeAll()
@@ -200,12 +226,12 @@ func openLogStream(dir, stream string, tail int64) (io.Reader, func(), error) {
 	return io.MultiReader(parts...), closeAll, nil
 }
 
-// pipeLogs routes cmd's stdout and stderr (files already opened in dir,
-// which it closes) through pipes into rolling files, when --log-max-size is
-// set; it returns the copier to wait for once the process ended (nil when
-// logs are not rolled), and what to close once cmd has started (the write
-// ends the child holds).
-func (w *Worker) pipeLogs(cmd *exec.Cmd, gid int) (*logCopier, []*os.File, error) {
+// pipeLogs routes cmd's stdout and stderr through pipes into rolling files
+// in the process's directory d, when --log-max-size is set; it returns the
+// copier to wait for once the process ended (nil when logs are not
+// rolled), and what to close once cmd has started (the write ends the
+// child holds).
+func (w *Worker) pipeLogs(cmd *exec.Cmd, d *procDir) (*logCopier, []*os.File, error) {
 	if w.cfg.LogMaxSize <= 0 {
 		return nil, nil, nil
 	}
@@ -215,13 +241,15 @@ func (w *Worker) pipeLogs(cmd *exec.Cmd, gid int) (*logCopier, []*os.File, error
 		for _, f := range childEnds {
 			f.Close()
 		}
+		for _, r := range c.readers {
+			r.Close()
+		}
 		return nil, nil, err
 	}
-	for _, out := range []*io.Writer{&cmd.Stdout, &cmd.Stderr} {
-		f := (*out).(*os.File)
-		l, err := openRolling(f.Name(), w.cfg.LogMaxSize, w.cfg.LogMaxFiles, gid)
+	for stream, out := range map[string]*io.Writer{wire.LogStdout: &cmd.Stdout, wire.LogStderr: &cmd.Stderr} {
+		l, err := openRolling(d.dirHandle, stream, w.cfg.LogMaxSize, w.cfg.LogMaxFiles, d.gid)
 		if err != nil {
-			return fail(fmt.Errorf("opening %s: %w", f.Name(), err))
+			return fail(fmt.Errorf("opening its %s: %w", stream, err))
 		}
 		r, wr, err := os.Pipe()
 		if err != nil {

@@ -13,7 +13,12 @@ import (
 
 func TestRollingLogRollsBySizeAndKeepsTheNewest(t *testing.T) {
 	dir := t.TempDir()
-	l, err := openRolling(filepath.Join(dir, "stdout"), 10, 2, -1)
+	d, err := openRootDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	l, err := openRolling(d, "stdout", 10, 2, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +40,7 @@ func TestRollingLogRollsBySizeAndKeepsTheNewest(t *testing.T) {
 			t.Errorf("%s: %q, want %q", name, data, want)
 		}
 	}
-	r, closeAll, err := openLogStream(dir, "stdout", -1)
+	r, closeAll, err := openLogStream(d, "stdout", -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +49,7 @@ func TestRollingLogRollsBySizeAndKeepsTheNewest(t *testing.T) {
 	if data != "line 09\nline 10\nline 11\n" {
 		t.Errorf("read across the files: %q", data)
 	}
-	r, closeAll, _ = openLogStream(dir, "stdout", 12)
+	r, closeAll, _ = openLogStream(d, "stdout", 12)
 	data, _ = readAll(r)
 	closeAll()
 	if data != " 10\nline 11\n" {

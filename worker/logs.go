@@ -5,7 +5,6 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"path/filepath"
 	"strconv"
 
 	"github.com/berth-cluster/berth/internal/httpx"
@@ -29,7 +28,7 @@ func (w *Worker) handleExecutorLog(rw http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(rw, http.StatusBadRequest, "executorId %q is not a non-negative integer", execID)
 		return
 	}
-	w.serveLog(rw, r, filepath.Join(w.cfg.WorkDir, appID, execID), "executor "+execID+" of app "+appID)
+	w.serveLog(rw, r, []string{appID, execID}, "executor "+execID+" of app "+appID)
 }
 
 func (w *Worker) handleDriverLog(rw http.ResponseWriter, r *http.Request) {
@@ -38,12 +37,14 @@ func (w *Worker) handleDriverLog(rw http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(rw, http.StatusBadRequest, "%v", err)
 		return
 	}
-	w.serveLog(rw, r, filepath.Join(w.cfg.WorkDir, driversDir, id), "driver "+id)
+	w.serveLog(rw, r, []string{driversDir, id}, "driver "+id)
 }
 
-// serveLog writes the stream named in the path of r from dir, as plain text;
-// ?tail=N limits it to its last N bytes.
-func (w *Worker) serveLog(rw http.ResponseWriter, r *http.Request, dir, what string) {
+// serveLog writes the stream named in the path of r from the process's
+// directory rel (relDir's names under the work directory), as plain text;
+// ?tail=N limits it to its last N bytes. Only files the worker made are
+// served (openLogStream): a link planted there is refused, not followed.
+func (w *Worker) serveLog(rw http.ResponseWriter, r *http.Request, rel []string, what string) {
 	stream := r.PathValue("stream")
 	tail, err := wire.ParseLogTail(r.URL.Query().Get(wire.LogTailParam))
 	if err = errors.Join(wire.CheckLogStream(stream), err); err != nil {
@@ -51,9 +52,20 @@ func (w *Worker) serveLog(rw http.ResponseWriter, r *http.Request, dir, what str
 		return
 	}
 	// Across the rolled files, oldest first (--log-max-size).
-	body, closeAll, err := openLogStream(dir, stream, tail)
+	dir, err := w.openProcDirToRead(rel...)
+	var body io.Reader
+	closeAll := func() {}
+	if err == nil {
+		body, closeAll, err = openLogStream(dir, stream, tail)
+		dir.Close()
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		httpx.WriteErr(rw, httpx.Coded(http.StatusNotFound, wire.CodeUnknownProcess, "no %s for %s on this worker", stream, what))
+		return
+	}
+	if errors.Is(err, errNotOurs) {
+		w.log.Warn("refused to serve a log that is not the worker's file", "of", what, "stream", stream, "err", err)
+		httpx.WriteErr(rw, httpx.Coded(http.StatusForbidden, wire.CodeForbidden, "the %s of %s is not a file this worker made: refused", stream, what))
 		return
 	}
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -156,10 +155,10 @@ func (p *proc) needsResourcesFile() bool {
 	return p.resources != nil || slices.ContainsFunc(p.argv, func(arg string) bool { return strings.Contains(arg, path) })
 }
 
-// writeResourcesFile writes the process's resources in Spark's
-// resources-file format (a list of ResourceAllocation):
+// resourcesFileContent is a process's resources in Spark's resources-file
+// format (a list of ResourceAllocation):
 // [{"id":{"componentName":"berth.executor","resourceName":"gpu"},"addresses":["0"]}].
-func writeResourcesFile(dir, component string, g wire.ResourceGrants) (string, error) {
+func resourcesFileContent(component string, g wire.ResourceGrants) ([]byte, error) {
 	type id struct {
 		ComponentName string `json:"componentName"`
 		ResourceName  string `json:"resourceName"`
@@ -179,12 +178,5 @@ func writeResourcesFile(dir, component string, g wire.ResourceGrants) (string, e
 		list = append(list, allocation{ID: id{component, name}, Addresses: g[name].Addresses, Share: g[name].Share})
 	}
 	data, err := json.Marshal(list)
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, resourcesFile)
-	if err := os.WriteFile(path, append(data, '\n'), 0o640); err != nil {
-		return "", fmt.Errorf("writing its resources file: %w", err)
-	}
-	return path, nil
+	return append(data, '\n'), err
 }

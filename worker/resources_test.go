@@ -45,12 +45,10 @@ func TestResourceEnvAndFile(t *testing.T) {
 	if !reflect.DeepEqual(env, want) {
 		t.Errorf("env %v, want %v", env, want)
 	}
-	dir := t.TempDir()
-	path, err := writeResourcesFile(dir, "berth.executor", wire.ResourceGrants{"gpu": {Addresses: []string{"0", "1"}}})
+	data, err := resourcesFileContent("berth.executor", wire.ResourceGrants{"gpu": {Addresses: []string{"0", "1"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ := os.ReadFile(path)
 	var file []struct {
 		ID        struct{ ComponentName, ResourceName string } `json:"id"`
 		Addresses []string                                     `json:"addresses"`

@@ -3,69 +3,65 @@ package worker
 import (
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
-// With --run-as USER the worker, itself root, runs every executor and
-// driver as USER, and keeps tenants apart with a group per tenant: each
-// app and each driver gets a gid of its own (from tenantGIDBase up, no
-// /etc/group entry needed) as its process's only group, root's
-// supplementary groups dropped. The directories:
+// With --run-as dynamic the worker, itself root, runs every app's
+// executors and every driver under an identity of its own: a uid and a gid
+// (the same number, from tenantIDBase up, with no /etc/passwd entry, as
+// systemd's DynamicUser and Nomad's dynamic workload users do), no
+// supplementary groups. Processes of two apps, or of an app and a driver,
+// thus cannot signal or trace each other, read each other's environment
+// (/proc/PID/environ: a driver's BERTH_TOKEN), files or homes, or move
+// into each other's cgroups (whose files stay root's). An app's executors
+// on one worker share its identity.
 //
-//	work/               root, 0711: reachable by path, not listable
-//	work/APP/           root:GID(APP), 0750: only APP's executors enter it
-//	work/APP/N/         root:GID(APP), 0770: executor N's
-//	work/drivers/       root, 0711
-//	work/drivers/D/     root:GID(D), 0770: driver D's
-//	stdout, stderr      root:GID, 0640: written through the descriptors
-//	                    the worker opened, readable by the tenant
-//
-// All tenants share USER's uid, so what keeps one out of another's files is
-// the directory it cannot enter (its group is not theirs). The worker's
-// credentials (its secret file, its TLS key) are root's; no child runs as
-// root, and no child's environment holds them. Without --run-as, a worker
-// running as root runs its tenants as root, and says so when it starts.
+// The identity is kept on the app's (or driver's) directory as its group,
+// so a relaunch, or a restarted worker, finds it again. A new app gets the
+// next number after the last given out, not the lowest free one: a number
+// comes back only after the whole range went round, long after whatever
+// the old app left in /tmp is gone. The directories are laid out in
+// procdir.go.
 
-// tenantGIDBase is the first gid given to tenants; tenantGIDs of them.
+// tenantIDBase is the first uid and gid given to an app or a driver;
+// tenantIDs of them.
 const (
-	tenantGIDBase = 2_000_000_000
-	tenantGIDs    = 100_000_000
+	tenantIDBase = 2_000_000_000
+	tenantIDs    = 100_000_000
 )
 
-// runAs is the user tenant processes run as, and the gids of the tenants.
-type runAs struct {
-	name string
-	uid  uint32
-	home string
+// runAsDynamic is the one value --run-as takes.
+const runAsDynamic = "dynamic"
 
-	mu   sync.Mutex
-	used map[uint32]bool // gids of the tenant directories present
+// identity is the uid and gid of an app's or a driver's processes.
+type identity struct{ uid, gid uint32 }
+
+// runAs hands out identities.
+type runAs struct {
+	mu      sync.Mutex
+	used    map[uint32]bool // ids of the directories present
+	next    uint32          // the next id to try
+	scanned bool
 }
 
-// resolveRunAs looks USER (a name or a numeric uid) up. A worker that is
-// not root can run processes as itself only.
+// resolveRunAs checks --run-as. A shared user for every tenant is refused:
+// with one uid they could signal, trace and read each other.
 func resolveRunAs(spec string) (*runAs, error) {
-	if spec == "" {
+	switch spec {
+	case "":
 		return nil, nil
-	}
-	u, err := user.Lookup(spec)
-	if err != nil {
-		if u, err = user.LookupId(spec); err != nil {
-			return nil, fmt.Errorf("--run-as %q: no such user", spec)
-		}
-	}
-	uid, err := strconv.ParseUint(u.Uid, 10, 32)
-	if err != nil {
-		return nil, fmt.Errorf("--run-as %q: uid %q is not a number", spec, u.Uid)
+	case runAsDynamic:
+	default:
+		return nil, fmt.Errorf("--run-as %q: want %q (a uid and gid of its own for each app and driver); one user for every tenant would let each signal, trace and read the environment of the others", spec, runAsDynamic)
 	}
 	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("--run-as %q: the worker runs as uid %d, not root, so it cannot start processes as another user or give them groups", spec, os.Geteuid())
+		return nil, fmt.Errorf("--run-as %s: the worker runs as uid %d, not root, so it cannot start processes as other users", spec, os.Geteuid())
 	}
-	return &runAs{name: u.Username, uid: uint32(uid), home: u.HomeDir, used: map[uint32]bool{}}, nil
+	return &runAs{used: map[uint32]bool{}, next: tenantIDBase}, nil
 }
 
 // checkReachable refuses a work directory the tenants could not reach: a
@@ -78,10 +74,10 @@ func (r *runAs) checkReachable(workDir string) error {
 	for d := filepath.Dir(workDir); ; d = filepath.Dir(d) {
 		fi, err := os.Stat(d)
 		if err != nil {
-			return fmt.Errorf("--run-as %s: --work-dir %s: %w", r.name, workDir, err)
+			return fmt.Errorf("--run-as: --work-dir %s: %w", workDir, err)
 		}
 		if fi.Mode().Perm()&0o001 == 0 {
-			return fmt.Errorf("--run-as %s: --work-dir %s is out of its reach: %s is %v (others need x)", r.name, workDir, d, fi.Mode().Perm())
+			return fmt.Errorf("--run-as: --work-dir %s is out of the tenants' reach: %s is %v (others need x)", workDir, d, fi.Mode().Perm())
 		}
 		if d == filepath.Dir(d) {
 			return nil
@@ -89,90 +85,101 @@ func (r *runAs) checkReachable(workDir string) error {
 	}
 }
 
-// credential is the SysProcAttr credential of a process of the tenant
-// whose group is gid (nil without --run-as: the worker's own user).
-func (r *runAs) credential(gid uint32) *syscall.Credential {
+// credential is the SysProcAttr credential of a process of identity id
+// (nil without --run-as: the worker's own user).
+func (r *runAs) credential(id identity) *syscall.Credential {
 	if r == nil {
 		return nil
 	}
-	return &syscall.Credential{Uid: r.uid, Gid: gid, Groups: []uint32{}}
+	return &syscall.Credential{Uid: id.uid, Gid: id.gid, Groups: []uint32{}}
 }
 
-// prepare gives a process's directory dir (under workDir) and its logs to
-// its tenant, whose directory is tenantDir (dir's parent for an executor,
-// dir itself for a driver); it returns the tenant's gid. A tenant keeps the
-// gid its directory has (a relaunch, a restarted worker); a new one gets a
-// gid no tenant directory has.
-func (r *runAs) prepare(workDir, tenantDir, dir string, logs ...string) (uint32, error) {
-	if r == nil {
-		return 0, nil
-	}
-	gid, err := r.gidOf(workDir, tenantDir)
-	if err != nil {
-		return 0, err
-	}
-	for d := filepath.Dir(tenantDir); ; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o711); err != nil {
-			return 0, fmt.Errorf("--run-as: %w", err)
-		}
-		if d == workDir || d == filepath.Dir(d) {
-			break
-		}
-	}
-	set := func(path string, mode os.FileMode) error {
-		if err := os.Lchown(path, 0, int(gid)); err != nil {
-			return fmt.Errorf("--run-as: %s to group %d: %w", path, gid, err)
-		}
-		return os.Chmod(path, mode)
-	}
-	if tenantDir != dir {
-		if err := set(tenantDir, 0o750); err != nil {
-			return 0, err
-		}
-	}
-	if err := set(dir, 0o770); err != nil {
-		return 0, err
-	}
-	for _, l := range logs {
-		if err := set(l, 0o640); err != nil {
-			return 0, err
-		}
-	}
-	return gid, nil
-}
-
-// gidOf is tenantDir's gid: the one it has, or a new one.
-func (r *runAs) gidOf(workDir, tenantDir string) (uint32, error) {
+// claim gives the open tenant directory tenant (an app's or a driver's,
+// in the work directory root) to its identity: the one its group already
+// names, or the next free one; it returns that identity. Launches of one
+// app claim under one lock, so they all find the same.
+func (r *runAs) claim(root, tenant *dirHandle) (identity, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.used) == 0 {
-		r.scan(workDir)
+	var st unix.Stat_t
+	if err := unix.Fstat(tenant.fd(), &st); err != nil {
+		return identity{}, err
 	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(tenantDir, &st); err == nil && st.Gid >= tenantGIDBase && st.Gid < tenantGIDBase+tenantGIDs {
-		r.used[st.Gid] = true
-		return st.Gid, nil
-	}
-	for g := uint32(tenantGIDBase); g < tenantGIDBase+tenantGIDs; g++ {
-		if !r.used[g] {
-			r.used[g] = true
-			return g, nil
+	id := st.Gid
+	if !isTenantID(id) {
+		var err error
+		if id, err = r.allocate(root); err != nil {
+			return identity{}, err
 		}
 	}
-	return 0, fmt.Errorf("--run-as: all %d tenant groups are taken", tenantGIDs)
+	r.used[id] = true
+	if err := setOwner(tenant.f, int(id), 0o750); err != nil {
+		return identity{}, fmt.Errorf("giving %s to its group %d: %w", tenant, id, err)
+	}
+	return identity{uid: id, gid: id}, nil
 }
 
-// scan notes the gids of the tenant directories already in workDir (left
-// by an earlier run), so that no new tenant gets one.
-func (r *runAs) scan(workDir string) {
-	r.used[0] = true // never a tenant's; keeps the map non-empty once scanned
-	for _, pattern := range []string{"*", filepath.Join(driversDir, "*")} {
-		matches, _ := filepath.Glob(filepath.Join(workDir, pattern))
-		for _, m := range matches {
-			var st syscall.Stat_t
-			if syscall.Stat(m, &st) == nil {
-				r.used[st.Gid] = true
-			}
+func isTenantID(id uint32) bool { return id >= tenantIDBase && id < tenantIDBase+tenantIDs }
+
+// allocate returns the next id no tenant directory has. The caller holds
+// r.mu.
+func (r *runAs) allocate(root *dirHandle) (uint32, error) {
+	if !r.scanned {
+		r.scan(root)
+	}
+	for range tenantIDs {
+		id := r.next
+		r.next++
+		if r.next >= tenantIDBase+tenantIDs {
+			r.next = tenantIDBase
+			r.scan(root) // round again: only what is on disk now is taken
+		}
+		if !r.used[id] {
+			return id, nil
 		}
 	}
+	return 0, fmt.Errorf("--run-as: all %d tenant ids are taken", tenantIDs)
+}
+
+// scan notes the ids of the tenant directories in the work directory (an
+// earlier run's too) and moves the next id past the highest. The caller
+// holds r.mu.
+func (r *runAs) scan(root *dirHandle) {
+	r.scanned = true
+	clear(r.used)
+	highest := uint32(0)
+	note := func(d *dirHandle, name string) {
+		var st unix.Stat_t
+		if unix.Fstatat(d.fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && isTenantID(st.Gid) {
+			r.used[st.Gid] = true
+			highest = max(highest, st.Gid)
+		}
+	}
+	for _, name := range dirNames(root) {
+		note(root, name)
+	}
+	if drivers, err := root.sub(driversDir, false, 0); err == nil {
+		for _, name := range dirNames(drivers) {
+			note(drivers, name)
+		}
+		drivers.Close()
+	}
+	if highest > 0 && r.next <= highest {
+		r.next = highest + 1
+		if r.next >= tenantIDBase+tenantIDs {
+			r.next = tenantIDBase
+		}
+	}
+}
+
+// dirNames lists d's entries (read through a descriptor of its own, so d's
+// offset is left alone).
+func dirNames(d *dirHandle) []string {
+	dup, err := d.reopen()
+	if err != nil {
+		return nil
+	}
+	defer dup.Close()
+	names, _ := dup.f.Readdirnames(-1)
+	return names
 }

@@ -27,10 +27,10 @@ func startProcess(ctx context.Context, cmd *exec.Cmd, started func(pid int)) err
 // sysProcAttr puts a child in its own process group (so that a kill reaches
 // what it started, and a Ctrl-C at the worker's terminal does not) and, on
 // Linux, has the kernel SIGKILL it when the worker dies: see spawn.Attr.
-// With --run-as, it runs as that user in its tenant's group gid.
-func (w *Worker) sysProcAttr(gid uint32) *syscall.SysProcAttr {
+// With --run-as, it runs as its app's or driver's identity id.
+func (w *Worker) sysProcAttr(id identity) *syscall.SysProcAttr {
 	a := spawn.Attr()
-	a.Credential = w.cfg.runAs.credential(gid)
+	a.Credential = w.cfg.runAs.credential(id)
 	return a
 }
 

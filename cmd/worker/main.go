@@ -36,8 +36,9 @@ the process's stdout and stderr files.
 Children are started from their argv, never through a shell. They do NOT
 inherit the worker's environment, only PATH, HOME, TMPDIR and LANG, plus the
 BERTH_* variables (app, executor or driver id, cores, memory, worker id and
-host, master list; drivers also get BERTH_SECRET), plus the env of the launch
-request, which wins. If the worker dies, even by SIGKILL, its children get
+host, master list; a driver also gets BERTH_TOKEN, a credential of its own
+for its apps, never the cluster's secret), plus the env of the launch
+request; the BERTH_* variables win over it. If the worker dies, even by SIGKILL, its children get
 SIGKILL.
 
 A master failure never kills a child: the worker looks for the new leader
@@ -76,13 +77,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&cli.StringFlag{Name: "id", Usage: "worker id (default: worker-YYYYMMDDhhmmss-host-port)", EnvVars: env("NODE_ID")},
 			&cli.StringFlag{Name: "cores", Usage: fmt.Sprintf("cores offered to the master, 1 to %d (default: the machine's, %d)", wire.MaxCores, runtime.NumCPU()), EnvVars: env("CORES")},
 			&cli.StringFlag{Name: "memory", Usage: "memory offered to the master, e.g. 512m, 2g (default: the machine's memory minus 1g, at least 1g)", EnvVars: env("MEMORY")},
-			&cli.StringFlag{Name: "log-max-size", Usage: "roll each executor's and driver's stdout and stderr at this size (e.g. 128m; 0: one file, unbounded)", EnvVars: env("LOG_MAX_SIZE")},
-			&cli.IntFlag{Name: "log-max-files", Value: 5, Usage: "rolled log files kept besides the current one, with --log-max-size", EnvVars: env("LOG_MAX_FILES")},
+			&cli.StringFlag{Name: "log-max-size", Value: "10m", Usage: "roll each executor's and driver's stdout and stderr at this size (0: one file each, unbounded)", EnvVars: env("LOG_MAX_SIZE")},
+			&cli.IntFlag{Name: "log-max-files", Value: worker.DefaultLogMaxFiles, Usage: "rolled log files kept besides the current one: with the defaults at most 100 MiB per stream, 200 MiB per process", EnvVars: env("LOG_MAX_FILES")},
 			&cli.StringSliceFlag{Name: "resource", Usage: "a custom resource offered to executors and drivers (repeatable): NAME=COUNT (addresses 0 to COUNT-1) or NAME:discovery=PATH (a script printing {\"name\":\"gpu\",\"addresses\":[\"0\",\"1\"]})", EnvVars: env("RESOURCES")},
 			&cli.IntFlag{Name: "pids-limit", Value: 4096, Usage: "processes each executor and driver may have (its cgroup's pids.max)", EnvVars: env("PIDS_LIMIT")},
 			&cli.DurationFlag{Name: "drain-deadline", Usage: "on SIGTERM, drain first: the master places nothing new here and what runs has this long to end before it is killed and replaced elsewhere (0: kill at once)", EnvVars: env("DRAIN_DEADLINE")},
-			&cli.IntFlag{Name: "max-connections", Usage: "open API connections; more wait to be accepted (0: three quarters of the file descriptor limit)", EnvVars: env("MAX_CONNECTIONS")},
-			&cli.StringFlag{Name: "run-as", Usage: "user (name or uid) that executors and drivers run as, without supplementary groups, each in a directory of its own (the worker must be root); unset: the worker's user", EnvVars: env("RUN_AS")},
+			&cli.IntFlag{Name: "max-connections", Usage: "open API connections; at the cap a new one closes the oldest idle one, or, if all are serving requests, takes one of a few reserve connections that answer only /healthz (503 otherwise); beyond those, more wait to be accepted (0: three quarters of the file descriptor limit)", EnvVars: env("MAX_CONNECTIONS")},
+			&cli.StringFlag{Name: "run-as", Usage: "'dynamic': run each app's executors and each driver as a uid and gid of its own (from 2000000000 up, no supplementary groups, a home of its own), so that tenants cannot signal, trace or read each other (the worker must be root); unset: the worker's own user", EnvVars: env("RUN_AS")},
 			&cli.StringFlag{Name: "work-dir", Value: "./work", Usage: "directory of the children's work directories and logs; created if missing", EnvVars: env("WORK_DIR")},
 			&cli.DurationFlag{Name: "kill-grace", Value: worker.DefaultKillGrace, Usage: "time between SIGTERM and SIGKILL when killing a child", EnvVars: env("KILL_GRACE")},
 			&cli.DurationFlag{Name: "cleanup-ttl", Value: worker.DefaultCleanupTTL, Usage: "remove the directory (and logs) of an app or driver that no longer runs here once nothing in it changed for this long; 0 keeps them for ever", EnvVars: env("CLEANUP_TTL")},
@@ -199,15 +200,15 @@ func configFrom(c *cli.Context, stderr io.Writer) (worker.Config, *slog.Logger, 
 	} else {
 		cfg.Resources = res
 	}
-	if s := c.String("log-max-size"); s != "" && s != "0" {
+	switch s := c.String("log-max-size"); s {
+	case "0":
+		cfg.LogMaxSize = -1 // one file, unbounded: asked for
+	default:
 		if mb, err := units.ParseMemoryMB(s); err != nil {
 			errs = append(errs, fmt.Errorf("--log-max-size: %w", err))
 		} else {
 			cfg.LogMaxSize = int64(mb) << 20
 		}
-	}
-	if n := c.Int("log-max-files"); n < 0 {
-		errs = append(errs, fmt.Errorf("--log-max-files %d: must not be negative", n))
 	}
 	if s := c.String("memory"); s != "" {
 		mb, err := units.ParseMemoryMB(s)
