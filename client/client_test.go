@@ -52,7 +52,7 @@ func TestRedirectToLeaderKeepsSecret(t *testing.T) {
 		httpx.WriteJSON(w, 200, wire.Submitted{ID: "app-1"})
 	})
 	follower := newFakeMaster(t, secret, func(w http.ResponseWriter, r *http.Request) {
-		httpx.WriteErr(w, &httpx.StatusError{Status: 307, Message: "not the leader", Leader: leader.URL()})
+		httpx.WriteErr(w, r, &httpx.StatusError{Status: 307, Message: "not the leader", Leader: leader.URL()})
 	})
 	c := newTestClient(t, []string{follower.URL()}, secret)
 

@@ -208,7 +208,7 @@ func TestEventsLeaveAFrozenMaster(t *testing.T) {
 		case 1:
 			// A follower that no longer hears from the frozen leader
 			// names none while the others elect one.
-			httpx.WriteErr(w, &httpx.StatusError{Status: http.StatusServiceUnavailable, Code: wire.CodeNoLeader, Message: "no leader"})
+			httpx.WriteErr(w, r, &httpx.StatusError{Status: http.StatusServiceUnavailable, Code: wire.CodeNoLeader, Message: "no leader"})
 		case 2:
 			w.WriteHeader(http.StatusServiceUnavailable) // electing
 		default:
@@ -244,10 +244,10 @@ func TestRedirectFollowedToARecentlyRefusingMaster(t *testing.T) {
 	var restarted atomic.Bool
 	follower := newFakeMaster(t, "", func(w http.ResponseWriter, r *http.Request) {
 		if !restarted.Load() {
-			httpx.WriteErr(w, &httpx.StatusError{Status: http.StatusServiceUnavailable, Code: wire.CodeNoLeader, Message: "no leader"})
+			httpx.WriteErr(w, r, &httpx.StatusError{Status: http.StatusServiceUnavailable, Code: wire.CodeNoLeader, Message: "no leader"})
 			return
 		}
-		httpx.WriteErr(w, &httpx.StatusError{Status: http.StatusTemporaryRedirect, Code: wire.CodeNotLeader, Message: "not the leader", Leader: leaderURL})
+		httpx.WriteErr(w, r, &httpx.StatusError{Status: http.StatusTemporaryRedirect, Code: wire.CodeNotLeader, Message: "not the leader", Leader: leaderURL})
 	})
 	c := newTestClient(t, []string{leaderURL, follower.URL()}, "")
 	done := make(chan error, 1)

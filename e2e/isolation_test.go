@@ -105,6 +105,14 @@ func TestTenantsCannotReachRootOrEachOther(t *testing.T) {
 		passwd.Untouched(t)
 	})
 
+	t.Run("terminal escapes in a name", func(t *testing.T) {
+		_, err := cl.c.RegisterApp(callCtx(t, 20*time.Second), wire.AppDescription{Name: "\x1b]0;pwned\x07\x1b[2J", Command: []string{"/bin/true"},
+			MaxCores: 1, CoresPerExecutor: 1, MemoryPerExecutorMB: 64})
+		if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "name") {
+			t.Errorf("an app named with escapes: %v, want a 400 naming the field", err)
+		}
+	})
+
 	t.Run("escaping a kill into another's cgroup, signalling another", func(t *testing.T) {
 		victim, err := cl.c.SubmitDriver(callCtx(t, 20*time.Second), wire.DriverDescription{Cores: 1, MemoryMB: 64,
 			Command: []string{"/bin/sh", "-c", "echo $$; exec sleep 600"}})

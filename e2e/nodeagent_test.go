@@ -160,14 +160,14 @@ func escapeScript(marker string) string {
 	return "setsid sh -c 'sleep 600 " + marker[:2] + `""` + marker[2:] + " & echo $! > escapee.pid' & "
 }
 
-// waitEscapee waits for the pid in dir/escapee.pid, checks that it is the
+// waitEscapee waits for the pid in dir/home/escapee.pid, checks that it is the
 // process carrying marker and that it did leave the session (so the process
 // group) of the process that started it, parentPid, and returns it.
 func waitEscapee(t *testing.T, dir, marker string, parentPid int) int {
 	t.Helper()
 	var pid int
 	testproc.Eventually(t, 10*time.Second, "the escapee's pid in "+dir, func() error {
-		data, err := os.ReadFile(filepath.Join(dir, "escapee.pid"))
+		data, err := os.ReadFile(filepath.Join(dir, "home", "escapee.pid")) // the process's working directory
 		if err != nil {
 			return err
 		}

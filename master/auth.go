@@ -30,7 +30,7 @@ func (m *Master) authorize(mux *http.ServeMux) http.Handler {
 			return v.(string), nil
 		},
 		Scope: m.scope,
-		UI:    true,
+		UI:    m.sessions,
 	})
 }
 

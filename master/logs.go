@@ -18,7 +18,7 @@ import (
 func (m *Master) driverLogs(w http.ResponseWriter, r *http.Request) {
 	id, stream := r.PathValue("id"), r.PathValue("stream")
 	if err := errors.Join(checkID("driver id", id), checkStream(stream)); err != nil {
-		httpx.WriteErr(w, badRequest("%v", err))
+		httpx.WriteErr(w, r, badRequest("%v", err))
 		return
 	}
 	m.proxyLogs(w, r, func(c *core) (string, error) {
@@ -31,7 +31,7 @@ func (m *Master) executorLogs(w http.ResponseWriter, r *http.Request) {
 	id, stream := r.PathValue("id"), r.PathValue("stream")
 	execID, err := checkExecutorID(r.PathValue("executorId"))
 	if err = errors.Join(checkID("app id", id), err, checkStream(stream)); err != nil {
-		httpx.WriteErr(w, badRequest("%v", err))
+		httpx.WriteErr(w, r, badRequest("%v", err))
 		return
 	}
 	m.proxyLogs(w, r, func(c *core) (string, error) {
@@ -43,7 +43,7 @@ func (m *Master) executorLogs(w http.ResponseWriter, r *http.Request) {
 func (m *Master) proxyLogs(w http.ResponseWriter, r *http.Request, target func(c *core) (string, error)) {
 	tail, err := wire.ParseLogTail(r.URL.Query().Get(wire.LogTailParam))
 	if err != nil {
-		httpx.WriteErr(w, badRequest("%v", err))
+		httpx.WriteErr(w, r, badRequest("%v", err))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
@@ -55,7 +55,7 @@ func (m *Master) proxyLogs(w http.ResponseWriter, r *http.Request, target func(c
 			respond(w, r, nil, se) // the lookup's (a 404, a redirect) or the worker's
 			return
 		}
-		httpx.WriteErr(w, httpx.Coded(http.StatusBadGateway, wire.CodeWorkerUnreachable, "worker unreachable: %v", err))
+		httpx.WriteErr(w, r, httpx.Coded(http.StatusBadGateway, wire.CodeWorkerUnreachable, "worker unreachable: %v", err))
 		return
 	}
 	defer resp.Body.Close()

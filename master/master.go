@@ -39,6 +39,10 @@ type Master struct {
 	members Membership
 	// peers asks the other masters for their Raft figures (the UI's list).
 	peers peerFigures
+	// leaderClient asks the leader for what a follower cannot write.
+	leaderClient peerClient
+	// sessions are the web UI's (sessions.go).
+	sessions *httpx.UISessions
 }
 
 // Membership is what a replicated engine offers for managing the set of
@@ -69,6 +73,7 @@ func New(cfg Config, engine persistence.Engine, agent election.Agent, log *slog.
 	if mem, ok := engine.(Membership); ok {
 		m.members = mem
 	}
+	m.sessions = m.newSessions()
 	m.out = newOutbox(cfg.workerClient(cfg.CommandTimeout), log, func(workerID string, cmd workerCommand, err error) {
 		m.post(func(c *core) { c.commandFailed(workerID, cmd, err) })
 	})

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
-	"github.com/berth-cluster/berth/security"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -38,7 +37,7 @@ func (m *Master) withRaftFigures(ctx context.Context, cs *wire.ClusterStatus) {
 	if len(cs.Masters) == 0 {
 		return
 	}
-	client := m.peers.clientFor(m.cfg)
+	client := m.peers.client.get(m.cfg, peerAskTimeout)
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, peerAskTimeout)
 	defer cancel()
@@ -80,20 +79,9 @@ const (
 // connections are reused from page to page) and the masters that did not
 // answer lately. Its zero value is ready.
 type peerFigures struct {
-	once   sync.Once
-	client *httpx.Client
+	client peerClient
 	mu     sync.Mutex
 	rest   map[string]time.Time // master id → not asked before then
-}
-
-func (p *peerFigures) clientFor(cfg Config) *httpx.Client {
-	p.once.Do(func() {
-		p.client = httpx.NewClient(cfg.Secret, peerAskTimeout)
-		if cfg.TLS != nil {
-			p.client = httpx.NewClient("", peerAskTimeout).WithTLS(cfg.TLS.ClientConfig(security.RoleMaster))
-		}
-	})
-	return p.client
 }
 
 func (p *peerFigures) resting(id string, now time.Time) bool {

@@ -86,6 +86,7 @@ func (m *Master) Handler() http.Handler {
 	serve(mux, api.JoinMaster, validateJoin, m.join)
 	serve(mux, api.LeaveMaster, validateLeave, m.leave)
 	serve(mux, api.RaftStatus, nil, m.serveRaftStatus)
+	serve(mux, api.EndUISession, nil, m.serveEndSession)
 	mux.Handle(api.Metrics.Mux(), m.metricsHandler())
 	m.mountUI(mux)
 	return m.core.metrics.instrument(mux, m.authorize(mux))
@@ -154,13 +155,7 @@ func respond(w http.ResponseWriter, r *http.Request, v any, err error) {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			err = httpx.Coded(http.StatusServiceUnavailable, wire.CodeNoLeader, "request abandoned: %v", err)
 		}
-		var se *httpx.StatusError
-		if errors.As(err, &se) && se.Status == http.StatusTemporaryRedirect && se.Leader != "" {
-			w.Header().Set("Location", strings.TrimSuffix(se.Leader, "/")+r.URL.RequestURI())
-			httpx.WriteJSON(w, se.Status, wire.Error{Error: se.Message, Leader: se.Leader, Code: se.Code})
-			return
-		}
-		httpx.WriteErr(w, err)
+		httpx.WriteErr(w, r, err)
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, v)
@@ -175,7 +170,7 @@ func decode[T any](w http.ResponseWriter, r *http.Request, check func(T) error) 
 		err = check(v)
 	}
 	if err != nil {
-		httpx.WriteErr(w, err)
+		httpx.WriteErr(w, r, err)
 		return v, false
 	}
 	return v, true
@@ -188,7 +183,7 @@ func submit[T any](m *Master, w http.ResponseWriter, r *http.Request, validate f
 	create func(c *core, desc T, idem keyed, reply func(any, error))) {
 	key, err := checkIdempotencyKey(r.Header.Values(wire.IdempotencyKeyHeader))
 	if err != nil {
-		httpx.WriteErr(w, err)
+		httpx.WriteErr(w, r, err)
 		return
 	}
 	desc, ok := decode(w, r, validate)
@@ -207,7 +202,7 @@ func submit[T any](m *Master, w http.ResponseWriter, r *http.Request, validate f
 func (m *Master) readyz(w http.ResponseWriter, r *http.Request) {
 	if m.lease.leading.Load() {
 		if err := m.lease.confirm(r.Context()); err != nil {
-			httpx.WriteErr(w, httpx.Coded(http.StatusServiceUnavailable, wire.CodeNoLeader, "master could not confirm it leads: %v", err))
+			httpx.WriteErr(w, r, httpx.Coded(http.StatusServiceUnavailable, wire.CodeNoLeader, "master could not confirm it leads: %v", err))
 			return
 		}
 	}
@@ -217,7 +212,7 @@ func (m *Master) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if status := v.(wire.MasterStatus); status != wire.MasterAlive {
-		httpx.WriteErr(w, httpx.Coded(http.StatusServiceUnavailable, wire.CodeNoLeader, "master is %s, not ALIVE", status))
+		httpx.WriteErr(w, r, httpx.Coded(http.StatusServiceUnavailable, wire.CodeNoLeader, "master is %s, not ALIVE", status))
 		return
 	}
 	io.WriteString(w, "ALIVE\n")
@@ -230,12 +225,12 @@ func (m *Master) readyz(w http.ResponseWriter, r *http.Request) {
 func (m *Master) getCluster(w http.ResponseWriter, r *http.Request) {
 	completed, err := parseBoolParam(wire.ClusterCompletedParam, r.URL.Query().Get(wire.ClusterCompletedParam))
 	if err != nil {
-		httpx.WriteErr(w, err)
+		httpx.WriteErr(w, r, err)
 		return
 	}
 	workers, err := parseBoolParam(wire.ClusterWorkersParam, r.URL.Query().Get(wire.ClusterWorkersParam))
 	if err != nil {
-		httpx.WriteErr(w, err)
+		httpx.WriteErr(w, r, err)
 		return
 	}
 	cs, err := m.clusterView(r.Context(), completed, workers)

@@ -25,7 +25,7 @@ const (
 func (m *Master) appEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if err := checkID("app id", id); err != nil {
-		httpx.WriteErr(w, err)
+		httpx.WriteErr(w, r, err)
 		return
 	}
 	type opened struct {

@@ -21,7 +21,7 @@ func (m *Master) mountUI(mux *http.ServeMux) { ui.Mount(mux, wire.MasterAPI.UI, 
 
 func (m *Master) uiHandler() http.Handler {
 	return ui.Handler(ui.Options{
-		Source: uiSource{m}, Secret: m.cfg.Secret, Secure: m.cfg.TLS != nil,
+		Source: uiSource{m}, Secret: m.cfg.Secret, Sessions: m.sessions, Secure: m.cfg.TLS != nil,
 		SignInNeeded: m.cfg.Secret != "" || m.cfg.TLS != nil, Log: m.log,
 	})
 }

@@ -22,6 +22,7 @@ const (
 	TypeDeleteMaster   Type = 9
 	TypePutExecutor    Type = 10
 	TypeDeleteExecutor Type = 11
+	TypeEndSession     Type = 12
 
 	// typeBatch tags an encoded entry holding several commands.
 	typeBatch Type = 64
@@ -53,6 +54,7 @@ type Command struct {
 	Worker   *WorkerRecord   `json:"worker,omitempty"`
 	Master   *MasterRecord   `json:"master,omitempty"`
 	Executor *ExecutorRecord `json:"executor,omitempty"`
+	Session  *EndedSession   `json:"session,omitempty"`
 	ID       string          `json:"id,omitempty"` // of the record a Delete removes
 	// Retain bounds the finished apps (or drivers) kept, when a Put records
 	// one that ended; the oldest beyond it are dropped.
@@ -78,6 +80,7 @@ func PutExecutor(r ExecutorRecord) Command { return Command{Type: TypePutExecuto
 func DeleteExecutor(appID string, id int) Command {
 	return Command{Type: TypeDeleteExecutor, ID: ExecutorKey(appID, id)}
 }
+func EndSession(e EndedSession) Command { return Command{Type: TypeEndSession, Session: &e} }
 
 // ErrUnknownType is returned for a command whose type this version does not
 // know and which is not marked with IgnoreUnknownTypeFlag.

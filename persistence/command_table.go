@@ -18,6 +18,7 @@ var commandKinds = []commandKind{
 	{TypeDeleteMaster, "DeleteMaster", idPayload, (*State).deleteMaster},
 	{TypePutExecutor, "PutExecutor", executorPayload, (*State).putExecutor},
 	{TypeDeleteExecutor, "DeleteExecutor", idPayload, (*State).deleteExecutor},
+	{TypeEndSession, "EndSession", sessionPayload, (*State).endSession},
 }
 
 // commandKind is everything the package knows about one command type.
@@ -45,6 +46,7 @@ var (
 	driverPayload   = payload{"driver", func(c Command) bool { return c.Driver != nil && c.Driver.ID != "" }}
 	workerPayload   = payload{"worker", func(c Command) bool { return c.Worker != nil && c.Worker.ID != "" }}
 	masterPayload   = payload{"master", func(c Command) bool { return c.Master != nil && c.Master.ID != "" }}
+	sessionPayload  = payload{"session", func(c Command) bool { return c.Session != nil && c.Session.ID != "" }}
 	executorPayload = payload{"executor", func(c Command) bool {
 		return c.Executor != nil && c.Executor.AppID != "" && c.Executor.ID >= 0
 	}}
@@ -137,4 +139,22 @@ func (s *State) putExecutor(c Command, touched func(Key)) {
 
 func (s *State) deleteExecutor(c Command, touched func(Key)) {
 	deleteKey(s.Executors, BucketExecutors, c.ID, touched)
+}
+
+// endSession records a signed-out session until it expires, and forgets
+// those expired by the time it was signed out (the command's own time, so
+// every master forgets the same).
+func (s *State) endSession(c Command, _ func(Key)) {
+	e := *c.Session
+	if s.EndedSessions == nil {
+		s.EndedSessions = map[string]int64{}
+	}
+	for id, expires := range s.EndedSessions {
+		if expires <= e.At {
+			delete(s.EndedSessions, id)
+		}
+	}
+	if e.Expires > e.At {
+		s.EndedSessions[e.ID] = e.Expires
+	}
 }

@@ -15,7 +15,7 @@ func TestCommandTable(t *testing.T) {
 		TypeBumpEpoch: "BumpEpoch", TypePutApp: "PutApp", TypeDeleteApp: "DeleteApp",
 		TypePutDriver: "PutDriver", TypeDeleteDriver: "DeleteDriver", TypePutWorker: "PutWorker",
 		TypeDeleteWorker: "DeleteWorker", TypePutMaster: "PutMaster", TypeDeleteMaster: "DeleteMaster",
-		TypePutExecutor: "PutExecutor", TypeDeleteExecutor: "DeleteExecutor",
+		TypePutExecutor: "PutExecutor", TypeDeleteExecutor: "DeleteExecutor", TypeEndSession: "EndSession",
 	}
 	if len(commandKinds) != len(names) {
 		t.Errorf("the table has %d entries, want %d", len(commandKinds), len(names))
@@ -154,5 +154,33 @@ func TestCheckNamesTheMissingPayload(t *testing.T) {
 	err := Command{Type: TypePutExecutor, Executor: &ExecutorRecord{ID: -1, AppID: "a"}}.Check()
 	if !errors.Is(err, errMissingPayload) || !strings.Contains(err.Error(), "PutExecutor") || !strings.Contains(err.Error(), "executor") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A UI session's end is kept until the session expires, and dropped by the
+// first end written after that, on every master alike.
+func TestEndSessionKeepsTheEndUntilExpiry(t *testing.T) {
+	s := NewState()
+	apply := func(c Command) {
+		t.Helper()
+		if err := s.Apply(c, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(EndSession(EndedSession{ID: "a", Expires: 200, At: 100}))
+	apply(EndSession(EndedSession{ID: "b", Expires: 400, At: 150}))
+	apply(EndSession(EndedSession{ID: "old", Expires: 150, At: 160})) // expired already: nothing to keep
+	if len(s.EndedSessions) != 2 || s.EndedSessions["a"] != 200 || s.EndedSessions["b"] != 400 {
+		t.Errorf("ended sessions %v, want a and b", s.EndedSessions)
+	}
+	apply(EndSession(EndedSession{ID: "c", Expires: 500, At: 300}))
+	if _, ok := s.EndedSessions["a"]; ok || len(s.EndedSessions) != 2 {
+		t.Errorf("ended sessions %v, want a forgotten once expired", s.EndedSessions)
+	}
+	if c := s.Clone(); !c.Equal(s) {
+		t.Error("a clone differs")
+	}
+	if err := (Command{Type: TypeEndSession}).Check(); err == nil {
+		t.Error("an EndSession without its session was accepted")
 	}
 }

@@ -21,6 +21,9 @@ type Engine interface {
 	Barrier(ctx context.Context) error
 	// Load returns a copy of the state as applied on this master.
 	Load(ctx context.Context) (*State, error)
+	// Read runs f on the state as applied on this master, without a copy:
+	// f must not keep or change it, and must be quick (writes wait).
+	Read(ctx context.Context, f func(*State)) error
 	// Close releases the engine.
 	Close() error
 }
@@ -66,6 +69,11 @@ func (h *held) locked(f func() error) error {
 func (h *held) Load(context.Context) (s *State, err error) {
 	err = h.locked(func() error { s = h.state.Clone(); return nil })
 	return s, err
+}
+
+// Read runs f on the state under the lock.
+func (h *held) Read(_ context.Context, f func(*State)) error {
+	return h.locked(func() error { f(h.state); return nil })
 }
 
 // close makes every later use answer ErrClosed.

@@ -90,7 +90,7 @@ var (
 	activeDrivers = []wire.DriverState{wire.DriverSubmitted, wire.DriverRunning, wire.DriverRelaunching}
 	endedDrivers  = []wire.DriverState{wire.DriverFinished, wire.DriverFailed, wire.DriverKilled, wire.DriverError}
 	// oddTypes are the tags worth trying more often than chance would.
-	oddTypes = []Type{0, 12, typeBatch, 77 | IgnoreUnknownTypeFlag, TypePutApp | IgnoreUnknownTypeFlag, TypePutExecutor | IgnoreUnknownTypeFlag, TypeDeleteWorker | IgnoreUnknownTypeFlag}
+	oddTypes = []Type{0, 13, TypeEndSession, typeBatch, 77 | IgnoreUnknownTypeFlag, TypePutApp | IgnoreUnknownTypeFlag, TypePutExecutor | IgnoreUnknownTypeFlag, TypeDeleteWorker | IgnoreUnknownTypeFlag}
 )
 
 func pick[T any](p *program, from []T) T { return from[int(p.next())%len(from)] }
@@ -170,6 +170,10 @@ func (p *program) oddCommand() Command {
 		c.Executor = &ExecutorRecord{ID: 1, WorkerID: p.workerID()}
 	case 4:
 		c.ID = p.workerID()
+	case 5:
+		// A UI session's end: its expiry and time in hours from a fixed
+		// day, so that ends meet and expire each other.
+		c.Session = &EndedSession{ID: p.workerID(), Expires: 1_800_000_000 + int64(p.next()%24)*3600, At: 1_800_000_000 + int64(p.next()%24)*3600}
 	}
 	return c
 }
@@ -192,7 +196,7 @@ func rawBytes(data []byte) []byte {
 // (not the table under test).
 func knownTag(t Type) bool {
 	t &^= IgnoreUnknownTypeFlag
-	return t >= TypeBumpEpoch && t <= TypeDeleteExecutor
+	return t >= TypeBumpEpoch && t <= TypeEndSession
 }
 
 // refusedWhole reports whether Decode refuses an entry of cmds: one command

@@ -70,6 +70,14 @@ func (r *Raft) Barrier(ctx context.Context) error {
 // Load returns a copy of the state as applied on this master.
 func (r *Raft) Load(context.Context) (*State, error) { return r.fsm.snapshotState(), nil }
 
+// Read runs f on the FSM's state under its read lock.
+func (r *Raft) Read(_ context.Context, f func(*State)) error {
+	r.fsm.mu.RLock()
+	defer r.fsm.mu.RUnlock()
+	f(r.fsm.state)
+	return nil
+}
+
 // VerifyLeader confirms with a quorum that this master still leads. It
 // fails at once on a master that knows it no longer does, and otherwise
 // when ctx ends first.

@@ -153,3 +153,11 @@ func endedAt(t *time.Time) time.Time {
 	}
 	return *t
 }
+
+// EndedSession is a web UI session signed out at At, which would have
+// expired at Expires (both Unix seconds).
+type EndedSession struct {
+	ID      string `json:"id"`
+	Expires int64  `json:"expires"`
+	At      int64  `json:"at"`
+}

@@ -24,6 +24,10 @@ type State struct {
 	// new leader never hands out an id twice.
 	NextAppNumber    int `json:"nextAppNumber"`
 	NextDriverNumber int `json:"nextDriverNumber"`
+	// EndedSessions are the web UI's sessions signed out before they
+	// expired, id → expiry (Unix seconds): the masters refuse them until
+	// then (httpx.UISessions).
+	EndedSessions map[string]int64 `json:"endedSessions,omitempty"`
 
 	// The ended apps and drivers, oldest first, indexed once and then kept
 	// by Apply, so that trimming the oldest costs a lookup, not a scan of
@@ -107,6 +111,7 @@ func (s *State) Clone() *State {
 	c.Workers = maps.Clone(s.Workers)
 	c.Masters = maps.Clone(s.Masters)
 	c.Executors = maps.Clone(s.Executors)
+	c.EndedSessions = maps.Clone(s.EndedSessions)
 	c.endedApps, c.endedDrivers = endedIndex{}, endedIndex{} // rebuilt if the copy is ever trimmed
 	return &c
 }

@@ -38,6 +38,7 @@ func (s *State) Validate() error {
 		s.validateExecutors,
 		s.validateWorkerResources,
 		s.validateEndedIndexes,
+		s.validateEndedSessions,
 	} {
 		if err := check(); err != nil {
 			return fmt.Errorf("%w: %w", errInvalidState, err)
@@ -166,6 +167,14 @@ func validateEnded[V ending](b Bucket, x *endedIndex, m map[string]V) error {
 	build(&want, m)
 	if !slices.Equal(x.order, want.order) {
 		return fmt.Errorf("the index of ended %s (%d records) does not match the %d ended records held", b, len(x.order), len(want.order))
+	}
+	return nil
+}
+
+// validateEndedSessions checks that every ended UI session has an id.
+func (s *State) validateEndedSessions() error {
+	if _, ok := s.EndedSessions[""]; ok {
+		return errors.New("an ended session without an id")
 	}
 	return nil
 }

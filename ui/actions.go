@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/wire"
@@ -162,33 +163,53 @@ func (u *server) signInPage(w http.ResponseWriter, r *http.Request) {
 	u.render(w, http.StatusOK, "signin", role{}, signInData{Next: safeNext(r.URL.Query().Get("next")), HasSecret: u.o.Secret != ""})
 }
 
-// signIn checks the operator secret and sets the session cookie, which
-// holds a value derived from the secret (httpx.UISession), never the
-// secret itself.
+// signIn checks the operator secret and sets the session cookie: a new
+// session (httpx.UISessions), never the secret itself.
 func (u *server) signIn(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	_ = r.ParseForm()
 	next := safeNext(r.PostFormValue("next"))
 	token := r.PostFormValue("token")
-	if u.o.Secret == "" || subtle.ConstantTimeCompare([]byte(token), []byte(u.o.Secret)) != 1 {
+	if u.o.Secret == "" || u.o.Sessions == nil || subtle.ConstantTimeCompare([]byte(token), []byte(u.o.Secret)) != 1 {
 		u.render(w, http.StatusUnauthorized, "signin", role{}, signInData{Next: next, HasSecret: u.o.Secret != "", Error: "That token is not this cluster's operator secret."})
 		return
 	}
+	value, expires := u.o.Sessions.Start()
 	http.SetCookie(w, &http.Cookie{
-		Name: httpx.UISessionCookie, Value: httpx.UISession(u.o.Secret), Path: routes.UIPages.Pattern,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: u.o.Secure, MaxAge: 12 * 3600,
+		Name: u.o.Sessions.Cookie, Value: value, Path: routes.UIPages.Pattern, Expires: expires,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: u.o.Secure,
 	})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
+// signOut ends the session everywhere it is valid (on every master, for a
+// master's), and clears its cookie. A session the masters could not end
+// (no leader) is still cleared from this browser, and the page says until
+// when a copy of it would work.
 func (u *server) signOut(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseForm(); err != nil || !u.checkCSRF(r) {
 		http.Error(w, "refused: the form does not carry this page's token", http.StatusForbidden)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: httpx.UISessionCookie, Value: "", Path: routes.UIPages.Pattern, MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: u.o.Secure})
+	var failed error
+	var expires time.Time
+	if s := u.o.Sessions; s != nil {
+		if c, err := r.Cookie(s.Cookie); err == nil {
+			_, expires, _ = s.Parse(c.Value)
+			ctx, cancel := pageCtx(r)
+			failed = s.SignOut(ctx, c.Value)
+			cancel()
+		}
+		http.SetCookie(w, &http.Cookie{Name: s.Cookie, Value: "", Path: routes.UIPages.Pattern, MaxAge: -1,
+			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: u.o.Secure})
+	}
+	if failed != nil {
+		u.o.Log.Warn("a session signed out of its browser could not be ended", "err", failed)
+		u.render(w, http.StatusServiceUnavailable, "signin", role{}, signInData{Next: routes.UIPages.Pattern, HasSecret: u.o.Secret != "",
+			Error: fmt.Sprintf("Signed out of this browser, but the session could not be ended on the masters (%v): a copy of it stays valid until %s.", failed, expires.UTC().Format(time.RFC3339))})
+		return
+	}
 	http.Redirect(w, r, routes.UISignIn.Pattern, http.StatusSeeOther)
 }
 

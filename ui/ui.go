@@ -30,6 +30,8 @@ type Options struct {
 	// Secret is the operator secret the sign-in page checks ("" for none:
 	// then only a cli certificate, or the loopback mode, signs in).
 	Secret string
+	// Sessions are the server's UI sessions (nil: no sign-in by secret).
+	Sessions *httpx.UISessions
 	// Secure marks the session cookie Secure (the server is TLS).
 	Secure bool
 	// SignInNeeded: the server has credentials, so pages need a session

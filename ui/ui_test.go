@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -151,9 +152,13 @@ func TestActionsNeedThePagesToken(t *testing.T) {
 }
 
 // Signing in checks the secret and sets a session cookie that is not the
-// secret; a redirect after it stays on the UI.
-func TestSignIn(t *testing.T) {
-	h := Handler(Options{Source: &fakeSource{c: cluster(1, 0)}, Secret: "s3cret", SignInNeeded: true, Secure: true, Log: discard()})
+// secret; a redirect after it stays on the UI. Signing out ends the
+// session, not only its cookie.
+func TestSignInAndOut(t *testing.T) {
+	sessions := httpx.NewUISessions("berth_session", "s3cret", "masters", nil)
+	ended := httpx.NewEndedSet(nil)
+	sessions.Ended, sessions.End = ended.Ended, ended.End
+	h := Handler(Options{Source: &fakeSource{c: cluster(1, 0)}, Secret: "s3cret", Sessions: sessions, SignInNeeded: true, Secure: true, Log: discard()})
 	if rec := post(h, "/ui/sign-in", url.Values{"token": {"nope"}}); rec.Code != http.StatusUnauthorized || rec.Header().Get("Set-Cookie") != "" {
 		t.Errorf("a wrong token: %d, cookie %q", rec.Code, rec.Header().Get("Set-Cookie"))
 	}
@@ -163,9 +168,22 @@ func TestSignIn(t *testing.T) {
 		t.Fatalf("sign-in: %d %q %v", rec.Code, rec.Header().Get("Location"), cookie)
 	}
 	c := cookie[0]
-	if c.Name != httpx.UISessionCookie || c.Value != httpx.UISession("s3cret") || strings.Contains(c.Value, "s3cret") ||
-		!c.HttpOnly || !c.Secure || c.SameSite != http.SameSiteStrictMode || c.Path != "/ui/" {
+	if c.Name != "berth_session" || sessions.Check(context.Background(), c.Value) != nil || strings.Contains(c.Value, "s3cret") ||
+		!c.HttpOnly || !c.Secure || c.SameSite != http.SameSiteStrictMode || c.Path != "/ui/" || c.Expires.IsZero() {
 		t.Errorf("cookie %+v", c)
+	}
+	_, page := get(t, h, "/ui/")
+	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no CSRF token on the page")
+	}
+	req := httptest.NewRequest(http.MethodPost, "/ui/sign-out", strings.NewReader(url.Values{"csrf": {m[1]}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(c)
+	out := httptest.NewRecorder()
+	h.ServeHTTP(out, req)
+	if out.Code != http.StatusSeeOther || sessions.Check(context.Background(), c.Value) == nil {
+		t.Errorf("sign-out: %d; the session still live: %v", out.Code, sessions.Check(context.Background(), c.Value) == nil)
 	}
 	if got := safeNext("/ui/apps/x?y=1"); got != "/ui/apps/x?y=1" {
 		t.Errorf("safeNext kept %q", got)
@@ -332,12 +350,14 @@ func TestFollowerPagesSayItAndLinkToTheLeader(t *testing.T) {
 func TestMountServesTheUIBehindItsSignIn(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc(wire.MasterAPI.Cluster.Mux(), func(http.ResponseWriter, *http.Request) {})
-	Mount(mux, wire.MasterAPI.UI, Handler(Options{Source: &fakeSource{c: cluster(1, 0)}, Secret: "s3cret", SignInNeeded: true, Log: discard()}))
-	h := httpx.Authorize(wire.MasterAPI, mux, httpx.Auth{Secret: "s3cret", UI: true})
+	sessions := httpx.NewUISessions("berth_session", "s3cret", "masters", nil)
+	Mount(mux, wire.MasterAPI.UI, Handler(Options{Source: &fakeSource{c: cluster(1, 0)}, Secret: "s3cret", Sessions: sessions, SignInNeeded: true, Log: discard()}))
+	h := httpx.Authorize(wire.MasterAPI, mux, httpx.Auth{Secret: "s3cret", UI: sessions})
+	good, _ := sessions.Start()
 	do := func(path, cookie string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
 		if cookie != "" {
-			req.AddCookie(&http.Cookie{Name: httpx.UISessionCookie, Value: cookie})
+			req.AddCookie(&http.Cookie{Name: "berth_session", Value: cookie})
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
@@ -349,10 +369,10 @@ func TestMountServesTheUIBehindItsSignIn(t *testing.T) {
 	if rec := do("/ui/sign-in", ""); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `name="token"`) {
 		t.Errorf("the sign-in page: %d", rec.Code)
 	}
-	if rec := do("/ui/topology", httpx.UISession("s3cret")); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "Topology") {
+	if rec := do("/ui/topology", good); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "Topology") {
 		t.Errorf("a page with the session: %d", rec.Code)
 	}
-	if rec := do("/v1/cluster", httpx.UISession("s3cret")); rec.Code != http.StatusUnauthorized {
+	if rec := do("/v1/cluster", good); rec.Code != http.StatusUnauthorized {
 		t.Errorf("the API with the UI's session: %d", rec.Code)
 	}
 	if rec := do("/", ""); rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/ui/" {

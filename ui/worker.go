@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+
+	"github.com/berth-cluster/berth/internal/httpx"
 )
 
 // WorkerView is what a worker's page shows: the worker and what it runs.
@@ -34,6 +36,7 @@ type Proc struct {
 type WorkerOptions struct {
 	View         func(ctx context.Context) WorkerView
 	Secret       string
+	Sessions     *httpx.UISessions
 	Secure       bool
 	SignInNeeded bool
 	Log          *slog.Logger
@@ -42,7 +45,7 @@ type WorkerOptions struct {
 // WorkerHandler serves a worker's page (see Mount): its processes, and a
 // link to the master's UI, which shows the cluster.
 func WorkerHandler(o WorkerOptions) http.Handler {
-	u := &server{o: Options{Secret: o.Secret, Secure: o.Secure, SignInNeeded: o.SignInNeeded, Log: o.Log}, pages: parse(), csrf: newCSRF()}
+	u := &server{o: Options{Secret: o.Secret, Sessions: o.Sessions, Secure: o.Secure, SignInNeeded: o.SignInNeeded, Log: o.Log}, pages: parse(), csrf: newCSRF()}
 	mux := u.common()
 	mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := pageCtx(r)

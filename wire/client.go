@@ -357,6 +357,14 @@ type JoinRequest struct {
 	APIAddr  string `json:"apiAddr"`
 }
 
+// EndSession ends a web UI session of the masters (POST
+// /v1/ui/sessions/end): its cookie's value, which proves the right to end
+// it. A master the browser signed out at, not leading, sends it here to
+// the leader.
+type EndSession struct {
+	Session string `json:"session"`
+}
+
 // LeaveRequest removes a master from the Raft cluster (POST /v1/raft/leave).
 type LeaveRequest struct {
 	ID string `json:"id"`

@@ -101,6 +101,10 @@ var MasterAPI = struct {
 	LeaveMaster Route[LeaveRequest, []MasterNode]
 	RaftStatus  Route[None, RaftFigures] // this master's own Raft figures
 
+	// EndUISession is open: the session's own value in the body proves the
+	// right to end it (a stolen copy can end it, nothing more).
+	EndUISession Route[EndSession, None]
+
 	UI
 }{
 	Health:  route[None, Text]("GET", "/healthz", AccessOpen),
@@ -136,6 +140,8 @@ var MasterAPI = struct {
 	JoinMaster:  route[JoinRequest, []MasterNode]("POST", "/v1/raft/join", AccessMaster),
 	LeaveMaster: route[LeaveRequest, []MasterNode]("POST", "/v1/raft/leave", AccessMaster),
 	RaftStatus:  route[None, RaftFigures]("GET", "/v1/raft/status", AccessMaster),
+
+	EndUISession: route[EndSession, None]("POST", "/v1/ui/sessions/end", AccessOpen),
 
 	UI: uiRoutes,
 }

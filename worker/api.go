@@ -27,8 +27,9 @@ func (w *Worker) handler() http.Handler {
 	mux.Handle(api.KillDriver.Mux(), command(w, "kill driver", validateKillDriver, w.killDriver))
 	mux.Handle(api.AppFinished.Mux(), command(w, "application finished", validateAppFinished, w.appFinished))
 	mux.Handle(api.Reconnect.Mux(), command(w, "reconnect", validateReconnect, w.reconnect))
-	w.mountUI(mux)
-	return httpx.Authorize(wire.WorkerAPI, mux, httpx.Auth{Secret: w.cfg.Secret, TLS: w.cfg.TLS != nil, UI: true})
+	sessions := w.uiSessions()
+	w.mountUI(mux, sessions)
+	return httpx.Authorize(wire.WorkerAPI, mux, httpx.Auth{Secret: w.cfg.Secret, TLS: w.cfg.TLS != nil, UI: sessions})
 }
 
 // command is the handler of a master's command: decode strictly (400/413),
@@ -39,12 +40,12 @@ func command[T wire.Command](w *Worker, name string, validate func(*T) error, ap
 		var c T
 		if err := httpx.DecodeJSON(rw, r, &c); err != nil {
 			w.log.Warn("refused a command", "command", name, "err", err)
-			httpx.WriteErr(rw, err)
+			httpx.WriteErr(rw, r, err)
 			return
 		}
 		if err := validate(&c); err != nil {
 			w.log.Warn("refused a command", "command", name, "err", err)
-			httpx.WriteErr(rw, httpx.Errorf(http.StatusBadRequest, "%s: %v", name, err))
+			httpx.WriteErr(rw, r, httpx.Errorf(http.StatusBadRequest, "%s: %v", name, err))
 			return
 		}
 		if newest, ok := w.acceptEpoch(c.CommandEpoch()); !ok {
@@ -57,7 +58,7 @@ func command[T wire.Command](w *Worker, name string, validate func(*T) error, ap
 			return
 		}
 		if err := apply(&c); err != nil {
-			httpx.WriteErr(rw, err)
+			httpx.WriteErr(rw, r, err)
 			return
 		}
 		w.log.Debug("command applied", "command", name) // not the body: its env may hold secrets

@@ -60,12 +60,12 @@ func (w *Worker) serveLog(rw http.ResponseWriter, r *http.Request, rel []string,
 		dir.Close()
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		httpx.WriteErr(rw, httpx.Coded(http.StatusNotFound, wire.CodeUnknownProcess, "no %s for %s on this worker", stream, what))
+		httpx.WriteErr(rw, r, httpx.Coded(http.StatusNotFound, wire.CodeUnknownProcess, "no %s for %s on this worker", stream, what))
 		return
 	}
 	if errors.Is(err, errNotOurs) {
 		w.log.Warn("refused to serve a log that is not the worker's file", "of", what, "stream", stream, "err", err)
-		httpx.WriteErr(rw, httpx.Coded(http.StatusForbidden, wire.CodeForbidden, "the %s of %s is not a file this worker made: refused", stream, what))
+		httpx.WriteErr(rw, r, httpx.Coded(http.StatusForbidden, wire.CodeForbidden, "the %s of %s is not a file this worker made: refused", stream, what))
 		return
 	}
 	if err != nil {

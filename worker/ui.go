@@ -7,14 +7,26 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/ui"
 	"github.com/berth-cluster/berth/wire"
 )
 
+// uiSessions are the sessions of this run of this worker alone
+// (httpx.UISessions): valid nowhere else, signed out here, and all ended
+// when the worker restarts. The cookie is named after the worker, as
+// workers (and a master) on one host share its cookies.
+func (w *Worker) uiSessions() *httpx.UISessions {
+	s := httpx.NewUISessions("berth_session_"+w.id, w.cfg.Secret, "worker "+w.id+" "+w.incarnation, nil)
+	ended := httpx.NewEndedSet(nil)
+	s.Ended, s.End = ended.Ended, ended.End
+	return s
+}
+
 // mountUI serves the worker's page (package ui) on mux: / goes to it.
-func (w *Worker) mountUI(mux *http.ServeMux) {
+func (w *Worker) mountUI(mux *http.ServeMux, sessions *httpx.UISessions) {
 	h := ui.WorkerHandler(ui.WorkerOptions{
-		View: w.uiView, Secret: w.cfg.Secret, Secure: w.cfg.TLS != nil,
+		View: w.uiView, Secret: w.cfg.Secret, Sessions: sessions, Secure: w.cfg.TLS != nil,
 		SignInNeeded: w.cfg.Secret != "" || w.cfg.TLS != nil, Log: w.log,
 	})
 	ui.Mount(mux, wire.WorkerAPI.UI, h)

@@ -132,7 +132,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.log.Warn("no secret (--secret / BERTH_SECRET): the API is unauthenticated, listening on loopback only", "host", w.cfg.Host)
 	}
 	if os.Geteuid() == 0 && w.cfg.runAs == nil {
-		w.log.Warn("running as root without --run-as: executors and drivers run as root too, and can read the worker's credentials and each other's files; give --run-as USER")
+		w.log.Warn("running as root without --run-as: executors and drivers run as root too, and can read the worker's credentials and each other's files; give --run-as dynamic")
 	}
 	w.log.Info("worker listening", "id", w.id, "address", w.url, "cores", w.cfg.Cores,
 		"memoryMB", w.cfg.MemoryMB, "workDir", w.cfg.WorkDir, "masters", w.cfg.Masters)

@@ -123,7 +123,7 @@ func command[T wire.Command](mux *http.ServeMux, f *fleet, r wire.Route[T, wire.
 		if err := httpx.DecodeJSON(rw, req, &c); err != nil {
 			f.n.badCommands.Add(1)
 			f.note("bad command", "%s refused a command to %s: %v", w.id, r.Pattern, err)
-			httpx.WriteErr(rw, err)
+			httpx.WriteErr(rw, req, err)
 			return
 		}
 		if newest, ok := w.acceptEpoch(c.CommandEpoch()); !ok {
@@ -137,7 +137,7 @@ func command[T wire.Command](mux *http.ServeMux, f *fleet, r wire.Route[T, wire.
 		}
 		after, err := apply(w, &c)
 		if err != nil {
-			httpx.WriteErr(rw, err)
+			httpx.WriteErr(rw, req, err)
 			return
 		}
 		httpx.WriteJSON(rw, http.StatusOK, struct{}{})

@@ -81,7 +81,7 @@ func newFakeMaster(t *testing.T) *fakeMaster {
 		case "driver-hostile": // ended with a message that would act on a terminal
 			st.State, st.Message = wire.DriverFailed, hostileText
 		case "driver-gone": // an error that echoes what it was asked, raw
-			httpx.WriteErr(w, httpx.Errorf(http.StatusNotFound, "unknown driver %s", hostileText))
+			httpx.WriteErr(w, r, httpx.Errorf(http.StatusNotFound, "unknown driver %s", hostileText))
 			return
 		}
 		httpx.WriteJSON(w, 200, st)

@@ -67,7 +67,7 @@ func taskHandler(q *Queue, token string, released <-chan struct{}, log *slog.Log
 	mux.HandleFunc("POST /lease", func(w http.ResponseWriter, r *http.Request) {
 		var req leaseRequest
 		if err := httpx.DecodeJSON(w, r, &req); err != nil {
-			httpx.WriteErr(w, err)
+			httpx.WriteErr(w, r, err)
 			return
 		}
 		wait := time.NewTimer(longPoll)
@@ -97,7 +97,7 @@ func taskHandler(q *Queue, token string, released <-chan struct{}, log *slog.Log
 	mux.HandleFunc("POST /result", func(w http.ResponseWriter, r *http.Request) {
 		var res taskResult
 		if err := httpx.DecodeJSON(w, r, &res); err != nil {
-			httpx.WriteErr(w, err)
+			httpx.WriteErr(w, r, err)
 			return
 		}
 		first, err := q.Complete(res.ID, res.Inside)

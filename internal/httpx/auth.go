@@ -2,10 +2,8 @@ package httpx
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"net/http"
 	"net/url"
 	"strings"
@@ -72,12 +70,12 @@ type Auth struct {
 	// Scope checks a driver's or a worker's access to the route's entity
 	// (see PathParam) once the route's Access admits its kind; nil admits.
 	Scope func(r *http.Request, pattern string, p Principal) error
-	// UI: this server serves a web UI. On the handlers registered as the
-	// UI's (UIHandler), and on no other, the sign-in cookie
-	// (UISessionCookie) is then an operator's credential, and a browser
+	// UI, when set, is the sessions of this server's web UI. On the
+	// handlers registered as the UI's (UIHandler), and on no other, a live
+	// session's cookie is then an operator's credential, and a browser
 	// that has no credential is sent to the UI's sign-in page instead of
 	// answered 401.
-	UI bool
+	UI *UISessions
 }
 
 // UIHandler registers h as a web UI's handler (its pages, forms, sign-in
@@ -90,20 +88,6 @@ func UIHandler(h http.Handler, signIn string) http.Handler { return uiHandler{h,
 type uiHandler struct {
 	http.Handler
 	signIn string
-}
-
-// The web UI's session. Its cookie holds not the secret but a value only
-// the secret's holder can make, which every master sharing the secret
-// checks: a session survives a failover and the browser never stores the
-// secret. (HttpOnly, SameSite=Strict, Path the UI's: no script reads it,
-// no other site's request carries it, and the JSON API never accepts it.)
-const UISessionCookie = "berth_session"
-
-// UISession is the session cookie's value for secret.
-func UISession(secret string) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte("berth ui session v1"))
-	return hex.EncodeToString(m.Sum(nil))
 }
 
 // loopbackMode: no credential of any kind is configured, so the server is
@@ -131,7 +115,7 @@ func Authorize(api any, mux *http.ServeMux, a Auth) http.Handler {
 			return
 		}
 		ui, isUI := h.(uiHandler)
-		isUI = isUI && a.UI
+		isUI = isUI && a.UI != nil
 		p, err := a.authenticate(r, want, isUI)
 		if err != nil && isUI && r.Method == http.MethodGet {
 			http.Redirect(w, r, ui.signIn+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
@@ -144,7 +128,7 @@ func Authorize(api any, mux *http.ServeMux, a Auth) http.Handler {
 			err = a.Scope(r, pattern, p)
 		}
 		if err != nil {
-			WriteErr(w, err)
+			WriteErr(w, r, err)
 			return
 		}
 		mux.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
@@ -186,12 +170,9 @@ func (a Auth) authenticate(r *http.Request, want [sha256.Size]byte, ui bool) (Pr
 	if a.loopbackMode() {
 		return Principal{Kind: KindOperator}, nil
 	}
-	if ui && a.Secret != "" {
-		if c, err := r.Cookie(UISessionCookie); err == nil {
-			want := UISession(a.Secret)
-			if subtle.ConstantTimeCompare([]byte(c.Value), []byte(want)) == 1 {
-				return Principal{Kind: KindOperator}, nil
-			}
+	if ui {
+		if p, ok := a.UI.authenticate(r); ok {
+			return p, nil
 		}
 	}
 	return Principal{}, Coded(http.StatusUnauthorized, wire.CodeUnauthorized, "no credential: give a client certificate of the cluster's CA (--tls-cert-file) or the secret (--secret-file)")

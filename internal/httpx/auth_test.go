@@ -109,3 +109,22 @@ func TestPathParam(t *testing.T) {
 		t.Errorf("another shape: %q", got)
 	}
 }
+
+// A follower that cannot check a driver's credential sends the driver to
+// the leader: at the same path and query there, so that it can follow.
+func TestAuthorizeRedirectKeepsThePath(t *testing.T) {
+	srv := authServer(t, Auth{Secret: "s", Driver: func(context.Context, string) (string, error) {
+		return "", &StatusError{Status: http.StatusTemporaryRedirect, Code: wire.CodeNotLeader, Message: "not the leader", Leader: "https://10.0.0.2:7077/"}
+	}})
+	req, _ := http.NewRequest(http.MethodDelete, srv.URL+"/v1/apps/app-1?x=1", nil)
+	req.Header.Set("Authorization", "Bearer "+wire.DriverTokenPrefix+"d.x")
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTemporaryRedirect || resp.Header.Get("Location") != "https://10.0.0.2:7077/v1/apps/app-1?x=1" {
+		t.Errorf("%d to %q, want 307 to the leader's /v1/apps/app-1?x=1", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}

@@ -32,7 +32,7 @@ func Guard(h http.Handler, loopbackOnly bool) http.Handler {
 			return
 		}
 		if reason := refuse(r, loopbackOnly); reason != "" {
-			WriteErr(w, Coded(http.StatusForbidden, wire.CodeForbidden, "%s", reason))
+			WriteErr(w, r, Coded(http.StatusForbidden, wire.CodeForbidden, "%s", reason))
 			return
 		}
 		h.ServeHTTP(w, r)

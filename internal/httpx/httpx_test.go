@@ -79,7 +79,7 @@ func TestClientErrorsAndNoRedirect(t *testing.T) {
 		case "/ok":
 			WriteJSON(w, 200, wire.Submitted{ID: "x"})
 		case "/redirect":
-			WriteErr(w, &StatusError{Status: 307, Message: "not the leader", Leader: "http://127.0.0.2:7077"})
+			WriteErr(w, r, &StatusError{Status: 307, Message: "not the leader", Leader: "http://127.0.0.2:7077"})
 		default:
 			WriteError(w, 404, "no such thing")
 		}

@@ -383,7 +383,7 @@ func reserveServesProbesOnly(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		WriteErr(w, Coded(http.StatusServiceUnavailable, wire.CodeLimitReached,
+		WriteErr(w, r, Coded(http.StatusServiceUnavailable, wire.CodeLimitReached,
 			"every one of the %d connections --max-connections allows is serving a request; this connection, beyond the cap, answers only the health checks: retry, or raise --max-connections", c.l.n))
 	})
 }

@@ -110,12 +110,14 @@ func WriteError(w http.ResponseWriter, status int, format string, args ...any) {
 	WriteJSON(w, status, wire.Error{Error: fmt.Sprintf(format, args...), Code: defaultCode(status)})
 }
 
-// WriteErr writes err with its status (500 unless it is a StatusError).
-func WriteErr(w http.ResponseWriter, err error) {
+// WriteErr writes err, the answer to r, with its status (500 unless it is
+// a StatusError). A redirect to the leader points at r's path and query
+// there, so that any caller (curl -L, a driver, a browser) can follow it.
+func WriteErr(w http.ResponseWriter, r *http.Request, err error) {
 	var se *StatusError
 	if errors.As(err, &se) {
 		if se.Leader != "" && se.Status == http.StatusTemporaryRedirect {
-			w.Header().Set("Location", se.Leader)
+			w.Header().Set("Location", strings.TrimSuffix(se.Leader, "/")+r.URL.RequestURI())
 		}
 		code := se.Code
 		if code == "" {

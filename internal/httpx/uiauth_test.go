@@ -19,19 +19,21 @@ func TestUISessionCookieOpensTheUIOnly(t *testing.T) {
 	for _, e := range []wire.Endpoint{ui.UIPages.Endpoint, ui.UIActions.Endpoint, ui.UISignIn.Endpoint} {
 		mux.Handle(e.Mux(), UIHandler(echoPrincipal, ui.UISignIn.Pattern))
 	}
-	h := Authorize(wire.MasterAPI, mux, Auth{Secret: "s3cret", UI: true})
+	sessions := NewUISessions("berth_session", "s3cret", "masters", nil)
+	h := Authorize(wire.MasterAPI, mux, Auth{Secret: "s3cret", UI: sessions})
 	do := func(method, path, cookie string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, path, nil)
 		if cookie != "" {
-			req.AddCookie(&http.Cookie{Name: UISessionCookie, Value: cookie})
+			req.AddCookie(&http.Cookie{Name: "berth_session", Value: cookie})
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		return rec
 	}
-	good := UISession("s3cret")
-	if good == UISession("other") || strings.Contains(good, "s3cret") {
-		t.Fatal("the session value does not depend on the secret alone, or holds it")
+	good, _ := sessions.Start()
+	wrong, _ := NewUISessions("berth_session", "wrong", "masters", nil).Start()
+	if strings.Contains(good, "s3cret") {
+		t.Fatal("the session value holds the secret")
 	}
 	if rec := do("GET", "/ui/apps/x", good); rec.Code != 200 || rec.Header().Get("X-Principal") != "operator" {
 		t.Errorf("a page with the session: %d %q", rec.Code, rec.Header().Get("X-Principal"))
@@ -42,7 +44,7 @@ func TestUISessionCookieOpensTheUIOnly(t *testing.T) {
 	if rec := do("GET", "/v1/cluster", good); rec.Code != http.StatusUnauthorized {
 		t.Errorf("the JSON API took the UI's cookie: %d", rec.Code)
 	}
-	for _, cookie := range []string{"", UISession("wrong"), "s3cret"} {
+	for _, cookie := range []string{"", wrong, "s3cret"} {
 		rec := do("GET", "/ui/apps/x", cookie)
 		if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/ui/sign-in?next=%2Fui%2Fapps%2Fx" {
 			t.Errorf("cookie %q: %d %q, want a redirect to the sign-in", cookie, rec.Code, rec.Header().Get("Location"))
@@ -70,6 +72,8 @@ func TestUITreatmentFollowsTheHandler(t *testing.T) {
 	plain.Handle(ui.UIPages.Mux(), echoPrincipal)
 	marked := http.NewServeMux()
 	marked.Handle(ui.UIPages.Mux(), UIHandler(echoPrincipal, ui.UISignIn.Pattern))
+	sessions := NewUISessions("berth_session", "s3cret", "masters", nil)
+	good, _ := sessions.Start()
 	for _, c := range []struct {
 		name   string
 		mux    *http.ServeMux
@@ -77,18 +81,22 @@ func TestUITreatmentFollowsTheHandler(t *testing.T) {
 		cookie string
 		want   int
 	}{
-		{"a plain handler with the cookie", plain, true, UISession("s3cret"), http.StatusUnauthorized},
+		{"a plain handler with the cookie", plain, true, good, http.StatusUnauthorized},
 		{"a plain handler without", plain, true, "", http.StatusUnauthorized},
-		{"a UI's handler with the cookie", marked, true, UISession("s3cret"), http.StatusOK},
+		{"a UI's handler with the cookie", marked, true, good, http.StatusOK},
 		{"a UI's handler without", marked, true, "", http.StatusSeeOther},
-		{"a UI's handler on a server without a UI", marked, false, UISession("s3cret"), http.StatusUnauthorized},
+		{"a UI's handler on a server without a UI", marked, false, good, http.StatusUnauthorized},
 	} {
 		req := httptest.NewRequest("GET", "/ui/apps/x", nil)
 		if c.cookie != "" {
-			req.AddCookie(&http.Cookie{Name: UISessionCookie, Value: c.cookie})
+			req.AddCookie(&http.Cookie{Name: "berth_session", Value: c.cookie})
 		}
 		rec := httptest.NewRecorder()
-		Authorize(wire.MasterAPI, c.mux, Auth{Secret: "s3cret", UI: c.ui}).ServeHTTP(rec, req)
+		auth := Auth{Secret: "s3cret"}
+		if c.ui {
+			auth.UI = sessions
+		}
+		Authorize(wire.MasterAPI, c.mux, auth).ServeHTTP(rec, req)
 		if rec.Code != c.want {
 			t.Errorf("%s: %d, want %d", c.name, rec.Code, c.want)
 		}

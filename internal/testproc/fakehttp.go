@@ -18,12 +18,12 @@ func HandleJSON[Req any](answer func(r *http.Request, req Req) (reply any, err e
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req Req
 		if err := httpx.DecodeJSON(w, r, &req); err != nil {
-			httpx.WriteErr(w, err)
+			httpx.WriteErr(w, r, err)
 			return
 		}
 		reply, err := answer(r, req)
 		if err != nil {
-			httpx.WriteErr(w, err)
+			httpx.WriteErr(w, r, err)
 			return
 		}
 		httpx.WriteJSON(w, http.StatusOK, reply)

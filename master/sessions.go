@@ -1,0 +1,92 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/security"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// The web UI's sessions on the masters (httpx.UISessions): one scope for
+// every master of the cluster, so a session survives a failover; a
+// sign-out on any master ends it on all of them through the Raft log
+// (persistence.EndSession), and every master, follower or leader, refuses
+// it from the moment its replica has the entry.
+
+// sessionCookie is the masters' session cookie. Workers name theirs after
+// themselves: servers on one host share its cookies.
+const sessionCookie = "berth_session"
+
+// newSessions is this master's sessions.
+func (m *Master) newSessions() *httpx.UISessions {
+	s := httpx.NewUISessions(sessionCookie, m.cfg.Secret, "masters", nil)
+	s.Ended = m.sessionEnded
+	s.End = m.endSession
+	return s
+}
+
+// sessionEnded reads the replica: a follower refuses an ended session too.
+func (m *Master) sessionEnded(ctx context.Context, id string) (bool, error) {
+	ended := false
+	err := m.engine.Read(ctx, func(s *persistence.State) { _, ended = s.EndedSessions[id] })
+	return ended, err
+}
+
+// endSession has the leader write the session's end: this master's loop
+// when it leads, else the leader's API, where value proves the right.
+func (m *Master) endSession(ctx context.Context, value, id string, expires time.Time) error {
+	_, err := m.call(ctx, func(c *core, reply func(any, error)) { c.endSession(id, expires, reply) })
+	var se *httpx.StatusError
+	if !errors.As(err, &se) || se.Status != http.StatusTemporaryRedirect || se.Leader == "" {
+		return err
+	}
+	_, err = httpx.Call(ctx, m.leaderClient.get(m.cfg, peerWriteTimeout), se.Leader, wire.MasterAPI.EndUISession, wire.EndSession{Session: value})
+	return err
+}
+
+// serveEndSession ends a session for whoever holds its value.
+func (m *Master) serveEndSession(r *http.Request, in wire.EndSession) (any, error) {
+	id, expires, err := m.sessions.Parse(in.Session)
+	if err != nil {
+		return nil, httpx.Coded(http.StatusUnauthorized, wire.CodeUnauthorized, "not a live session of this cluster's masters")
+	}
+	_, err = m.call(r.Context(), func(c *core, reply func(any, error)) { c.endSession(id, expires, reply) })
+	return wire.None{}, err
+}
+
+// endSession writes the end of session id, which expires at expires.
+func (c *core) endSession(id string, expires time.Time, reply func(any, error)) {
+	if !c.leading() {
+		reply(nil, c.notLeader())
+		return
+	}
+	end := persistence.EndedSession{ID: id, Expires: expires.Unix(), At: c.clock.Now().Unix()}
+	c.commit([]persistence.Command{persistence.EndSession(end)}, func() {}, func(err error) { reply(wire.None{}, err) })
+}
+
+// peerClient is a kept client of this master to the other masters' API,
+// made at its first use: as a master (its certificate), or with the
+// secret; timeout bounds each call.
+type peerClient struct {
+	once   sync.Once
+	client *httpx.Client
+}
+
+// peerWriteTimeout bounds a write asked of the leader.
+const peerWriteTimeout = 5 * time.Second
+
+func (p *peerClient) get(cfg Config, timeout time.Duration) *httpx.Client {
+	p.once.Do(func() {
+		p.client = httpx.NewClient(cfg.Secret, timeout)
+		if cfg.TLS != nil {
+			p.client = httpx.NewClient("", timeout).WithTLS(cfg.TLS.ClientConfig(security.RoleMaster))
+		}
+	})
+	return p.client
+}
