@@ -45,7 +45,7 @@ func (c *Client) leaderCluster(ctx context.Context, query string) (wire.ClusterS
 	if err != nil || st.View != wire.ViewFollower || st.Leader == "" {
 		return st, err
 	}
-	leader, perr := ParseMasterURL(st.Leader)
+	leader, perr := wire.ParseMasterURL("leader", st.Leader)
 	if perr != nil {
 		return st, nil
 	}

@@ -40,10 +40,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/wire"
 )
 
 // Defaults of the Options.
@@ -132,11 +134,9 @@ func WithTLS(cfg *tls.Config) Option { return func(c *Client) { c.tls = cfg } }
 func WithLogger(l *slog.Logger) Option { return func(c *Client) { c.log = l } }
 
 // New returns a Client for masters, a list of API base URLs such as
-// http://10.0.0.1:7077, calling them with secret (empty: no auth).
+// http://10.0.0.1:7077 (wire.ParseMasterURL's rule), calling them with
+// secret (empty: no auth).
 func New(masters []string, secret string, opts ...Option) (*Client, error) {
-	if len(masters) == 0 {
-		return nil, errors.New("no master address given")
-	}
 	c := &Client{
 		log:               slog.New(slog.DiscardHandler),
 		retryBudget:       DefaultRetryBudget,
@@ -148,17 +148,11 @@ func New(masters []string, secret string, opts ...Option) (*Client, error) {
 		minBackoff:        50 * time.Millisecond,
 		maxBackoff:        500 * time.Millisecond, // a failover takes about 2 s: look often
 	}
-	seen := map[string]bool{}
-	for _, m := range masters {
-		base, err := ParseMasterURL(m)
-		if err != nil {
-			return nil, err
-		}
-		if !seen[base] {
-			seen[base] = true
-			c.masters = append(c.masters, base)
-		}
+	bases, err := wire.ParseMasterURLs("master", strings.Join(masters, ","))
+	if err != nil {
+		return nil, err
 	}
+	c.masters = bases
 	for _, o := range opts {
 		o(c)
 	}

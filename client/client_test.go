@@ -15,29 +15,12 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
-	"github.com/berth-cluster/berth/internal/testproc"
+	"github.com/berth-cluster/berth/testkit/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
-func TestParseMasterURL(t *testing.T) {
-	good := map[string]string{
-		"http://127.0.0.1:7077":     "http://127.0.0.1:7077",
-		"https://m1.example:443/":   "https://m1.example:443",
-		" http://[::1]:7077 ":       "http://[::1]:7077",
-		"http://10.0.0.1:7077/api/": "http://10.0.0.1:7077/api",
-	}
-	for in, want := range good {
-		if got, err := ParseMasterURL(in); err != nil || got != want {
-			t.Errorf("ParseMasterURL(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "127.0.0.1:7077", "ftp://h:1", "http://h", "http://:7077", "http://h:0", "http://h:99999", "http://u:p@h:1", "http://h:1/?x=1"} {
-		if got, err := ParseMasterURL(in); err == nil {
-			t.Errorf("ParseMasterURL(%q) = %q, want an error", in, got)
-		} else if !strings.Contains(err.Error(), "master address") {
-			t.Errorf("ParseMasterURL(%q): unclear error %v", in, err)
-		}
-	}
+// New checks its masters by wire.ParseMasterURL's rule (tested there).
+func TestNewRefusesBadMasters(t *testing.T) {
 	if _, err := New(nil, ""); err == nil {
 		t.Error("New with no masters: no error")
 	}

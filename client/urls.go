@@ -1,42 +1,12 @@
 package client
 
 import (
-	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/wire"
 )
-
-// ParseMasterURL checks that s is a master's API base URL,
-// http(s)://host:port with an optional path prefix, and returns it without
-// a trailing slash.
-func ParseMasterURL(s string) (string, error) {
-	u, err := url.Parse(strings.TrimSpace(s))
-	if err != nil {
-		return "", fmt.Errorf("master address %q: %w", s, err)
-	}
-	bad := func(why string) error {
-		return fmt.Errorf("master address %q: %s (want http://host:port or https://host:port)", s, why)
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return "", bad("scheme must be http or https")
-	case u.Hostname() == "":
-		return "", bad("no host")
-	case u.Port() == "":
-		return "", bad("no port")
-	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
-		return "", bad("user info, query and fragment are not allowed")
-	}
-	if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
-		return "", bad("port must be 1-65535")
-	}
-	u.Path = strings.TrimRight(u.Path, "/")
-	u.RawPath = ""
-	return u.String(), nil
-}
 
 // SplitMasters splits a comma-separated list of masters (the form of
 // --master and wire.EnvMaster), dropping blanks.
@@ -72,5 +42,5 @@ func leaderBase(se *httpx.StatusError, from, reqPath string) (string, error) {
 	}
 	u.RawQuery, u.Fragment, u.RawPath = "", "", ""
 	u.Path = strings.TrimSuffix(u.Path, reqPath)
-	return ParseMasterURL(u.String())
+	return wire.ParseMasterURL("leader", u.String())
 }

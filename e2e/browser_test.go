@@ -13,7 +13,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/berth-cluster/berth/internal/testproc"
+	"github.com/berth-cluster/berth/testkit/testproc"
 )
 
 // The web UI's tests drive a real headless Chromium (Debian's chromium,

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/client"
-	"github.com/berth-cluster/berth/internal/testcluster"
-	"github.com/berth-cluster/berth/internal/testproc"
+	"github.com/berth-cluster/berth/testkit/testcluster"
+	"github.com/berth-cluster/berth/testkit/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 

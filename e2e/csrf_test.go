@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/testcluster"
-	"github.com/berth-cluster/berth/internal/testproc"
+	"github.com/berth-cluster/berth/testkit/testcluster"
+	"github.com/berth-cluster/berth/testkit/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/client"
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/testkit/testcluster"
 	"github.com/berth-cluster/berth/wire"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/client"
-	"github.com/berth-cluster/berth/internal/testproc"
+	"github.com/berth-cluster/berth/testkit/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 

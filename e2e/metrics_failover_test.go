@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/berth-cluster/berth/internal/testcluster"
-	"github.com/berth-cluster/berth/internal/testproc"
+	"github.com/berth-cluster/berth/testkit/testcluster"
+	"github.com/berth-cluster/berth/testkit/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/testkit/testcluster"
 )
 
 // start runs path with args and the cluster secret; its output goes to a

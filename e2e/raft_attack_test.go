@@ -21,9 +21,9 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/berth-cluster/berth/internal/testcluster"
-	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/security"
+	"github.com/berth-cluster/berth/testkit/testcluster"
+	"github.com/berth-cluster/berth/testkit/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 

@@ -18,7 +18,7 @@ const executorIDBlock = 64
 // registerApp registers an application; it exists (and is answered) once its
 // record is durable.
 // A repeat of a keyed registration gets the first one's id instead.
-func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply func(any, error)) {
+func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply reply[wire.Submitted]) {
 	if desc.MaxCores == 0 {
 		desc.MaxCores = c.cfg.DefaultCores
 	}
@@ -60,12 +60,12 @@ func (c *core) updateApp(a *appInfo, retain int, change func(*persistence.AppRec
 // endApp ends an app on request: its client finished (FINISHED) or someone
 // killed it (KILLED). The answer waits for the final record to be durable;
 // an app that already ended answers its final status.
-func (c *core) endApp(id string, state wire.AppState, msg string, reply func(any, error)) {
+func (c *core) endApp(id string, state wire.AppState, msg string, reply reply[wire.AppStatus]) {
 	a := toEnd(c, c.apps[id], c.completedApp, appStatus, "application", id, reply)
 	if a == nil {
 		return
 	}
-	c.finishApp(a, state, msg, answerWrite(reply, func() any { return endedAppStatus(a) }))
+	c.finishApp(a, state, msg, answerWrite(reply, func() wire.AppStatus { return *endedAppStatus(a) }))
 }
 
 // endedAppStatus is the status of an app whose end is durable: from the
@@ -120,7 +120,7 @@ func (c *core) appEnded(a *appInfo, state wire.AppState, msg string, endedAt tim
 	c.closeSubscribers(a)
 	for _, wid := range sortedKeys(a.hosts) {
 		if w := c.workers[wid]; w != nil && w.state != wire.WorkerDead {
-			c.fx.send(w, workerCommand{kind: cmdAppFinished, body: wire.ApplicationFinished{Epoch: c.epoch, AppID: a.rec.ID}, appID: a.rec.ID})
+			c.fx.send(w, commandOn(wire.WorkerAPI.AppFinished, wire.ApplicationFinished{Epoch: c.epoch, AppID: a.rec.ID}))
 		}
 	}
 	c.schedule()
@@ -131,10 +131,10 @@ func (c *core) appEnded(a *appInfo, state wire.AppState, msg string, endedAt tim
 // executors. It takes effect, is told to the app's streams (and its UI
 // page) and is answered once durable; a limit set again to what it was is
 // not told (dynamic allocation repeats its request).
-func (c *core) setExecutorLimit(id string, limit int, reply func(any, error)) {
+func (c *core) setExecutorLimit(id string, limit int, reply reply[wire.ExecutorLimit]) {
 	a, err := c.activeApp(id)
 	if err != nil {
-		reply(nil, err)
+		reply.fail(err)
 		return
 	}
 	var was *int
@@ -142,7 +142,7 @@ func (c *core) setExecutorLimit(id string, limit int, reply func(any, error)) {
 		if was == nil || *was != limit {
 			c.publish(a, wire.AppEvent{Type: wire.EventExecutorLimitChanged, Message: limitChange(was, limit)})
 		}
-	}, answerWrite(reply, func() any { return wire.ExecutorLimit{Limit: limit} }))
+	}, answerWrite(reply, func() wire.ExecutorLimit { return wire.ExecutorLimit{Limit: limit} }))
 }
 
 // limitChange says how an executor limit changed.

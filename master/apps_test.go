@@ -12,13 +12,13 @@ import (
 func TestAppRegistrationWaitsForTheWrite(t *testing.T) {
 	h := newLeader(t, func(c *Config) { c.DefaultCores = 3 })
 	h.addWorker("w1", 8, 8192)
-	var reply any
-	h.c.registerApp(wire.AppDescription{Name: "a", Command: []string{"x"}}, keyed{}, func(v any, err error) { reply = v })
+	var reply *wire.Submitted
+	h.c.registerApp(wire.AppDescription{Name: "a", Command: []string{"x"}}, keyed{}, func(v wire.Submitted, err error) { reply = &v })
 	if reply != nil || len(h.c.apps) != 0 || len(h.fx.sent) != 0 {
 		t.Fatal("app visible or scheduled before its record was durable")
 	}
 	h.commit()
-	id := reply.(wire.Submitted).ID
+	id := reply.ID
 	a := h.c.apps[id]
 	if a == nil || h.fx.state.Apps[id] == nil {
 		t.Fatal("app missing after commit")
@@ -102,8 +102,8 @@ func TestKillAppKillsExecutorsAndTellsWorkers(t *testing.T) {
 	}
 	h.fx.sent = nil
 	h.clock.advance(time.Second)
-	v, err := h.call(func(reply func(any, error)) { h.c.endApp(a.rec.ID, wire.AppKilled, "killed by request", reply) })
-	if err != nil || v.(*wire.AppStatus).State != wire.AppKilled {
+	v, err := run(h, func(reply reply[wire.AppStatus]) { h.c.endApp(a.rec.ID, wire.AppKilled, "killed by request", reply) })
+	if err != nil || v.State != wire.AppKilled {
 		t.Fatalf("kill: %+v %v", v, err)
 	}
 	if w.coresUsed != 0 {
@@ -123,10 +123,10 @@ func TestKillAppKillsExecutorsAndTellsWorkers(t *testing.T) {
 		t.Error("stream not closed after appRemoved")
 	}
 	// Killing it again answers with its final status; unknown ids are 404.
-	if v, err := h.call(func(reply func(any, error)) { h.c.endApp(a.rec.ID, wire.AppKilled, "", reply) }); err != nil || v.(*wire.AppStatus).State != wire.AppKilled {
+	if v, err := run(h, func(reply reply[wire.AppStatus]) { h.c.endApp(a.rec.ID, wire.AppKilled, "", reply) }); err != nil || v.State != wire.AppKilled {
 		t.Errorf("second kill: %v %v", v, err)
 	}
-	if _, err := h.call(func(reply func(any, error)) { h.c.endApp("app-nope", wire.AppKilled, "", reply) }); statusOf(err) != http.StatusNotFound {
+	if _, err := run(h, func(reply reply[wire.AppStatus]) { h.c.endApp("app-nope", wire.AppKilled, "", reply) }); statusOf(err) != http.StatusNotFound {
 		t.Errorf("unknown app: %v", err)
 	}
 }
@@ -163,17 +163,16 @@ func TestDynamicAllocation(t *testing.T) {
 	if len(a.executors) != 2 {
 		t.Fatalf("%d executors under an initial limit of 2", len(a.executors))
 	}
-	if _, err := h.call(func(reply func(any, error)) { h.c.setExecutorLimit(a.rec.ID, 5, reply) }); err != nil {
+	if _, err := run(h, func(reply reply[wire.ExecutorLimit]) { h.c.setExecutorLimit(a.rec.ID, 5, reply) }); err != nil {
 		t.Fatal(err)
 	}
 	if len(a.executors) != 5 || *h.fx.state.Apps[a.rec.ID].ExecutorLimit != 5 {
 		t.Fatalf("%d executors after raising the limit to 5", len(a.executors))
 	}
-	if _, err := h.call(func(reply func(any, error)) { h.c.setExecutorLimit(a.rec.ID, 3, reply) }); err != nil {
+	if _, err := run(h, func(reply reply[wire.ExecutorLimit]) { h.c.setExecutorLimit(a.rec.ID, 3, reply) }); err != nil {
 		t.Fatal(err)
 	}
-	v, err := h.call(func(reply func(any, error)) { h.c.killExecutors(a.rec.ID, []int{0, 1, 77}, reply) })
-	res, _ := v.(wire.KillExecutors)
+	res, err := run(h, func(reply reply[wire.KillExecutors]) { h.c.killExecutors(a.rec.ID, []int{0, 1, 77}, reply) })
 	if err != nil || !reflect.DeepEqual(res.ExecutorIDs, []int{0, 1}) {
 		t.Fatalf("kill executors: %+v %v", res, err)
 	}

@@ -23,11 +23,7 @@ func (m *Master) authorize(mux *http.ServeMux) http.Handler {
 		Secret: m.cfg.Secret,
 		TLS:    m.cfg.TLS != nil,
 		Driver: func(ctx context.Context, token string) (string, error) {
-			v, err := m.call(ctx, func(c *core, reply func(any, error)) { reply(c.driverOfToken(token)) })
-			if err != nil {
-				return "", err
-			}
-			return v.(string), nil
+			return query(ctx, m, func(c *core) (string, error) { return c.driverOfToken(token) })
 		},
 		Scope: m.scope,
 		UI:    m.sessions,
@@ -49,17 +45,15 @@ func (m *Master) scope(r *http.Request, pattern string, p httpx.Principal) error
 		}
 		return nil
 	case httpx.KindDriver:
-		_, err := m.call(r.Context(), func(c *core, reply func(any, error)) {
+		_, err := query(r.Context(), m, func(c *core) (wire.None, error) {
 			if !c.leading() {
-				reply(nil, c.notLeader())
-				return
+				return wire.None{}, c.notLeader()
 			}
 			// An app that is not listed is left to the handler (404).
 			if a := c.findApp(id); a != nil && a.rec.Owner != p.Name {
-				reply(nil, forbidden("driver %s did not register app %s", p.Name, id))
-				return
+				return wire.None{}, forbidden("driver %s did not register app %s", p.Name, id)
 			}
-			reply(nil, nil)
+			return wire.None{}, nil
 		})
 		return err
 	}

@@ -44,7 +44,7 @@ func TestDriverCredentialIsItsOwnAndEndsWithIt(t *testing.T) {
 
 	// An app it registers is its own.
 	idem := keyed{owner: id}
-	app, err := h.submitted(func(reply func(any, error)) {
+	app, err := run(h, func(reply reply[wire.Submitted]) {
 		h.c.registerApp(wire.AppDescription{Name: "mine", Command: []string{"x"}}, idem, reply)
 	})
 	if err != nil {
@@ -55,8 +55,8 @@ func TestDriverCredentialIsItsOwnAndEndsWithIt(t *testing.T) {
 	}
 
 	// Once the driver ends, its credential is worth nothing.
-	h.call(func(reply func(any, error)) { h.c.killDriver(id, reply) })
-	h.call(func(reply func(any, error)) {
+	run(h, func(reply reply[wire.DriverStatus]) { h.c.killDriver(id, reply) })
+	run(h, func(reply reply[wire.None]) {
 		h.c.driverStateChanged("w1", wire.DriverStateChanged{DriverID: id, State: wire.DriverKilled}, reply)
 	})
 	if _, err := h.c.driverOfToken(token); statusOf(err) != http.StatusUnauthorized {

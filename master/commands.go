@@ -1,57 +1,33 @@
 package master
 
 import (
-	"fmt"
+	"context"
 
+	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/wire"
 )
 
-// Master → worker commands: a small enum, each sent on its route of
-// wire.WorkerAPI through the outbox, and what happens when one cannot be
+// Master → worker commands: each is a body sent on its route of
+// wire.WorkerAPI through the outbox, typed together so that a body sent on
+// the wrong route does not compile; and what happens when one cannot be
 // delivered.
 
 // workerCommand is one master → worker request.
 type workerCommand struct {
-	kind commandKind
-	body any // carries the epoch
-	// What it concerns, for commandFailed.
-	appID    string
-	execID   int
-	driverID string
+	route wire.Endpoint
+	body  wire.Command // carries the epoch; what the command concerns
+	post  func(ctx context.Context, client *httpx.Client, address string) error
 }
 
-// commandKind names a master → worker command; its route is endpoint().
-type commandKind int
-
-const (
-	cmdLaunchExecutor commandKind = iota + 1
-	cmdKillExecutor
-	cmdLaunchDriver
-	cmdKillDriver
-	cmdAppFinished
-	cmdReconnect
-)
-
-// commandRoutes maps each command to its route on the worker.
-var commandRoutes = map[commandKind]wire.Endpoint{
-	cmdLaunchExecutor: wire.WorkerAPI.LaunchExecutor.Endpoint,
-	cmdKillExecutor:   wire.WorkerAPI.KillExecutor.Endpoint,
-	cmdLaunchDriver:   wire.WorkerAPI.LaunchDriver.Endpoint,
-	cmdKillDriver:     wire.WorkerAPI.KillDriver.Endpoint,
-	cmdAppFinished:    wire.WorkerAPI.AppFinished.Endpoint,
-	cmdReconnect:      wire.WorkerAPI.Reconnect.Endpoint,
+// commandOn is the command that sends body on route.
+func commandOn[Req wire.Command](route wire.Route[Req, wire.None], body Req) workerCommand {
+	return workerCommand{route: route.Endpoint, body: body, post: func(ctx context.Context, client *httpx.Client, address string) error {
+		_, err := httpx.Call(ctx, client, address, route, body)
+		return err
+	}}
 }
 
-// endpoint is the command's route on the worker.
-func (k commandKind) endpoint() wire.Endpoint {
-	e, ok := commandRoutes[k]
-	if !ok {
-		panic(fmt.Sprintf("master: command kind %d has no route", k))
-	}
-	return e
-}
-
-func (k commandKind) String() string { return k.endpoint().Mux() }
+func (cmd workerCommand) String() string { return cmd.route.Mux() }
 
 // commandFailed handles a command no worker accepted after retries. A
 // launch that never reached its worker counts as a failed executor (so a
@@ -61,14 +37,14 @@ func (c *core) commandFailed(workerID string, cmd workerCommand, err error) {
 	if !c.leading() {
 		return
 	}
-	c.log.Warn("command to worker failed", "worker", workerID, "command", cmd.kind, "err", err)
-	switch cmd.kind {
-	case cmdLaunchExecutor:
-		a := c.apps[cmd.appID]
+	c.log.Warn("command to worker failed", "worker", workerID, "command", cmd, "err", err)
+	switch body := cmd.body.(type) {
+	case wire.LaunchExecutor:
+		a := c.apps[body.AppID]
 		if a == nil {
 			return
 		}
-		e := a.executors[cmd.execID]
+		e := a.executors[body.ExecutorID]
 		if e == nil || e.launching || e.state != wire.ExecutorLaunching {
 			return
 		}
@@ -78,17 +54,17 @@ func (c *core) commandFailed(workerID string, cmd workerCommand, err error) {
 			return
 		}
 		c.endExecutor(e, executorEnd{state: wire.ExecutorFailed, message: "launch failed: " + err.Error(), event: wire.EventExecutorUpdated}, nil)
-	case cmdLaunchDriver:
-		if d := c.drivers[cmd.driverID]; d != nil && d.worker != nil && d.worker.rec.ID == workerID && !d.launching {
+	case wire.LaunchDriver:
+		if d := c.drivers[body.DriverID]; d != nil && d.worker != nil && d.worker.rec.ID == workerID && !d.launching {
 			c.driverLost(d, "launch failed: "+err.Error())
 		}
 	}
 }
 
 func (c *core) killExecutorCommand(appID string, id int) workerCommand {
-	return workerCommand{kind: cmdKillExecutor, body: wire.KillExecutor{Epoch: c.epoch, AppID: appID, ExecutorID: id}, appID: appID, execID: id}
+	return commandOn(wire.WorkerAPI.KillExecutor, wire.KillExecutor{Epoch: c.epoch, AppID: appID, ExecutorID: id})
 }
 
 func killDriverCommand(epoch uint64, id string) workerCommand {
-	return workerCommand{kind: cmdKillDriver, body: wire.KillDriver{Epoch: epoch, DriverID: id}, driverID: id}
+	return commandOn(wire.WorkerAPI.KillDriver, wire.KillDriver{Epoch: epoch, DriverID: id})
 }

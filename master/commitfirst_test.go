@@ -32,7 +32,7 @@ func TestFailedKillLeavesAppAsItWas(t *testing.T) {
 
 	var got error
 	replied := false
-	h.c.endApp(a.rec.ID, wire.AppKilled, "killed by request", func(_ any, err error) { got, replied = err, true })
+	h.c.endApp(a.rec.ID, wire.AppKilled, "killed by request", func(_ wire.AppStatus, err error) { got, replied = err, true })
 	// In flight: nothing visible, nothing sent.
 	if st, _ := h.c.app(a.rec.ID); st.State.Finished() || replied {
 		t.Fatalf("kill visible before its write committed: %s (replied %v)", st.State, replied)
@@ -43,7 +43,7 @@ func TestFailedKillLeavesAppAsItWas(t *testing.T) {
 	// A repeat while in flight waits for the same outcome.
 	var repeat error
 	repeated := false
-	h.c.endApp(a.rec.ID, wire.AppKilled, "killed by request", func(_ any, err error) { repeat, repeated = err, true })
+	h.c.endApp(a.rec.ID, wire.AppKilled, "killed by request", func(_ wire.AppStatus, err error) { repeat, repeated = err, true })
 	if repeated {
 		t.Fatal("repeated kill answered before the first one's write finished")
 	}
@@ -61,8 +61,8 @@ func TestFailedKillLeavesAppAsItWas(t *testing.T) {
 		t.Fatal("failed kill reached the state")
 	}
 	// The next kill writes again, and this time it holds.
-	v, err := h.call(func(reply func(any, error)) { h.c.endApp(a.rec.ID, wire.AppKilled, "killed by request", reply) })
-	if err != nil || v.(*wire.AppStatus).State != wire.AppKilled || h.fx.state.Apps[a.rec.ID].State != wire.AppKilled {
+	v, err := run(h, func(reply reply[wire.AppStatus]) { h.c.endApp(a.rec.ID, wire.AppKilled, "killed by request", reply) })
+	if err != nil || v.State != wire.AppKilled || h.fx.state.Apps[a.rec.ID].State != wire.AppKilled {
 		t.Fatalf("second kill: %+v %v", v, err)
 	}
 	if len(h.takeSent("/v1/executors/kill")) != 1 {
@@ -83,7 +83,7 @@ func TestFailedExecutorKillLeavesThemRunning(t *testing.T) {
 	}
 	var got error
 	replied := false
-	h.c.killExecutors(a.rec.ID, []int{eid}, func(_ any, err error) { got, replied = err, true })
+	h.c.killExecutors(a.rec.ID, []int{eid}, func(_ wire.KillExecutors, err error) { got, replied = err, true })
 	if replied || len(h.fx.sent) != 0 || len(drain(sub)) != 0 {
 		t.Fatalf("executor kill answered (%v) or sent %v before its write committed", replied, h.fx.sent)
 	}
@@ -94,8 +94,8 @@ func TestFailedExecutorKillLeavesThemRunning(t *testing.T) {
 	if len(a.executors) != 1 || w.coresUsed != 2 || len(h.fx.sent) != 0 || len(drain(sub)) != 0 {
 		t.Fatalf("after the failed kill: %d executors, %d cores used, sent %v", len(a.executors), w.coresUsed, h.fx.sent)
 	}
-	v, err := h.call(func(reply func(any, error)) { h.c.killExecutors(a.rec.ID, []int{eid}, reply) })
-	if err != nil || !slices.Equal(v.(wire.KillExecutors).ExecutorIDs, []int{eid}) {
+	v, err := run(h, func(reply reply[wire.KillExecutors]) { h.c.killExecutors(a.rec.ID, []int{eid}, reply) })
+	if err != nil || !slices.Equal(v.ExecutorIDs, []int{eid}) {
 		t.Fatalf("second executor kill: %+v %v", v, err)
 	}
 	// (The app still wants its cores: the round may place a new executor.)
@@ -110,9 +110,9 @@ func TestFailedExecutorKillLeavesThemRunning(t *testing.T) {
 func TestLimitChangeDuringEndWaitsForIt(t *testing.T) {
 	h := newLeader(t, nil)
 	a := h.addApp(wire.AppDescription{MaxCores: 2})
-	h.c.endApp(a.rec.ID, wire.AppKilled, "killed by request", func(any, error) {})
+	h.c.endApp(a.rec.ID, wire.AppKilled, "killed by request", func(wire.AppStatus, error) {})
 	var limitErr error
-	h.c.setExecutorLimit(a.rec.ID, 7, func(_ any, err error) { limitErr = err })
+	h.c.setExecutorLimit(a.rec.ID, 7, func(_ wire.ExecutorLimit, err error) { limitErr = err })
 	if n := len(h.fx.pending); n != 1 {
 		t.Fatalf("%d writes of the app in flight at once, want 1", n)
 	}
@@ -131,7 +131,7 @@ func TestFailedLimitChangeIsNotCarriedLater(t *testing.T) {
 	h := newLeader(t, nil)
 	a := h.addApp(wire.AppDescription{MaxCores: 2})
 	var err1 error
-	h.c.setExecutorLimit(a.rec.ID, 3, func(_ any, err error) { err1 = err })
+	h.c.setExecutorLimit(a.rec.ID, 3, func(_ wire.ExecutorLimit, err error) { err1 = err })
 	if a.rec.ExecutorLimit != nil {
 		t.Fatal("limit changed in memory before its write committed")
 	}
@@ -139,10 +139,10 @@ func TestFailedLimitChangeIsNotCarriedLater(t *testing.T) {
 	if err1 == nil || a.rec.ExecutorLimit != nil {
 		t.Fatalf("failed limit change: err %v, limit %v", err1, a.rec.ExecutorLimit)
 	}
-	if _, err := h.call(func(reply func(any, error)) { h.c.setExecutorLimit(a.rec.ID, 9, reply) }); err != nil {
+	if _, err := run(h, func(reply reply[wire.ExecutorLimit]) { h.c.setExecutorLimit(a.rec.ID, 9, reply) }); err != nil {
 		t.Fatal(err)
 	}
-	h.c.endApp(a.rec.ID, wire.AppFinished, "done", func(any, error) {})
+	h.c.endApp(a.rec.ID, wire.AppFinished, "done", func(wire.AppStatus, error) {})
 	h.commit()
 	if l := h.fx.state.Apps[a.rec.ID].ExecutorLimit; l == nil || *l != 9 {
 		t.Fatalf("durable limit %v, want 9", l)
@@ -155,7 +155,7 @@ func TestExecutorLaunchWaitsForItsPlacement(t *testing.T) {
 	h := newLeader(t, nil)
 	w := h.addWorker("w1", 4, 4096)
 	var id string
-	h.c.registerApp(wire.AppDescription{Command: []string{"x"}, MaxCores: 2}, keyed{}, func(v any, _ error) { id = v.(wire.Submitted).ID })
+	h.c.registerApp(wire.AppDescription{Command: []string{"x"}, MaxCores: 2}, keyed{}, func(v wire.Submitted, _ error) { id = v.ID })
 	h.step() // the app is durable; the scheduling pass places one executor
 	a := h.c.apps[id]
 	if len(a.executors) != 1 || w.coresUsed != 2 {
@@ -219,7 +219,7 @@ func TestDriverKillIsDurable(t *testing.T) {
 		t.Fatal("driver not launched")
 	}
 	replied := false
-	h.c.killDriver(id, func(any, error) { replied = true })
+	h.c.killDriver(id, func(wire.DriverStatus, error) { replied = true })
 	if replied || len(h.takeSent("/v1/drivers/kill")) != 0 {
 		t.Fatal("kill answered or sent before it was durable")
 	}
@@ -257,7 +257,7 @@ func TestWaitingDriverKillHoldsItsLaunch(t *testing.T) {
 	h := newLeader(t, nil)
 	id := h.addDriver(wire.DriverDescription{Command: []string{"d"}})
 	var status *wire.DriverStatus
-	h.c.killDriver(id, func(v any, _ error) { status = v.(*wire.DriverStatus) })
+	h.c.killDriver(id, func(v wire.DriverStatus, _ error) { status = &v })
 	h.addWorkerNoCommit("w1")
 	if len(h.takeSent("/v1/drivers")) != 0 {
 		t.Fatal("driver launched while its kill was in flight")
@@ -276,7 +276,7 @@ func TestWaitingDriverKillHoldsItsLaunch(t *testing.T) {
 func (h *harness) addWorkerNoCommit(id string) {
 	h.t.Helper()
 	before := len(h.fx.pending)
-	h.c.registerWorker(wire.RegisterWorker{ID: id, Host: "127.0.0.1", Port: 19999, Cores: 4, MemoryMB: 4096, Address: "http://127.0.0.1:19999", Incarnation: id}, func(any, error) {})
+	h.c.registerWorker(wire.RegisterWorker{ID: id, Host: "127.0.0.1", Port: 19999, Cores: 4, MemoryMB: 4096, Address: "http://127.0.0.1:19999", Incarnation: id}, func(wire.RegisteredWorker, error) {})
 	p := h.fx.pending[before]
 	h.fx.pending = append(h.fx.pending[:before], h.fx.pending[before+1:]...)
 	for _, c := range p.cmds {
@@ -296,7 +296,7 @@ func TestExecutorEndWaitsForItsWrite(t *testing.T) {
 	sub, _, _ := h.c.subscribe(a.rec.ID)
 	acked := false
 	h.c.executorStateChanged("w1", wire.ExecutorStateChanged{AppID: a.rec.ID, ExecutorID: e.id, State: wire.ExecutorExited, ExitCode: intp(0)},
-		func(_ any, err error) { acked = err == nil })
+		func(_ wire.None, err error) { acked = err == nil })
 	if acked || len(drain(sub)) != 0 || w.coresUsed != 2 {
 		t.Fatal("executor end visible before its write committed")
 	}

@@ -12,13 +12,14 @@ package master
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/placement"
 	"github.com/berth-cluster/berth/security"
+	"github.com/berth-cluster/berth/wire"
 )
 
 // Config is everything a master is told at start.
@@ -38,11 +39,11 @@ type Config struct {
 	DefaultCores       int    // maxCores of an app that asks for 0; 0 means unlimited
 	Placement          string // placement policy name
 	WorkerOrder        string // placement worker order
-	MinCoreUnit        int
-	MaxExecutorRetries int // consecutive executor failures that fail an app; 0: the default (10); < 0: never
-	RetainedApps       int // finished apps kept for status
-	RetainedDrivers    int // finished drivers kept for status
-	MaxDrivers         int // drivers running at once (--max-drivers); 0: no bound
+	MinCoreUnit        int    // cores per placement step; 0: one (placement.CoreUnit)
+	MaxExecutorRetries int    // consecutive executor failures that fail an app; 0: the default (10); < 0: never
+	RetainedApps       int    // finished apps kept for status
+	RetainedDrivers    int    // finished drivers kept for status
+	MaxDrivers         int    // drivers running at once (--max-drivers); 0: no bound
 	// MaxHeartbeatsPerSecond is the heartbeat rate the master aims at
 	// (--max-heartbeats-per-second): the interval it asks of workers grows
 	// with their number (heartbeatInterval). 0: the default.
@@ -55,6 +56,10 @@ type Config struct {
 	MaxStreamsPerApp   int // event streams open on one app
 
 	CommandTimeout time.Duration // per master → worker request
+
+	// policy is built by withDefaults from Placement, WorkerOrder and
+	// MinCoreUnit (placementPolicy).
+	policy placement.Policy
 }
 
 // Defaults of Config, Spark's where Spark has one.
@@ -72,13 +77,26 @@ const (
 	defaultDriverMemoryMB      = 1024
 )
 
-// withDefaults fills unset durations and limits and checks the rest.
+// WithDefaults is what New does first with c: it fills unset durations and
+// limits, checks the rest and builds the placement policy. It is where the
+// master's flags are checked (cmd/master only parses them), so its errors
+// name them; cmd/master calls it before it opens any state, so that a bad
+// flag writes nothing. New takes its result as it is: the policy built
+// here is the one that places, so the result goes to one New only (a
+// policy may learn from what it places).
+func (c Config) WithDefaults() (Config, error) { return c.withDefaults() }
+
+// withDefaults is WithDefaults under the name New calls. It may run twice
+// on a Config (cmd/master's, then New's): it fills only what is unset and
+// builds the policy once.
 func (c Config) withDefaults() (Config, error) {
 	if c.ID == "" {
-		return c, fmt.Errorf("master id is empty")
+		return c, errors.New("--node-id is empty")
 	}
-	if u, err := url.Parse(c.Advertise); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return c, fmt.Errorf("advertised address %q is not an http(s) URL", c.Advertise)
+	// Checked, not rewritten: membership compares the API address it
+	// announced, cmd/master's, with the replicated one this master writes.
+	if _, err := wire.ParseMasterURL("--advertise", c.Advertise); err != nil {
+		return c, err
 	}
 	if c.WorkerTimeout == 0 {
 		c.WorkerTimeout = DefaultWorkerTimeout
@@ -106,27 +124,62 @@ func (c Config) withDefaults() (Config, error) {
 	c.MaxActiveDrivers = cmp.Or(c.MaxActiveDrivers, DefaultMaxActiveDrivers)
 	c.MaxSubmissionBytes = cmp.Or(c.MaxSubmissionBytes, DefaultMaxSubmissionBytes)
 	c.MaxStreamsPerApp = cmp.Or(c.MaxStreamsPerApp, DefaultMaxStreamsPerApp)
-	if min(c.MaxActiveApps, c.MaxActiveDrivers, c.MaxSubmissionBytes, c.MaxStreamsPerApp) < 0 {
-		return c, fmt.Errorf("caps must not be negative")
-	}
 	if c.Placement == "" {
 		c.Placement = "spread"
 	}
-	for name, d := range map[string]time.Duration{"worker timeout": c.WorkerTimeout, "app timeout": c.AppTimeout, "recovery timeout": c.RecoveryTimeout, "command timeout": c.CommandTimeout} {
-		if d < 0 {
-			return c, fmt.Errorf("%s %s is negative", name, d)
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--worker-timeout", c.WorkerTimeout}, {"--app-timeout", c.AppTimeout}, {"--recovery-timeout", c.RecoveryTimeout}, {"command timeout", c.CommandTimeout}} {
+		if d.v < 0 {
+			return c, fmt.Errorf("%s %s is negative", d.flag, d.v)
+		}
+	}
+	for _, n := range []struct {
+		flag string
+		v    int
+	}{{"--retained-apps", c.RetainedApps}, {"--retained-drivers", c.RetainedDrivers}, {"--max-drivers", c.MaxDrivers},
+		{"--max-active-apps", c.MaxActiveApps}, {"--max-active-drivers", c.MaxActiveDrivers}, {"--max-submission-bytes", c.MaxSubmissionBytes},
+		{"--max-streams-per-app", c.MaxStreamsPerApp}, {"--max-heartbeats-per-second", c.MaxHeartbeatsPerSecond}} {
+		if n.v < 0 {
+			return c, fmt.Errorf("%s %d is negative", n.flag, n.v)
 		}
 	}
 	if c.DefaultCores < 0 || c.DefaultCores > maxAppCores {
-		return c, fmt.Errorf("default cores %d out of range 0..%d", c.DefaultCores, maxAppCores)
+		return c, fmt.Errorf("--default-cores %d: want 0 (unlimited) to %d", c.DefaultCores, maxAppCores)
 	}
-	if c.RetainedApps < 0 || c.RetainedDrivers < 0 || c.MaxDrivers < 0 {
-		return c, fmt.Errorf("retained apps and drivers must not be negative")
+	if c.policy == nil {
+		p, err := placement.New(c.Placement, placement.Options{Order: c.WorkerOrder, MinCoreUnit: c.MinCoreUnit})
+		if err != nil {
+			return c, fmt.Errorf("%s: %w", placementFlag(err), err)
+		}
+		c.policy = p
 	}
-	if _, err := placement.New(c.Placement, placement.Options{Order: c.WorkerOrder, MinCoreUnit: c.MinCoreUnit}); err != nil {
-		return c, err
-	}
+	// The one step every policy takes (placement.CoreUnit), for what the
+	// master says of an app that waits.
+	c.MinCoreUnit = placement.CoreUnit(c.MinCoreUnit)
 	return c, nil
+}
+
+// placementFlag names the flag behind an error of placement.New.
+func placementFlag(err error) string {
+	switch {
+	case errors.Is(err, placement.ErrUnknownOrder):
+		return "--worker-order"
+	case errors.Is(err, placement.ErrNegativeUnit):
+		return "--min-core-unit"
+	}
+	return "--placement"
+}
+
+// placementPolicy is the policy withDefaults built from Placement,
+// WorkerOrder and MinCoreUnit: built once, so that what was checked is
+// what places.
+func (c Config) placementPolicy() (placement.Policy, error) {
+	if c.policy == nil {
+		return nil, errors.New("master: the configuration did not go through withDefaults: no placement policy")
+	}
+	return c.policy, nil
 }
 
 // maxAppCores bounds an app's maxCores (it may span many workers).

@@ -76,7 +76,7 @@ type core struct {
 }
 
 func newCore(cfg Config, log *slog.Logger, clock Clock, fx effects) (*core, error) {
-	p, err := placement.New(cfg.Placement, placement.Options{Order: cfg.WorkerOrder, MinCoreUnit: cfg.MinCoreUnit})
+	p, err := cfg.placementPolicy()
 	if err != nil {
 		return nil, err
 	}

@@ -21,14 +21,14 @@ const DefaultDrainDeadline = 10 * time.Minute
 
 // drainWorker starts (or re-times) the drain of worker id; it answers the
 // worker's status once the drain is durable.
-func (c *core) drainWorker(id string, deadline time.Duration, reply func(any, error)) {
+func (c *core) drainWorker(id string, deadline time.Duration, reply reply[wire.WorkerStatus]) {
 	w, err := c.liveWorker(id)
 	if err != nil {
-		reply(nil, err)
+		reply.fail(err)
 		return
 	}
 	if w.state != wire.WorkerAlive && w.state != wire.WorkerDecommissioning {
-		reply(nil, conflict("worker %s is %s: only an ALIVE worker can be drained", id, w.state))
+		reply.fail(conflict("worker %s is %s: only an ALIVE worker can be drained", id, w.state))
 		return
 	}
 	if deadline <= 0 {
@@ -39,18 +39,18 @@ func (c *core) drainWorker(id string, deadline time.Duration, reply func(any, er
 }
 
 // undrainWorker ends the drain of worker id before its deadline.
-func (c *core) undrainWorker(id string, reply func(any, error)) {
+func (c *core) undrainWorker(id string, reply reply[wire.WorkerStatus]) {
 	w, err := c.liveWorker(id)
 	if err != nil {
-		reply(nil, err)
+		reply.fail(err)
 		return
 	}
 	if w.state != wire.WorkerDecommissioning {
-		reply(nil, conflict("worker %s is %s, not being drained", id, w.state))
+		reply.fail(conflict("worker %s is %s, not being drained", id, w.state))
 		return
 	}
 	if w.drainKilled {
-		reply(nil, conflict("worker %s's drain deadline has passed: what ran there is being replaced", id))
+		reply.fail(conflict("worker %s's drain deadline has passed: what ran there is being replaced", id))
 		return
 	}
 	c.setDrain(w, nil, reply)
@@ -58,7 +58,7 @@ func (c *core) undrainWorker(id string, reply func(any, error)) {
 
 // setDrain writes w's record with the drain deadline until (nil: none) and,
 // once durable, applies it.
-func (c *core) setDrain(w *workerInfo, until *time.Time, reply func(any, error)) {
+func (c *core) setDrain(w *workerInfo, until *time.Time, reply reply[wire.WorkerStatus]) {
 	rec := w.rec
 	rec.DrainDeadline = until
 	c.commit([]persistence.Command{persistence.PutWorker(rec)}, func() {
@@ -73,10 +73,7 @@ func (c *core) setDrain(w *workerInfo, until *time.Time, reply func(any, error))
 			c.log.Info("drain ended: worker ALIVE", "worker", w.rec.ID)
 		}
 		c.schedule()
-	}, answerWrite(reply, func() any {
-		st := workerStatus(w)
-		return &st
-	}))
+	}, answerWrite(reply, func() wire.WorkerStatus { return workerStatus(w) }))
 }
 
 // drainState is the state of a worker that answers a new leader: ALIVE, or

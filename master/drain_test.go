@@ -11,9 +11,8 @@ import (
 
 // drain drains worker id with deadline through the core.
 func (h *harness) drain(id string, deadline time.Duration) (*wire.WorkerStatus, error) {
-	v, err := h.call(func(reply func(any, error)) { h.c.drainWorker(id, deadline, reply) })
-	st, _ := v.(*wire.WorkerStatus)
-	return st, err
+	st, err := run(h, func(reply reply[wire.WorkerStatus]) { h.c.drainWorker(id, deadline, reply) })
+	return &st, err
 }
 
 // A drained worker takes nothing new; what runs there keeps running until
@@ -42,15 +41,15 @@ func TestDrainPlacesNothingNewAndUndrainReverses(t *testing.T) {
 	if st, err := h.drain("w1", 2*time.Minute); err != nil || !st.DrainDeadline.Equal(h.clock.t.Add(2*time.Minute)) {
 		t.Errorf("re-timing the drain: %+v %v", st, err)
 	}
-	v, err := h.call(func(reply func(any, error)) { h.c.undrainWorker("w1", reply) })
-	if st := v.(*wire.WorkerStatus); err != nil || st.State != wire.WorkerAlive || st.DrainDeadline != nil || h.fx.state.Workers["w1"].DrainDeadline != nil {
+	v, err := run(h, func(reply reply[wire.WorkerStatus]) { h.c.undrainWorker("w1", reply) })
+	if st := v; err != nil || st.State != wire.WorkerAlive || st.DrainDeadline != nil || h.fx.state.Workers["w1"].DrainDeadline != nil {
 		t.Fatalf("undrain: %+v %v", v, err)
 	}
 	if len(b.executors) != 1 {
 		t.Errorf("after the undrain the waiting app got %d executors, want 1", len(b.executors))
 	}
 	// Errors: a worker not being drained, an unknown one.
-	_, err = h.call(func(reply func(any, error)) { h.c.undrainWorker("w1", reply) })
+	_, err = run(h, func(reply reply[wire.WorkerStatus]) { h.c.undrainWorker("w1", reply) })
 	if se := statusErrorOf(err); se.Status != http.StatusConflict || se.Code != wire.CodeWrongState {
 		t.Errorf("undrain of an ALIVE worker: %v", err)
 	}
@@ -99,7 +98,7 @@ func TestDrainDeadlineMovesWhatIsLeft(t *testing.T) {
 	if lost != 2 {
 		t.Errorf("%d executors LOST to the drain deadline, want 2", lost)
 	}
-	if _, err := h.call(func(reply func(any, error)) { h.c.undrainWorker("w1", reply) }); err == nil {
+	if _, err := run(h, func(reply reply[wire.WorkerStatus]) { h.c.undrainWorker("w1", reply) }); err == nil {
 		t.Error("undrain after the deadline was accepted")
 	}
 }
@@ -130,5 +129,5 @@ func mustAppStatus(t *testing.T, h *harness, id string) *wire.AppStatus {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st
+	return &st
 }

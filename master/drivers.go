@@ -11,7 +11,7 @@ import (
 // submitDriver accepts a driver (cluster mode); it waits for a worker once
 // its record is durable.
 // A repeat of a keyed submission gets the first one's id instead.
-func (c *core) submitDriver(desc wire.DriverDescription, idem keyed, reply func(any, error)) {
+func (c *core) submitDriver(desc wire.DriverDescription, idem keyed, reply reply[wire.Submitted]) {
 	if desc.Cores == 0 {
 		desc.Cores = 1
 	}
@@ -68,18 +68,14 @@ func (c *core) launchDriver(w *workerInfo, d *driverInfo, grants wire.ResourceGr
 	}, nil, func() {
 		d.launching, d.state = false, wire.DriverRunning
 		c.viewsStale() // its committed use changed; placement saw the cores taken already
-		c.fx.send(w, workerCommand{
-			kind: cmdLaunchDriver,
-			body: wire.LaunchDriver{
-				Epoch: c.epoch, MasterURL: c.cfg.Advertise, DriverID: d.rec.ID,
-				Process: wire.Process{
-					Command: d.rec.Desc.Command, Env: d.rec.Desc.Env,
-					Cores: d.rec.Desc.Cores, MemoryMB: d.rec.Desc.MemoryMB, Resources: grants,
-				},
-				Supervise: d.rec.Desc.Supervise, Token: token,
+		c.fx.send(w, commandOn(wire.WorkerAPI.LaunchDriver, wire.LaunchDriver{
+			Epoch: c.epoch, MasterURL: c.cfg.Advertise, DriverID: d.rec.ID,
+			Process: wire.Process{
+				Command: d.rec.Desc.Command, Env: d.rec.Desc.Env,
+				Cores: d.rec.Desc.Cores, MemoryMB: d.rec.Desc.MemoryMB, Resources: grants,
 			},
-			driverID: d.rec.ID,
-		})
+			Supervise: d.rec.Desc.Supervise, Token: token,
+		}))
 	}, func(err error) {
 		if err == nil || c.drivers[d.rec.ID] != d || !d.launching {
 			return
@@ -97,20 +93,19 @@ func (c *core) launchDriver(w *workerInfo, d *driverInfo, grants wire.ResourceGr
 // and does not relaunch it) before its worker is told and the request is
 // answered; the worker then reports KILLED. Killing a driver that ended
 // answers its final status.
-func (c *core) killDriver(id string, reply func(any, error)) {
+func (c *core) killDriver(id string, reply reply[wire.DriverStatus]) {
 	d := toEnd(c, c.drivers[id], c.completedDriver, driverStatus, "driver", id, reply)
 	if d == nil {
 		return
 	}
 	answer := func(err error) {
 		if err != nil {
-			reply(nil, err)
+			reply.fail(err)
 		} else if d.rec.Finished() && !d.state.Finished() {
 			// Durable, but this leadership ended before applying it.
-			st := recordDriverStatus(&d.rec)
-			reply(&st, nil)
+			reply(recordDriverStatus(&d.rec), nil)
 		} else {
-			reply(driverStatus(d), nil)
+			reply(*driverStatus(d), nil)
 		}
 	}
 	switch {
@@ -137,10 +132,10 @@ func (c *core) killDriver(id string, reply func(any, error)) {
 // driverStateChanged applies a worker's report about a driver it runs. A
 // final state is acknowledged only once durable: a new leader that found the
 // driver still RUNNING, with no worker claiming it, would relaunch it.
-func (c *core) driverStateChanged(workerID string, m wire.DriverStateChanged, reply func(any, error)) {
+func (c *core) driverStateChanged(workerID string, m wire.DriverStateChanged, reply reply[wire.None]) {
 	w, err := c.reportingWorker(workerID) // refuses too when not leading
 	if err != nil {
-		reply(nil, err)
+		reply.fail(err)
 		return
 	}
 	d := c.drivers[m.DriverID]
@@ -148,7 +143,7 @@ func (c *core) driverStateChanged(workerID string, m wire.DriverStateChanged, re
 		if !m.State.Finished() {
 			c.fx.send(w, killDriverCommand(c.epoch, m.DriverID))
 		}
-		reply(nil, notFound("driver", m.DriverID))
+		reply.fail(notFound("driver", m.DriverID))
 		return
 	}
 	if !m.State.Finished() {

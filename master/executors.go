@@ -15,10 +15,7 @@ import (
 // nothing. A placement that fails to commit gives its cores back.
 func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int, grants wire.ResourceGrants) {
 	e := &executorInfo{app: a, id: a.nextExecID, worker: w, cores: cores, memory: memory, resources: grants, state: wire.ExecutorLaunching, launching: true}
-	a.nextExecID++
-	a.executors[e.id] = e
-	a.coresGranted += cores
-	w.addExecutor(e)
+	a.adopt(e)
 	rec := persistence.ExecutorRecord{AppID: a.rec.ID, ID: e.id, WorkerID: w.rec.ID, Cores: cores, MemoryMB: memory, Resources: grants}
 	c.commit([]persistence.Command{persistence.PutExecutor(rec)}, func() {
 		if !c.live(e) {
@@ -29,17 +26,13 @@ func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int, gran
 		c.metrics.launches.Inc()
 		a.hosts[w.rec.ID] = struct{}{}
 		a.state = wire.AppRunning
-		c.fx.send(w, workerCommand{
-			kind: cmdLaunchExecutor,
-			body: wire.LaunchExecutor{
-				Epoch: c.epoch, MasterURL: c.cfg.Advertise, AppID: a.rec.ID, ExecutorID: e.id,
-				Process: wire.Process{
-					Command: a.rec.Desc.Command, Env: a.rec.Desc.Env,
-					Cores: cores, MemoryMB: memory, Resources: grants,
-				},
+		c.fx.send(w, commandOn(wire.WorkerAPI.LaunchExecutor, wire.LaunchExecutor{
+			Epoch: c.epoch, MasterURL: c.cfg.Advertise, AppID: a.rec.ID, ExecutorID: e.id,
+			Process: wire.Process{
+				Command: a.rec.Desc.Command, Env: a.rec.Desc.Env,
+				Cores: cores, MemoryMB: memory, Resources: grants,
 			},
-			appID: a.rec.ID, execID: e.id,
-		})
+		}))
 		c.publish(a, wire.AppEvent{Type: wire.EventExecutorAdded, Executor: executorStatus(e)})
 	}, func(err error) {
 		if err == nil || !c.live(e) || !e.launching {
@@ -119,10 +112,10 @@ func (c *core) executorLost(e *executorInfo, msg string) {
 // worker drops a report once acknowledged, and a new leader must not find
 // the executor still placed. A RUNNING executor that stays up resets the
 // app's failure count; a FAILED one adds to it (see executorEnded).
-func (c *core) executorStateChanged(workerID string, m wire.ExecutorStateChanged, reply func(any, error)) {
+func (c *core) executorStateChanged(workerID string, m wire.ExecutorStateChanged, reply reply[wire.None]) {
 	w, err := c.reportingWorker(workerID) // refuses too when not leading
 	if err != nil {
-		reply(nil, err)
+		reply.fail(err)
 		return
 	}
 	var e *executorInfo
@@ -134,7 +127,7 @@ func (c *core) executorStateChanged(workerID string, m wire.ExecutorStateChanged
 			// Running, but no master accounts for it: stop it.
 			c.fx.send(w, c.killExecutorCommand(m.AppID, m.ExecutorID))
 		}
-		reply(nil, notFound("executor", fmt.Sprintf("%s/%d", m.AppID, m.ExecutorID)))
+		reply.fail(notFound("executor", fmt.Sprintf("%s/%d", m.AppID, m.ExecutorID)))
 		return
 	}
 	if !m.State.Finished() {
@@ -151,16 +144,16 @@ func (c *core) executorStateChanged(workerID string, m wire.ExecutorStateChanged
 
 // ack turns a reply into the done of a write: success once durable, else
 // the error a client must see.
-func (c *core) ack(reply func(any, error)) func(error) {
-	return answerWrite(reply, func() any { return wire.None{} })
+func (c *core) ack(reply reply[wire.None]) func(error) {
+	return answerWrite(reply, func() wire.None { return wire.None{} })
 }
 
 // answerWrite turns a reply into the done of a write: what answer builds
 // once it is durable, else the error a client must see.
-func answerWrite(reply func(any, error), answer func() any) func(error) {
+func answerWrite[T any](reply reply[T], answer func() T) func(error) {
 	return func(err error) {
 		if err != nil {
-			reply(nil, err)
+			reply.fail(err)
 			return
 		}
 		reply(answer(), nil)
@@ -170,10 +163,10 @@ func answerWrite(reply func(any, error), answer func() any) func(error) {
 // killExecutors kills chosen executors of an app (dynamic allocation) and
 // answers, once their ends are durable, with the ids it killed; ids the
 // master does not list are skipped.
-func (c *core) killExecutors(id string, ids []int, reply func(any, error)) {
+func (c *core) killExecutors(id string, ids []int, reply reply[wire.KillExecutors]) {
 	a, err := c.activeApp(id)
 	if err != nil {
-		reply(nil, err)
+		reply.fail(err)
 		return
 	}
 	killed := []int{}
@@ -194,7 +187,7 @@ func (c *core) killExecutors(id string, ids []int, reply func(any, error)) {
 		for _, e := range chosen {
 			c.executorEnded(e, executorEnd{state: wire.ExecutorKilled, event: wire.EventExecutorUpdated, note: "killed by request", kill: true})
 		}
-	}, answerWrite(reply, func() any { return wire.KillExecutors{ExecutorIDs: killed} }))
+	}, answerWrite(reply, func() wire.KillExecutors { return wire.KillExecutors{ExecutorIDs: killed} }))
 }
 
 // executorStableAfter is how long an executor must stay RUNNING to prove the

@@ -117,13 +117,13 @@ func (h *harness) lead(s *persistence.State) {
 	h.commit()
 }
 
-// call runs a transition that replies, commits, and returns the reply.
-func (h *harness) call(fn func(reply func(any, error))) (any, error) {
+// run runs a transition that replies, commits, and returns the reply.
+func run[T any](h *harness, fn func(reply reply[T])) (T, error) {
 	h.t.Helper()
-	var v any
+	var v T
 	var err error
 	replied := false
-	fn(func(rv any, rerr error) { v, err, replied = rv, rerr, true })
+	fn(func(rv T, rerr error) { v, err, replied = rv, rerr, true })
 	h.commit()
 	if !replied {
 		h.t.Fatal("no reply after the writes committed")
@@ -134,7 +134,7 @@ func (h *harness) call(fn func(reply func(any, error))) (any, error) {
 func (h *harness) addWorker(id string, cores, memoryMB int) *workerInfo {
 	h.t.Helper()
 	port := 10000 + len(h.c.workers)
-	_, err := h.call(func(reply func(any, error)) {
+	_, err := run(h, func(reply reply[wire.RegisteredWorker]) {
 		h.c.registerWorker(wire.RegisterWorker{ID: id, Host: "127.0.0.1", Port: port, Cores: cores, MemoryMB: memoryMB, Address: fmt.Sprintf("http://127.0.0.1:%d", port), Incarnation: id + "-1"}, reply)
 	})
 	if err != nil {
@@ -179,28 +179,28 @@ func (h *harness) addApp(desc wire.AppDescription) *appInfo {
 	if desc.Command == nil {
 		desc.Command = []string{"executor"}
 	}
-	v, err := h.call(func(reply func(any, error)) { h.c.registerApp(desc, keyed{}, reply) })
+	v, err := run(h, func(reply reply[wire.Submitted]) { h.c.registerApp(desc, keyed{}, reply) })
 	if err != nil {
 		h.t.Fatalf("registering app: %v", err)
 	}
-	return h.c.apps[v.(wire.Submitted).ID]
+	return h.c.apps[v.ID]
 }
 
 // addDriver submits a driver, commits, and returns its id.
 func (h *harness) addDriver(desc wire.DriverDescription) string {
 	h.t.Helper()
-	v, err := h.call(func(reply func(any, error)) { h.c.submitDriver(desc, keyed{}, reply) })
+	v, err := run(h, func(reply reply[wire.Submitted]) { h.c.submitDriver(desc, keyed{}, reply) })
 	if err != nil {
 		h.t.Fatalf("submitting a driver: %v", err)
 	}
-	return v.(wire.Submitted).ID
+	return v.ID
 }
 
 // sentTo returns the commands sent to paths, in order, and forgets them.
 func (h *harness) takeSent(path string) []sentCommand {
 	var out, rest []sentCommand
 	for _, s := range h.fx.sent {
-		if s.cmd.kind.endpoint().Pattern == path {
+		if s.cmd.route.Pattern == path {
 			out = append(out, s)
 		} else {
 			rest = append(rest, s)
@@ -213,7 +213,7 @@ func (h *harness) takeSent(path string) []sentCommand {
 // report sends a worker's report about an executor.
 func (h *harness) report(e *executorInfo, state wire.ExecutorState, exitCode *int) {
 	h.t.Helper()
-	_, err := h.call(func(reply func(any, error)) {
+	_, err := run(h, func(reply reply[wire.None]) {
 		h.c.executorStateChanged(e.worker.rec.ID, wire.ExecutorStateChanged{AppID: e.app.rec.ID, ExecutorID: e.id, State: state, ExitCode: exitCode}, reply)
 	})
 	if err != nil {
@@ -276,7 +276,7 @@ func (h *harness) failover() {
 // error.
 func (h *harness) reregister(w *workerInfo, incarnation string) error {
 	h.t.Helper()
-	_, err := h.call(func(reply func(any, error)) {
+	_, err := run(h, func(reply reply[wire.RegisteredWorker]) {
 		h.c.registerWorker(wire.RegisterWorker{ID: w.rec.ID, Host: w.rec.Host, Port: w.rec.Port, Cores: w.rec.Cores, MemoryMB: w.rec.MemoryMB, Address: w.rec.Address, Incarnation: incarnation}, reply)
 	})
 	return err

@@ -54,7 +54,7 @@ func keyedRequest(key string, desc any) keyed {
 // keyedWrite is a keyed submission being committed; repeats wait for it.
 type keyedWrite struct {
 	hash    string
-	waiters []func(any, error)
+	waiters []reply[wire.Submitted]
 }
 
 // submissionKeys maps the keys of the listed apps and drivers to their ids,
@@ -74,13 +74,13 @@ func errKeyReused(k submissionKey, id string) error {
 // answerRepeat answers a keyed submission that repeats one in flight or one
 // already listed, and reports whether it did. listed returns the hash
 // recorded for an id, false when the master no longer lists it.
-func (c *core) answerRepeat(k submissionKey, hash string, listed func(id string) (string, bool), reply func(any, error)) bool {
+func (c *core) answerRepeat(k submissionKey, hash string, listed func(id string) (string, bool), reply reply[wire.Submitted]) bool {
 	if k.key == "" {
 		return false
 	}
 	if w := c.keys.inFlight[k]; w != nil {
 		if w.hash != hash {
-			reply(nil, errKeyReused(k, ""))
+			reply.fail(errKeyReused(k, ""))
 		} else {
 			w.waiters = append(w.waiters, reply)
 		}
@@ -96,7 +96,7 @@ func (c *core) answerRepeat(k submissionKey, hash string, listed func(id string)
 		return false
 	}
 	if stored != hash {
-		reply(nil, errKeyReused(k, id))
+		reply.fail(errKeyReused(k, id))
 		return true
 	}
 	reply(wire.Submitted{ID: id, Existing: true}, nil)
@@ -107,16 +107,16 @@ func (c *core) answerRepeat(k submissionKey, hash string, listed func(id string)
 // takes one, a repeat is answered instead (answerRepeat), and room (a cap)
 // may refuse it. Admitted, it is in flight under its key (beginKeyed);
 // refused, reply has been called.
-func (c *core) admitKeyed(k submissionKey, hash string, listed func(id string) (string, bool), room func() error, reply func(any, error)) bool {
+func (c *core) admitKeyed(k submissionKey, hash string, listed func(id string) (string, bool), room func() error, reply reply[wire.Submitted]) bool {
 	if !c.leading() {
-		reply(nil, c.notLeader())
+		reply.fail(c.notLeader())
 		return false
 	}
 	if c.answerRepeat(k, hash, listed, reply) {
 		return false
 	}
 	if err := room(); err != nil {
-		reply(nil, err)
+		reply.fail(err)
 		return false
 	}
 	c.beginKeyed(k, hash)
@@ -149,7 +149,7 @@ func (c *core) endKeyed(k submissionKey, id string, err error) {
 // failed write gets the error. Either way the repeats that waited on its
 // key get the same answer. pending counts it against the caps while it is
 // written.
-func (c *core) commitKeyed(k submissionKey, id string, cmd persistence.Command, pending *int, apply func(), reply func(any, error)) {
+func (c *core) commitKeyed(k submissionKey, id string, cmd persistence.Command, pending *int, apply func(), reply reply[wire.Submitted]) {
 	*pending++
 	c.commit([]persistence.Command{cmd}, apply, func(err error) {
 		*pending--
@@ -159,9 +159,9 @@ func (c *core) commitKeyed(k submissionKey, id string, cmd persistence.Command, 
 }
 
 // answerSubmitted answers a submission with its id, or with err.
-func answerSubmitted(reply func(any, error), id string, existing bool, err error) {
+func answerSubmitted(reply reply[wire.Submitted], id string, existing bool, err error) {
 	if err != nil {
-		reply(nil, err)
+		reply.fail(err)
 		return
 	}
 	reply(wire.Submitted{ID: id, Existing: existing}, nil)

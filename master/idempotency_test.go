@@ -13,30 +13,21 @@ import (
 // the reply.
 func (h *harness) keyedApp(desc wire.AppDescription, key string) (wire.Submitted, error) {
 	h.t.Helper()
-	return h.submitted(func(reply func(any, error)) { h.c.registerApp(desc, keyedRequest(key, desc), reply) })
+	return run(h, func(reply reply[wire.Submitted]) { h.c.registerApp(desc, keyedRequest(key, desc), reply) })
 }
 
 func (h *harness) keyedDriver(desc wire.DriverDescription, key string) (wire.Submitted, error) {
 	h.t.Helper()
-	return h.submitted(func(reply func(any, error)) { h.c.submitDriver(desc, keyedRequest(key, desc), reply) })
-}
-
-// submitted runs a submission through h.call and returns its reply.
-func (h *harness) submitted(fn func(reply func(any, error))) (wire.Submitted, error) {
-	v, err := h.call(fn)
-	if err != nil {
-		return wire.Submitted{}, err
-	}
-	return v.(wire.Submitted), nil
+	return run(h, func(reply reply[wire.Submitted]) { h.c.submitDriver(desc, keyedRequest(key, desc), reply) })
 }
 
 // replyLog keeps every reply its reply method is given, in order.
 type replyLog struct {
-	replies []any
+	replies []wire.Submitted
 	errs    []error
 }
 
-func (l *replyLog) reply(v any, err error) {
+func (l *replyLog) reply(v wire.Submitted, err error) {
 	l.replies, l.errs = append(l.replies, v), append(l.errs, err)
 }
 
@@ -112,7 +103,7 @@ func TestRepeatWaitsForTheWriteInFlight(t *testing.T) {
 	if len(got.replies) != 3 || got.errs[1] != nil || got.errs[2] != nil {
 		t.Fatalf("after the commit: %v %v", got.replies, got.errs)
 	}
-	a, b := got.replies[1].(wire.Submitted), got.replies[2].(wire.Submitted)
+	a, b := got.replies[1], got.replies[2]
 	if a.ID != b.ID || a.Existing || !b.Existing {
 		t.Fatalf("first %+v, repeat %+v", a, b)
 	}
@@ -163,7 +154,7 @@ func TestKeyForgottenWithTheHistory(t *testing.T) {
 	h := newLeader(t, func(c *Config) { c.RetainedApps = 1 })
 	desc := wire.AppDescription{Command: []string{"x"}}
 	end := func(id string) {
-		if _, err := h.call(func(reply func(any, error)) { h.c.endApp(id, wire.AppFinished, "done", reply) }); err != nil {
+		if _, err := run(h, func(reply reply[wire.AppStatus]) { h.c.endApp(id, wire.AppFinished, "done", reply) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -210,12 +201,12 @@ func TestKeyFollowsARelaunchedDriver(t *testing.T) {
 	// key stays with the running relaunch, here and on a new leader.
 	waiting := wire.DriverDescription{Command: []string{"p"}, Cores: 64} // no worker fits: it waits
 	p, _ := h.keyedDriver(waiting, "")
-	if _, err := h.call(func(reply func(any, error)) { h.c.killDriver(p.ID, reply) }); err != nil {
+	if _, err := run(h, func(reply reply[wire.DriverStatus]) { h.c.killDriver(p.ID, reply) }); err != nil {
 		t.Fatal(err)
 	}
 	// Killing it again (a client retrying a kill whose answer it lost)
 	// answers its final status.
-	if v, err := h.call(func(reply func(any, error)) { h.c.killDriver(p.ID, reply) }); err != nil || v.(*wire.DriverStatus).State != wire.DriverKilled {
+	if v, err := run(h, func(reply reply[wire.DriverStatus]) { h.c.killDriver(p.ID, reply) }); err != nil || v.State != wire.DriverKilled {
 		t.Fatalf("second kill: %+v %v, want the KILLED status", v, err)
 	}
 	if d, err := h.c.driver(first.ID); err == nil {
@@ -231,8 +222,8 @@ func TestKeyFollowsARelaunchedDriver(t *testing.T) {
 	// No worker claims it in recovery (the fake workers do not answer), so
 	// it is relaunched again: the key follows.
 	h.pass(h.c.cfg.RecoveryTimeout+h.c.cfg.tickInterval(), "w2")
-	st, _ := h.c.driver(relaunch)
-	if st == nil || st.RelaunchedAs == "" {
+	st, err := h.c.driver(relaunch)
+	if err != nil || st.RelaunchedAs == "" {
 		t.Fatalf("not relaunched after recovery: %+v", st)
 	}
 	if again, err := h.keyedDriver(desc, "k"); err != nil || again.ID != st.RelaunchedAs {
@@ -293,7 +284,7 @@ func TestKeyedWriteAcrossLeadershipChange(t *testing.T) {
 			t.Fatalf("committed=%v: %d got.replies, want 3", committed, len(got.errs))
 		}
 		for i := range got.errs {
-			if committed && (got.errs[i] != nil || got.replies[i].(wire.Submitted).ID != got.replies[0].(wire.Submitted).ID) {
+			if committed && (got.errs[i] != nil || got.replies[i].ID != got.replies[0].ID) {
 				t.Errorf("committed: reply %d: %v %v, want the app's id", i, got.replies[i], got.errs[i])
 			}
 			if !committed && got.errs[i] == nil {
@@ -308,7 +299,7 @@ func TestKeyedWriteAcrossLeadershipChange(t *testing.T) {
 		if n := len(h.fx.state.Apps); n != 1 {
 			t.Errorf("committed=%v: %d apps in the state, want 1", committed, n)
 		}
-		if committed && (!again.Existing || again.ID != got.replies[0].(wire.Submitted).ID) {
+		if committed && (!again.Existing || again.ID != got.replies[0].ID) {
 			t.Errorf("committed: retry %+v, want the committed app", again)
 		}
 	}

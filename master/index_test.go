@@ -59,9 +59,9 @@ func TestIndexFollowsTheWorkers(t *testing.T) {
 		case 3: // a drain, or its end
 			id := ids[r.IntN(len(ids))]
 			if w := h.c.workers[id]; w != nil && w.state == wire.WorkerAlive {
-				h.call(func(reply func(any, error)) { h.c.drainWorker(id, time.Hour, reply) })
+				run(h, func(reply reply[wire.WorkerStatus]) { h.c.drainWorker(id, time.Hour, reply) })
 			} else if w != nil && w.state == wire.WorkerDecommissioning {
-				h.call(func(reply func(any, error)) { h.c.undrainWorker(id, reply) })
+				run(h, func(reply reply[wire.WorkerStatus]) { h.c.undrainWorker(id, reply) })
 			}
 		case 4: // time passes; one worker falls silent
 			var alive []string

@@ -10,7 +10,6 @@ import (
 
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/internal/poll"
-	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -40,14 +39,11 @@ type leaderLease struct {
 	leading     atomic.Bool // the loop's view: this master leads (refresh runs)
 }
 
-// newLeaderLease uses engine's leader verification, if it has one.
-func newLeaderLease(engine persistence.Engine) *leaderLease {
+// newLeaderLease uses repl's leader verification (nil: a lone master).
+func newLeaderLease(repl Replication) *leaderLease {
 	l := &leaderLease{}
-	if v, ok := engine.(interface {
-		persistence.LeaderVerifier
-		LeaseTimeout() time.Duration
-	}); ok {
-		l.verify, l.duration = v.VerifyLeader, v.LeaseTimeout()
+	if repl != nil {
+		l.verify, l.duration = repl.VerifyLeader, repl.LeaseTimeout()
 	}
 	return l
 }
@@ -131,9 +127,10 @@ var errLeaseLapsed = fmt.Errorf("the leader lease lapsed while the answer was ma
 // from a state that a master elected meanwhile has moved past: two leaders
 // seen at once. (Writes need no such check: they are answered once
 // committed, which a deposed master cannot do.)
-func (m *Master) stillLeading(v any, err error) (any, error) {
+func stillLeading[T any](m *Master, v T, err error) (T, error) {
 	if err == nil && m.lease.leading.Load() && !m.lease.fresh() {
-		return nil, m.notConfirmed(errLeaseLapsed)
+		var zero T
+		return zero, m.notConfirmed(errLeaseLapsed)
 	}
 	return v, err
 }

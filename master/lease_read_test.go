@@ -19,16 +19,16 @@ func TestReadsNeedTheLeaseAtTheirAnswer(t *testing.T) {
 		agent: election.NewSingle("m1"), engine: persistence.NewMemory(), cfg: Config{ID: "m1"}}
 	m.lease.leading.Store(true)
 	m.lease.until = time.Now().Add(time.Second)
-	if v, err := m.stillLeading("answer", nil); err != nil || v != "answer" {
+	if v, err := stillLeading(m, "answer", nil); err != nil || v != "answer" {
 		t.Errorf("within the lease: %v %v", v, err)
 	}
 	m.lease.until = time.Now().Add(-time.Millisecond) // the lease ran out while the loop answered
-	v, err := m.stillLeading("stale answer", nil)
-	if se := statusErrorOf(err); v != nil || se.Status != http.StatusServiceUnavailable || se.Code != wire.CodeNoLeader {
+	v, err := stillLeading(m, "stale answer", nil)
+	if se := statusErrorOf(err); v != "" || se.Status != http.StatusServiceUnavailable || se.Code != wire.CodeNoLeader {
 		t.Errorf("after the lease: %v %v, want 503 no_leader", v, err)
 	}
 	m.lease.leading.Store(false) // not leading: the loop's answer is a redirect or "no leader" already
-	if v, err := m.stillLeading("x", nil); v != "x" || err != nil {
+	if v, err := stillLeading(m, "x", nil); v != "x" || err != nil {
 		t.Errorf("not leading: %v %v", v, err)
 	}
 }

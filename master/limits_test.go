@@ -26,7 +26,7 @@ func wantLimit(t *testing.T, err error, flag string) {
 // repeat of a keyed registration is still answered at the cap.
 func TestActiveAppsAreCapped(t *testing.T) {
 	h := newLeader(t, func(c *Config) { c.MaxActiveApps = 2 })
-	first, err := h.call(func(reply func(any, error)) {
+	first, err := run(h, func(reply reply[wire.Submitted]) {
 		h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{key: "k1", hash: "h1"}, reply)
 	})
 	if err != nil {
@@ -34,8 +34,8 @@ func TestActiveAppsAreCapped(t *testing.T) {
 	}
 	// The second is in flight (not committed) when the third comes.
 	var second error = errors.New("no reply")
-	h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{}, func(_ any, err error) { second = err })
-	_, third := h.call(func(reply func(any, error)) {
+	h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{}, func(_ wire.Submitted, err error) { second = err })
+	_, third := run(h, func(reply reply[wire.Submitted]) {
 		h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{}, reply)
 	})
 	if second != nil {
@@ -45,17 +45,17 @@ func TestActiveAppsAreCapped(t *testing.T) {
 	if n := len(h.fx.state.Apps); n != 2 {
 		t.Errorf("%d apps written, want 2", n)
 	}
-	again, err := h.call(func(reply func(any, error)) {
+	again, err := run(h, func(reply reply[wire.Submitted]) {
 		h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{key: "k1", hash: "h1"}, reply)
 	})
-	if err != nil || again.(wire.Submitted).ID != first.(wire.Submitted).ID {
+	if err != nil || again.ID != first.ID {
 		t.Errorf("keyed repeat at the cap: %v %v", again, err)
 	}
-	id := first.(wire.Submitted).ID
-	if _, err := h.call(func(reply func(any, error)) { h.c.endApp(id, wire.AppKilled, "test", reply) }); err != nil {
+	id := first.ID
+	if _, err := run(h, func(reply reply[wire.AppStatus]) { h.c.endApp(id, wire.AppKilled, "test", reply) }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.call(func(reply func(any, error)) {
+	if _, err := run(h, func(reply reply[wire.Submitted]) {
 		h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{}, reply)
 	}); err != nil {
 		t.Errorf("after an app ended: %v", err)
@@ -66,23 +66,23 @@ func TestActiveAppsAreCapped(t *testing.T) {
 func TestFailedRegistrationFreesItsPlace(t *testing.T) {
 	h := newLeader(t, func(c *Config) { c.MaxActiveApps = 1; c.MaxActiveDrivers = 1 })
 	var errs []error
-	h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{}, func(_ any, err error) { errs = append(errs, err) })
-	h.c.submitDriver(wire.DriverDescription{Command: []string{"x"}}, keyed{}, func(_ any, err error) { errs = append(errs, err) })
+	h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{}, func(_ wire.Submitted, err error) { errs = append(errs, err) })
+	h.c.submitDriver(wire.DriverDescription{Command: []string{"x"}}, keyed{}, func(_ wire.Submitted, err error) { errs = append(errs, err) })
 	h.failWrites(errors.New("disk on fire"))
 	if len(errs) != 2 || errs[0] == nil || errs[1] == nil {
 		t.Fatalf("failed writes answered %v", errs)
 	}
-	if _, err := h.call(func(reply func(any, error)) {
+	if _, err := run(h, func(reply reply[wire.Submitted]) {
 		h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{}, reply)
 	}); err != nil {
 		t.Errorf("app after a failed one: %v", err)
 	}
-	if _, err := h.call(func(reply func(any, error)) {
+	if _, err := run(h, func(reply reply[wire.Submitted]) {
 		h.c.submitDriver(wire.DriverDescription{Command: []string{"x"}}, keyed{}, reply)
 	}); err != nil {
 		t.Errorf("driver after a failed one: %v", err)
 	}
-	_, err := h.call(func(reply func(any, error)) {
+	_, err := run(h, func(reply reply[wire.Submitted]) {
 		h.c.submitDriver(wire.DriverDescription{Command: []string{"x"}}, keyed{}, reply)
 	})
 	wantLimit(t, err, "--max-active-drivers")
@@ -111,14 +111,14 @@ func TestCompletedRecordsKeepNoEnvironment(t *testing.T) {
 	h := newLeader(t, nil)
 	env := map[string]string{"TOKEN": "s3cret"}
 	a := h.addApp(wire.AppDescription{Env: env})
-	if _, err := h.call(func(reply func(any, error)) { h.c.endApp(a.rec.ID, wire.AppFinished, "done", reply) }); err != nil {
+	if _, err := run(h, func(reply reply[wire.AppStatus]) { h.c.endApp(a.rec.ID, wire.AppFinished, "done", reply) }); err != nil {
 		t.Fatal(err)
 	}
 	if a.rec.Desc.Env != nil || h.fx.state.Apps[a.rec.ID].Desc.Env != nil {
 		t.Errorf("completed app keeps its environment: %v / %v", a.rec.Desc.Env, h.fx.state.Apps[a.rec.ID].Desc.Env)
 	}
 	id := h.addDriver(wire.DriverDescription{Command: []string{"x"}, Env: env})
-	if _, err := h.call(func(reply func(any, error)) { h.c.killDriver(id, reply) }); err != nil {
+	if _, err := run(h, func(reply reply[wire.DriverStatus]) { h.c.killDriver(id, reply) }); err != nil {
 		t.Fatal(err)
 	}
 	if rec := h.fx.state.Drivers[id]; rec == nil || !rec.State.Finished() || rec.Desc.Env != nil {

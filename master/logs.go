@@ -68,11 +68,10 @@ func (m *Master) proxyLogs(w http.ResponseWriter, r *http.Request, target func(c
 // lookup error is the loop's (404, a redirect); a transport error is left
 // to the caller.
 func (m *Master) openLog(ctx context.Context, target func(c *core) (string, error), tail int64) (*http.Response, error) {
-	v, err := m.query(ctx, func(c *core) (any, error) { return target(c) })
+	url, err := query(ctx, m, target)
 	if err != nil {
 		return nil, err
 	}
-	url := v.(string)
 	if tail >= 0 {
 		url += "?" + wire.LogTailParam + "=" + strconv.FormatInt(tail, 10)
 	}

@@ -35,8 +35,8 @@ type Master struct {
 	// runs off the loop.
 	gen atomic.Uint64
 
-	// Hooks the Raft engine adds (nil with one master).
-	members Membership
+	// repl is what a replicated engine adds (nil with one master).
+	repl Replication
 	// peers asks the other masters for their Raft figures (the UI's list).
 	peers peerFigures
 	// leaderClient asks the leader for what a follower cannot write.
@@ -45,16 +45,10 @@ type Master struct {
 	sessions *httpx.UISessions
 }
 
-// Membership is what a replicated engine offers for managing the set of
-// masters (join and leave through the API).
-type Membership interface {
-	Join(ctx context.Context, id, raftAddr string) error
-	Leave(ctx context.Context, id string) error
-	Servers(ctx context.Context) ([]persistence.RaftServer, error)
-}
-
-// New builds a master on engine, led by agent. The clock may be nil.
-func New(cfg Config, engine persistence.Engine, agent election.Agent, log *slog.Logger, clock Clock) (*Master, error) {
+// New builds a master on engine, led by agent; repl is what the engine
+// adds when it is replicated (nil for a master that runs alone). The clock
+// may be nil.
+func New(cfg Config, engine persistence.Engine, repl Replication, agent election.Agent, log *slog.Logger, clock Clock) (*Master, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -63,15 +57,12 @@ func New(cfg Config, engine persistence.Engine, agent election.Agent, log *slog.
 		clock = realClock{}
 	}
 	m := &Master{
-		cfg: cfg, log: log, engine: engine, agent: agent,
+		cfg: cfg, log: log, engine: engine, repl: repl, agent: agent,
 		calls:    make(chan func(*core), 1024),
 		internal: newMailbox[func(*core)](),
 		writes:   newMailbox[proposal](),
-		lease:    newLeaderLease(engine),
+		lease:    newLeaderLease(repl),
 		stopped:  make(chan struct{}),
-	}
-	if mem, ok := engine.(Membership); ok {
-		m.members = mem
 	}
 	m.sessions = m.newSessions()
 	m.out = newOutbox(cfg.workerClient(cfg.CommandTimeout), log, func(workerID string, cmd workerCommand, err error) {
@@ -164,6 +155,17 @@ func (m *Master) post(fn func(*core)) { m.internal.put(fn) }
 
 var errStopped = httpx.Coded(http.StatusServiceUnavailable, wire.CodeShuttingDown, "master is shutting down")
 
+// reply answers a request in the loop, once: with a value of the
+// request's answer type, or an error. Typed, so that a transition that
+// answers the wrong type does not compile.
+type reply[T any] func(T, error)
+
+// fail answers err.
+func (r reply[T]) fail(err error) {
+	var zero T
+	r(zero, err)
+}
+
 // call runs fn in the loop, once this master has confirmed it leads (see
 // leaderLease), and waits for it to reply (possibly later, from a
 // continuation). It gives up when ctx ends; the reply is then dropped.
@@ -173,10 +175,10 @@ var errStopped = httpx.Coded(http.StatusServiceUnavailable, wire.CodeShuttingDow
 // that its answer is the new leader's (or a redirect to it) rather than a
 // 503 that every client would poll through the election (Nomad's RPC hold).
 // Only answers that changed nothing are retried.
-func (m *Master) call(ctx context.Context, fn func(c *core, reply func(any, error))) (any, error) {
+func call[T any](ctx context.Context, m *Master, fn func(c *core, r reply[T])) (T, error) {
 	deadline := time.Now().Add(leaderHold)
 	for {
-		v, err := m.callOnce(ctx, fn)
+		v, err := callOnce(ctx, m, fn)
 		if !awaitingLeader(err) || time.Now().After(deadline) {
 			return v, err
 		}
@@ -205,15 +207,16 @@ func awaitingLeader(err error) bool {
 	return errors.As(err, &se) && (se.Code == wire.CodeNoLeader || se.Code == wire.CodeLeaderPreparing)
 }
 
-func (m *Master) callOnce(ctx context.Context, fn func(c *core, reply func(any, error))) (any, error) {
+func callOnce[T any](ctx context.Context, m *Master, fn func(c *core, r reply[T])) (T, error) {
 	// A master that does not lead by its own account is answered by the
 	// loop (a redirect, or "no leader"): only a leader must prove it.
 	if m.lease.leading.Load() {
 		if err := m.lease.confirm(ctx); err != nil {
-			return nil, m.notConfirmed(err)
+			var zero T
+			return zero, m.notConfirmed(err)
 		}
 	}
-	return m.ask(ctx, fn)
+	return ask(ctx, m, fn)
 }
 
 // confirmedLeader reports whether this master leads by its own account and
@@ -224,38 +227,39 @@ func (m *Master) confirmedLeader(ctx context.Context) bool {
 
 // ask is call without confirming leadership, for answers that do not claim
 // to be the leader's.
-func (m *Master) ask(ctx context.Context, fn func(c *core, reply func(any, error))) (any, error) {
+func ask[T any](ctx context.Context, m *Master, fn func(c *core, r reply[T])) (T, error) {
 	type result struct {
-		v   any
+		v   T
 		err error
 	}
 	done := make(chan result, 1)
-	reply := func(v any, err error) {
+	answer := func(v T, err error) {
 		select {
 		case done <- result{v, err}:
 		default: // replied twice: a bug, but never block the loop over it
 		}
 	}
+	var zero T
 	select {
-	case m.calls <- func(c *core) { fn(c, reply) }:
+	case m.calls <- func(c *core) { fn(c, answer) }:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return zero, ctx.Err()
 	case <-m.stopped:
-		return nil, errStopped
+		return zero, errStopped
 	}
 	select {
 	case r := <-done:
 		return r.v, r.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return zero, ctx.Err()
 	case <-m.stopped:
-		return nil, errStopped
+		return zero, errStopped
 	}
 }
 
-// query runs a synchronous fn in the loop.
-func (m *Master) query(ctx context.Context, fn func(c *core) (any, error)) (any, error) {
-	return m.call(ctx, func(c *core, reply func(any, error)) { reply(fn(c)) })
+// query runs a synchronous fn in the loop (as call does).
+func query[T any](ctx context.Context, m *Master, fn func(c *core) (T, error)) (T, error) {
+	return call(ctx, m, func(c *core, r reply[T]) { r(fn(c)) })
 }
 
 // ElectedLeader implements election.Candidate.
@@ -321,23 +325,6 @@ func (m *Master) prepare(ctx context.Context) (*persistence.State, error) {
 		return nil, fmt.Errorf("reading the state: %w", err)
 	}
 	return s, nil
-}
-
-// leaderAddress maps the agent's leader id to its API address through the
-// replicated masters records.
-func (m *Master) leaderAddress() string {
-	id := m.agent.Leader()
-	if id == "" || id == m.cfg.ID {
-		return ""
-	}
-	s, err := m.engine.Load(context.Background())
-	if err != nil {
-		return ""
-	}
-	if r := s.Masters[id]; r != nil {
-		return r.APIAddr
-	}
-	return ""
 }
 
 // Addr is the advertised API address.

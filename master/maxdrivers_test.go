@@ -50,10 +50,10 @@ func TestMaxDriversLeavesRoomForTheirApps(t *testing.T) {
 		t.Fatalf("the first driver's app has %d executors, want 1", len(first.executors))
 	}
 	// The first app and its driver finish; the second driver starts.
-	if _, err := h.call(func(reply func(any, error)) { h.c.endApp(first.rec.ID, wire.AppFinished, "done", reply) }); err != nil {
+	if _, err := run(h, func(reply reply[wire.AppStatus]) { h.c.endApp(first.rec.ID, wire.AppFinished, "done", reply) }); err != nil {
 		t.Fatal(err)
 	}
-	_, err := h.call(func(reply func(any, error)) {
+	_, err := run(h, func(reply reply[wire.None]) {
 		h.c.driverStateChanged("w1", wire.DriverStateChanged{DriverID: ids[0], State: wire.DriverFinished, ExitCode: intp(0)}, reply)
 	})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -13,27 +14,27 @@ import (
 // it leads), POST /v1/raft/leave removes one. Only the leader changes the
 // configuration; a follower redirects.
 
-func (m *Master) join(r *http.Request, req wire.JoinRequest) (any, error) {
-	return m.membershipChange(r, func(ctx context.Context) error { return m.members.Join(ctx, req.ID, req.RaftAddr) },
+func (m *Master) join(r *http.Request, req wire.JoinRequest) ([]wire.MasterNode, error) {
+	return m.membershipChange(r, func(ctx context.Context) error { return m.repl.Join(ctx, req.ID, req.RaftAddr) },
 		func(c *core) { c.recordMaster(req.ID, req.APIAddr) })
 }
 
-func (m *Master) leave(r *http.Request, req wire.LeaveRequest) (any, error) {
-	return m.membershipChange(r, func(ctx context.Context) error { return m.members.Leave(ctx, req.ID) },
+func (m *Master) leave(r *http.Request, req wire.LeaveRequest) ([]wire.MasterNode, error) {
+	return m.membershipChange(r, func(ctx context.Context) error { return m.repl.Leave(ctx, req.ID) },
 		func(c *core) { c.forgetMaster(req.ID) })
 }
 
 // membershipChange runs a Raft membership change on the leader, then
 // after in the loop, and answers the masters after the change.
-func (m *Master) membershipChange(r *http.Request, change func(context.Context) error, after func(c *core)) (any, error) {
-	if m.members == nil {
+func (m *Master) membershipChange(r *http.Request, change func(context.Context) error, after func(c *core)) ([]wire.MasterNode, error) {
+	if m.repl == nil {
 		return nil, httpx.Coded(http.StatusConflict, wire.CodeNotReplicated, "this master runs alone (--recovery-mode is not raft): there is no cluster to join or leave")
 	}
-	if _, err := m.query(r.Context(), func(c *core) (any, error) {
+	if _, err := query(r.Context(), m, func(c *core) (wire.None, error) {
 		if !c.leading() {
-			return nil, c.notLeader()
+			return wire.None{}, c.notLeader()
 		}
-		return nil, nil
+		return wire.None{}, nil
 	}); err != nil {
 		return nil, err
 	}
@@ -48,10 +49,10 @@ func (m *Master) membershipChange(r *http.Request, change func(context.Context) 
 
 // addMasters fills in the Raft servers, when there are several masters.
 func (m *Master) addMasters(ctx context.Context, cs *wire.ClusterStatus) {
-	if m.members == nil {
+	if m.repl == nil {
 		return
 	}
-	servers, err := m.members.Servers(ctx)
+	servers, err := m.repl.Servers(ctx)
 	if err != nil {
 		return
 	}
@@ -59,11 +60,11 @@ func (m *Master) addMasters(ctx context.Context, cs *wire.ClusterStatus) {
 	for _, n := range cs.Masters {
 		api[n.ID] = n.APIAddr
 	}
-	if s, err := m.engine.Load(ctx); err == nil {
+	_ = m.engine.Read(ctx, func(s *persistence.State) {
 		for id, rec := range s.Masters {
 			api[id] = rec.APIAddr
 		}
-	}
+	})
 	cs.Masters = cs.Masters[:0]
 	for _, srv := range servers {
 		cs.Masters = append(cs.Masters, wire.MasterNode{ID: srv.ID, RaftAddr: srv.RaftAddr, APIAddr: api[srv.ID], Leader: srv.ID == cs.LeaderID, Voter: srv.Voter})

@@ -139,9 +139,8 @@ func (s stateCollector) Describe(ch chan<- *prometheus.Desc) {
 func (s stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	v, err := s.m.ask(ctx, func(c *core, reply func(any, error)) { reply(c.stateCounts(), nil) })
+	st, err := ask(ctx, s.m, func(c *core, r reply[stateCounts]) { r(c.stateCounts(), nil) })
 	if err == nil {
-		st := v.(stateCounts)
 		gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 		}
@@ -169,7 +168,7 @@ func (s stateCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descWaiting, float64(st.waitingCores))
 		}
 	}
-	if r, ok := s.m.engine.(interface{ Stats() map[string]string }); ok {
+	if r := s.m.repl; r != nil {
 		stats := r.Stats()
 		for _, f := range []string{"term", "commit_index", "applied_index", "last_log_index"} {
 			if n, err := strconv.ParseFloat(stats[f], 64); err == nil {

@@ -17,8 +17,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/berth-cluster/berth/election"
-	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/testkit/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -36,7 +36,7 @@ func TestMetricsAgreeWithTheAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
-	m, err := New(Config{ID: "m1", Advertise: base, WorkerTimeout: time.Second}, persistence.NewMemory(), election.NewSingle("m1"), discardLogger(), nil)
+	m, err := New(Config{ID: "m1", Advertise: base, WorkerTimeout: time.Second}, persistence.NewMemory(), nil, election.NewSingle("m1"), discardLogger(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

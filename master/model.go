@@ -211,6 +211,15 @@ func (a *appInfo) executorLimit() int {
 	return *a.rec.ExecutorLimit
 }
 
+// adopt makes e, on its worker, one of a's executors, holding its cores
+// (a placement, or one a new leader recovers): retire undoes it.
+func (a *appInfo) adopt(e *executorInfo) {
+	a.executors[e.id] = e
+	a.coresGranted += e.cores
+	a.nextExecID = max(a.nextExecID, e.id+1)
+	e.worker.addExecutor(e)
+}
+
 // retire moves an executor that ended out of the live set.
 func (a *appInfo) retire(e *executorInfo) {
 	if _, ok := a.executors[e.id]; !ok {

@@ -191,9 +191,8 @@ func (o *outbox) sendAll(ctx context.Context, q *workerQueue, cmds []workerComma
 // epoch (this master was deposed), and no other 4xx can succeed later
 // either.
 func (o *outbox) post(ctx context.Context, address string, cmd workerCommand) (retry bool, err error) {
-	ep := cmd.kind.endpoint()
-	url := strings.TrimSuffix(address, "/") + ep.Path()
-	err = o.client.Do(ctx, ep.Method, url, cmd.body, nil)
+	url := strings.TrimSuffix(address, "/") + cmd.route.Pattern
+	err = cmd.post(ctx, o.client, address)
 	var se *httpx.StatusError
 	switch {
 	case err == nil:
@@ -205,5 +204,6 @@ func (o *outbox) post(ctx context.Context, address string, cmd workerCommand) (r
 		o.log.Warn("worker rejected a command", "url", url, "status", se.Status, "reason", se.Message)
 		return false, err
 	}
-	return cmd.kind != cmdReconnect || !errors.Is(err, syscall.ECONNREFUSED), err
+	_, reconnect := cmd.body.(wire.Reconnect)
+	return !reconnect || !errors.Is(err, syscall.ECONNREFUSED), err
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
-	"github.com/berth-cluster/berth/internal/testproc"
+	"github.com/berth-cluster/berth/testkit/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -62,7 +62,7 @@ func newFakeWorkers(t *testing.T, status int, held bool) *fakeWorkers {
 }
 
 func killFor(worker string, seq int) workerCommand {
-	return workerCommand{kind: cmdKillExecutor, body: wire.KillExecutor{Epoch: 1, AppID: worker, ExecutorID: seq}, appID: worker, execID: seq}
+	return commandOn(wire.WorkerAPI.KillExecutor, wire.KillExecutor{Epoch: 1, AppID: worker, ExecutorID: seq})
 }
 
 // Commands reach each worker in order, and no more than maxDeliverers
@@ -112,16 +112,17 @@ func TestOutboxKeepsOrderAndBoundsDeliveries(t *testing.T) {
 // nothing listens is sent once (the worker registers when it starts).
 func TestOutboxRetriesFailedCommands(t *testing.T) {
 	f := newFakeWorkers(t, http.StatusServiceUnavailable, false)
-	failed := make(chan commandKind, 2)
-	o := newOutbox(httpx.NewClient("", 10*time.Second), discardLogger(), func(_ string, cmd workerCommand, _ error) { failed <- cmd.kind })
+	failed := make(chan string, 2)
+	o := newOutbox(httpx.NewClient("", 10*time.Second), discardLogger(), func(_ string, cmd workerCommand, _ error) { failed <- cmd.route.Pattern })
 	defer o.close()
-	o.send("w1", f.srv.URL, workerCommand{kind: cmdReconnect, body: wire.Reconnect{Epoch: 2, Master: "http://127.0.0.1:1"}})
+	reconnect := commandOn(wire.WorkerAPI.Reconnect, wire.Reconnect{Epoch: 2, Master: "http://127.0.0.1:1"})
+	o.send("w1", f.srv.URL, reconnect)
 	o.send("w2", f.srv.URL, killFor("w2", 0))
-	got := map[commandKind]bool{}
+	got := map[string]bool{}
 	for range 2 {
 		got[testproc.Receive(t, failed, 10*time.Second, "a failed command")] = true
 	}
-	if !got[cmdReconnect] || !got[cmdKillExecutor] {
+	if !got[wire.WorkerAPI.Reconnect.Pattern] || !got[wire.WorkerAPI.KillExecutor.Pattern] {
 		t.Fatalf("failed commands: %v", got)
 	}
 	f.mu.Lock()
@@ -134,8 +135,8 @@ func TestOutboxRetriesFailedCommands(t *testing.T) {
 
 	// Retried, it would wait an hour: it must be given up at once.
 	o.delays = []time.Duration{time.Hour}
-	o.send("w3", testproc.ClosedURL(t), workerCommand{kind: cmdReconnect, body: wire.Reconnect{Epoch: 2, Master: "http://127.0.0.1:1"}})
-	if k := testproc.Receive(t, failed, 10*time.Second, "the refused Reconnect given up"); k != cmdReconnect {
+	o.send("w3", testproc.ClosedURL(t), reconnect)
+	if k := testproc.Receive(t, failed, 10*time.Second, "the refused Reconnect given up"); k != wire.WorkerAPI.Reconnect.Pattern {
 		t.Errorf("gave up on a %v", k)
 	}
 }

@@ -18,17 +18,18 @@ import (
 // raftFigures is this master's Raft state, term, indexes and last contact.
 func (m *Master) raftFigures() wire.RaftFigures {
 	f := wire.RaftFigures{ID: m.cfg.ID}
-	r, ok := m.engine.(interface{ Stats() map[string]string })
-	if !ok {
+	if m.repl == nil {
 		return f
 	}
-	s := r.Stats()
+	s := m.repl.Stats()
 	num := func(k string) uint64 { n, _ := strconv.ParseUint(s[k], 10, 64); return n }
 	f.State, f.Term, f.CommitIndex, f.AppliedIndex, f.LastContact = s["state"], num("term"), num("commit_index"), num("applied_index"), s["last_contact"]
 	return f
 }
 
-func (m *Master) serveRaftStatus(*http.Request, wire.None) (any, error) { return m.raftFigures(), nil }
+func (m *Master) serveRaftStatus(*http.Request, wire.None) (wire.RaftFigures, error) {
+	return m.raftFigures(), nil
+}
 
 // withRaftFigures fills every master's figures into cs.Masters: this one's
 // at once, the others' by asking them (briefly; one that does not answer

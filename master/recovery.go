@@ -84,11 +84,8 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 			continue
 		}
 		e := &executorInfo{app: a, id: rec.ID, worker: w, cores: rec.Cores, memory: rec.MemoryMB, resources: rec.Resources, state: wire.ExecutorLaunching}
-		a.executors[e.id] = e
-		a.coresGranted += e.cores
+		a.adopt(e)
 		a.hosts[w.rec.ID] = struct{}{}
-		a.nextExecID = max(a.nextExecID, e.id+1)
-		w.addExecutor(e)
 	}
 	for _, rec := range sortedRecords(s.Drivers, func(r *persistence.DriverRecord) string { return sortTime(r.SubmittedAt) + r.ID }) {
 		if rec.Finished() {
@@ -111,7 +108,7 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 	c.recoveryDeadline = now.Add(c.cfg.RecoveryTimeout)
 	c.log.Info("leader RECOVERING", "epoch", c.epoch, "workers", len(c.workers), "apps", len(c.apps), "drivers", len(c.drivers), "timeout", c.cfg.RecoveryTimeout)
 	for _, w := range c.sortedWorkerList() {
-		c.fx.send(w, workerCommand{kind: cmdReconnect, body: wire.Reconnect{Epoch: c.epoch, Master: c.cfg.Advertise}})
+		c.fx.send(w, commandOn(wire.WorkerAPI.Reconnect, wire.Reconnect{Epoch: c.epoch, Master: c.cfg.Advertise}))
 	}
 	c.maybeCompleteRecovery()
 }

@@ -53,8 +53,8 @@ func TestRecoveryAdoptsEverythingThatAnswers(t *testing.T) {
 	// Workers come back with the same id and report what they run.
 	for _, id := range []string{"w1", "w2"} {
 		reg := wire.RegisterWorker{ID: id, Host: "127.0.0.1", Port: old.c.workers[id].rec.Port, Cores: 4, MemoryMB: 4096, Address: old.c.workers[id].rec.Address}
-		v, err := h.call(func(reply func(any, error)) { h.c.registerWorker(reg, reply) })
-		if err != nil || !v.(wire.RegisteredWorker).Duplicate {
+		v, err := run(h, func(reply reply[wire.RegisteredWorker]) { h.c.registerWorker(reg, reply) })
+		if err != nil || !v.Duplicate {
 			t.Fatalf("re-registration of %s: %+v %v", id, v, err)
 		}
 		if h.c.workers[id].state != wire.WorkerUnknown {
@@ -107,7 +107,7 @@ func TestRecoveryTimeoutRemovesTheSilent(t *testing.T) {
 	h := successor(t, old, func(c *Config) { c.RecoveryTimeout = 5 * time.Second; c.AppTimeout = 30 * time.Second })
 	// Only w1 answers; the app's client never comes back.
 	reg := wire.RegisterWorker{ID: "w1", Host: "127.0.0.1", Port: old.c.workers["w1"].rec.Port, Cores: 4, MemoryMB: 4096, Address: old.c.workers["w1"].rec.Address}
-	h.call(func(reply func(any, error)) { h.c.registerWorker(reg, reply) })
+	run(h, func(reply reply[wire.RegisteredWorker]) { h.c.registerWorker(reg, reply) })
 	h.c.workerLatestState("w1", reportOf(old, "w1"))
 	h.clock.advance(4 * time.Second)
 	h.c.tick()
@@ -155,7 +155,7 @@ func TestWorkerRestartedDuringRecoveryReplacesOldEntry(t *testing.T) {
 	h := successor(t, old, nil)
 	w1 := old.c.workers["w1"].rec
 	reg := wire.RegisterWorker{ID: "w1-restarted", Host: w1.Host, Port: w1.Port, Cores: 4, MemoryMB: 4096, Address: w1.Address}
-	if _, err := h.call(func(reply func(any, error)) { h.c.registerWorker(reg, reply) }); err != nil {
+	if _, err := run(h, func(reply reply[wire.RegisteredWorker]) { h.c.registerWorker(reg, reply) }); err != nil {
 		t.Fatalf("restarted worker refused: %v", err)
 	}
 	if h.c.workers["w1"].state != wire.WorkerDead || h.c.workers["w1-restarted"].state != wire.WorkerAlive {
@@ -198,11 +198,11 @@ func TestRevocationStopsEverything(t *testing.T) {
 
 	// A registration in flight when leadership goes: it was committed, so
 	// its client still gets the id; the new leader will recover the app.
-	var got any
-	h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{}, func(v any, err error) { got = v })
+	var got *wire.Submitted
+	h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{}, func(v wire.Submitted, err error) { got = &v })
 	// And a kill whose write fails.
 	var killErr error
-	killReply := func(_ any, err error) { killErr = err }
+	killReply := func(_ wire.AppStatus, err error) { killErr = err }
 	h.c.revoked()
 	if h.fx.dropped != 1 || h.c.status != wire.MasterStandby || len(h.c.apps) != 0 {
 		t.Fatalf("after revocation: dropped %d, status %s, %d apps", h.fx.dropped, h.c.status, len(h.c.apps))
@@ -211,7 +211,7 @@ func TestRevocationStopsEverything(t *testing.T) {
 		t.Error("app stream left open by a deposed leader")
 	}
 	h.commit()
-	if _, ok := got.(wire.Submitted); !ok {
+	if got == nil || got.ID == "" {
 		t.Fatalf("committed registration answered %v", got)
 	}
 	if len(h.c.apps) != 0 {
@@ -257,7 +257,7 @@ func TestRecoveryReportsExecutorsOfSilentWorkersLost(t *testing.T) {
 	gone := report.Executors[0]
 	report.Executors = nil
 	reg := wire.RegisterWorker{ID: "w1", Host: "127.0.0.1", Port: old.c.workers["w1"].rec.Port, Cores: 4, MemoryMB: 4096, Address: old.c.workers["w1"].rec.Address}
-	h.call(func(reply func(any, error)) { h.c.registerWorker(reg, reply) })
+	run(h, func(reply reply[wire.RegisteredWorker]) { h.c.registerWorker(reg, reply) })
 	if _, err := h.c.workerLatestState("w1", report); err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func TestUnlimitedAppWithFixedExecutorSizeStarts(t *testing.T) {
 	h.addWorker("w1", 8, 8192)
 	var id string
 	h.c.registerApp(wire.AppDescription{Command: []string{"x"}, CoresPerExecutor: 1, MemoryPerExecutorMB: 1}, keyed{},
-		func(v any, err error) { id = v.(wire.Submitted).ID })
+		func(v wire.Submitted, err error) { id = v.ID })
 	writes := 0
 	for ; writes < 50 && len(h.fx.pending) > 0; writes++ {
 		h.step()
@@ -50,12 +50,12 @@ func TestExecutorLimitDoesNotUndoReservation(t *testing.T) {
 	h.addWorker("w1", 150, 150)
 	var id string
 	h.c.registerApp(wire.AppDescription{Command: []string{"x"}, CoresPerExecutor: 1, MemoryPerExecutorMB: 1, MaxCores: 150}, keyed{},
-		func(v any, err error) { id = v.(wire.Submitted).ID })
+		func(v wire.Submitted, err error) { id = v.ID })
 	h.step() // the app; scheduling asks for a larger reservation
 	if len(h.fx.pending) != 1 {
 		t.Fatalf("want the reservation pending, have %d writes", len(h.fx.pending))
 	}
-	h.c.setExecutorLimit(id, 1000, func(any, error) {})
+	h.c.setExecutorLimit(id, 1000, func(wire.ExecutorLimit, error) {})
 	h.commit()
 	a := h.c.apps[id]
 	rec := h.fx.state.Apps[id]
@@ -99,15 +99,15 @@ func TestRestartedWorkerLosesItsExecutors(t *testing.T) {
 func TestDriverEndSurvivesFailover(t *testing.T) {
 	h := newLeader(t, nil)
 	w := h.addWorker("w1", 4, 4096)
-	v, err := h.call(func(reply func(any, error)) {
+	v, err := run(h, func(reply reply[wire.Submitted]) {
 		h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 256, Supervise: true}, keyed{}, reply)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := v.(wire.Submitted).ID
+	id := v.ID
 	replied := false
-	h.c.driverStateChanged("w1", wire.DriverStateChanged{DriverID: id, State: wire.DriverFinished, ExitCode: intp(0)}, func(any, error) { replied = true })
+	h.c.driverStateChanged("w1", wire.DriverStateChanged{DriverID: id, State: wire.DriverFinished, ExitCode: intp(0)}, func(wire.None, error) { replied = true })
 	if replied {
 		t.Fatal("the end was acknowledged before it was durable")
 	}
@@ -152,13 +152,13 @@ func TestExecutorEndInLatestState(t *testing.T) {
 // would find its driver unclaimed, and kill it).
 func TestReportsFromUnknownWorkersWaitForRegistration(t *testing.T) {
 	h := newLeader(t, nil, "w1")
-	v, _ := h.call(func(reply func(any, error)) {
+	v, _ := run(h, func(reply reply[wire.Submitted]) {
 		h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 256, Supervise: true}, keyed{}, reply)
 	})
-	id := v.(wire.Submitted).ID
+	id := v.ID
 	h.failover()
 	h.fx.sent = nil
-	_, err := h.call(func(reply func(any, error)) {
+	_, err := run(h, func(reply reply[wire.None]) {
 		h.c.driverStateChanged("w1", wire.DriverStateChanged{DriverID: id, State: wire.DriverRunning}, reply)
 	})
 	if statusOf(err) != http.StatusNotFound || len(h.takeSent("/v1/drivers/kill")) != 0 {
@@ -175,7 +175,7 @@ func TestRecoveryEndsWhenTheLastUnknownIsRemoved(t *testing.T) {
 	h.reregister(w, "w1-1")
 	h.c.workerLatestState("w1", reportOf(h, "w1"))
 	h.c.appHeartbeat(a.rec.ID)
-	if _, err := h.call(func(reply func(any, error)) { h.c.endApp(b.rec.ID, wire.AppKilled, "killed", reply) }); err != nil {
+	if _, err := run(h, func(reply reply[wire.AppStatus]) { h.c.endApp(b.rec.ID, wire.AppKilled, "killed", reply) }); err != nil {
 		t.Fatal(err)
 	}
 	if h.c.status != wire.MasterAlive {
@@ -187,7 +187,7 @@ func TestRecoveryEndsWhenTheLastUnknownIsRemoved(t *testing.T) {
 	h2 := newLeader(t, nil)
 	w1 := h2.addWorker("w1", 4, 4096)
 	h2.failover()
-	_, err := h2.call(func(reply func(any, error)) {
+	_, err := run(h2, func(reply reply[wire.RegisteredWorker]) {
 		h2.c.registerWorker(wire.RegisterWorker{ID: "w1-restarted", Host: w1.rec.Host, Port: w1.rec.Port, Cores: 4, MemoryMB: 4096, Address: w1.rec.Address}, reply)
 	})
 	if err != nil {
@@ -226,11 +226,11 @@ func TestAbandonedStreamDoesNotHoldTheLease(t *testing.T) {
 	var id string
 	deadline := time.Now().Add(10 * time.Second)
 	for id == "" && time.Now().Before(deadline) {
-		v, err := m.call(ctx, func(c *core, reply func(any, error)) {
+		v, err := call(ctx, m, func(c *core, reply reply[wire.Submitted]) {
 			c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{}, reply)
 		})
 		if err == nil {
-			id = v.(wire.Submitted).ID
+			id = v.ID
 		}
 	}
 	if id == "" {
@@ -249,8 +249,8 @@ func TestAbandonedStreamDoesNotHoldTheLease(t *testing.T) {
 	rcancel()
 	close(release)
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		v, _ := m.query(ctx, func(c *core) (any, error) { return c.apps[id] != nil, nil })
-		if v == false {
+		listed, err := query(ctx, m, func(c *core) (bool, error) { return c.apps[id] != nil, nil })
+		if err == nil && !listed {
 			return // the app expired: nobody held its lease
 		}
 		if time.Now().After(deadline) {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/placement"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -15,7 +14,7 @@ import (
 func (h *harness) addGPUWorker(id string, cores int, gpus ...string) *workerInfo {
 	h.t.Helper()
 	port := 10000 + len(h.c.workers)
-	_, err := h.call(func(reply func(any, error)) {
+	_, err := run(h, func(reply reply[wire.RegisteredWorker]) {
 		h.c.registerWorker(wire.RegisterWorker{ID: id, Host: "127.0.0.1", Port: port, Cores: cores, MemoryMB: 8192,
 			Address: fmt.Sprintf("http://127.0.0.1:%d", port), Incarnation: id + "-1", Resources: map[string][]string{"gpu": gpus}}, reply)
 	})
@@ -68,13 +67,13 @@ func TestGPUsAssignedExclusivelyFreedAndKeptOverFailover(t *testing.T) {
 		t.Errorf("worker status %+v: want both GPUs in use", st)
 	}
 
-	v, err := h.call(func(reply func(any, error)) {
+	v, err := run(h, func(reply reply[wire.Submitted]) {
 		h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 64, Resources: wire.ResourceAmounts{"gpu": 1}}, keyed{}, reply)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	driverID := v.(wire.Submitted).ID
+	driverID := v.ID
 	if d, _ := h.c.driver(driverID); d.State != wire.DriverSubmitted || !strings.Contains(d.Waiting, "no worker has gpu=1 free") {
 		t.Fatalf("the GPU driver: %s, waiting %q", d.State, d.Waiting)
 	}
@@ -149,7 +148,7 @@ func TestBadResourcesRefused(t *testing.T) {
 	h := newLeader(t, nil)
 	for _, amounts := range []wire.ResourceAmounts{{"gpu": 1.5}, {"gpu": 0}, {"gpu": -1}, {"GPU": 1}, {"gpu": 0.0001}, {"gpu": 5000}} {
 		err := validateApp(wire.AppDescription{Command: []string{"x"}, ResourcesPerExecutor: amounts})
-		if err == nil || httpx.StatusOf(err) != http.StatusBadRequest {
+		if err == nil || statusOf(err) != http.StatusBadRequest {
 			t.Errorf("app asking %v: %v, want 400", amounts, err)
 		}
 		if err := validateDriver(wire.DriverDescription{Command: []string{"x"}, Resources: amounts}); err == nil {

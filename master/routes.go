@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -27,21 +28,21 @@ func (m *Master) Handler() http.Handler {
 	mux.HandleFunc(api.RegisterApp.Mux(), func(w http.ResponseWriter, r *http.Request) {
 		submit(m, w, r, m.cfg.checkAppSubmission, (*core).registerApp)
 	})
-	serve(mux, api.App, nil, readEntity(m, "app id", func(c *core, id string, _ wire.None, reply func(any, error)) { reply(c.app(id)) }))
-	serve(mux, api.KillApp, nil, onEntity(m, "app id", func(c *core, id string, _ wire.None, reply func(any, error)) {
-		c.endApp(id, wire.AppKilled, "killed by request", reply)
+	serve(mux, api.App, nil, readEntity(m, "app id", func(c *core, id string, _ wire.None, r reply[wire.AppStatus]) { r(c.app(id)) }))
+	serve(mux, api.KillApp, nil, onEntity(m, "app id", func(c *core, id string, _ wire.None, r reply[wire.AppStatus]) {
+		c.endApp(id, wire.AppKilled, "killed by request", r)
 	}))
-	serve(mux, api.UnregisterApp, nil, onEntity(m, "app id", func(c *core, id string, _ wire.None, reply func(any, error)) {
-		c.endApp(id, wire.AppFinished, "unregistered by its client", reply)
+	serve(mux, api.UnregisterApp, nil, onEntity(m, "app id", func(c *core, id string, _ wire.None, r reply[wire.AppStatus]) {
+		c.endApp(id, wire.AppFinished, "unregistered by its client", r)
 	}))
-	serve(mux, api.AppHeartbeat, nil, onEntity(m, "app id", func(c *core, id string, _ wire.None, reply func(any, error)) {
-		reply(wire.None{}, c.appHeartbeat(id))
+	serve(mux, api.AppHeartbeat, nil, onEntity(m, "app id", func(c *core, id string, _ wire.None, r reply[wire.None]) {
+		r(wire.None{}, c.appHeartbeat(id))
 	}))
-	serve(mux, api.SetExecutorLimit, validateExecutorLimit, onEntity(m, "app id", func(c *core, id string, l wire.ExecutorLimit, reply func(any, error)) {
-		c.setExecutorLimit(id, l.Limit, reply)
+	serve(mux, api.SetExecutorLimit, validateExecutorLimit, onEntity(m, "app id", func(c *core, id string, l wire.ExecutorLimit, r reply[wire.ExecutorLimit]) {
+		c.setExecutorLimit(id, l.Limit, r)
 	}))
-	serve(mux, api.KillExecutors, validateKillExecutors, onEntity(m, "app id", func(c *core, id string, k wire.KillExecutors, reply func(any, error)) {
-		c.killExecutors(id, k.ExecutorIDs, reply)
+	serve(mux, api.KillExecutors, validateKillExecutors, onEntity(m, "app id", func(c *core, id string, k wire.KillExecutors, r reply[wire.KillExecutors]) {
+		c.killExecutors(id, k.ExecutorIDs, r)
 	}))
 	mux.HandleFunc(api.AppEvents.Mux(), m.appEvents)
 	mux.HandleFunc(api.ExecutorLogs.Mux(), m.executorLogs)
@@ -49,38 +50,38 @@ func (m *Master) Handler() http.Handler {
 	mux.HandleFunc(api.SubmitDriver.Mux(), func(w http.ResponseWriter, r *http.Request) {
 		submit(m, w, r, m.cfg.checkDriverSubmission, (*core).submitDriver)
 	})
-	serve(mux, api.Driver, nil, readEntity(m, "driver id", func(c *core, id string, _ wire.None, reply func(any, error)) { reply(c.driver(id)) }))
-	serve(mux, api.KillDriver, nil, onEntity(m, "driver id", func(c *core, id string, _ wire.None, reply func(any, error)) { c.killDriver(id, reply) }))
+	serve(mux, api.Driver, nil, readEntity(m, "driver id", func(c *core, id string, _ wire.None, r reply[wire.DriverStatus]) { r(c.driver(id)) }))
+	serve(mux, api.KillDriver, nil, onEntity(m, "driver id", func(c *core, id string, _ wire.None, r reply[wire.DriverStatus]) { c.killDriver(id, r) }))
 	mux.HandleFunc(api.DriverLogs.Mux(), m.driverLogs)
 
-	serve(mux, api.RegisterWorker, validateRegistration, func(r *http.Request, req wire.RegisterWorker) (any, error) {
+	serve(mux, api.RegisterWorker, validateRegistration, func(r *http.Request, req wire.RegisterWorker) (wire.RegisteredWorker, error) {
 		if p := httpx.PrincipalOf(r.Context()); p.Kind == httpx.KindWorker && req.ID != p.Name {
-			return nil, forbidden("the certificate of worker %q may not register worker %q", p.Name, req.ID)
+			return wire.RegisteredWorker{}, forbidden("the certificate of worker %q may not register worker %q", p.Name, req.ID)
 		}
 		if m.cfg.TLS != nil && !strings.HasPrefix(req.Address, "https://") {
-			return nil, badRequest("address %q: this cluster runs TLS, a worker's address is https", req.Address)
+			return wire.RegisteredWorker{}, badRequest("address %q: this cluster runs TLS, a worker's address is https", req.Address)
 		}
-		return m.call(r.Context(), func(c *core, reply func(any, error)) { c.registerWorker(req, reply) })
+		return call(r.Context(), m, func(c *core, r reply[wire.RegisteredWorker]) { c.registerWorker(req, r) })
 	})
-	serve(mux, api.WorkerHeartbeat, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.Heartbeat, reply func(any, error)) {
-		reply(c.heartbeat(id))
+	serve(mux, api.WorkerHeartbeat, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.Heartbeat, r reply[wire.HeartbeatReply]) {
+		r(c.heartbeat(id))
 	}))
 	serve(mux, api.ExecutorStateReport, validateExecutorState, onEntity(m, "worker id", (*core).executorStateChanged))
 	serve(mux, api.DriverStateReport, validateDriverState, onEntity(m, "worker id", (*core).driverStateChanged))
-	serve(mux, api.LatestState, validateLatestState, onEntity(m, "worker id", func(c *core, id string, st wire.WorkerLatestState, reply func(any, error)) {
-		reply(c.workerLatestState(id, st))
+	serve(mux, api.LatestState, validateLatestState, onEntity(m, "worker id", func(c *core, id string, st wire.WorkerLatestState, r reply[wire.LatestStateReply]) {
+		r(c.workerLatestState(id, st))
 	}))
-	serve(mux, api.Decommission, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, reply func(any, error)) {
-		reply(wire.None{}, c.decommissionWorker(id))
+	serve(mux, api.Decommission, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, r reply[wire.None]) {
+		r(wire.None{}, c.decommissionWorker(id))
 	}))
-	serve(mux, api.Drain, validateDrain, onEntity(m, "worker id", func(c *core, id string, d wire.DrainRequest, reply func(any, error)) {
-		c.drainWorker(id, time.Duration(d.DeadlineSeconds)*time.Second, reply)
+	serve(mux, api.Drain, validateDrain, onEntity(m, "worker id", func(c *core, id string, d wire.DrainRequest, r reply[wire.WorkerStatus]) {
+		c.drainWorker(id, time.Duration(d.DeadlineSeconds)*time.Second, r)
 	}))
-	serve(mux, api.Undrain, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, reply func(any, error)) {
-		c.undrainWorker(id, reply)
+	serve(mux, api.Undrain, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, r reply[wire.WorkerStatus]) {
+		c.undrainWorker(id, r)
 	}))
-	serve(mux, api.WorkerLeft, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, reply func(any, error)) {
-		c.workerLeft(id, reply)
+	serve(mux, api.WorkerLeft, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, r reply[wire.None]) {
+		c.workerLeft(id, r)
 	}))
 
 	serve(mux, api.JoinMaster, validateJoin, m.join)
@@ -93,9 +94,9 @@ func (m *Master) Handler() http.Handler {
 }
 
 // serve registers a JSON route: the body is decoded strictly into a Req
-// (none for wire.None) and checked (400, nothing changed), then h answers;
-// its answer must be a Resp (or *Resp), written as JSON, or an error.
-func serve[Req, Resp any](mux *http.ServeMux, route wire.Route[Req, Resp], check func(Req) error, h func(r *http.Request, in Req) (any, error)) {
+// (none for wire.None) and checked (400, nothing changed), then h answers
+// with the route's answer type, written as JSON, or an error.
+func serve[Req, Resp any](mux *http.ServeMux, route wire.Route[Req, Resp], check func(Req) error, h func(r *http.Request, in Req) (Resp, error)) {
 	mux.HandleFunc(route.Mux(), func(w http.ResponseWriter, r *http.Request) {
 		var in Req
 		if _, none := any(in).(wire.None); !none {
@@ -104,47 +105,33 @@ func serve[Req, Resp any](mux *http.ServeMux, route wire.Route[Req, Resp], check
 				return
 			}
 		}
-		v, err := h(r, in)
-		if err != nil {
-			respond(w, r, nil, err)
-			return
-		}
-		out, err := answer[Resp](v)
+		out, err := h(r, in)
 		respond(w, r, out, err)
 	})
-}
-
-// answer is the loop's reply v as the route's answer type.
-func answer[Resp any](v any) (any, error) {
-	switch v.(type) {
-	case Resp, *Resp:
-		if _, none := v.(wire.None); none {
-			return struct{}{}, nil
-		}
-		return v, nil
-	}
-	var want Resp
-	return nil, httpx.Coded(http.StatusInternalServerError, wire.CodeInternal, "the master answered %T where %T was due", v, want)
 }
 
 // onEntity serves a route on one entity named by the path's {id} (an app,
 // a driver or a worker, as kind says): the id is checked, then apply runs
 // in the loop and replies.
-func onEntity[T any](m *Master, kind string, apply func(c *core, id string, in T, reply func(any, error))) func(*http.Request, T) (any, error) {
-	return func(r *http.Request, in T) (any, error) {
+func onEntity[T, R any](m *Master, kind string, apply func(c *core, id string, in T, r reply[R])) func(*http.Request, T) (R, error) {
+	return func(r *http.Request, in T) (R, error) {
 		id := r.PathValue("id")
 		if err := checkID(kind, id); err != nil {
-			return nil, err
+			var zero R
+			return zero, err
 		}
-		return m.call(r.Context(), func(c *core, reply func(any, error)) { apply(c, id, in, reply) })
+		return call(r.Context(), m, func(c *core, r reply[R]) { apply(c, id, in, r) })
 	}
 }
 
 // readEntity is onEntity for a read answered as the leader's view: the
 // lease must still hold once the loop has answered (stillLeading).
-func readEntity[T any](m *Master, kind string, apply func(c *core, id string, in T, reply func(any, error))) func(*http.Request, T) (any, error) {
+func readEntity[T, R any](m *Master, kind string, apply func(c *core, id string, in T, r reply[R])) func(*http.Request, T) (R, error) {
 	h := onEntity(m, kind, apply)
-	return func(r *http.Request, in T) (any, error) { return m.stillLeading(h(r, in)) }
+	return func(r *http.Request, in T) (R, error) {
+		v, err := h(r, in)
+		return stillLeading(m, v, err)
+	}
 }
 
 // respond writes v as JSON, or err with its status and code. A redirect to
@@ -180,7 +167,7 @@ func decode[T any](w http.ResponseWriter, r *http.Request, check func(T) error) 
 // checked (400), the description hashed off the loop, then the loop
 // creates it (or answers a repeat).
 func submit[T any](m *Master, w http.ResponseWriter, r *http.Request, validate func(T) error,
-	create func(c *core, desc T, idem keyed, reply func(any, error))) {
+	create func(c *core, desc T, idem keyed, r reply[wire.Submitted])) {
 	key, err := checkIdempotencyKey(r.Header.Values(wire.IdempotencyKeyHeader))
 	if err != nil {
 		httpx.WriteErr(w, r, err)
@@ -195,7 +182,7 @@ func submit[T any](m *Master, w http.ResponseWriter, r *http.Request, validate f
 		// A driver's keys are its own: another's cannot find its app.
 		idem.key = idem.owner + "/" + idem.key
 	}
-	v, err := m.call(r.Context(), func(c *core, reply func(any, error)) { create(c, desc, idem, reply) })
+	v, err := call(r.Context(), m, func(c *core, r reply[wire.Submitted]) { create(c, desc, idem, r) })
 	respond(w, r, v, err)
 }
 
@@ -206,12 +193,12 @@ func (m *Master) readyz(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	v, err := m.query(r.Context(), func(c *core) (any, error) { return c.status, nil })
+	status, err := query(r.Context(), m, func(c *core) (wire.MasterStatus, error) { return c.status, nil })
 	if err != nil {
 		respond(w, r, nil, err)
 		return
 	}
-	if status := v.(wire.MasterStatus); status != wire.MasterAlive {
+	if status != wire.MasterAlive {
 		httpx.WriteErr(w, r, httpx.Coded(http.StatusServiceUnavailable, wire.CodeNoLeader, "master is %s, not ALIVE", status))
 		return
 	}
@@ -241,31 +228,38 @@ func (m *Master) getCluster(w http.ResponseWriter, r *http.Request) {
 // view once it has confirmed its leadership, else its replica's.
 func (m *Master) clusterView(ctx context.Context, completed, listWorkers bool) (*wire.ClusterStatus, error) {
 	confirmed := m.confirmedLeader(ctx)
-	v, err := m.ask(ctx, func(c *core, reply func(any, error)) {
+	// The loop's answer: the leader's view, or (not leading) its status.
+	type view struct {
+		leader *wire.ClusterStatus
+		status wire.MasterStatus
+	}
+	v, err := ask(ctx, m, func(c *core, r reply[view]) {
 		if confirmed && c.leading() {
-			reply(c.clusterStatus(completed, listWorkers), nil)
+			r(view{leader: c.clusterStatus(completed, listWorkers)}, nil)
 			return
 		}
 		status := c.status
 		if !confirmed && status != wire.MasterStandby {
 			status = wire.MasterStandby // leads by its own account only: not an answer as the leader
 		}
-		reply(status, nil)
+		r(view{status: status}, nil)
 	})
 	if err != nil {
 		return nil, err
 	}
-	if cs, ok := v.(*wire.ClusterStatus); ok && (!confirmed || m.lease.fresh()) {
-		m.addMasters(ctx, cs)
-		return cs, nil
-	} else if ok {
-		v = wire.MasterStandby // the lease lapsed meanwhile (stillLeading): not the leader's view
+	if v.leader != nil && (!confirmed || m.lease.fresh()) {
+		m.addMasters(ctx, v.leader)
+		return v.leader, nil
+	} else if v.leader != nil {
+		v.status = wire.MasterStandby // the lease lapsed meanwhile (stillLeading): not the leader's view
 	}
-	s, err := m.engine.Load(ctx)
-	if err != nil {
+	leaderID, leader := m.agent.Leader(), m.leaderAddress()
+	var cs *wire.ClusterStatus
+	if err := m.engine.Read(ctx, func(s *persistence.State) {
+		cs = followerStatus(m.cfg.ID, v.status, leaderID, leader, s, completed, listWorkers)
+	}); err != nil {
 		return nil, fmt.Errorf("reading the replica: %w", err)
 	}
-	cs := followerStatus(m.cfg.ID, v.(wire.MasterStatus), m.agent.Leader(), m.leaderAddress(), s, completed, listWorkers)
 	m.addMasters(ctx, cs)
 	return cs, nil
 }

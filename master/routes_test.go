@@ -30,7 +30,8 @@ func runMaster(t *testing.T, cfg Config, engine persistence.Engine, agent electi
 	if agent == nil {
 		agent = election.NewSingle(cfg.ID)
 	}
-	m, err := New(cfg, engine, agent, discardLogger(), nil)
+	repl, _ := engine.(Replication) // a Raft engine under test replicates
+	m, err := New(cfg, engine, repl, agent, discardLogger(), nil)
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)

@@ -41,7 +41,7 @@ func (m *Master) sessionEnded(ctx context.Context, id string) (bool, error) {
 // endSession has the leader write the session's end: this master's loop
 // when it leads, else the leader's API, where value proves the right.
 func (m *Master) endSession(ctx context.Context, value, id string, expires time.Time) error {
-	_, err := m.call(ctx, func(c *core, reply func(any, error)) { c.endSession(id, expires, reply) })
+	_, err := call(ctx, m, func(c *core, r reply[wire.None]) { c.endSession(id, expires, r) })
 	var se *httpx.StatusError
 	if !errors.As(err, &se) || se.Status != http.StatusTemporaryRedirect || se.Leader == "" {
 		return err
@@ -51,19 +51,18 @@ func (m *Master) endSession(ctx context.Context, value, id string, expires time.
 }
 
 // serveEndSession ends a session for whoever holds its value.
-func (m *Master) serveEndSession(r *http.Request, in wire.EndSession) (any, error) {
+func (m *Master) serveEndSession(r *http.Request, in wire.EndSession) (wire.None, error) {
 	id, expires, err := m.sessions.Parse(in.Session)
 	if err != nil {
-		return nil, httpx.Coded(http.StatusUnauthorized, wire.CodeUnauthorized, "not a live session of this cluster's masters")
+		return wire.None{}, httpx.Coded(http.StatusUnauthorized, wire.CodeUnauthorized, "not a live session of this cluster's masters")
 	}
-	_, err = m.call(r.Context(), func(c *core, reply func(any, error)) { c.endSession(id, expires, reply) })
-	return wire.None{}, err
+	return call(r.Context(), m, func(c *core, r reply[wire.None]) { c.endSession(id, expires, r) })
 }
 
 // endSession writes the end of session id, which expires at expires.
-func (c *core) endSession(id string, expires time.Time, reply func(any, error)) {
+func (c *core) endSession(id string, expires time.Time, reply reply[wire.None]) {
 	if !c.leading() {
-		reply(nil, c.notLeader())
+		reply.fail(c.notLeader())
 		return
 	}
 	end := persistence.EndedSession{ID: id, Expires: expires.Unix(), At: c.clock.Now().Unix()}

@@ -115,12 +115,12 @@ func newestFirst[T, S any](ended []T, status func(T) *S) []S {
 }
 
 // app returns the status of an active or completed app.
-func (c *core) app(id string) (*wire.AppStatus, error) {
+func (c *core) app(id string) (wire.AppStatus, error) {
 	return readOne(c, c.findApp(id), func(a *appInfo) *wire.AppStatus { return c.appStatusWaiting(a, c.room()) }, "application", id)
 }
 
 // driver returns the status of an active or completed driver.
-func (c *core) driver(id string) (*wire.DriverStatus, error) {
+func (c *core) driver(id string) (wire.DriverStatus, error) {
 	return readOne(c, c.findDriver(id), func(d *driverInfo) *wire.DriverStatus { return c.driverStatusWaiting(d, c.room()) }, "driver", id)
 }
 
@@ -141,30 +141,31 @@ func (c *core) driverStatusWaiting(d *driverInfo, r room) *wire.DriverStatus {
 
 // readOne answers a read of one entity (x, nil if not listed) as the
 // leader.
-func readOne[T, S any](c *core, x *T, status func(*T) *S, kind, id string) (*S, error) {
+func readOne[T, S any](c *core, x *T, status func(*T) *S, kind, id string) (S, error) {
+	var zero S
 	if !c.leading() {
-		return nil, c.notLeader()
+		return zero, c.notLeader()
 	}
 	if x == nil {
-		return nil, notFound(kind, id)
+		return zero, notFound(kind, id)
 	}
-	return status(x), nil
+	return *status(x), nil
 }
 
 // toEnd is the active x (nil: none) a request to end it is for, as the
 // leader. Without one, reply has the answer: not the leader, the final
 // status of one that ended already (there is nothing to do), or not found.
-func toEnd[T, S any](c *core, x *T, ended func(id string) *T, status func(*T) *S, kind, id string, reply func(any, error)) *T {
+func toEnd[T, S any](c *core, x *T, ended func(id string) *T, status func(*T) *S, kind, id string, reply reply[S]) *T {
 	switch {
 	case !c.leading():
-		reply(nil, c.notLeader())
+		reply.fail(c.notLeader())
 	case x != nil:
 		return x
 	default:
 		if done := ended(id); done != nil {
-			reply(status(done), nil)
+			reply(*status(done), nil)
 		} else {
-			reply(nil, notFound(kind, id))
+			reply.fail(notFound(kind, id))
 		}
 	}
 	return nil

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -30,7 +29,7 @@ func TestClusterWorkerSummary(t *testing.T) {
 			t.Errorf("list %v: summary %+v (want %+v), %d workers listed", list, st.WorkerSummary, want, len(st.Workers))
 		}
 	}
-	if _, err := parseBoolParam(wire.ClusterWorkersParam, "nope"); httpx.StatusOf(err) != http.StatusBadRequest {
+	if _, err := parseBoolParam(wire.ClusterWorkersParam, "nope"); statusOf(err) != http.StatusBadRequest {
 		t.Errorf("workers=nope: %v, want 400", err)
 	}
 }
@@ -59,7 +58,7 @@ func TestClusterWorkerSummaryCountsResources(t *testing.T) {
 	// A launch not yet durable: w2's GPU is taken for placement, still free
 	// in what status reads show.
 	h.c.registerApp(wire.AppDescription{Command: []string{"x"}, MaxCores: 1, CoresPerExecutor: 1, MemoryPerExecutorMB: 64,
-		ResourcesPerExecutor: wire.ResourceAmounts{"gpu": 1}}, keyed{}, func(any, error) {})
+		ResourcesPerExecutor: wire.ResourceAmounts{"gpu": 1}}, keyed{}, func(wire.Submitted, error) {})
 	h.step() // the app's record: durable; its launch: being written
 	if !h.c.workers["w2"].launchingResources() {
 		t.Fatal("no launch with a GPU being written on w2")
@@ -69,7 +68,9 @@ func TestClusterWorkerSummaryCountsResources(t *testing.T) {
 	check("the launch durable", []wire.ResourceTotal{{Name: "gpu", Addresses: 5, Free: 3}})
 
 	w2 := h.c.workers["w2"]
-	if _, err := h.call(func(reply func(any, error)) { h.c.removeWorker(w2, "lost", func(err error) { reply(nil, err) }) }); err != nil {
+	if _, err := run(h, func(reply reply[wire.None]) {
+		h.c.removeWorker(w2, "lost", func(err error) { reply(wire.None{}, err) })
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if w2.state != wire.WorkerDead || len(h.c.workers["w1"].executors) != 2 {
@@ -97,7 +98,7 @@ func TestClusterListsShape(t *testing.T) {
 	h := newLeader(t, nil, "w1")
 	first, second := h.addApp(wire.AppDescription{MaxCores: 1}), h.addApp(wire.AppDescription{MaxCores: 1})
 	for _, a := range []*appInfo{first, second} {
-		if _, err := h.call(func(reply func(any, error)) { h.c.endApp(a.rec.ID, wire.AppKilled, "killed by request", reply) }); err != nil {
+		if _, err := run(h, func(reply reply[wire.AppStatus]) { h.c.endApp(a.rec.ID, wire.AppKilled, "killed by request", reply) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -172,7 +173,7 @@ func BenchmarkSchedulingPass(b *testing.B) {
 				if len(a.executors) != 4 {
 					b.Fatalf("%d executors placed", len(a.executors))
 				}
-				if _, err := h.call(func(reply func(any, error)) { h.c.endApp(a.rec.ID, wire.AppFinished, "done", reply) }); err != nil {
+				if _, err := run(h, func(reply reply[wire.AppStatus]) { h.c.endApp(a.rec.ID, wire.AppFinished, "done", reply) }); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -38,9 +38,9 @@ func (m *Master) appEvents(w http.ResponseWriter, r *http.Request) {
 	// so created needs no lock).
 	var created *subscriber
 	ctx := r.Context()
-	v, err := m.query(ctx, func(c *core) (any, error) {
+	o, err := query(ctx, m, func(c *core) (opened, error) {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return opened{}, err
 		}
 		sub, first, err := c.subscribe(id)
 		created = sub
@@ -55,7 +55,6 @@ func (m *Master) appEvents(w http.ResponseWriter, r *http.Request) {
 		respond(w, r, nil, err)
 		return
 	}
-	o := v.(opened)
 	if o.sub != nil {
 		defer m.post(func(c *core) { c.unsubscribe(id, o.sub) })
 	}

@@ -42,13 +42,13 @@ func (s uiSource) Cluster(ctx context.Context) (*wire.ClusterStatus, error) {
 // replica).
 func (s uiSource) App(ctx context.Context, id string) (*wire.AppStatus, []wire.AppEvent, error) {
 	type answer struct {
-		st     *wire.AppStatus
+		st     wire.AppStatus
 		events []wire.AppEvent
 	}
-	v, err := s.m.query(ctx, func(c *core) (any, error) {
+	a, err := query(ctx, s.m, func(c *core) (answer, error) {
 		st, err := c.app(id)
 		if err != nil {
-			return nil, err
+			return answer{}, err
 		}
 		var events []wire.AppEvent
 		if a := c.findApp(id); a != nil {
@@ -59,60 +59,56 @@ func (s uiSource) App(ctx context.Context, id string) (*wire.AppStatus, []wire.A
 	if err != nil {
 		return nil, nil, err
 	}
-	a := v.(answer)
-	return a.st, a.events, nil
+	return &a.st, a.events, nil
 }
 
 func (s uiSource) Driver(ctx context.Context, id string) (*wire.DriverStatus, error) {
-	v, err := s.m.query(ctx, func(c *core) (any, error) { return c.driver(id) })
+	d, err := query(ctx, s.m, func(c *core) (wire.DriverStatus, error) { return c.driver(id) })
 	if err != nil {
 		return nil, err
 	}
-	return v.(*wire.DriverStatus), nil
+	return &d, nil
 }
 
 func (s uiSource) Raft() map[string]string {
-	if r, ok := s.m.engine.(interface{ Stats() map[string]string }); ok {
-		return r.Stats()
+	if s.m.repl == nil {
+		return nil
 	}
-	return nil
+	return s.m.repl.Stats()
 }
 
-// Act runs an operator's action as its API route would.
-func (s uiSource) Act(ctx context.Context, a ui.Action) error {
-	if err := checkIDFor(a); err != nil {
+// The operator's actions, each as its API route would carry it out.
+
+func (s uiSource) KillApp(ctx context.Context, id string) error {
+	return uiAct(ctx, s.m, "app id", id, func(c *core, r reply[wire.AppStatus]) { c.endApp(id, wire.AppKilled, "killed from the web UI", r) })
+}
+
+func (s uiSource) KillDriver(ctx context.Context, id string) error {
+	return uiAct(ctx, s.m, "driver id", id, func(c *core, r reply[wire.DriverStatus]) { c.killDriver(id, r) })
+}
+
+func (s uiSource) SetExecutorLimit(ctx context.Context, id string, limit int) error {
+	if err := validateExecutorLimit(wire.ExecutorLimit{Limit: limit}); err != nil {
 		return err
 	}
-	_, err := s.m.call(ctx, func(c *core, reply func(any, error)) {
-		switch a.Kind {
-		case ui.ActionKillApp:
-			c.endApp(a.ID, wire.AppKilled, "killed from the web UI", reply)
-		case ui.ActionKillDriver:
-			c.killDriver(a.ID, reply)
-		case ui.ActionSetLimit:
-			c.setExecutorLimit(a.ID, a.Limit, reply)
-		case ui.ActionDecommission:
-			c.drainWorker(a.ID, DefaultDrainDeadline, reply)
-		case ui.ActionUndrain:
-			c.undrainWorker(a.ID, reply)
-		default:
-			reply(nil, badRequest("unknown action %q", a.Kind))
-		}
-	})
-	return err
+	return uiAct(ctx, s.m, "app id", id, func(c *core, r reply[wire.ExecutorLimit]) { c.setExecutorLimit(id, limit, r) })
 }
 
-func checkIDFor(a ui.Action) error {
-	kind := map[ui.ActionKind]string{ui.ActionKillApp: "app id", ui.ActionSetLimit: "app id", ui.ActionKillDriver: "driver id", ui.ActionDecommission: "worker id", ui.ActionUndrain: "worker id"}[a.Kind]
-	if kind == "" {
-		return badRequest("unknown action %q", a.Kind)
+func (s uiSource) DrainWorker(ctx context.Context, id string) error {
+	return uiAct(ctx, s.m, "worker id", id, func(c *core, r reply[wire.WorkerStatus]) { c.drainWorker(id, DefaultDrainDeadline, r) })
+}
+
+func (s uiSource) UndrainWorker(ctx context.Context, id string) error {
+	return uiAct(ctx, s.m, "worker id", id, func(c *core, r reply[wire.WorkerStatus]) { c.undrainWorker(id, r) })
+}
+
+// uiAct checks the id of kind, then runs the action in the loop.
+func uiAct[T any](ctx context.Context, m *Master, kind, id string, fn func(c *core, r reply[T])) error {
+	if err := checkID(kind, id); err != nil {
+		return err
 	}
-	if a.Kind == ui.ActionSetLimit {
-		if err := validateExecutorLimit(wire.ExecutorLimit{Limit: a.Limit}); err != nil {
-			return err
-		}
-	}
-	return checkID(kind, a.ID)
+	_, err := call(ctx, m, fn)
+	return err
 }
 
 // Log is the last tail bytes of a process's log, through its worker.

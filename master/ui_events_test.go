@@ -23,7 +23,7 @@ func TestLimitChangeIsToldOnceCommitted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.c.setExecutorLimit(a.rec.ID, 3, func(any, error) {})
+	h.c.setExecutorLimit(a.rec.ID, 3, func(wire.ExecutorLimit, error) {})
 	if got := limitEvents(append(drain(sub), a.recent...)); len(got) != 0 {
 		t.Fatalf("told before the write committed: %+v", got)
 	}
@@ -36,18 +36,18 @@ func TestLimitChangeIsToldOnceCommitted(t *testing.T) {
 		t.Fatalf("kept for the UI: %+v", kept)
 	}
 
-	h.c.setExecutorLimit(a.rec.ID, 1, func(any, error) {})
+	h.c.setExecutorLimit(a.rec.ID, 1, func(wire.ExecutorLimit, error) {})
 	h.failWrites(errors.New("disk full"))
 	if got := limitEvents(append(drain(sub), a.recent...)); len(got) != 1 {
 		t.Fatalf("a failed change was told: %+v", got)
 	}
-	if _, err := h.call(func(reply func(any, error)) { h.c.setExecutorLimit(a.rec.ID, 3, reply) }); err != nil {
+	if _, err := run(h, func(reply reply[wire.ExecutorLimit]) { h.c.setExecutorLimit(a.rec.ID, 3, reply) }); err != nil {
 		t.Fatal(err)
 	}
 	if got := limitEvents(drain(sub)); len(got) != 0 {
 		t.Fatalf("the same limit again was told: %+v", got)
 	}
-	if _, err := h.call(func(reply func(any, error)) { h.c.setExecutorLimit(a.rec.ID, 0, reply) }); err != nil {
+	if _, err := run(h, func(reply reply[wire.ExecutorLimit]) { h.c.setExecutorLimit(a.rec.ID, 0, reply) }); err != nil {
 		t.Fatal(err)
 	}
 	if got := limitEvents(drain(sub)); len(got) != 1 || got[0].Message != "executor limit set to 0 (was 3)" {
@@ -57,7 +57,7 @@ func TestLimitChangeIsToldOnceCommitted(t *testing.T) {
 	// kept as one entry of the recent events, the latest, so that it cannot
 	// push the app's other events off its page.
 	for _, n := range []int{5, 6} {
-		if _, err := h.call(func(reply func(any, error)) { h.c.setExecutorLimit(a.rec.ID, n, reply) }); err != nil {
+		if _, err := run(h, func(reply reply[wire.ExecutorLimit]) { h.c.setExecutorLimit(a.rec.ID, n, reply) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -81,19 +81,19 @@ func TestLimitChangeIsToldOnceCommitted(t *testing.T) {
 func TestDriverEndTimeIsShown(t *testing.T) {
 	h := newHarness(t, nil)
 	h.lead(nil)
-	v, err := h.call(func(reply func(any, error)) {
+	v, err := run(h, func(reply reply[wire.Submitted]) {
 		h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}}, keyed{}, reply)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := v.(wire.Submitted).ID
+	id := v.ID
 	if st, _ := h.c.driver(id); st.EndedAt != nil {
 		t.Fatalf("a waiting driver has an end: %v", st.EndedAt)
 	}
 	h.clock.advance(90 * time.Second)
 	killedAt := h.clock.t
-	h.c.killDriver(id, func(any, error) {})
+	h.c.killDriver(id, func(wire.DriverStatus, error) {})
 	h.clock.advance(time.Second) // the write commits later than it was decided
 	h.commit()
 	h.clock.advance(time.Minute)
@@ -104,11 +104,11 @@ func TestDriverEndTimeIsShown(t *testing.T) {
 		}
 	}
 	st, _ := h.c.driver(id)
-	check("the leader", st)
+	check("the leader", &st)
 	rec := recordDriverStatus(h.fx.state.Drivers[id])
 	check("a follower", &rec)
 	h.failover()
 	h.commit()
 	st, _ = h.c.driver(id)
-	check("after a failover", st)
+	check("after a failover", &st)
 }

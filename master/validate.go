@@ -300,8 +300,10 @@ func validateJoin(j wire.JoinRequest) error {
 	if _, _, err := httpx.SplitHostPort(j.RaftAddr); err != nil {
 		return badRequest("raftAddr %q: %v", j.RaftAddr, err)
 	}
-	if !strings.HasPrefix(j.APIAddr, "http://") && !strings.HasPrefix(j.APIAddr, "https://") {
-		return badRequest("apiAddr %q is not an http(s) URL", j.APIAddr)
+	// The address clients are sent to once this master leads: the rule of
+	// every master URL.
+	if _, err := wire.ParseMasterURL("apiAddr", j.APIAddr); err != nil {
+		return badRequest("%v", err)
 	}
 	return nil
 }

@@ -91,7 +91,7 @@ func (c *core) appWaiting(a *appInfo, r room) string {
 	}
 	step := a.rec.Desc.CoresPerExecutor
 	if step == 0 {
-		step = min(max(c.cfg.MinCoreUnit, 1), a.coresLeft())
+		step = min(placement.CoreUnit(c.cfg.MinCoreUnit), a.coresLeft())
 		if r.alive > 0 && step > r.maxCores {
 			return fmt.Sprintf("cannot start: the core unit %d fits on no worker (largest: %d cores); lower --min-core-unit or add a larger worker", step, r.maxCores)
 		}

@@ -24,13 +24,13 @@ func wantWaiting(t *testing.T, what, got string, parts ...string) {
 func TestWaitingSaysWhy(t *testing.T) {
 	h := newLeader(t, func(c *Config) { c.MinCoreUnit = 4 })
 	submit := func(cores int) string {
-		v, err := h.call(func(reply func(any, error)) {
+		v, err := run(h, func(reply reply[wire.Submitted]) {
 			h.c.submitDriver(wire.DriverDescription{Command: []string{"x"}, Cores: cores, MemoryMB: 100}, keyed{}, reply)
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return v.(wire.Submitted).ID
+		return v.ID
 	}
 	big := submit(64)
 	d, _ := h.c.driver(big)

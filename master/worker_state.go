@@ -87,11 +87,8 @@ func (c *core) keepReportedExecutor(w *workerInfo, r wire.ExecutorReport, recove
 	if r.State == wire.ExecutorRunning {
 		e.runningSince = c.now()
 	}
-	a.executors[e.id] = e
-	a.coresGranted += e.cores
+	a.adopt(e)
 	a.hosts[w.rec.ID] = struct{}{}
-	a.nextExecID = max(a.nextExecID, e.id+1)
-	w.addExecutor(e)
 	return true
 }
 

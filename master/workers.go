@@ -25,9 +25,9 @@ func (c *core) registered(duplicate bool) wire.RegisteredWorker {
 // the address of another live one is refused, unless that one is UNKNOWN
 // (it was restarted during recovery), which the newcomer then replaces.
 // The worker is acknowledged once its record is durable.
-func (c *core) registerWorker(req wire.RegisterWorker, reply func(any, error)) {
+func (c *core) registerWorker(req wire.RegisterWorker, reply reply[wire.RegisteredWorker]) {
 	if !c.leading() {
-		reply(nil, c.notLeader())
+		reply.fail(c.notLeader())
 		return
 	}
 	if w, ok := c.workers[req.ID]; ok && w.state != wire.WorkerDead {
@@ -41,7 +41,7 @@ func (c *core) registerWorker(req wire.RegisterWorker, reply func(any, error)) {
 		// durable, register the new process.
 		c.removeWorker(w, "worker restarted", func(err error) {
 			if err != nil {
-				reply(nil, err)
+				reply.fail(err)
 				return
 			}
 			c.registerWorker(req, reply)
@@ -49,24 +49,24 @@ func (c *core) registerWorker(req wire.RegisterWorker, reply func(any, error)) {
 		return
 	}
 	if err := c.addressTaken(req); err != nil {
-		reply(nil, err)
+		reply.fail(err)
 		return
 	}
 	rec := persistence.WorkerRecord{ID: req.ID, Host: req.Host, Port: req.Port, Address: req.Address, Cores: req.Cores, MemoryMB: req.MemoryMB, Resources: req.Resources}
 	gen := c.gen
 	c.fx.persist([]persistence.Command{persistence.PutWorker(rec)}, func(err error) {
 		if err != nil {
-			reply(nil, c.persistErr(gen, err))
+			reply.fail(c.persistErr(gen, err))
 			return
 		}
 		if gen != c.gen {
-			reply(nil, errLeadershipLost(fmt.Errorf("registered, but with a master that no longer leads")))
+			reply.fail(errLeadershipLost(fmt.Errorf("registered, but with a master that no longer leads")))
 			return
 		}
 		// The world may have moved while the write was in flight.
 		if w, ok := c.workers[req.ID]; ok && w.state != wire.WorkerDead {
 			if restarted(w, req) {
-				reply(nil, httpx.Coded(http.StatusServiceUnavailable, wire.CodeNotCommitted, "worker %s registered twice at once; retry", req.ID))
+				reply.fail(httpx.Coded(http.StatusServiceUnavailable, wire.CodeNotCommitted, "worker %s registered twice at once; retry", req.ID))
 				return
 			}
 			c.acceptKnownWorker(w, req)
@@ -75,7 +75,7 @@ func (c *core) registerWorker(req wire.RegisterWorker, reply func(any, error)) {
 		}
 		if err := c.addressTaken(req); err != nil {
 			c.fx.persist([]persistence.Command{persistence.DeleteWorker(req.ID)}, c.logPersistFailure("undo refused worker"))
-			reply(nil, err)
+			reply.fail(err)
 			return
 		}
 		c.addWorker(rec, req.Incarnation)
@@ -171,10 +171,10 @@ func (c *core) decommissionWorker(id string) error {
 
 // workerLeft removes a worker that shut down, without waiting for its
 // heartbeat timeout; it is answered once the removal is durable.
-func (c *core) workerLeft(id string, reply func(any, error)) {
+func (c *core) workerLeft(id string, reply reply[wire.None]) {
 	w, err := c.liveWorker(id)
 	if err != nil {
-		reply(nil, err)
+		reply.fail(err)
 		return
 	}
 	c.removeWorker(w, "worker shut down", c.ack(reply))

@@ -16,7 +16,8 @@ import (
 	"github.com/berth-cluster/berth/wire"
 )
 
-func statusOf(err error) int { return httpx.StatusOf(err) }
+// statusOf is the HTTP status err carries, or 0 when it carries none.
+func statusOf(err error) int { return statusErrorOf(err).Status }
 
 // statusErrorOf is the *httpx.StatusError err carries, or a zero one
 // (Status 0, no Code) when it carries none.
@@ -33,13 +34,13 @@ func TestRegistrationRules(t *testing.T) {
 	reg := wire.RegisterWorker{ID: "w1", Host: "127.0.0.1", Port: 9001, Cores: 4, MemoryMB: 4096, Address: "http://127.0.0.1:9001"}
 
 	// Not acknowledged before the record is durable.
-	var got any
-	h.c.registerWorker(reg, func(v any, err error) { got = v })
+	var got *wire.RegisteredWorker
+	h.c.registerWorker(reg, func(v wire.RegisteredWorker, err error) { got = &v })
 	if got != nil || h.c.workers["w1"] != nil {
 		t.Fatal("worker registered before its record was written")
 	}
 	h.commit()
-	if r, ok := got.(wire.RegisteredWorker); !ok || r.Duplicate || r.HeartbeatIntervalMs != 15000 || r.Epoch != h.c.epoch {
+	if r := got; r == nil || r.Duplicate || r.HeartbeatIntervalMs != 15000 || r.Epoch != h.c.epoch {
 		t.Fatalf("registration reply %+v", got)
 	}
 	if h.fx.state.Workers["w1"] == nil {
@@ -47,15 +48,15 @@ func TestRegistrationRules(t *testing.T) {
 	}
 
 	// The same id again (a retry) is a duplicate, not a second worker.
-	v, err := h.call(func(reply func(any, error)) { h.c.registerWorker(reg, reply) })
-	if err != nil || !v.(wire.RegisteredWorker).Duplicate || len(h.c.workers) != 1 {
+	v, err := run(h, func(reply reply[wire.RegisteredWorker]) { h.c.registerWorker(reg, reply) })
+	if err != nil || !v.Duplicate || len(h.c.workers) != 1 {
 		t.Fatalf("duplicate registration: %v %+v, %d workers", err, v, len(h.c.workers))
 	}
 
 	// Another id at the address of the ALIVE worker is refused.
 	other := reg
 	other.ID = "w2"
-	_, err = h.call(func(reply func(any, error)) { h.c.registerWorker(other, reply) })
+	_, err = run(h, func(reply reply[wire.RegisteredWorker]) { h.c.registerWorker(other, reply) })
 	if statusOf(err) != http.StatusConflict {
 		t.Fatalf("second worker at a live worker's address: %v", err)
 	}
@@ -67,7 +68,7 @@ func TestRegistrationRules(t *testing.T) {
 	// the DEAD entry dropped.
 	h.c.removeWorker(h.c.workers["w1"], "test", nil)
 	h.commit()
-	if _, err := h.call(func(reply func(any, error)) { h.c.registerWorker(other, reply) }); err != nil {
+	if _, err := run(h, func(reply reply[wire.RegisteredWorker]) { h.c.registerWorker(other, reply) }); err != nil {
 		t.Fatalf("worker at a DEAD worker's address: %v", err)
 	}
 	if h.c.workers["w1"] != nil || h.c.workers["w2"].state != wire.WorkerAlive {
@@ -187,13 +188,13 @@ func TestLatestStateKillsUnknownExecutors(t *testing.T) {
 func TestDriversOnWorkerLoss(t *testing.T) {
 	h := newLeader(t, nil, "w1")
 	submit := func(supervise bool) string {
-		v, err := h.call(func(reply func(any, error)) {
+		v, err := run(h, func(reply reply[wire.Submitted]) {
 			h.c.submitDriver(wire.DriverDescription{Command: []string{"drv"}, Cores: 1, MemoryMB: 512, Supervise: supervise}, keyed{}, reply)
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return v.(wire.Submitted).ID
+		return v.ID
 	}
 	sup, unsup := submit(true), submit(false)
 	if n := len(h.takeSent("/v1/drivers")); n != 2 {
@@ -222,14 +223,14 @@ func TestDriversOnWorkerLoss(t *testing.T) {
 
 func TestNotLeaderAnswers(t *testing.T) {
 	h := newHarness(t, nil)
-	_, err := h.call(func(reply func(any, error)) {
+	_, err := run(h, func(reply reply[wire.Submitted]) {
 		h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{}, reply)
 	})
 	if statusOf(err) != http.StatusServiceUnavailable {
 		t.Fatalf("no leader known: %v", err)
 	}
 	h.fx.leader = "http://127.0.0.2:7077"
-	_, err = h.call(func(reply func(any, error)) {
+	_, err = run(h, func(reply reply[wire.Submitted]) {
 		h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{}, reply)
 	})
 	if se := statusErrorOf(err); se.Status != http.StatusTemporaryRedirect || se.Leader != "http://127.0.0.2:7077" {
@@ -238,7 +239,7 @@ func TestNotLeaderAnswers(t *testing.T) {
 	// A failed write is reported, and the app does not exist.
 	h.lead(nil)
 	var replyErr error
-	h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{}, func(_ any, err error) { replyErr = err })
+	h.c.registerApp(wire.AppDescription{Command: []string{"x"}}, keyed{}, func(_ wire.Submitted, err error) { replyErr = err })
 	h.failWrites(errors.New("disk full"))
 	if statusOf(replyErr) != http.StatusServiceUnavailable || len(h.c.apps) != 0 {
 		t.Fatalf("failed write: %v, %d apps", replyErr, len(h.c.apps))
@@ -288,14 +289,14 @@ func TestWorkerDecommissionAndLeave(t *testing.T) {
 	if r, _ := h.c.heartbeat("w1"); r.Reconnect {
 		t.Error("a decommissioned worker was told to reconnect")
 	}
-	if _, err := h.call(func(reply func(any, error)) { h.c.workerLeft("w1", reply) }); err != nil {
+	if _, err := run(h, func(reply reply[wire.None]) { h.c.workerLeft("w1", reply) }); err != nil {
 		t.Fatal(err)
 	}
 	h.commit()
 	if h.c.workers["w1"].state != wire.WorkerDead || h.fx.state.Workers["w1"] != nil {
 		t.Fatalf("after leaving: %s", h.c.workers["w1"].state)
 	}
-	if _, err := h.call(func(reply func(any, error)) { h.c.workerLeft("w1", reply) }); statusOf(err) != 404 {
+	if _, err := run(h, func(reply reply[wire.None]) { h.c.workerLeft("w1", reply) }); statusOf(err) != 404 {
 		t.Errorf("leaving twice: %v", err)
 	}
 }

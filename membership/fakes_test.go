@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/testkit/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 

@@ -13,9 +13,9 @@ type Type uint8
 const (
 	TypeBumpEpoch      Type = 1
 	TypePutApp         Type = 2
-	TypeDeleteApp      Type = 3
+	TypeDeleteApp      Type = 3 // written by no master now, still applied: old logs hold it
 	TypePutDriver      Type = 4
-	TypeDeleteDriver   Type = 5
+	TypeDeleteDriver   Type = 5 // as TypeDeleteApp
 	TypePutWorker      Type = 6
 	TypeDeleteWorker   Type = 7
 	TypePutMaster      Type = 8
@@ -61,17 +61,16 @@ type Command struct {
 	Retain int `json:"retain,omitempty"`
 }
 
-// Constructors for the commands the master writes.
+// Constructors for the commands the master writes (the others are built as
+// literals, by the tests of how old logs apply).
 
 func BumpEpoch() Command { return Command{Type: TypeBumpEpoch} }
 func PutApp(r AppRecord, retain int) Command {
 	return Command{Type: TypePutApp, App: &r, Retain: retain}
 }
-func DeleteApp(id string) Command { return Command{Type: TypeDeleteApp, ID: id} }
 func PutDriver(r DriverRecord, retain int) Command {
 	return Command{Type: TypePutDriver, Driver: &r, Retain: retain}
 }
-func DeleteDriver(id string) Command       { return Command{Type: TypeDeleteDriver, ID: id} }
 func PutWorker(r WorkerRecord) Command     { return Command{Type: TypePutWorker, Worker: &r} }
 func DeleteWorker(id string) Command       { return Command{Type: TypeDeleteWorker, ID: id} }
 func PutMaster(r MasterRecord) Command     { return Command{Type: TypePutMaster, Master: &r} }

@@ -28,14 +28,6 @@ type Engine interface {
 	Close() error
 }
 
-// LeaderVerifier is implemented by replicated engines: VerifyLeader returns
-// nil only if this master still leads, proven by a quorum answering after
-// the call began (hashicorp/raft's VerifyLeader). An engine without it has
-// one master, which leads for as long as it runs.
-type LeaderVerifier interface {
-	VerifyLeader(ctx context.Context) error
-}
-
 // ErrNotLeader wraps a replicated write refused because this master does
 // not lead: it was certainly not committed.
 var ErrNotLeader = errors.New("not the leader")

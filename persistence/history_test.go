@@ -123,7 +123,7 @@ func (p *program) command(op byte) Command {
 		a.State, a.EndedAt = pick(p, endedApps), p.endTime()
 		return PutApp(a, int(p.next()%4))
 	case opDeleteApp:
-		return DeleteApp(p.appID())
+		return Command{Type: TypeDeleteApp, ID: p.appID()}
 	case opPutDriver:
 		d := DriverRecord{ID: p.driverID(), SubmittedAt: t0, State: pick(p, activeDrivers), WorkerID: p.workerID()}
 		return PutDriver(d, 0)
@@ -131,7 +131,7 @@ func (p *program) command(op byte) Command {
 		d := DriverRecord{ID: p.driverID(), SubmittedAt: t0, State: pick(p, endedDrivers), EndedAt: p.endTime()}
 		return PutDriver(d, int(p.next()%4))
 	case opDeleteDriver:
-		return DeleteDriver(p.driverID())
+		return Command{Type: TypeDeleteDriver, ID: p.driverID()}
 	case opPutWorker:
 		id := p.workerID()
 		return PutWorker(WorkerRecord{ID: id, Host: "10.0.0." + id[1:], Port: 7078, Cores: 8, MemoryMB: 4096})

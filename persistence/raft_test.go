@@ -18,7 +18,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/berth-cluster/berth/internal/testproc"
+	"github.com/berth-cluster/berth/testkit/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 

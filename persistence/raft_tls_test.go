@@ -18,8 +18,8 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/berth-cluster/berth/internal/poll"
-	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/security"
+	"github.com/berth-cluster/berth/testkit/testproc"
 )
 
 // testPKI makes a CA in a temp dir and a certificate for 127.0.0.1 per

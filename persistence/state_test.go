@@ -51,7 +51,7 @@ func TestApplyEachCommand(t *testing.T) {
 	if len(touched) != 4 {
 		t.Errorf("touched %v, want the 4 records", touched)
 	}
-	for _, c := range []Command{DeleteApp("app-20261122100000-0007"), DeleteDriver("driver-20261122100000-0003"), DeleteWorker("w1"), DeleteMaster("m1"), DeleteWorker("nope")} {
+	for _, c := range []Command{{Type: TypeDeleteApp, ID: "app-20261122100000-0007"}, {Type: TypeDeleteDriver, ID: "driver-20261122100000-0003"}, DeleteWorker("w1"), DeleteMaster("m1"), DeleteWorker("nope")} {
 		if err := s.Apply(c, nil); err != nil {
 			t.Fatalf("%s: %v", c.Type, err)
 		}
@@ -174,7 +174,7 @@ func TestBoltSurvivesReopen(t *testing.T) {
 	if err := b.Write(ctx, cmds); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Write(ctx, []Command{DeleteApp("app-20261122100000-0001"), BumpEpoch()}); err != nil {
+	if err := b.Write(ctx, []Command{{Type: TypeDeleteApp, ID: "app-20261122100000-0001"}, BumpEpoch()}); err != nil {
 		t.Fatal(err)
 	}
 	want, _ := b.Load(ctx)
@@ -245,7 +245,7 @@ func TestExecutorRecordsFollowTheirApp(t *testing.T) {
 	if len(s.Executors) != 1 || s.Executors[ExecutorKey(b.ID, 0)] == nil {
 		t.Fatalf("after the app ended: %v", s.Executors)
 	}
-	if err := s.Apply(DeleteApp(b.ID), nil); err != nil || len(s.Executors) != 0 {
+	if err := s.Apply(Command{Type: TypeDeleteApp, ID: b.ID}, nil); err != nil || len(s.Executors) != 0 {
 		t.Fatalf("after the app was deleted: %v %v", err, s.Executors)
 	}
 	if err := s.Apply(Command{Type: TypePutExecutor, Executor: &ExecutorRecord{ID: 1}}, nil); err == nil {
@@ -310,7 +310,7 @@ func TestTrimAfterSnapshotAndDeletes(t *testing.T) {
 		}
 	}
 	r := restore(t, s)
-	if err := r.Apply(DeleteApp("app-20261122100000-0004"), nil); err != nil { // an ended one goes
+	if err := r.Apply(Command{Type: TypeDeleteApp, ID: "app-20261122100000-0004"}, nil); err != nil { // an ended one goes
 		t.Fatal(err)
 	}
 	newest := finishedApp("app-20261122100000-0009", t0.Add(time.Hour))

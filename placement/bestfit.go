@@ -32,7 +32,7 @@ func newBestFit(opts Options) (Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &bestFit{unit: opts.unit(), cmp: cmp}, nil
+	return &bestFit{unit: CoreUnit(opts.MinCoreUnit), cmp: cmp}, nil
 }
 
 func (p *bestFit) Name() string           { return "bestfit" }
@@ -55,7 +55,7 @@ type fitCandidate struct {
 // slots, whichever way it finds its workers (fit over a slice, indexFit
 // over the Index).
 type fitCount struct {
-	unit      int
+	unit      int // the policy's CoreUnit
 	fixed     bool
 	slotCores int
 	remaining int // slots still to place
@@ -63,7 +63,7 @@ type fitCount struct {
 }
 
 func newFitCount(app App, unit int) fitCount {
-	f := fitCount{unit: max(unit, 1), fixed: app.CoresPerExecutor > 0, slotCores: 1, room: executorRoom(app)}
+	f := fitCount{unit: unit, fixed: app.CoresPerExecutor > 0, slotCores: 1, room: executorRoom(app)}
 	if f.fixed {
 		f.slotCores = app.CoresPerExecutor
 	}

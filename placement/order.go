@@ -74,7 +74,7 @@ func orderLess(name string) (compareFunc, error) {
 	case OrderWorkerID:
 		key = func(a, b Worker) int { return 0 }
 	default:
-		return nil, fmt.Errorf("placement: unknown worker order %q (known: %s)", name, strings.Join(Orders(), ", "))
+		return nil, fmt.Errorf("placement: %w %q (known: %s)", ErrUnknownOrder, name, strings.Join(Orders(), ", "))
 	}
 	return func(a, b Worker) int {
 		if c := key(a, b); c != 0 {

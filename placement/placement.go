@@ -82,10 +82,7 @@ type TaskShape struct {
 	Weight    float64        // its share; the weights need not add up to 1
 }
 
-// unit is the effective minimum core unit of opts.
-func (o Options) unit() int {
-	if o.MinCoreUnit < 1 {
-		return 1
-	}
-	return o.MinCoreUnit
-}
+// CoreUnit is the step, in cores, of a minimum core unit of n, as every
+// policy, the master and the benchmarks take it: n, and one core (Spark's
+// step) for 0 or less. It is the one place that says so.
+func CoreUnit(n int) int { return max(n, 1) }

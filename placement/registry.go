@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -44,16 +45,24 @@ func MustRegister(name string, ctor func(Options) (Policy, error)) {
 	}
 }
 
+// What New refuses, for a caller to tell which of its inputs is wrong
+// (errors.Is) and name it as its user knows it, a flag say.
+var (
+	ErrUnknownPolicy = errors.New("unknown policy")
+	ErrUnknownOrder  = errors.New("unknown worker order")
+	ErrNegativeUnit  = errors.New("negative minimum core unit")
+)
+
 // New returns the policy called name configured by opts.
 func New(name string, opts Options) (Policy, error) {
 	registry.RLock()
 	ctor, ok := registry.ctors[name]
 	registry.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("placement: unknown policy %q (known: %s)", name, strings.Join(Names(), ", "))
+		return nil, fmt.Errorf("placement: %w %q (known: %s)", ErrUnknownPolicy, name, strings.Join(Names(), ", "))
 	}
 	if opts.MinCoreUnit < 0 {
-		return nil, fmt.Errorf("placement: minimum core unit %d is negative", opts.MinCoreUnit)
+		return nil, fmt.Errorf("placement: %w: %d", ErrNegativeUnit, opts.MinCoreUnit)
 	}
 	if _, err := orderLess(opts.Order); err != nil {
 		return nil, err

@@ -10,10 +10,11 @@ type UnitPolicy interface {
 	MinCoreUnit() int
 }
 
-// minCoreUnit returns p's minimum core unit, 1 when p does not report one.
+// minCoreUnit returns p's step in cores (CoreUnit of what it reports), 1
+// when p does not report one.
 func minCoreUnit(p Policy) int {
 	if u, ok := p.(UnitPolicy); ok {
-		return max(u.MinCoreUnit(), 1)
+		return CoreUnit(u.MinCoreUnit())
 	}
 	return 1
 }

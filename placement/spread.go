@@ -18,7 +18,7 @@ func newStepPolicy(name string, spread bool, opts Options) (Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &stepPolicy{name: name, spread: spread, unit: opts.unit(), cmp: cmp, kind: kindOf(opts.Order)}, nil
+	return &stepPolicy{name: name, spread: spread, unit: CoreUnit(opts.MinCoreUnit), cmp: cmp, kind: kindOf(opts.Order)}, nil
 }
 
 func (p *stepPolicy) Name() string           { return p.name }

@@ -7,7 +7,7 @@ package placement
 // and an app costs O(W + steps) while making exactly the same decisions.
 type steps struct {
 	workers  []Worker
-	unit     int   // step when the app did not fix its executor size
+	unit     int   // step when the app did not fix its executor size: the policy's CoreUnit
 	fixed    int   // CoresPerExecutor, or 0
 	memory   int   // memory per executor, never negative
 	room     int   // executors the app may still start
@@ -21,7 +21,7 @@ type steps struct {
 func newSteps(app App, workers []Worker, unit int) *steps {
 	s := &steps{
 		workers:  workers,
-		unit:     max(unit, 1),
+		unit:     unit,
 		fixed:    max(app.CoresPerExecutor, 0),
 		memory:   max(app.MemoryPerExecutorMB, 0),
 		room:     executorRoom(app),

@@ -39,7 +39,7 @@ func (u *server) act(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := pageCtx(r)
 	defer cancel()
-	if err := u.o.Source.Act(ctx, a); err != nil {
+	if err := actionKinds[a.Kind].do(ctx, u.o.Source, a); err != nil {
 		u.fail(w, role{}, err)
 		return
 	}
@@ -50,24 +50,18 @@ func (u *server) act(w http.ResponseWriter, r *http.Request) {
 // what is wrong with it, if anything.
 func actionOf(r *http.Request) (a Action, back, msg string) {
 	a = Action{Kind: ActionKind(r.PostFormValue("kind")), ID: r.PostFormValue("id")}
-	switch a.Kind {
-	case ActionKillApp, ActionSetLimit:
-		back = "/ui/apps/" + url.PathEscape(a.ID)
-	case ActionKillDriver:
-		back = "/ui/drivers/" + url.PathEscape(a.ID)
-	case ActionDecommission, ActionUndrain:
-		back = "/ui/workers/" + url.PathEscape(a.ID)
-	default:
+	k, ok := actionKinds[a.Kind]
+	if !ok {
 		return a, "", "unknown action " + strconv.Quote(string(a.Kind))
 	}
-	if a.Kind == ActionSetLimit {
+	if k.limit {
 		n, err := strconv.Atoi(strings.TrimSpace(r.PostFormValue("limit")))
 		if err != nil || n < 0 {
 			return a, "", "limit: want a whole number of executors, 0 or more"
 		}
 		a.Limit = n
 	}
-	return a, back, ""
+	return a, k.on.page(a.ID), ""
 }
 
 // confirmData is the confirmation page's: the question, what the action
@@ -94,8 +88,8 @@ func (u *server) confirm(w http.ResponseWriter, r *http.Request, a Action, back 
 
 // target describes what a acts on, as it is now.
 func (u *server) target(ctx context.Context, a Action) (string, role, error) {
-	switch a.Kind {
-	case ActionKillApp, ActionSetLimit:
+	switch actionKinds[a.Kind].on {
+	case entityApp:
 		app, _, err := u.o.Source.App(ctx, a.ID)
 		if err != nil {
 			return "", role{}, err
@@ -107,7 +101,7 @@ func (u *server) target(ctx context.Context, a Action) (string, role, error) {
 			}
 		}
 		return fmt.Sprintf("Application %s (%s): %s, %d executors holding %d cores.", app.ID, app.Name, app.State, n, cores), role{}, nil
-	case ActionKillDriver:
+	case entityDriver:
 		d, err := u.o.Source.Driver(ctx, a.ID)
 		if err != nil {
 			return "", role{}, err
@@ -135,20 +129,8 @@ func (u *server) target(ctx context.Context, a Action) (string, role, error) {
 // known (the confirmation page's; the page's own forms ask before the
 // limit is read).
 func question(a Action, withLimit bool) string {
-	switch a.Kind {
-	case ActionKillApp:
-		return fmt.Sprintf("Kill application %s and all its executors?", a.ID)
-	case ActionKillDriver:
-		return fmt.Sprintf("Kill driver %s?", a.ID)
-	case ActionSetLimit:
-		if withLimit {
-			return fmt.Sprintf("Set the executor limit of %s to %d? Executors beyond it are not replaced when they end.", a.ID, a.Limit)
-		}
-		return fmt.Sprintf("Change the executor limit of %s?", a.ID)
-	case ActionDecommission:
-		return fmt.Sprintf("Decommission worker %s? It takes no new work; what runs there has 10 minutes to end, then is moved elsewhere.", a.ID)
-	case ActionUndrain:
-		return fmt.Sprintf("End the drain of %s? It takes work again.", a.ID)
+	if k, ok := actionKinds[a.Kind]; ok {
+		return k.question(a, withLimit)
 	}
 	return ""
 }

@@ -53,12 +53,30 @@ func (f *fakeSource) Driver(_ context.Context, id string) (*wire.DriverStatus, e
 func (f *fakeSource) Raft() map[string]string {
 	return map[string]string{"state": "Leader", "term": "3", "commit_index": "42", "applied_index": "42", "last_contact": "0"}
 }
-func (f *fakeSource) Act(_ context.Context, a Action) error {
+
+// act records an action as the master would carry it out.
+func (f *fakeSource) act(a Action) error {
 	if f.notLeader != nil {
 		return f.notLeader
 	}
 	f.acted = append(f.acted, a)
 	return f.actErr
+}
+
+func (f *fakeSource) KillApp(_ context.Context, id string) error {
+	return f.act(Action{Kind: ActionKillApp, ID: id})
+}
+func (f *fakeSource) KillDriver(_ context.Context, id string) error {
+	return f.act(Action{Kind: ActionKillDriver, ID: id})
+}
+func (f *fakeSource) SetExecutorLimit(_ context.Context, id string, limit int) error {
+	return f.act(Action{Kind: ActionSetLimit, ID: id, Limit: limit})
+}
+func (f *fakeSource) DrainWorker(_ context.Context, id string) error {
+	return f.act(Action{Kind: ActionDecommission, ID: id})
+}
+func (f *fakeSource) UndrainWorker(_ context.Context, id string) error {
+	return f.act(Action{Kind: ActionUndrain, ID: id})
 }
 func (f *fakeSource) Log(context.Context, LogTarget, int) (string, error) {
 	return f.logText, f.notLeader

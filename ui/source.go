@@ -6,6 +6,8 @@ package ui
 
 import (
 	"context"
+	"fmt"
+	"net/url"
 
 	"github.com/berth-cluster/berth/wire"
 )
@@ -23,8 +25,12 @@ type Source interface {
 	// Raft is this master's Raft figures (term, commit and applied index,
 	// last contact, state), nil without Raft.
 	Raft() map[string]string
-	// Act carries out an operator's action.
-	Act(ctx context.Context, a Action) error
+	// The operator's actions (actionKinds says which form asks for which).
+	KillApp(ctx context.Context, id string) error
+	KillDriver(ctx context.Context, id string) error
+	SetExecutorLimit(ctx context.Context, appID string, limit int) error
+	DrainWorker(ctx context.Context, id string) error // with the master's default deadline
+	UndrainWorker(ctx context.Context, id string) error
 	// Log is the last tail bytes of a process's stdout or stderr.
 	Log(ctx context.Context, t LogTarget, tail int) (string, error)
 }
@@ -45,6 +51,57 @@ const (
 	ActionDecommission ActionKind = "decommission" // a drain with the master's default deadline
 	ActionUndrain      ActionKind = "undrain"
 )
+
+// actionKind is everything about one kind of action, in one place: what
+// it acts on, what its confirmation asks, and what it does.
+type actionKind struct {
+	on       entity
+	limit    bool // its form carries an executor limit
+	question func(a Action, withLimit bool) string
+	do       func(ctx context.Context, s Source, a Action) error
+}
+
+// actionKinds is the one table of the UI's actions.
+var actionKinds = map[ActionKind]actionKind{
+	ActionKillApp: {on: entityApp,
+		question: func(a Action, _ bool) string {
+			return fmt.Sprintf("Kill application %s and all its executors?", a.ID)
+		},
+		do: func(ctx context.Context, s Source, a Action) error { return s.KillApp(ctx, a.ID) }},
+	ActionKillDriver: {on: entityDriver,
+		question: func(a Action, _ bool) string { return fmt.Sprintf("Kill driver %s?", a.ID) },
+		do:       func(ctx context.Context, s Source, a Action) error { return s.KillDriver(ctx, a.ID) }},
+	ActionSetLimit: {on: entityApp, limit: true,
+		question: func(a Action, withLimit bool) string {
+			if withLimit {
+				return fmt.Sprintf("Set the executor limit of %s to %d? Executors beyond it are not replaced when they end.", a.ID, a.Limit)
+			}
+			return fmt.Sprintf("Change the executor limit of %s?", a.ID)
+		},
+		do: func(ctx context.Context, s Source, a Action) error { return s.SetExecutorLimit(ctx, a.ID, a.Limit) }},
+	ActionDecommission: {on: entityWorker,
+		question: func(a Action, _ bool) string {
+			return fmt.Sprintf("Decommission worker %s? It takes no new work; what runs there has 10 minutes to end, then is moved elsewhere.", a.ID)
+		},
+		do: func(ctx context.Context, s Source, a Action) error { return s.DrainWorker(ctx, a.ID) }},
+	ActionUndrain: {on: entityWorker,
+		question: func(a Action, _ bool) string { return fmt.Sprintf("End the drain of %s? It takes work again.", a.ID) },
+		do:       func(ctx context.Context, s Source, a Action) error { return s.UndrainWorker(ctx, a.ID) }},
+}
+
+// entity is what an action acts on.
+type entity int
+
+const (
+	entityApp entity = iota
+	entityDriver
+	entityWorker
+)
+
+// page is the UI page of the entity id.
+func (e entity) page(id string) string {
+	return [...]string{"/ui/apps/", "/ui/drivers/", "/ui/workers/"}[e] + url.PathEscape(id)
+}
 
 // LogTarget names a process's log: an app's executor or a driver.
 type LogTarget struct {

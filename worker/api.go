@@ -21,22 +21,24 @@ func (w *Worker) handler() http.Handler {
 	mux.HandleFunc(api.ExecutorLogs.Mux(), w.handleExecutorLog)
 	mux.HandleFunc(api.DriverLogs.Mux(), w.handleDriverLog)
 
-	mux.Handle(api.LaunchExecutor.Mux(), command(w, "launch executor", validateLaunchExecutor, w.launchExecutor))
-	mux.Handle(api.KillExecutor.Mux(), command(w, "kill executor", validateKillExecutor, w.killExecutor))
-	mux.Handle(api.LaunchDriver.Mux(), command(w, "launch driver", validateLaunchDriver, w.launchDriver))
-	mux.Handle(api.KillDriver.Mux(), command(w, "kill driver", validateKillDriver, w.killDriver))
-	mux.Handle(api.AppFinished.Mux(), command(w, "application finished", validateAppFinished, w.appFinished))
-	mux.Handle(api.Reconnect.Mux(), command(w, "reconnect", validateReconnect, w.reconnect))
+	command(mux, w, api.LaunchExecutor, "launch executor", validateLaunchExecutor, w.launchExecutor)
+	command(mux, w, api.KillExecutor, "kill executor", validateKillExecutor, w.killExecutor)
+	command(mux, w, api.LaunchDriver, "launch driver", validateLaunchDriver, w.launchDriver)
+	command(mux, w, api.KillDriver, "kill driver", validateKillDriver, w.killDriver)
+	command(mux, w, api.AppFinished, "application finished", validateAppFinished, w.appFinished)
+	command(mux, w, api.Reconnect, "reconnect", validateReconnect, w.reconnect)
 	sessions := w.uiSessions()
 	w.mountUI(mux, sessions)
 	return httpx.Authorize(wire.WorkerAPI, mux, httpx.Auth{Secret: w.cfg.Secret, TLS: w.cfg.TLS != nil, UI: sessions})
 }
 
-// command is the handler of a master's command: decode strictly (400/413),
-// validate (400), check the epoch (409 StaleEpoch if older than the newest
-// seen), then apply. Nothing changes unless all the checks pass.
-func command[T wire.Command](w *Worker, name string, validate func(*T) error, apply func(*T) error) http.Handler {
-	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+// command registers the handler of a master's command on its route (whose
+// body type is the command's: a handler of another type does not
+// compile): decode strictly (400/413), validate (400), check the epoch (409
+// StaleEpoch if older than the newest seen), then apply. Nothing changes
+// unless all the checks pass.
+func command[T wire.Command](mux *http.ServeMux, w *Worker, route wire.Route[T, wire.None], name string, validate func(*T) error, apply func(*T) error) {
+	mux.HandleFunc(route.Mux(), func(rw http.ResponseWriter, r *http.Request) {
 		var c T
 		if err := httpx.DecodeJSON(rw, r, &c); err != nil {
 			w.log.Warn("refused a command", "command", name, "err", err)

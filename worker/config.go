@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -42,7 +41,8 @@ const (
 // cmd/worker (named in its comment); zero values take the defaults.
 type Config struct {
 	// Masters are the API base URLs of the masters (--master), e.g.
-	// http://127.0.0.1:7077. The worker finds the leader among them.
+	// http://127.0.0.1:7077 (wire.ParseMasterURL's rule). The worker
+	// finds the leader among them.
 	Masters []string
 	// Secret is the cluster's shared secret (--secret). Empty disables
 	// authentication, and then the worker may only bind a loopback host.
@@ -160,7 +160,7 @@ func idChar(c rune) bool { return alnum(c) || c == '-' || c == '_' || c == '.' }
 // Error messages name the flag of cmd/worker the field comes from.
 func (c Config) withDefaults() (Config, error) {
 	var errs []error
-	masters, err := ParseMasters(strings.Join(c.Masters, ","))
+	masters, err := wire.ParseMasterURLs("--master", strings.Join(c.Masters, ","))
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -259,6 +259,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.KillGrace < 0 {
 		errs = append(errs, fmt.Errorf("--kill-grace %v is negative", c.KillGrace))
 	}
+	if c.CleanupInterval < 0 {
+		errs = append(errs, fmt.Errorf("--cleanup-interval %v is negative", c.CleanupInterval))
+	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -278,35 +281,6 @@ func (c Config) withDefaults() (Config, error) {
 		c.DriverRestartMax = c.DriverRestartMin
 	}
 	return c, errors.Join(errs...)
-}
-
-// ParseMasters splits a comma-separated --master value into API base URLs
-// (http or https, a host, no query), without trailing slashes.
-func ParseMasters(list string) ([]string, error) {
-	var out []string
-	for _, s := range strings.Split(list, ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
-		u, err := url.Parse(s)
-		if err != nil {
-			return nil, fmt.Errorf("--master %q: %w", s, err)
-		}
-		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-			return nil, fmt.Errorf("--master %q: want an API base URL like http://host:7077", s)
-		}
-		if u.Port() != "" {
-			if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
-				return nil, fmt.Errorf("--master %q: bad port", s)
-			}
-		}
-		out = append(out, strings.TrimRight(s, "/"))
-	}
-	if len(out) == 0 {
-		return nil, errors.New("--master is required: the comma-separated API URLs of the masters, e.g. http://127.0.0.1:7077")
-	}
-	return out, nil
 }
 
 // checkWritableDir creates dir if needed and proves it writable by creating

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/testproc"
+	"github.com/berth-cluster/berth/testkit/testproc"
 )
 
 // SIGTERM with --drain-deadline drains first: the worker asks the master to

@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
@@ -291,15 +289,14 @@ func leaderOf(err error) string {
 }
 
 // normalizeMaster checks a master's API base URL (a leader a master named,
-// or one a reconnect gave) and trims a trailing slash; "" if it is not an
-// absolute http(s) URL.
+// or one a reconnect gave) by wire.ParseMasterURL's rule and returns it in
+// that rule's form; "" if it breaks the rule.
 func normalizeMaster(s string) string {
-	s = strings.TrimRight(strings.TrimSpace(s), "/")
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	base, err := wire.ParseMasterURL("leader", s)
+	if err != nil {
 		return ""
 	}
-	return s
+	return base
 }
 
 // backoff is the attempt-th (from 1) exponential pause from base, capped,

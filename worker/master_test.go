@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
-	"github.com/berth-cluster/berth/internal/testproc"
+	"github.com/berth-cluster/berth/testkit/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 

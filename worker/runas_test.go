@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/testproc"
+	"github.com/berth-cluster/berth/testkit/testproc"
 )
 
 func requireRoot(t *testing.T) {

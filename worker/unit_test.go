@@ -62,25 +62,13 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
-func TestParseMasters(t *testing.T) {
-	t.Parallel()
-	got, err := ParseMasters(" http://a:7077/ ,https://b:1/prefix,")
-	if err != nil || len(got) != 2 || got[0] != "http://a:7077" || got[1] != "https://b:1/prefix" {
-		t.Errorf("%q %v", got, err)
-	}
-	for _, bad := range []string{"", " , ", "a:7077", "ftp://a", "http://", "http://a:7077?x=1", "http://a:99999", "http://u:p@a:1"} {
-		if _, err := ParseMasters(bad); err == nil || !strings.Contains(err.Error(), "--master") {
-			t.Errorf("%q: %v", bad, err)
-		}
-	}
-}
-
 func TestNormalizeMaster(t *testing.T) {
 	t.Parallel()
 	cases := map[string]string{
 		"http://a:1":    "http://a:1",
 		"http://a:1/":   "http://a:1",
-		"http://a:1/p/": "http://a:1/p", // a base URL with a prefix
+		"http://a":      "http://a:7077", // the master's default port
+		"http://a:1/p/": "",              // the API is at the root
 		"/v1/workers":   "",
 		"":              "",
 		"a:1":           "",
@@ -133,6 +121,7 @@ func TestConfigErrorsNameTheFlag(t *testing.T) {
 		{func(c *Config) { c.Port = 70000 }, "--port"},
 		{func(c *Config) { c.ID = "a/b" }, "--id"},
 		{func(c *Config) { c.KillGrace = -time.Second }, "--kill-grace"},
+		{func(c *Config) { c.CleanupInterval = -time.Second }, "--cleanup-interval"},
 		{func(c *Config) { c.Host = "10.1.2.3" }, "--host"},
 	}
 	for _, c := range cases {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/testkit/testcluster"
 )
 
 // TestScenarios runs the real binaries: 3 masters and 2 workers, 2 rounds

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/testkit/testcluster"
 )
 
 // masterNode is one master: its identity, flags and data survive restarts.

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/benchstat"
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/bench/internal/benchstat"
+	"github.com/berth-cluster/berth/testkit/testcluster"
 )
 
 // procs is every daemon the tool started. They are only ever signalled by

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/benchstat"
+	"github.com/berth-cluster/berth/bench/internal/benchstat"
 )
 
 // Summary is the shared summary of durations, under the name used here.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/internal/poll"
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/testkit/testcluster"
 	"github.com/berth-cluster/berth/wire"
 )
 

@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/berth-cluster/berth/internal/benchstat"
+	"github.com/berth-cluster/berth/bench/internal/benchstat"
 )
 
 // Machine is where the figures were taken.

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/benchstat"
+	"github.com/berth-cluster/berth/bench/internal/benchstat"
 	"github.com/berth-cluster/berth/internal/httpx"
 )
 

@@ -12,12 +12,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/berth-cluster/berth/bench/internal/benchstat"
 	"github.com/berth-cluster/berth/bench/internal/benchtool"
 	"github.com/berth-cluster/berth/client"
-	"github.com/berth-cluster/berth/internal/benchstat"
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/internal/poll"
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/testkit/testcluster"
 	"github.com/berth-cluster/berth/wire"
 )
 

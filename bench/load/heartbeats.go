@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berth-cluster/berth/bench/internal/benchstat"
 	"github.com/berth-cluster/berth/client"
-	"github.com/berth-cluster/berth/internal/benchstat"
 	"github.com/berth-cluster/berth/internal/poll"
 	"github.com/berth-cluster/berth/wire"
 	"github.com/urfave/cli/v2"

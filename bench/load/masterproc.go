@@ -15,9 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/benchstat"
+	"github.com/berth-cluster/berth/bench/internal/benchstat"
 	"github.com/berth-cluster/berth/internal/httpx"
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/testkit/testcluster"
 	"github.com/berth-cluster/berth/wire"
 )
 

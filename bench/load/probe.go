@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/berth-cluster/berth/internal/benchstat"
+	"github.com/berth-cluster/berth/bench/internal/benchstat"
 	"github.com/berth-cluster/berth/internal/poll"
 	"github.com/berth-cluster/berth/wire"
 )

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/testkit/testcluster"
 	"github.com/urfave/cli/v2"
 )
 

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/benchstat"
+	"github.com/berth-cluster/berth/bench/internal/benchstat"
 )
 
 // Summary is the shared summary of durations, under the name used here.

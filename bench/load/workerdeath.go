@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/benchstat"
+	"github.com/berth-cluster/berth/bench/internal/benchstat"
 	"github.com/berth-cluster/berth/internal/poll"
 )
 

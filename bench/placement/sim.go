@@ -253,7 +253,7 @@ func Run(tr *Trace, rc RunConfig) (*Result, error) {
 		appIndex[a.ID] = i
 	}
 	res := &Result{Name: rc.Name(), Policy: rc.Policy, Unit: rc.Unit}
-	acc := newAccumulator(tr.largestWorker(), max(rc.Unit, 1), rc.RefUnit)
+	acc := newAccumulator(tr.largestWorker(), policy.CoreUnit(rc.Unit), rc.RefUnit)
 	durations := make([]time.Duration, 0, len(tr.Rounds))
 
 	for r, round := range tr.Rounds {

@@ -26,6 +26,7 @@ import (
 	"github.com/berth-cluster/berth/internal/credentials"
 	"github.com/berth-cluster/berth/internal/logging"
 	"github.com/berth-cluster/berth/internal/termtext"
+	"github.com/berth-cluster/berth/wire"
 )
 
 func main() {
@@ -90,7 +91,7 @@ shown in its help, e.g. BERTH_MASTER and BERTH_SECRET.`,
 		OnUsageError: usageError,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "master", Value: "http://127.0.0.1:7077", EnvVars: env("master"),
-				Usage: "API `URLS` of the masters, comma-separated (http(s)://host:port)"},
+				Usage: "API `URLS` of the masters, comma-separated (http(s)://host[:port], port 7077 by default)"},
 			&cli.StringFlag{Name: "secret", EnvVars: env("secret"),
 				Usage: "the operator secret (prefer --secret-file: argv and environments are visible); inside a driver, $BERTH_TOKEN is used"},
 			&cli.DurationFlag{Name: "timeout", Value: client.DefaultRetryBudget, EnvVars: env("timeout"),
@@ -145,22 +146,18 @@ func newClient(c *cli.Context) (*client.Client, error) {
 	if timeout <= 0 {
 		return nil, fmt.Errorf("--timeout %s: must be positive", timeout)
 	}
-	masters := client.SplitMasters(c.String("master"))
-	if len(masters) == 0 {
-		return nil, errors.New("--master: no master address given")
+	masters, err := wire.ParseMasterURLs("--master", c.String("master"))
+	if err != nil {
+		return nil, err
 	}
 	secret, opts, err := clientCredentials(c)
 	if err != nil {
 		return nil, err
 	}
-	cl, err := client.New(masters, secret, append(opts,
+	return client.New(masters, secret, append(opts,
 		client.WithRetryBudget(timeout),
 		client.WithRequestTimeout(min(timeout, client.DefaultRequestTimeout)),
 		client.WithLogger(logger))...)
-	if err != nil {
-		return nil, fmt.Errorf("--master: %w", err)
-	}
-	return cl, nil
 }
 
 // callCtx bounds a one-shot command by --timeout.

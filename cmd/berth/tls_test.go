@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berth-cluster/berth/internal/testproc"
 	"github.com/berth-cluster/berth/security"
+	"github.com/berth-cluster/berth/testkit/testproc"
 )
 
 // readCert parses dir/name.pem.

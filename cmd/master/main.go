@@ -88,20 +88,30 @@ func run(cx *cli.Context) error {
 	if cfg.ID == "" {
 		cfg.ID = "master-" + ln.Addr().String()
 	}
-	engine, agent, err := openEngine(cx, cfg, log)
+	// The flags are checked before any state is opened: a bad one writes
+	// nothing.
+	if cfg, err = cfg.WithDefaults(); err != nil {
+		ln.Close()
+		return err
+	}
+	engine, raft, agent, err := openEngine(cx, cfg, log)
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	defer engine.Close()
-	m, err := master.New(cfg, engine, agent, log, nil)
+	var repl master.Replication
+	if raft != nil {
+		repl = raft
+	}
+	m, err := master.New(cfg, engine, repl, agent, log, nil)
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if r, ok := engine.(*persistence.Raft); ok {
+	if r := raft; r != nil {
 		// A log entry this master cannot read stops it (see persistence's
 		// fsm): it exits with that error rather than drift from the others.
 		var cancel context.CancelCauseFunc
@@ -130,6 +140,8 @@ func run(cx *cli.Context) error {
 	return err
 }
 
+// configFromFlags hands the flags to a master.Config, which checks them
+// (master.Config.WithDefaults), naming them.
 func configFromFlags(cx *cli.Context) (master.Config, error) {
 	cfg := master.Config{
 		ID:                     cx.String("node-id"),
@@ -151,86 +163,70 @@ func configFromFlags(cx *cli.Context) (master.Config, error) {
 		MaxDrivers:             cx.Int("max-drivers"),
 		MaxHeartbeatsPerSecond: cx.Int("max-heartbeats-per-second"),
 	}
-	if cfg.WorkerTimeout <= 0 {
-		return cfg, fmt.Errorf("--worker-timeout %s: must be positive", cfg.WorkerTimeout)
-	}
-	for _, d := range []struct {
-		flag string
-		v    int
-	}{{"--default-cores", cfg.DefaultCores}, {"--min-core-unit", cfg.MinCoreUnit}, {"--retained-apps", cfg.RetainedApps}, {"--retained-drivers", cfg.RetainedDrivers},
-		{"--max-active-apps", cfg.MaxActiveApps}, {"--max-active-drivers", cfg.MaxActiveDrivers}, {"--max-submission-bytes", cfg.MaxSubmissionBytes},
-		{"--max-streams-per-app", cfg.MaxStreamsPerApp}, {"--max-drivers", cfg.MaxDrivers}, {"--max-connections", cx.Int("max-connections")},
-		{"--max-heartbeats-per-second", cfg.MaxHeartbeatsPerSecond}} {
-		if d.v < 0 {
-			return cfg, fmt.Errorf("%s %d: must not be negative", d.flag, d.v)
-		}
-	}
-	if cx.Duration("app-timeout") < 0 || cx.Duration("recovery-timeout") < 0 {
-		return cfg, errors.New("--app-timeout and --recovery-timeout must not be negative")
-	}
-	if _, err := placement.New(cfg.Placement, placement.Options{}); err != nil {
-		return cfg, fmt.Errorf("--placement: %w", err)
-	}
-	if _, err := placement.New("spread", placement.Options{Order: cfg.WorkerOrder}); err != nil {
-		return cfg, fmt.Errorf("--worker-order: %w", err)
+	// The listener is not the master's: its cap is checked here, where it
+	// is used.
+	if n := cx.Int("max-connections"); n < 0 {
+		return cfg, fmt.Errorf("--max-connections %d is negative", n)
 	}
 	return cfg, nil
 }
 
 // openEngine opens the persistence engine and the election agent of the
 // chosen recovery mode.
-func openEngine(cx *cli.Context, cfg master.Config, log *slog.Logger) (persistence.Engine, election.Agent, error) {
+// openEngine opens the engine --recovery-mode names; with Raft, it is
+// also returned as itself, for what only a replicated engine does.
+func openEngine(cx *cli.Context, cfg master.Config, log *slog.Logger) (persistence.Engine, *persistence.Raft, election.Agent, error) {
 	mode := recoveryMode(cx)
 	dir := cx.String("data-dir")
 	if mode != "none" {
 		if dir == "" {
-			return nil, nil, fmt.Errorf("--data-dir is required with --recovery-mode %s (or use --recovery-mode none)", mode)
+			return nil, nil, nil, fmt.Errorf("--data-dir is required with --recovery-mode %s (or use --recovery-mode none)", mode)
 		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, nil, fmt.Errorf("--data-dir: %w", err)
+			return nil, nil, nil, fmt.Errorf("--data-dir: %w", err)
 		}
 	}
 	switch mode {
 	case "none":
-		return persistence.NewMemory(), election.NewSingle(cfg.ID), nil
+		return persistence.NewMemory(), nil, election.NewSingle(cfg.ID), nil
 	case "bolt":
 		engine, err := persistence.OpenBolt(filepath.Join(dir, "state.db"))
 		if err != nil {
-			return nil, nil, fmt.Errorf("--data-dir: %w", err)
+			return nil, nil, nil, fmt.Errorf("--data-dir: %w", err)
 		}
-		return engine, election.NewSingle(cfg.ID), nil
+		return engine, nil, election.NewSingle(cfg.ID), nil
 	case "raft":
 		peers, err := parsePeers(cx.String("peers"))
 		if err != nil {
-			return nil, nil, fmt.Errorf("--peers: %w", err)
+			return nil, nil, nil, fmt.Errorf("--peers: %w", err)
 		}
 		raftAddr := cx.String("raft-addr")
 		if raftAddr == "" {
 			raftAddr = peers[cfg.ID]
 		}
 		if _, _, err := httpx.SplitHostPort(raftAddr); err != nil {
-			return nil, nil, fmt.Errorf("--raft-addr %q: %w (give --raft-addr, or list this --node-id in --peers)", raftAddr, err)
+			return nil, nil, nil, fmt.Errorf("--raft-addr %q: %w (give --raft-addr, or list this --node-id in --peers)", raftAddr, err)
 		}
 		if len(peers) > 0 {
 			if addr, ok := peers[cfg.ID]; !ok {
-				return nil, nil, fmt.Errorf("--peers does not list this master's --node-id %q", cfg.ID)
+				return nil, nil, nil, fmt.Errorf("--peers does not list this master's --node-id %q", cfg.ID)
 			} else if addr != raftAddr {
-				return nil, nil, fmt.Errorf("--raft-addr %s differs from this master's address in --peers (%s)", raftAddr, addr)
+				return nil, nil, nil, fmt.Errorf("--raft-addr %s differs from this master's address in --peers (%s)", raftAddr, addr)
 			}
 		}
 		if d := cx.Duration("raft-snapshot-interval"); d <= 0 {
-			return nil, nil, fmt.Errorf("--raft-snapshot-interval %s: must be positive", d)
+			return nil, nil, nil, fmt.Errorf("--raft-snapshot-interval %s: must be positive", d)
 		}
 		if m := cx.Int("raft-multiplier"); m < 1 || m > 10 {
-			return nil, nil, fmt.Errorf("--raft-multiplier %d: want 1 to 10", m)
+			return nil, nil, nil, fmt.Errorf("--raft-multiplier %d: want 1 to 10", m)
 		}
 		if p := cx.String("raft-profile"); !slices.Contains(persistence.RaftProfiles(), p) {
-			return nil, nil, fmt.Errorf("--raft-profile %q: want %s", p, strings.Join(persistence.RaftProfiles(), " or "))
+			return nil, nil, nil, fmt.Errorf("--raft-profile %q: want %s", p, strings.Join(persistence.RaftProfiles(), " or "))
 		}
 		if cfg.TLS == nil {
 			// Even on loopback: any local process could otherwise speak
 			// Raft to this master and rewrite the cluster's state.
-			return nil, nil, errors.New("--recovery-mode raft needs --tls-ca-file, --tls-cert-file and --tls-key-file: Raft runs only over mutual TLS between master certificates (see berth tls --help)")
+			return nil, nil, nil, errors.New("--recovery-mode raft needs --tls-ca-file, --tls-cert-file and --tls-key-file: Raft runs only over mutual TLS between master certificates (see berth tls --help)")
 		}
 		engine, err := persistence.OpenRaft(persistence.RaftConfig{
 			ID: cfg.ID, Addr: raftAddr, Dir: filepath.Join(dir, "raft"), Peers: peers,
@@ -243,11 +239,11 @@ func openEngine(cx *cli.Context, cfg master.Config, log *slog.Logger) (persisten
 			Logger:            log,
 		})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return engine, election.NewRaft(engine, log), nil
+		return engine, engine, election.NewRaft(engine, log), nil
 	default:
-		return nil, nil, fmt.Errorf("--recovery-mode %q: want raft, bolt or none", mode)
+		return nil, nil, nil, fmt.Errorf("--recovery-mode %q: want raft, bolt or none", mode)
 	}
 }
 
@@ -302,7 +298,7 @@ func flags() []cli.Flag {
 		&cli.IntFlag{Name: "raft-snapshot-threshold", Value: 8192, EnvVars: env("RAFT_SNAPSHOT_THRESHOLD"), Usage: "log entries between Raft snapshots"},
 		&cli.DurationFlag{Name: "raft-snapshot-interval", Value: 120 * time.Second, EnvVars: env("RAFT_SNAPSHOT_INTERVAL"), Usage: "how often Raft checks whether --raft-snapshot-threshold entries have accumulated (it waits a random 1-2 intervals)"},
 		&cli.IntFlag{Name: "raft-trailing-logs", Value: 10240, EnvVars: env("RAFT_TRAILING_LOGS"), Usage: "log entries kept after a snapshot (a follower further behind gets the snapshot)"},
-		&cli.DurationFlag{Name: "worker-timeout", Value: master.DefaultWorkerTimeout, EnvVars: env("WORKER_TIMEOUT"), Usage: "a worker silent this long is DEAD; workers heartbeat every quarter of it"},
+		&cli.DurationFlag{Name: "worker-timeout", Value: master.DefaultWorkerTimeout, EnvVars: env("WORKER_TIMEOUT"), Usage: "a worker silent this long is DEAD; workers heartbeat every quarter of it (0: the default)"},
 		&cli.DurationFlag{Name: "app-timeout", EnvVars: env("APP_TIMEOUT"), Usage: "an app whose client is gone this long is finished (default: --worker-timeout)"},
 		&cli.DurationFlag{Name: "recovery-timeout", EnvVars: env("RECOVERY_TIMEOUT"), Usage: "how long a new leader waits for workers and apps to answer (default: --worker-timeout)"},
 		&cli.IntFlag{Name: "default-cores", EnvVars: env("DEFAULT_CORES"), Usage: "max cores of an app that does not set maxCores (0: unlimited)"},

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
-	"github.com/berth-cluster/berth/internal/testcluster"
-	"github.com/berth-cluster/berth/internal/testproc"
+	"github.com/berth-cluster/berth/testkit/testcluster"
+	"github.com/berth-cluster/berth/testkit/testproc"
 )
 
 var masterBin string
@@ -23,7 +23,9 @@ var masterBin string
 func TestMain(m *testing.M) { os.Exit(testproc.MainWithBinary(m, "master", &masterBin)) }
 
 // A bad value is reported naming its flag, and the master exits non-zero
-// before it listens or writes anything.
+// before it serves or writes anything. The values are checked by
+// master.Config (cmd/master only parses them): this is where each of its
+// rules is tried.
 func TestBadFlagsAreRefusedNamingTheFlag(t *testing.T) {
 	t.Parallel()
 	cases := []testproc.BadFlag{
@@ -40,6 +42,10 @@ func TestBadFlagsAreRefusedNamingTheFlag(t *testing.T) {
 		{Args: []string{"--max-connections", "-1"}, Flag: "--max-connections"},
 		{Args: []string{"--max-drivers", "-1"}, Flag: "--max-drivers"},
 		{Args: []string{"--default-cores", "-1"}, Flag: "--default-cores"},
+		{Args: []string{"--max-heartbeats-per-second", "-1"}, Flag: "--max-heartbeats-per-second"},
+		{Args: []string{"--app-timeout", "-1s"}, Flag: "--app-timeout"},
+		{Args: []string{"--advertise", "127.0.0.1:7077"}, Flag: "--advertise \"127.0.0.1:7077\": no scheme: write http://127.0.0.1:7077"},
+		{Args: []string{"--advertise", "http://127.0.0.1:7077/api"}, Flag: "--advertise"},
 		{Args: []string{"--recovery-mode", "zookeeper"}, Flag: "--recovery-mode"},
 		{Args: []string{"--recovery-mode", "bolt", "--data-dir", ""}, Flag: "--data-dir"},
 		{Args: []string{"--peers", "m1=nowhere", "--node-id", "m1"}, Flag: "--peers"},

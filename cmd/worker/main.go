@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -75,7 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&cli.StringFlag{Name: "advertise-host", Usage: "host given to the master and the children (default: --host, or the hostname if --host is 0.0.0.0 or ::)", EnvVars: env("ADVERTISE_HOST")},
 			&cli.IntFlag{Name: "port", Value: 0, Usage: "port of the API; 0 picks a free one", EnvVars: env("PORT")},
 			&cli.StringFlag{Name: "id", Usage: "worker id (default: worker-YYYYMMDDhhmmss-host-port)", EnvVars: env("NODE_ID")},
-			&cli.StringFlag{Name: "cores", Usage: fmt.Sprintf("cores offered to the master, 1 to %d (default: the machine's, %d)", wire.MaxCores, runtime.NumCPU()), EnvVars: env("CORES")},
+			&cli.StringFlag{Name: "cores", Usage: fmt.Sprintf("cores offered to the master, 1 to %d (default, or 0: the machine's, %d)", wire.MaxCores, runtime.NumCPU()), EnvVars: env("CORES")},
 			&cli.StringFlag{Name: "memory", Usage: "memory offered to the master, e.g. 512m, 2g (default: the machine's memory minus 1g, at least 1g)", EnvVars: env("MEMORY")},
 			&cli.StringFlag{Name: "log-max-size", Value: "10m", Usage: "roll each executor's and driver's stdout and stderr at this size (0: one file each, unbounded)", EnvVars: env("LOG_MAX_SIZE")},
 			&cli.IntFlag{Name: "log-max-files", Value: worker.DefaultLogMaxFiles, Usage: "rolled log files kept besides the current one: with the defaults at most 100 MiB per stream, 200 MiB per process", EnvVars: env("LOG_MAX_FILES")},
@@ -85,9 +86,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&cli.IntFlag{Name: "max-connections", Usage: "open API connections; at the cap a new one closes the oldest idle one, or, if all are serving requests, takes one of a few reserve connections that answer only /healthz (503 otherwise); beyond those, more wait to be accepted (0: three quarters of the file descriptor limit)", EnvVars: env("MAX_CONNECTIONS")},
 			&cli.StringFlag{Name: "run-as", Usage: "'dynamic': run each app's executors and each driver as a uid and gid of its own (from 2000000000 up, no supplementary groups, a home of its own), so that tenants cannot signal, trace or read each other (the worker must be root); unset: the worker's own user", EnvVars: env("RUN_AS")},
 			&cli.StringFlag{Name: "work-dir", Value: "./work", Usage: "directory of the children's work directories and logs; created if missing", EnvVars: env("WORK_DIR")},
-			&cli.DurationFlag{Name: "kill-grace", Value: worker.DefaultKillGrace, Usage: "time between SIGTERM and SIGKILL when killing a child", EnvVars: env("KILL_GRACE")},
+			&cli.DurationFlag{Name: "kill-grace", Value: worker.DefaultKillGrace, Usage: "time between SIGTERM and SIGKILL when killing a child (0: the default)", EnvVars: env("KILL_GRACE")},
 			&cli.DurationFlag{Name: "cleanup-ttl", Value: worker.DefaultCleanupTTL, Usage: "remove the directory (and logs) of an app or driver that no longer runs here once nothing in it changed for this long; 0 keeps them for ever", EnvVars: env("CLEANUP_TTL")},
-			&cli.DurationFlag{Name: "cleanup-interval", Value: worker.DefaultCleanupInterval, Usage: "time between two sweeps of the work directory", EnvVars: env("CLEANUP_INTERVAL")},
+			&cli.DurationFlag{Name: "cleanup-interval", Value: worker.DefaultCleanupInterval, Usage: "time between two sweeps of the work directory (0: the default)", EnvVars: env("CLEANUP_INTERVAL")},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: env("LOG_LEVEL")},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: env("LOG_FORMAT")},
 		}, credentials.Flags()...),
@@ -132,24 +133,21 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
-// configFrom turns the flags into a worker.Config and a logger. Errors name
-// the flag.
+// configFrom turns the flags into a worker.Config and a logger. It only
+// parses (integers, sizes, resources) and translates what a flag's zero
+// means; worker.New checks the values, naming the flags.
 func configFrom(c *cli.Context, stderr io.Writer) (worker.Config, *slog.Logger, error) {
 	var errs []error
 	logger, err := logging.New(stderr, c.String("log-level"), c.String("log-format"))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--log-level/--log-format: %w", err))
 	}
-	masters, err := worker.ParseMasters(c.String("master"))
-	if err != nil {
-		errs = append(errs, err)
-	}
 	creds, err := credentials.FromFlags(c, security.RoleWorker)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	cfg := worker.Config{
-		Masters:         masters,
+		Masters:         strings.Split(c.String("master"), ","),
 		Secret:          creds.Secret,
 		TLS:             creds.TLS,
 		Host:            c.String("host"),
@@ -166,43 +164,30 @@ func configFrom(c *cli.Context, stderr io.Writer) (worker.Config, *slog.Logger, 
 		CleanupTTL:      c.Duration("cleanup-ttl"),
 		CleanupInterval: c.Duration("cleanup-interval"),
 	}
+	// --cleanup-ttl 0 keeps everything, the Config's negative TTL; a
+	// negative flag has no meaning of its own.
 	switch ttl := cfg.CleanupTTL; {
 	case ttl < 0:
 		errs = append(errs, fmt.Errorf("--cleanup-ttl %v: want a positive duration, or 0 to keep everything", ttl))
 	case ttl == 0:
-		cfg.CleanupTTL = -1 // the Config's "keep for ever"
-	}
-	if cfg.CleanupInterval <= 0 {
-		errs = append(errs, fmt.Errorf("--cleanup-interval %v: want a positive duration", cfg.CleanupInterval))
-	}
-	if cfg.Host == "" {
-		errs = append(errs, errors.New("--host is empty"))
-	}
-	if cfg.WorkDir == "" {
-		errs = append(errs, errors.New("--work-dir is empty"))
-	}
-	if c.IsSet("kill-grace") && cfg.KillGrace <= 0 {
-		errs = append(errs, fmt.Errorf("--kill-grace %v: want a positive duration", cfg.KillGrace))
+		cfg.CleanupTTL = -1
 	}
 	if s := c.String("cores"); s != "" {
 		n, err := strconv.Atoi(s)
-		switch {
-		case err != nil:
+		if err != nil {
 			errs = append(errs, fmt.Errorf("--cores %q: not an integer", s))
-		case n < 1 || n > wire.MaxCores:
-			errs = append(errs, fmt.Errorf("--cores %d: want 1 to %d", n, wire.MaxCores))
-		default:
-			cfg.Cores = n
 		}
+		cfg.Cores = n
 	}
 	if res, err := worker.ParseResources(c.Context, c.StringSlice("resource")); err != nil {
 		errs = append(errs, err)
 	} else {
 		cfg.Resources = res
 	}
+	// --log-max-size 0 is one file, unbounded: the Config's negative size.
 	switch s := c.String("log-max-size"); s {
 	case "0":
-		cfg.LogMaxSize = -1 // one file, unbounded: asked for
+		cfg.LogMaxSize = -1
 	default:
 		if mb, err := units.ParseMemoryMB(s); err != nil {
 			errs = append(errs, fmt.Errorf("--log-max-size: %w", err))
@@ -212,9 +197,6 @@ func configFrom(c *cli.Context, stderr io.Writer) (worker.Config, *slog.Logger, 
 	}
 	if s := c.String("memory"); s != "" {
 		mb, err := units.ParseMemoryMB(s)
-		if err == nil && mb > wire.MaxMemoryMB {
-			err = fmt.Errorf("%q is more than %d MiB", s, wire.MaxMemoryMB)
-		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--memory: %w", err))
 		}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
-	"github.com/berth-cluster/berth/internal/testproc"
+	"github.com/berth-cluster/berth/testkit/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -39,8 +39,8 @@ func TestBadInputsAreRefusedNamingTheFlag(t *testing.T) {
 		{Args: []string{"--work-dir", t.TempDir()}, Flag: "--master"},
 		{Args: []string{"--master", "127.0.0.1:7077", "--work-dir", t.TempDir()}, Flag: "--master"},
 		{Args: []string{"--master", "http://a:1,ftp://b", "--work-dir", t.TempDir()}, Flag: "--master"},
+		{Args: []string{"--master", "http://127.0.0.1:1/api", "--work-dir", t.TempDir()}, Flag: "--master"},
 		{Args: append(ok, "--cores", "x"), Flag: "--cores"},
-		{Args: append(ok, "--cores", "0"), Flag: "--cores"},
 		{Args: append(ok, "--cores", "70000"), Flag: "--cores"},
 		{Env: []string{"BERTH_WORKER_CORES=-3"}, Args: ok, Flag: "--cores"},
 		{Args: append(ok, "--memory", "lots"), Flag: "--memory"},
@@ -55,7 +55,7 @@ func TestBadInputsAreRefusedNamingTheFlag(t *testing.T) {
 		{Args: append(ok, "--kill-grace", "-1s"), Flag: "--kill-grace"},
 		{Args: append(ok, "--cleanup-ttl", "-1h"), Flag: "--cleanup-ttl"},
 		{Env: []string{"BERTH_WORKER_CLEANUP_TTL=soon"}, Args: ok, Flag: "flag cleanup-ttl"},
-		{Args: append(ok, "--cleanup-interval", "0s"), Flag: "--cleanup-interval"},
+		{Args: append(ok, "--cleanup-interval", "-1s"), Flag: "--cleanup-interval"},
 		{Args: append(ok, "--log-level", "loud"), Flag: "--log-level"},
 		{Args: append(ok, "--no-such-flag"), Flag: "no-such-flag"},
 		{Args: append(ok, "--run-as", "no-such-user-xyz"), Flag: "--run-as"},

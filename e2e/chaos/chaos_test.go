@@ -30,7 +30,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/berth-cluster/berth/client"
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/testkit/testcluster"
 )
 
 var (

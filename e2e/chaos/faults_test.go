@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/poll"
-	"github.com/berth-cluster/berth/internal/testcluster"
+	"github.com/berth-cluster/berth/testkit/testcluster"
 	"github.com/berth-cluster/berth/wire"
 )
 

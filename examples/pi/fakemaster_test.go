@@ -12,7 +12,7 @@ import (
 
 	"github.com/berth-cluster/berth/client"
 	"github.com/berth-cluster/berth/internal/httpx"
-	"github.com/berth-cluster/berth/internal/testproc"
+	"github.com/berth-cluster/berth/testkit/testproc"
 	"github.com/berth-cluster/berth/wire"
 )
 

@@ -67,7 +67,8 @@ func TestDecodeJSON(t *testing.T) {
 			}
 			continue
 		}
-		if StatusOf(err) != c.want {
+		var se *StatusError
+		if !errors.As(err, &se) || se.Status != c.want {
 			t.Errorf("%.20q: error %v, want status %d", c.in, err, c.want)
 		}
 	}

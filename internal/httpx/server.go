@@ -61,16 +61,6 @@ func Errorf(status int, format string, args ...any) *StatusError {
 	return &StatusError{Status: status, Message: fmt.Sprintf(format, args...)}
 }
 
-// StatusOf returns the HTTP status of err: its own if it is a StatusError,
-// else 500.
-func StatusOf(err error) int {
-	var se *StatusError
-	if errors.As(err, &se) {
-		return se.Status
-	}
-	return http.StatusInternalServerError
-}
-
 // DecodeJSON reads r's body into v. The body must be one JSON value of at most
 // wire.MaxBodyBytes with no unknown fields; otherwise a 400 or 413
 // StatusError explains what is wrong.

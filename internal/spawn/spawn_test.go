@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-cluster/berth/internal/testproc"
+	"github.com/berth-cluster/berth/testkit/testproc"
 )
 
 // helperEnv makes the test binary a parent that starts a child through

@@ -104,7 +104,7 @@ func assignEach(choose chooser, unit int, app placement.App, workers []placement
 	for room > 0 && left > 0 {
 		size := app.CoresPerExecutor
 		if size <= 0 {
-			size = min(max(unit, 1), left)
+			size = min(unit, left)
 		}
 		if left < size {
 			break
@@ -179,11 +179,11 @@ func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed^0x
 type base struct {
 	name string
 	rng  *rand.Rand
-	unit int
+	unit int // placement.CoreUnit of the options' MinCoreUnit
 }
 
 func newBase(name string, opts placement.Options) base {
-	return base{name: name, rng: newRand(opts.Seed), unit: max(opts.MinCoreUnit, 1)}
+	return base{name: name, rng: newRand(opts.Seed), unit: placement.CoreUnit(opts.MinCoreUnit)}
 }
 
 func (b *base) Name() string                { return b.name }
