@@ -11,8 +11,10 @@ package wire
 //   - a master holds a master certificate;
 //   - a worker holds a worker certificate, and is bound to the worker ids it
 //     registered;
+//   - a tenant holds a token an operator made for it: it submits into its
+//     queues and manages what it submitted;
 //   - a driver holds the credential the master minted for it (EnvToken),
-//     valid while the driver runs.
+//     valid while the driver runs; it acts for the tenant that submitted it.
 type Access uint8
 
 const (
@@ -20,8 +22,9 @@ const (
 	AccessOpen Access = iota
 	// AccessOperator: operators only.
 	AccessOperator
-	// AccessApp: operators, and drivers for the apps they registered (a
-	// route without {id} creates one, owned by the calling driver).
+	// AccessApp: operators; tenants for their own apps, drivers for the
+	// apps they registered (a route without {id} creates one, owned by the
+	// caller).
 	AccessApp
 	// AccessWorker: operators, and the worker the path's {id} names (a
 	// route without {id} registers one, bound to the caller's certificate).
@@ -29,6 +32,10 @@ const (
 	// AccessMaster: operators and masters (a worker's commands, Raft
 	// membership).
 	AccessMaster
+	// AccessTenant: operators; tenants for their own drivers, and for
+	// what they may see of the cluster (its workers, queues and totals,
+	// their own apps and drivers).
+	AccessTenant
 )
 
 func (a Access) String() string {
@@ -38,11 +45,13 @@ func (a Access) String() string {
 	case AccessOperator:
 		return "operators"
 	case AccessApp:
-		return "operators; a driver for its own apps"
+		return "operators; a tenant or a driver for its own apps"
 	case AccessWorker:
 		return "operators; a worker as itself"
 	case AccessMaster:
 		return "operators; masters"
+	case AccessTenant:
+		return "operators; a tenant for its own drivers and its view"
 	}
 	return "nobody"
 }

@@ -44,6 +44,10 @@ type AppDescription struct {
 	// ResourcesPerExecutor: custom resources each executor needs, e.g.
 	// {"gpu": 1}, or {"gpu": 0.5} for half of one shared GPU.
 	ResourcesPerExecutor ResourceAmounts `json:"resourcesPerExecutor,omitempty"`
+	// Queue is the queue the app runs in (DefaultQueue when empty);
+	// Priority orders it within its queue, higher first.
+	Queue    string `json:"queue,omitempty"`
+	Priority int    `json:"priority,omitempty"`
 }
 
 // DriverDescription is what `berth submit` sends: a driver run in the cluster.
@@ -55,6 +59,9 @@ type DriverDescription struct {
 	Supervise bool              `json:"supervise"`
 	// Resources: custom resources the driver needs, e.g. {"gpu": 1}.
 	Resources ResourceAmounts `json:"resources,omitempty"`
+	// Queue and Priority, as an app's.
+	Queue    string `json:"queue,omitempty"`
+	Priority int    `json:"priority,omitempty"`
 }
 
 // Submitted answers a registration or submission with the new id.
@@ -109,6 +116,10 @@ type AppStatus struct {
 	// one, "cannot start: ...").
 	Waiting   string           `json:"waiting,omitempty"`
 	Executors []ExecutorStatus `json:"executors"`
+	Queue     string           `json:"queue"`
+	Priority  int              `json:"priority"`
+	// Tenant is the tenant that submitted it (or whose driver did).
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // DriverStatus is a driver as the master sees it.
@@ -136,6 +147,9 @@ type DriverStatus struct {
 	// addresses its current launch was given.
 	ResourcesAsked ResourceAmounts `json:"resourcesAsked,omitempty"`
 	Resources      ResourceGrants  `json:"resources,omitempty"`
+	Queue          string          `json:"queue"`
+	Priority       int             `json:"priority"`
+	Tenant         string          `json:"tenant,omitempty"`
 }
 
 // WorkerStatus is a worker as the master sees it.
@@ -315,6 +329,10 @@ const (
 	// EventExecutorLimitChanged: the app's executor limit changed (its
 	// write committed; Message says from what to what).
 	EventExecutorLimitChanged EventType = "executorLimitChanged"
+	// EventExecutorPreempted: one of the app's executors is being taken
+	// back for another queue, or an app of higher priority (Message says
+	// which); it ends KILLED.
+	EventExecutorPreempted EventType = "executorPreempted"
 	// EventHeartbeat: the master still leads and the stream is alive. An
 	// idle stream carries one every few hundred milliseconds, and only
 	// while the master has confirmed its leadership with a quorum, so a

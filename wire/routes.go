@@ -105,11 +105,19 @@ var MasterAPI = struct {
 	// right to end it (a stolen copy can end it, nothing more).
 	EndUISession Route[EndSession, None]
 
+	Queues       Route[None, Queues]
+	PutQueue     Route[QueueSpec, QueueStatus] // {id}: the queue's name
+	DeleteQueue  Route[None, None]             // {id}
+	Tenants      Route[None, Tenants]
+	CreateTenant Route[TenantSpec, TenantCreated] // {id}: the tenant's name
+	DeleteTenant Route[None, None]                // {id}
+	AuditLog     Route[None, Audit]               // ?since=1h&tenant=NAME
+
 	UI
 }{
 	Health:  route[None, Text]("GET", "/healthz", AccessOpen),
 	Ready:   route[None, Text]("GET", "/readyz", AccessOperator),
-	Cluster: route[None, ClusterStatus]("GET", "/v1/cluster", AccessOperator),
+	Cluster: route[None, ClusterStatus]("GET", "/v1/cluster", AccessTenant),
 	Metrics: route[None, Text]("GET", "/metrics", AccessOperator),
 
 	RegisterApp:      route[AppDescription, Submitted]("POST", "/v1/apps", AccessApp),
@@ -122,10 +130,10 @@ var MasterAPI = struct {
 	KillExecutors:    route[KillExecutors, KillExecutors]("POST", "/v1/apps/{id}/kill-executors", AccessApp),
 	ExecutorLogs:     route[None, Text]("GET", "/v1/apps/{id}/executors/{executorId}/logs/{stream}", AccessApp),
 
-	SubmitDriver: route[DriverDescription, Submitted]("POST", "/v1/drivers", AccessOperator),
-	Driver:       route[None, DriverStatus]("GET", "/v1/drivers/{id}", AccessOperator),
-	KillDriver:   route[None, DriverStatus]("DELETE", "/v1/drivers/{id}", AccessOperator),
-	DriverLogs:   route[None, Text]("GET", "/v1/drivers/{id}/logs/{stream}", AccessOperator),
+	SubmitDriver: route[DriverDescription, Submitted]("POST", "/v1/drivers", AccessTenant),
+	Driver:       route[None, DriverStatus]("GET", "/v1/drivers/{id}", AccessTenant),
+	KillDriver:   route[None, DriverStatus]("DELETE", "/v1/drivers/{id}", AccessTenant),
+	DriverLogs:   route[None, Text]("GET", "/v1/drivers/{id}/logs/{stream}", AccessTenant),
 
 	RegisterWorker:      route[RegisterWorker, RegisteredWorker]("POST", "/v1/workers", AccessWorker),
 	WorkerHeartbeat:     route[Heartbeat, HeartbeatReply]("POST", "/v1/workers/{id}/heartbeat", AccessWorker),
@@ -142,6 +150,14 @@ var MasterAPI = struct {
 	RaftStatus:  route[None, RaftFigures]("GET", "/v1/raft/status", AccessMaster),
 
 	EndUISession: route[EndSession, None]("POST", "/v1/ui/sessions/end", AccessOpen),
+
+	Queues:       route[None, Queues]("GET", "/v1/queues", AccessTenant),
+	PutQueue:     route[QueueSpec, QueueStatus]("PUT", "/v1/queues/{id}", AccessOperator),
+	DeleteQueue:  route[None, None]("DELETE", "/v1/queues/{id}", AccessOperator),
+	Tenants:      route[None, Tenants]("GET", "/v1/tenants", AccessOperator),
+	CreateTenant: route[TenantSpec, TenantCreated]("POST", "/v1/tenants/{id}", AccessOperator),
+	DeleteTenant: route[None, None]("DELETE", "/v1/tenants/{id}", AccessOperator),
+	AuditLog:     route[None, Audit]("GET", "/v1/audit", AccessOperator),
 
 	UI: uiRoutes,
 }
