@@ -2,12 +2,15 @@ package persistence
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/berth-cluster/berth/wire"
 )
 
 // Bolt keeps the state in a local bbolt file (--recovery-mode bolt): one
@@ -21,7 +24,10 @@ type Bolt struct {
 
 var metaBucket = []byte("meta")
 
-var recordBuckets = []Bucket{BucketApps, BucketDrivers, BucketWorkers, BucketMasters, BucketExecutors}
+var recordBuckets = []Bucket{BucketApps, BucketDrivers, BucketWorkers, BucketMasters, BucketExecutors, BucketQueues, BucketTenants}
+
+// auditBucket holds the audit log, one entry a key: its number, big-endian.
+var auditBucket = []byte("audit")
 
 // OpenBolt opens (or creates) the state file at path. It fails after a
 // second if another process holds the file.
@@ -35,7 +41,7 @@ func OpenBolt(path string) (*Bolt, error) {
 	}
 	b := &Bolt{db: db}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range append([][]byte{metaBucket}, bucketNames()...) {
+		for _, name := range append([][]byte{metaBucket, auditBucket}, bucketNames()...) {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -72,12 +78,16 @@ func (b *Bolt) Write(ctx context.Context, cmds []Command) error {
 // write is Write once it holds the lock.
 func (b *Bolt) write(cmds []Command) error {
 	touched := map[Key]struct{}{}
+	firstBefore, countBefore := b.state.auditFirst(), b.state.AuditCount
 	applyErr := applyAll(b.state, cmds, func(k Key) { touched[k] = struct{}{} })
 	err := b.db.Update(func(tx *bolt.Tx) error {
 		for k := range touched {
 			if err := b.writeKey(tx, k); err != nil {
 				return err
 			}
+		}
+		if err := writeAudit(tx, b.state, firstBefore, countBefore); err != nil {
+			return err
 		}
 		return writeMeta(tx, b.state)
 	})
@@ -119,6 +129,9 @@ func (b *Bolt) read() (*State, error) {
 		if err := readMeta(tx, s); err != nil {
 			return err
 		}
+		if err := readAudit(tx, s); err != nil {
+			return err
+		}
 		for _, name := range recordBuckets {
 			err := tx.Bucket([]byte(name)).ForEach(func(k, v []byte) error {
 				if err := s.decodeRecord(name, string(k), v); err != nil {
@@ -145,15 +158,17 @@ func (b *Bolt) read() (*State, error) {
 }
 
 type meta struct {
-	Epoch            uint64 `json:"epoch"`
-	NextAppNumber    int    `json:"nextAppNumber"`
-	NextDriverNumber int    `json:"nextDriverNumber"`
+	Epoch            uint64           `json:"epoch"`
+	NextAppNumber    int              `json:"nextAppNumber"`
+	NextDriverNumber int              `json:"nextDriverNumber"`
+	EndedSessions    map[string]int64 `json:"endedSessions,omitempty"`
+	AuditCount       uint64           `json:"auditCount,omitempty"`
 }
 
 var metaKey = []byte("state")
 
 func writeMeta(tx *bolt.Tx, s *State) error {
-	data, err := json.Marshal(meta{s.Epoch, s.NextAppNumber, s.NextDriverNumber})
+	data, err := json.Marshal(meta{s.Epoch, s.NextAppNumber, s.NextDriverNumber, s.EndedSessions, s.AuditCount})
 	if err != nil {
 		return err
 	}
@@ -170,8 +185,47 @@ func readMeta(tx *bolt.Tx, s *State) error {
 		return fmt.Errorf("meta: %w", err)
 	}
 	s.Epoch, s.NextAppNumber, s.NextDriverNumber = m.Epoch, m.NextAppNumber, m.NextDriverNumber
+	s.EndedSessions, s.AuditCount = m.EndedSessions, m.AuditCount
 	return nil
 }
+
+// auditFirst is the number of the oldest audit entry kept.
+func (s *State) auditFirst() uint64 { return s.AuditCount - uint64(len(s.Audit)) }
+
+// writeAudit puts the audit entries written since count was before, and
+// deletes those dropped since first was.
+func writeAudit(tx *bolt.Tx, s *State, first, before uint64) error {
+	bucket := tx.Bucket(auditBucket)
+	for n := first; n < s.auditFirst(); n++ {
+		if err := bucket.Delete(auditKey(n)); err != nil {
+			return err
+		}
+	}
+	for n := max(before, s.auditFirst()); n < s.AuditCount; n++ {
+		data, err := json.Marshal(s.Audit[n-s.auditFirst()])
+		if err != nil {
+			return err
+		}
+		if err := bucket.Put(auditKey(n), data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readAudit loads the audit entries, oldest first (keys sort by number).
+func readAudit(tx *bolt.Tx, s *State) error {
+	return tx.Bucket(auditBucket).ForEach(func(_, v []byte) error {
+		var e wire.AuditEntry
+		if err := json.Unmarshal(v, &e); err != nil {
+			return fmt.Errorf("audit: %w", err)
+		}
+		s.Audit = append(s.Audit, e)
+		return nil
+	})
+}
+
+func auditKey(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
 
 // record returns the record k names, if the state has it.
 func (s *State) record(k Key) (any, bool) {
@@ -188,6 +242,10 @@ func (s *State) record(k Key) (any, bool) {
 		rec, ok = s.Masters[k.ID]
 	case BucketExecutors:
 		rec, ok = s.Executors[k.ID]
+	case BucketQueues:
+		rec, ok = s.Queues[k.ID]
+	case BucketTenants:
+		rec, ok = s.Tenants[k.ID]
 	}
 	return rec, ok
 }
@@ -206,6 +264,10 @@ func (s *State) decodeRecord(b Bucket, key string, data []byte) error {
 		return decodeInto(key, data, s.Masters)
 	case BucketExecutors:
 		return decodeInto(key, data, s.Executors)
+	case BucketQueues:
+		return decodeInto(key, data, s.Queues)
+	case BucketTenants:
+		return decodeInto(key, data, s.Tenants)
 	}
 	return fmt.Errorf("unknown bucket %q", b)
 }

@@ -23,6 +23,11 @@ const (
 	TypePutExecutor    Type = 10
 	TypeDeleteExecutor Type = 11
 	TypeEndSession     Type = 12
+	TypePutQueue       Type = 13
+	TypeDeleteQueue    Type = 14
+	TypePutTenant      Type = 15
+	TypeDeleteTenant   Type = 16
+	TypeAudit          Type = 17
 
 	// typeBatch tags an encoded entry holding several commands.
 	typeBatch Type = 64
@@ -55,6 +60,9 @@ type Command struct {
 	Master   *MasterRecord   `json:"master,omitempty"`
 	Executor *ExecutorRecord `json:"executor,omitempty"`
 	Session  *EndedSession   `json:"session,omitempty"`
+	Queue    *QueueRecord    `json:"queue,omitempty"`
+	Tenant   *TenantRecord   `json:"tenant,omitempty"`
+	Audit    *AuditRecord    `json:"audit,omitempty"`
 	ID       string          `json:"id,omitempty"` // of the record a Delete removes
 	// Retain bounds the finished apps (or drivers) kept, when a Put records
 	// one that ended; the oldest beyond it are dropped.
@@ -80,6 +88,11 @@ func DeleteExecutor(appID string, id int) Command {
 	return Command{Type: TypeDeleteExecutor, ID: ExecutorKey(appID, id)}
 }
 func EndSession(e EndedSession) Command { return Command{Type: TypeEndSession, Session: &e} }
+func PutQueue(r QueueRecord) Command     { return Command{Type: TypePutQueue, Queue: &r} }
+func DeleteQueue(name string) Command    { return Command{Type: TypeDeleteQueue, ID: name} }
+func PutTenant(r TenantRecord) Command   { return Command{Type: TypePutTenant, Tenant: &r} }
+func DeleteTenant(name string) Command   { return Command{Type: TypeDeleteTenant, ID: name} }
+func Audit(r AuditRecord) Command        { return Command{Type: TypeAudit, Audit: &r} }
 
 // ErrUnknownType is returned for a command whose type this version does not
 // know and which is not marked with IgnoreUnknownTypeFlag.

@@ -1,6 +1,9 @@
 package persistence
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // commandKinds is the one place a command type is defined: its tag, its
 // name, the field of Command it carries and how it changes the State.
@@ -19,6 +22,11 @@ var commandKinds = []commandKind{
 	{TypePutExecutor, "PutExecutor", executorPayload, (*State).putExecutor},
 	{TypeDeleteExecutor, "DeleteExecutor", idPayload, (*State).deleteExecutor},
 	{TypeEndSession, "EndSession", sessionPayload, (*State).endSession},
+	{TypePutQueue, "PutQueue", queuePayload, (*State).putQueue},
+	{TypeDeleteQueue, "DeleteQueue", idPayload, (*State).deleteQueue},
+	{TypePutTenant, "PutTenant", tenantPayload, (*State).putTenant},
+	{TypeDeleteTenant, "DeleteTenant", idPayload, (*State).deleteTenant},
+	{TypeAudit, "Audit", auditPayload, (*State).audit},
 }
 
 // commandKind is everything the package knows about one command type.
@@ -47,6 +55,9 @@ var (
 	workerPayload   = payload{"worker", func(c Command) bool { return c.Worker != nil && c.Worker.ID != "" }}
 	masterPayload   = payload{"master", func(c Command) bool { return c.Master != nil && c.Master.ID != "" }}
 	sessionPayload  = payload{"session", func(c Command) bool { return c.Session != nil && c.Session.ID != "" }}
+	queuePayload    = payload{"queue", func(c Command) bool { return c.Queue != nil && c.Queue.Name != "" }}
+	tenantPayload   = payload{"tenant", func(c Command) bool { return c.Tenant != nil && c.Tenant.Name != "" }}
+	auditPayload    = payload{"audit", func(c Command) bool { return c.Audit != nil }}
 	executorPayload = payload{"executor", func(c Command) bool {
 		return c.Executor != nil && c.Executor.AppID != "" && c.Executor.ID >= 0
 	}}
@@ -156,5 +167,57 @@ func (s *State) endSession(c Command, _ func(Key)) {
 	}
 	if e.Expires > e.At {
 		s.EndedSessions[e.ID] = e.Expires
+	}
+}
+
+func (s *State) putQueue(c Command, touched func(Key)) {
+	r := *c.Queue
+	if s.Queues == nil {
+		s.Queues = map[string]*QueueRecord{}
+	}
+	s.Queues[r.Name] = &r
+	touched(Key{BucketQueues, r.Name})
+}
+
+func (s *State) deleteQueue(c Command, touched func(Key)) {
+	if _, ok := s.Queues[c.ID]; ok {
+		delete(s.Queues, c.ID)
+		touched(Key{BucketQueues, c.ID})
+	}
+}
+
+func (s *State) putTenant(c Command, touched func(Key)) {
+	r := *c.Tenant
+	if s.Tenants == nil {
+		s.Tenants = map[string]*TenantRecord{}
+	}
+	s.Tenants[r.Name] = &r
+	touched(Key{BucketTenants, r.Name})
+}
+
+func (s *State) deleteTenant(c Command, touched func(Key)) {
+	if _, ok := s.Tenants[c.ID]; ok {
+		delete(s.Tenants, c.ID)
+		touched(Key{BucketTenants, c.ID})
+	}
+}
+
+// audit appends an entry and drops those past the retention: older than
+// the entry's time minus Retain, and the oldest beyond MaxAuditEntries.
+// Entries are kept in the order written, which their times follow but for
+// a leader's clock stepping back; the cut goes by that order.
+func (s *State) audit(c Command, _ func(Key)) {
+	r := *c.Audit
+	s.Audit = append(s.Audit, r.Entry)
+	s.AuditCount++
+	drop := max(len(s.Audit)-MaxAuditEntries, 0)
+	if r.Retain > 0 {
+		cut := r.Entry.Time.Add(-r.Retain)
+		for drop < len(s.Audit) && s.Audit[drop].Time.Before(cut) {
+			drop++
+		}
+	}
+	if drop > 0 {
+		s.Audit = slices.Clone(s.Audit[drop:])
 	}
 }

@@ -16,6 +16,7 @@ func TestCommandTable(t *testing.T) {
 		TypePutDriver: "PutDriver", TypeDeleteDriver: "DeleteDriver", TypePutWorker: "PutWorker",
 		TypeDeleteWorker: "DeleteWorker", TypePutMaster: "PutMaster", TypeDeleteMaster: "DeleteMaster",
 		TypePutExecutor: "PutExecutor", TypeDeleteExecutor: "DeleteExecutor", TypeEndSession: "EndSession",
+		TypePutQueue: "PutQueue", TypeDeleteQueue: "DeleteQueue", TypePutTenant: "PutTenant", TypeDeleteTenant: "DeleteTenant", TypeAudit: "Audit",
 	}
 	if len(commandKinds) != len(names) {
 		t.Errorf("the table has %d entries, want %d", len(commandKinds), len(names))

@@ -90,7 +90,7 @@ var (
 	activeDrivers = []wire.DriverState{wire.DriverSubmitted, wire.DriverRunning, wire.DriverRelaunching}
 	endedDrivers  = []wire.DriverState{wire.DriverFinished, wire.DriverFailed, wire.DriverKilled, wire.DriverError}
 	// oddTypes are the tags worth trying more often than chance would.
-	oddTypes = []Type{0, 13, TypeEndSession, typeBatch, 77 | IgnoreUnknownTypeFlag, TypePutApp | IgnoreUnknownTypeFlag, TypePutExecutor | IgnoreUnknownTypeFlag, TypeDeleteWorker | IgnoreUnknownTypeFlag}
+	oddTypes = []Type{0, 99, TypeEndSession, TypePutQueue, TypeDeleteQueue, TypePutTenant, TypeDeleteTenant, TypeAudit, typeBatch, 77 | IgnoreUnknownTypeFlag, TypePutApp | IgnoreUnknownTypeFlag, TypePutExecutor | IgnoreUnknownTypeFlag, TypeDeleteWorker | IgnoreUnknownTypeFlag}
 )
 
 func pick[T any](p *program, from []T) T { return from[int(p.next())%len(from)] }
@@ -158,7 +158,7 @@ func (p *program) oddCommand() Command {
 		t = oddTypes[i]
 	}
 	c := Command{Type: t}
-	switch p.next() % 6 {
+	switch p.next() % 9 {
 	case 0:
 		c.App = &AppRecord{}
 	case 1:
@@ -174,6 +174,14 @@ func (p *program) oddCommand() Command {
 		// A UI session's end: its expiry and time in hours from a fixed
 		// day, so that ends meet and expire each other.
 		c.Session = &EndedSession{ID: p.workerID(), Expires: 1_800_000_000 + int64(p.next()%24)*3600, At: 1_800_000_000 + int64(p.next()%24)*3600}
+	case 6:
+		c.Queue = &QueueRecord{Name: p.workerID(), Weight: float64(1 + p.next()%4), Preempt: p.next()%2 == 0}
+	case 7:
+		c.Tenant = &TenantRecord{Name: p.workerID(), Queues: []string{p.workerID()}, TokenHash: "h"}
+	case 8:
+		// An audit entry, minutes apart, kept for an hour or for ever.
+		c.Audit = &AuditRecord{Entry: wire.AuditEntry{Time: time.Date(2026, 11, 26, 0, int(p.next()%240), 0, 0, time.UTC), Principal: "secret"},
+			Retain: time.Duration(p.next()%2) * time.Hour}
 	}
 	return c
 }
@@ -196,7 +204,7 @@ func rawBytes(data []byte) []byte {
 // (not the table under test).
 func knownTag(t Type) bool {
 	t &^= IgnoreUnknownTypeFlag
-	return t >= TypeBumpEpoch && t <= TypeEndSession
+	return t >= TypeBumpEpoch && t <= TypeAudit
 }
 
 // refusedWhole reports whether Decode refuses an entry of cmds: one command

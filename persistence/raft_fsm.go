@@ -116,6 +116,12 @@ func decodeSnapshot(r io.Reader) (*State, error) {
 	if s.Executors == nil {
 		s.Executors = map[string]*ExecutorRecord{}
 	}
+	if s.Queues == nil {
+		s.Queues = map[string]*QueueRecord{}
+	}
+	if s.Tenants == nil {
+		s.Tenants = map[string]*TenantRecord{}
+	}
 	// A snapshot is trusted by everything that reads the state afterwards
 	// (a null record would be dereferenced): leftover executor records are
 	// dropped, and a snapshot that breaks an invariant otherwise is refused.

@@ -42,6 +42,9 @@ type AppRecord struct {
 	// Owner is the driver that registered the app with its credential, ""
 	// for an operator: that driver may manage it, no other.
 	Owner string `json:"owner,omitempty"`
+	// Tenant is the tenant that submitted the app (itself, or through a
+	// driver it submitted), "" for an operator's.
+	Tenant string `json:"tenant,omitempty"`
 	// IdempotencyKey is the key the client registered it with, if any:
 	// a repeat with the same key gets this app's id (wire.IdempotencyKeyHeader).
 	// IdempotencyHash identifies the description as the client sent it, so
@@ -79,6 +82,9 @@ type DriverRecord struct {
 	// Resources: the addresses of custom resources its current launch was
 	// given (on WorkerID).
 	Resources wire.ResourceGrants `json:"resources,omitempty"`
+	// Tenant is the tenant that submitted it, "" for an operator's: its
+	// credential then acts for that tenant.
+	Tenant string `json:"tenant,omitempty"`
 	// IdempotencyKey is the key it was submitted with, if any, and
 	// IdempotencyHash its description's as the client sent it. A relaunch
 	// carries both: a repeat gets the newest driver of the chain.
@@ -115,6 +121,13 @@ type ExecutorRecord struct {
 	// Resources: the addresses of custom resources it was given, so that a
 	// new leader keeps them taken while it runs.
 	Resources wire.ResourceGrants `json:"resources,omitempty"`
+	// PreemptedFor, once set, says the executor is being taken back for
+	// that queue (or "priority"): a new leader kills it too, and it ends
+	// KILLED saying so.
+	PreemptedFor string `json:"preemptedFor,omitempty"`
+	// StartedAt is when its placement was written: preemption takes the
+	// most recent first.
+	StartedAt time.Time `json:"startedAt,omitzero"`
 }
 
 // Key is the record's id in the state: appId/executorId.
@@ -161,3 +174,34 @@ type EndedSession struct {
 	Expires int64  `json:"expires"`
 	At      int64  `json:"at"`
 }
+
+// QueueRecord is a queue's settings (wire.QueueSpec with its defaults
+// applied). The default queue has none unless an operator set it.
+type QueueRecord struct {
+	Name      string       `json:"name"`
+	Weight    float64      `json:"weight"`
+	Guarantee wire.Amount  `json:"guarantee"`
+	Limit     *wire.Amount `json:"limit,omitempty"`
+	Preempt   bool         `json:"preempt"`
+}
+
+// TenantRecord is a tenant: the queues it may use and the SHA-256 (hex) of
+// its token; the token itself is never written.
+type TenantRecord struct {
+	Name      string    `json:"name"`
+	Queues    []string  `json:"queues"`
+	TokenHash string    `json:"tokenHash"`
+	UnixUser  string    `json:"unixUser,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// AuditRecord is one audit entry, and how long entries are kept: applying
+// it drops those older than its time minus Retain (the same on every
+// master), and the oldest beyond MaxAuditEntries.
+type AuditRecord struct {
+	Entry  wire.AuditEntry `json:"entry"`
+	Retain time.Duration   `json:"retain"`
+}
+
+// MaxAuditEntries bounds the audit log whatever its retention.
+const MaxAuditEntries = 100_000

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/berth-cluster/berth/wire"
 )
 
 // State is everything the master keeps durably.
@@ -28,6 +30,14 @@ type State struct {
 	// expired, id → expiry (Unix seconds): the masters refuse them until
 	// then (httpx.UISessions).
 	EndedSessions map[string]int64 `json:"endedSessions,omitempty"`
+	// Queues are the queues an operator set (the default queue only if
+	// set); Tenants the tenants; Audit the audit log, oldest first.
+	Queues  map[string]*QueueRecord  `json:"queues,omitempty"`
+	Tenants map[string]*TenantRecord `json:"tenants,omitempty"`
+	Audit   []wire.AuditEntry        `json:"audit,omitempty"`
+	// AuditCount counts the audit entries ever written: Audit[i] is entry
+	// number AuditCount-len(Audit)+i.
+	AuditCount uint64 `json:"auditCount,omitempty"`
 
 	// The ended apps and drivers, oldest first, indexed once and then kept
 	// by Apply, so that trimming the oldest costs a lookup, not a scan of
@@ -99,6 +109,8 @@ func NewState() *State {
 		Workers:   map[string]*WorkerRecord{},
 		Masters:   map[string]*MasterRecord{},
 		Executors: map[string]*ExecutorRecord{},
+		Queues:    map[string]*QueueRecord{},
+		Tenants:   map[string]*TenantRecord{},
 	}
 }
 
@@ -112,6 +124,9 @@ func (s *State) Clone() *State {
 	c.Masters = maps.Clone(s.Masters)
 	c.Executors = maps.Clone(s.Executors)
 	c.EndedSessions = maps.Clone(s.EndedSessions)
+	c.Queues = maps.Clone(s.Queues)
+	c.Tenants = maps.Clone(s.Tenants)
+	c.Audit = slices.Clip(s.Audit) // appended to only: a copy's append reallocates
 	c.endedApps, c.endedDrivers = endedIndex{}, endedIndex{} // rebuilt if the copy is ever trimmed
 	return &c
 }
@@ -164,6 +179,8 @@ const (
 	BucketWorkers   Bucket = "workers"
 	BucketMasters   Bucket = "masters"
 	BucketExecutors Bucket = "executors"
+	BucketQueues    Bucket = "queues"
+	BucketTenants   Bucket = "tenants"
 )
 
 // Key identifies one record touched by Apply.

@@ -39,6 +39,9 @@ func (s *State) Validate() error {
 		s.validateWorkerResources,
 		s.validateEndedIndexes,
 		s.validateEndedSessions,
+		func() error { return validateKeys(BucketQueues, s.Queues, func(r *QueueRecord) string { return r.Name }) },
+		func() error { return validateKeys(BucketTenants, s.Tenants, func(r *TenantRecord) string { return r.Name }) },
+		s.validateAudit,
 	} {
 		if err := check(); err != nil {
 			return fmt.Errorf("%w: %w", errInvalidState, err)
@@ -175,6 +178,14 @@ func validateEnded[V ending](b Bucket, x *endedIndex, m map[string]V) error {
 func (s *State) validateEndedSessions() error {
 	if _, ok := s.EndedSessions[""]; ok {
 		return errors.New("an ended session without an id")
+	}
+	return nil
+}
+
+// validateAudit checks that the audit log's count covers what it keeps.
+func (s *State) validateAudit() error {
+	if uint64(len(s.Audit)) > s.AuditCount {
+		return fmt.Errorf("the audit log keeps %d entries of %d ever written", len(s.Audit), s.AuditCount)
 	}
 	return nil
 }
