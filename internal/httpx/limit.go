@@ -49,10 +49,10 @@ func reserveFor(n int) int { return min(max(n/16, 4), 64) }
 //   - Under the cap, a new connection is accepted.
 //   - At the cap, a new connection closes the oldest connection that is
 //     not serving a request: one that has sent nothing since it opened
-//     first, then one idle since its last answer (keep-alive), last one
-//     mid-way through sending a request (under TLS, its handshake
-//     counts). A connection serving a request, or hijacked, is never
-//     closed.
+//     first, then one idle since its last answer (keep-alive). One
+//     mid-way through sending a request (under TLS, its handshake counts)
+//     is closed only when every slot, reserve included, is taken. A
+//     connection serving a request, or hijacked, is never closed.
 //   - When every connection under the cap is serving a request, a new one
 //     is taken into a reserve of reserveFor(n) connections beyond the cap,
 //     which answers only the health checks (GET /healthz and /readyz),
@@ -133,7 +133,7 @@ func (l *limitListener) takeSlot() error {
 			l.mu.Unlock()
 			return nil
 		}
-		victim := l.oldestQuietLocked(l.newest, &l.capped, &l.reserve)
+		victim := l.oldestQuietLocked(l.newest, 3, &l.capped, &l.reserve)
 		var wake chan struct{}
 		if victim != nil {
 			l.evictLocked(victim)
@@ -163,7 +163,10 @@ func (l *limitListener) admit(c net.Conn) (lc *limitedConn, victim *limitedConn)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.underCap == l.n {
-		victim = l.oldestQuietLocked(nil, &l.capped)
+		// Only a connection that sent nothing, or is idle: one receiving a
+		// request (a TLS handshake, say) is left to finish it, and the new
+		// one goes to the reserve instead.
+		victim = l.oldestQuietLocked(nil, 2, &l.capped)
 		if victim != nil {
 			l.evictLocked(victim)
 		} else {
@@ -180,9 +183,10 @@ func (l *limitListener) admit(c net.Conn) (lc *limitedConn, victim *limitedConn)
 }
 
 // oldestQuietLocked is the connection to close first among pools, spare
-// excepted: from the first tier that has one, the one longest in it.
-func (l *limitListener) oldestQuietLocked(spare *limitedConn, pools ...*quietConns) *limitedConn {
-	for tier := range 3 {
+// excepted: from the first of the first tiers tiers that has one, the one
+// longest in it.
+func (l *limitListener) oldestQuietLocked(spare *limitedConn, tiers int, pools ...*quietConns) *limitedConn {
+	for tier := range tiers {
 		var best *limitedConn
 		for _, p := range pools {
 			for e := p.tiers()[tier].Front(); e != nil; e = e.Next() {
