@@ -25,6 +25,14 @@ func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply reply[wir
 	if desc.MemoryPerExecutorMB == 0 {
 		desc.MemoryPerExecutorMB = defaultMemoryPerExecutorMB
 	}
+	if d := c.drivers[idem.owner]; d != nil && desc.Queue == "" {
+		desc.Queue = d.rec.Desc.Queue // a driver's apps run in its queue
+	}
+	desc.Queue = queueName(desc.Queue)
+	if err := c.tenantMaySubmit(idem.tenant, desc.Queue); err != nil && c.leading() {
+		reply.fail(err)
+		return
+	}
 	key := submissionKey{keyApp, idem.key}
 	if !c.admitKeyed(key, idem.hash, c.listedApp, c.roomForApp, reply) {
 		return
@@ -32,7 +40,7 @@ func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply reply[wir
 	rec := persistence.AppRecord{
 		ID: c.newAppID(), Desc: desc, SubmittedAt: c.now(), State: wire.AppWaiting,
 		ExecutorLimit: desc.InitialExecutorLimit, ExecutorIDsReserved: executorIDBlock,
-		IdempotencyKey: idem.key, IdempotencyHash: idem.hash, Owner: idem.owner,
+		IdempotencyKey: idem.key, IdempotencyHash: idem.hash, Owner: idem.owner, Tenant: idem.tenant,
 	}
 	c.commitKeyed(key, rec.ID, persistence.PutApp(rec, 0), &c.registering.apps, func() {
 		c.rememberKey(key, rec.ID)

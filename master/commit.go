@@ -24,6 +24,7 @@ import (
 // reported as a success without being applied: the new leader recovers it
 // from the log.
 func (c *core) commit(cmds []persistence.Command, apply func(), done func(error)) {
+	cmds = c.withAudit(cmds)
 	gen := c.gen
 	c.fx.persist(cmds, func(err error) {
 		if err != nil {
@@ -44,7 +45,11 @@ func (c *core) commit(cmds []persistence.Command, apply func(), done func(error)
 // its entity no longer listed by its turn is not made: done gets gone().
 func writeRecord[R any](c *core, q *serial, rec *R, listed func() bool, gone func() error,
 	cmds func(R) []persistence.Command, change func(*R), apply func(), done func(error)) {
+	req := c.req // a write queued behind others still carries its request's entry
 	q.do(func() {
+		was := c.req
+		c.req = req
+		defer func() { c.req = was }()
 		if !listed() {
 			q.done()
 			done(gone())

@@ -57,6 +57,16 @@ type Config struct {
 
 	CommandTimeout time.Duration // per master → worker request
 
+	// The shared cluster (queues.go, preempt.go, audit.go); 0: the default.
+	// PreemptionDelay is how long a queue owed capacity waits before it is
+	// taken from others (--preemption-delay); PreemptionGrace the time
+	// between a preempted executor's SIGTERM and its SIGKILL
+	// (--preemption-grace); AuditRetention how long the audit log keeps an
+	// entry (--audit-retention).
+	PreemptionDelay time.Duration
+	PreemptionGrace time.Duration
+	AuditRetention  time.Duration
+
 	// policy is built by withDefaults from Placement, WorkerOrder and
 	// MinCoreUnit (placementPolicy).
 	policy placement.Policy
@@ -69,6 +79,16 @@ const (
 	DefaultMaxExecutorRetries     = 10
 	DefaultRetained               = 200
 	DefaultCommandTimeout         = 5 * time.Second
+	// DefaultPreemptionDelay: long enough that capacity freed by executors
+	// ending on their own (short tasks, the end of a stage) is used before
+	// anything is killed, short enough that a queue owed its guarantee
+	// gets it within a minute (YARN's fair-share preemption timeouts are
+	// of that order).
+	DefaultPreemptionDelay = 30 * time.Second
+	// DefaultPreemptionGrace: time to finish a task or checkpoint after
+	// SIGTERM (Kubernetes' default terminationGracePeriodSeconds is 30).
+	DefaultPreemptionGrace = 30 * time.Second
+	DefaultAuditRetention  = 30 * 24 * time.Hour
 	// reaperIterations: DEAD workers stay listed this many worker timeouts
 	// (Spark's spark.dead.worker.persistence).
 	reaperIterations = 15
@@ -110,6 +130,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.CommandTimeout == 0 {
 		c.CommandTimeout = DefaultCommandTimeout
 	}
+	c.PreemptionDelay = cmp.Or(c.PreemptionDelay, DefaultPreemptionDelay)
+	c.PreemptionGrace = cmp.Or(c.PreemptionGrace, DefaultPreemptionGrace)
+	c.AuditRetention = cmp.Or(c.AuditRetention, DefaultAuditRetention)
 	if c.MaxExecutorRetries == 0 {
 		c.MaxExecutorRetries = DefaultMaxExecutorRetries
 	}
@@ -130,7 +153,8 @@ func (c Config) withDefaults() (Config, error) {
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"--worker-timeout", c.WorkerTimeout}, {"--app-timeout", c.AppTimeout}, {"--recovery-timeout", c.RecoveryTimeout}, {"command timeout", c.CommandTimeout}} {
+	}{{"--worker-timeout", c.WorkerTimeout}, {"--app-timeout", c.AppTimeout}, {"--recovery-timeout", c.RecoveryTimeout}, {"command timeout", c.CommandTimeout},
+		{"--preemption-delay", c.PreemptionDelay}, {"--preemption-grace", c.PreemptionGrace}, {"--audit-retention", c.AuditRetention}} {
 		if d.v < 0 {
 			return c, fmt.Errorf("%s %s is negative", d.flag, d.v)
 		}

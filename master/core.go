@@ -73,6 +73,21 @@ type core struct {
 	index       *placement.Index
 	dirty       map[string]struct{}
 	workerViews workerViews
+	// capacity is what the index's workers offer (fairshare.go); queues
+	// and tenants as the committed state has them (queues.go, tenants.go).
+	capacity clusterCapacity
+	queues   map[string]*queueInfo
+	tenants  map[string]*persistence.TenantRecord
+	// req is the audit tag of the request being served (audit.go), set
+	// while its transition runs: its first write carries the entry.
+	req *auditTag
+	// owing: after the last round, a queue or an app was owed capacity
+	// (preempt.go): each tick runs a round, so a preemption that comes due
+	// is made without waiting for another event.
+	owing bool
+	// reclaiming counts, by owed queue, the executors being taken back for
+	// it: a queue waits for them to end before more are taken.
+	reclaiming map[string]int
 }
 
 func newCore(cfg Config, log *slog.Logger, clock Clock, fx effects) (*core, error) {
@@ -105,6 +120,10 @@ func (c *core) reset() {
 	c.index = placement.NewIndex(c.policy)
 	c.dirty = map[string]struct{}{}
 	c.workerViews = workerViews{}
+	c.capacity = clusterCapacity{}
+	c.queues = map[string]*queueInfo{wire.DefaultQueue: {rec: defaultQueue()}}
+	c.tenants = map[string]*persistence.TenantRecord{}
+	c.reclaiming = map[string]int{}
 }
 
 func (c *core) now() time.Time { return c.clock.Now() }

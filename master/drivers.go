@@ -18,12 +18,17 @@ func (c *core) submitDriver(desc wire.DriverDescription, idem keyed, reply reply
 	if desc.MemoryMB == 0 {
 		desc.MemoryMB = defaultDriverMemoryMB
 	}
+	desc.Queue = queueName(desc.Queue)
+	if err := c.tenantMaySubmit(idem.tenant, desc.Queue); err != nil && c.leading() {
+		reply.fail(err)
+		return
+	}
 	key := submissionKey{keyDriver, idem.key}
 	if !c.admitKeyed(key, idem.hash, c.listedDriver, c.roomForDriver, reply) {
 		return
 	}
 	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: desc, SubmittedAt: c.now(), State: wire.DriverSubmitted,
-		IdempotencyKey: idem.key, IdempotencyHash: idem.hash}
+		IdempotencyKey: idem.key, IdempotencyHash: idem.hash, Tenant: idem.tenant}
 	c.commitKeyed(key, rec.ID, persistence.PutDriver(rec, 0), &c.registering.drivers, func() { c.driverAdded(rec) }, reply)
 }
 
@@ -239,7 +244,7 @@ func (c *core) driverLost(d *driverInfo, msg string) {
 func (c *core) relaunchDriver(d *driverInfo, reason string) {
 	// The relaunch inherits the key: a repeat of the submission gets the
 	// driver that runs now, and the key lives as long as the chain does.
-	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: d.rec.Desc, SubmittedAt: c.now(), State: wire.DriverSubmitted, RelaunchOf: d.rec.ID,
+	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: d.rec.Desc, SubmittedAt: c.now(), State: wire.DriverSubmitted, RelaunchOf: d.rec.ID, Tenant: d.rec.Tenant,
 		IdempotencyKey: d.rec.IdempotencyKey, IdempotencyHash: d.rec.IdempotencyHash}
 	c.metrics.driverRelaunches.Inc()
 	c.endDriver(d, driverEnd{state: wire.DriverRelaunching, message: reason + "; relaunched as " + rec.ID, relaunch: &rec}, nil)

@@ -14,9 +14,9 @@ import (
 // then knows where it runs, and a leader that cannot commit launches
 // nothing. A placement that fails to commit gives its cores back.
 func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int, grants wire.ResourceGrants) {
-	e := &executorInfo{app: a, id: a.nextExecID, worker: w, cores: cores, memory: memory, resources: grants, state: wire.ExecutorLaunching, launching: true}
+	e := &executorInfo{app: a, id: a.nextExecID, worker: w, cores: cores, memory: memory, resources: grants, state: wire.ExecutorLaunching, launching: true, started: c.now()}
 	a.adopt(e)
-	rec := persistence.ExecutorRecord{AppID: a.rec.ID, ID: e.id, WorkerID: w.rec.ID, Cores: cores, MemoryMB: memory, Resources: grants}
+	rec := persistence.ExecutorRecord{AppID: a.rec.ID, ID: e.id, WorkerID: w.rec.ID, Cores: cores, MemoryMB: memory, Resources: grants, StartedAt: e.started}
 	c.commit([]persistence.Command{persistence.PutExecutor(rec)}, func() {
 		if !c.live(e) {
 			return
@@ -79,6 +79,13 @@ func (c *core) executorEnded(e *executorInfo, end executorEnd) {
 	a := e.app
 	e.worker.removeExecutor(e)
 	e.state, e.message, e.exitCode = end.state, end.message, end.exitCode
+	if e.reclaimedFor != "" {
+		c.reclaiming[e.reclaimedFor]--
+		e.reclaimedFor = ""
+	}
+	if e.preemptedFor != "" && e.state == wire.ExecutorKilled {
+		e.message = "preempted " + e.preemptedFor + " (" + end.message + ")"
+	}
 	if !e.launching {
 		c.metrics.executorEnds.WithLabelValues(string(end.state)).Inc()
 	}

@@ -38,6 +38,7 @@ type submissionKey struct {
 type keyed struct {
 	key, hash string
 	owner     string // the driver submitting, "" for an operator
+	tenant    string // the tenant it acts for, "" for an operator
 }
 
 // keyedRequest returns the idempotency of a submission of desc under key.

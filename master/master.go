@@ -240,8 +240,13 @@ func ask[T any](ctx context.Context, m *Master, fn func(c *core, r reply[T])) (T
 		}
 	}
 	var zero T
+	tag := auditOf(ctx)
 	select {
-	case m.calls <- func(c *core) { fn(c, answer) }:
+	case m.calls <- func(c *core) {
+		c.req = tag
+		defer func() { c.req = nil }()
+		fn(c, answer)
+	}:
 	case <-ctx.Done():
 		return zero, ctx.Err()
 	case <-m.stopped:

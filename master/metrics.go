@@ -30,6 +30,7 @@ type metrics struct {
 	recovery          prometheus.Gauge
 	writes            *prometheus.HistogramVec
 	http              *prometheus.HistogramVec
+	preemptions       *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -57,9 +58,11 @@ func newMetrics() *metrics {
 		http: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "berth_http_request_duration_seconds",
 			Help: "API requests by declared route, method and status code.", Buckets: prometheus.ExponentialBuckets(1e-4, 4, 9)},
 			[]string{"route", "method", "code"}),
+		preemptions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "berth_master_preemptions_total",
+			Help: "Executors taken back from a queue for another (or for a higher priority), by the queue they were taken from."}, []string{"queue"}),
 	}
 	m.reg.MustRegister(m.launches, m.executorEnds, m.workerExpiries, m.driverRelaunches, m.heartbeats,
-		m.leadershipChanges, m.scheduleRound, m.recovery, m.writes, m.http,
+		m.leadershipChanges, m.scheduleRound, m.recovery, m.writes, m.http, m.preemptions,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -79,6 +82,7 @@ type stateCounts struct {
 	executors                            map[wire.ExecutorState]int
 	cores, coresUsed, memory, memoryUsed int
 	waitingCores                         int
+	queues                               []wire.QueueStatus
 }
 
 // stateCounts counts the leader's state (a follower reports only its
@@ -110,6 +114,9 @@ func (c *core) stateCounts() stateCounts {
 	for _, d := range c.drivers {
 		s.drivers[driverStatus(d).State]++
 	}
+	for _, q := range c.sortedQueues() {
+		s.queues = append(s.queues, c.queueStatus(q))
+	}
 	return s
 }
 
@@ -128,10 +135,12 @@ var (
 	descWaiting   = prometheus.NewDesc("berth_waiting_cores", "Cores that apps with a maxCores still want.", nil, nil)
 	descRaft      = prometheus.NewDesc("berth_raft", "This master's Raft figures: term, commit_index, applied_index, last_log_index.", []string{"figure"}, nil)
 	descContact   = prometheus.NewDesc("berth_raft_last_contact_seconds", "Time since this follower last heard from the leader (0 on the leader).", nil, nil)
+	descQueue     = prometheus.NewDesc("berth_queue", "Each queue's use, fair share and waiting demand, by resource (cores, memory_mb, each custom resource), as of the last scheduling round (leader only).", []string{"queue", "kind", "resource"}, nil)
+	descQueueDS   = prometheus.NewDesc("berth_queue_dominant_share", "Each queue's dominant share of the cluster, used and fair (leader only).", []string{"queue", "kind"}, nil)
 )
 
 func (s stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeader, descStatus, descWorkers, descApps, descDrivers, descExecutors, descCores, descMemory, descWaiting, descRaft, descContact} {
+	for _, d := range []*prometheus.Desc{descLeader, descStatus, descWorkers, descApps, descDrivers, descExecutors, descCores, descMemory, descWaiting, descRaft, descContact, descQueue, descQueueDS} {
 		ch <- d
 	}
 }
@@ -166,6 +175,17 @@ func (s stateCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descMemory, float64(st.memory)*(1<<20), "total")
 			gauge(descMemory, float64(st.memoryUsed)*(1<<20), "used")
 			gauge(descWaiting, float64(st.waitingCores))
+			for _, q := range st.queues {
+				for kind, a := range map[string]wire.Amount{"used": q.InUse, "fair_share": q.FairShare, "waiting": q.Waiting} {
+					gauge(descQueue, float64(a.Cores), q.Name, kind, "cores")
+					gauge(descQueue, float64(a.MemoryMB), q.Name, kind, "memory_mb")
+					for r, v := range a.Resources {
+						gauge(descQueue, v, q.Name, kind, r)
+					}
+				}
+				gauge(descQueueDS, q.DominantShare, q.Name, "used")
+				gauge(descQueueDS, q.FairDominantShare, q.Name, "fair")
+			}
 		}
 	}
 	if r := s.m.repl; r != nil {

@@ -169,6 +169,9 @@ type appInfo struct {
 	finished   []*executorInfo       // the most recent that ended, for status
 	hosts      map[string]struct{}   // workers that ran an executor of the app
 	nextExecID int                   // below rec.ExecutorIDsReserved, which is durable
+	// waitingSince: since when it has wanted executors and got none (a
+	// higher priority preempts within its queue after PreemptionDelay).
+	waitingSince time.Time
 	// ending: the app's end is being committed (or waits for an earlier
 	// write of the app); it gets no more executors, and these wait.
 	ending       *waiters
@@ -247,6 +250,15 @@ type executorInfo struct {
 	runningSince time.Time // when it was last reported RUNNING
 	exitCode     *int
 	message      string
+	// started is when its placement was decided (preemption takes the
+	// most recent first); preemptedFor, once durable, why it is being taken
+	// back, and killSent whether this leader has told its worker.
+	started      time.Time
+	preemptedFor string
+	killSent     bool
+	// reclaimedFor is the queue this leader took it back for, until it
+	// ends (core.reclaiming counts them).
+	reclaimedFor string
 }
 
 type driverInfo struct {

@@ -53,6 +53,8 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 	now := c.now()
 	c.loadCompleted(s)
 	c.indexKeys(s)
+	c.loadQueues(s)
+	c.loadTenants(s)
 	if s.Empty() {
 		c.status = wire.MasterAlive
 		c.metrics.recovery.Set(c.now().Sub(c.leaderSince).Seconds())
@@ -83,7 +85,8 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 			orphans = append(orphans, persistence.DeleteExecutor(rec.AppID, rec.ID))
 			continue
 		}
-		e := &executorInfo{app: a, id: rec.ID, worker: w, cores: rec.Cores, memory: rec.MemoryMB, resources: rec.Resources, state: wire.ExecutorLaunching}
+		e := &executorInfo{app: a, id: rec.ID, worker: w, cores: rec.Cores, memory: rec.MemoryMB, resources: rec.Resources, state: wire.ExecutorLaunching,
+			started: rec.StartedAt, preemptedFor: rec.PreemptedFor}
 		a.adopt(e)
 		a.hosts[w.rec.ID] = struct{}{}
 	}

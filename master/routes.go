@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,35 +27,35 @@ func (m *Master) Handler() http.Handler {
 	mux.HandleFunc(api.Cluster.Mux(), m.getCluster)
 
 	mux.HandleFunc(api.RegisterApp.Mux(), func(w http.ResponseWriter, r *http.Request) {
-		submit(m, w, r, m.cfg.checkAppSubmission, (*core).registerApp)
+		submit(m, w, r, api.RegisterApp.Endpoint, m.cfg.checkAppSubmission, (*core).registerApp)
 	})
-	serve(mux, api.App, nil, readEntity(m, "app id", func(c *core, id string, _ wire.None, r reply[wire.AppStatus]) { r(c.app(id)) }))
-	serve(mux, api.KillApp, nil, onEntity(m, "app id", func(c *core, id string, _ wire.None, r reply[wire.AppStatus]) {
+	serve(m, mux, api.App, nil, readEntity(m, "app id", func(c *core, id string, _ wire.None, r reply[wire.AppStatus]) { r(c.app(id)) }))
+	serve(m, mux, api.KillApp, nil, onEntity(m, "app id", func(c *core, id string, _ wire.None, r reply[wire.AppStatus]) {
 		c.endApp(id, wire.AppKilled, "killed by request", r)
 	}))
-	serve(mux, api.UnregisterApp, nil, onEntity(m, "app id", func(c *core, id string, _ wire.None, r reply[wire.AppStatus]) {
+	serve(m, mux, api.UnregisterApp, nil, onEntity(m, "app id", func(c *core, id string, _ wire.None, r reply[wire.AppStatus]) {
 		c.endApp(id, wire.AppFinished, "unregistered by its client", r)
 	}))
-	serve(mux, api.AppHeartbeat, nil, onEntity(m, "app id", func(c *core, id string, _ wire.None, r reply[wire.None]) {
+	serve(m, mux, api.AppHeartbeat, nil, onEntity(m, "app id", func(c *core, id string, _ wire.None, r reply[wire.None]) {
 		r(wire.None{}, c.appHeartbeat(id))
 	}))
-	serve(mux, api.SetExecutorLimit, validateExecutorLimit, onEntity(m, "app id", func(c *core, id string, l wire.ExecutorLimit, r reply[wire.ExecutorLimit]) {
+	serve(m, mux, api.SetExecutorLimit, validateExecutorLimit, onEntity(m, "app id", func(c *core, id string, l wire.ExecutorLimit, r reply[wire.ExecutorLimit]) {
 		c.setExecutorLimit(id, l.Limit, r)
 	}))
-	serve(mux, api.KillExecutors, validateKillExecutors, onEntity(m, "app id", func(c *core, id string, k wire.KillExecutors, r reply[wire.KillExecutors]) {
+	serve(m, mux, api.KillExecutors, validateKillExecutors, onEntity(m, "app id", func(c *core, id string, k wire.KillExecutors, r reply[wire.KillExecutors]) {
 		c.killExecutors(id, k.ExecutorIDs, r)
 	}))
 	mux.HandleFunc(api.AppEvents.Mux(), m.appEvents)
 	mux.HandleFunc(api.ExecutorLogs.Mux(), m.executorLogs)
 
 	mux.HandleFunc(api.SubmitDriver.Mux(), func(w http.ResponseWriter, r *http.Request) {
-		submit(m, w, r, m.cfg.checkDriverSubmission, (*core).submitDriver)
+		submit(m, w, r, api.SubmitDriver.Endpoint, m.cfg.checkDriverSubmission, (*core).submitDriver)
 	})
-	serve(mux, api.Driver, nil, readEntity(m, "driver id", func(c *core, id string, _ wire.None, r reply[wire.DriverStatus]) { r(c.driver(id)) }))
-	serve(mux, api.KillDriver, nil, onEntity(m, "driver id", func(c *core, id string, _ wire.None, r reply[wire.DriverStatus]) { c.killDriver(id, r) }))
+	serve(m, mux, api.Driver, nil, readEntity(m, "driver id", func(c *core, id string, _ wire.None, r reply[wire.DriverStatus]) { r(c.driver(id)) }))
+	serve(m, mux, api.KillDriver, nil, onEntity(m, "driver id", func(c *core, id string, _ wire.None, r reply[wire.DriverStatus]) { c.killDriver(id, r) }))
 	mux.HandleFunc(api.DriverLogs.Mux(), m.driverLogs)
 
-	serve(mux, api.RegisterWorker, validateRegistration, func(r *http.Request, req wire.RegisterWorker) (wire.RegisteredWorker, error) {
+	serve(m, mux, api.RegisterWorker, validateRegistration, func(r *http.Request, req wire.RegisterWorker) (wire.RegisteredWorker, error) {
 		if p := httpx.PrincipalOf(r.Context()); p.Kind == httpx.KindWorker && req.ID != p.Name {
 			return wire.RegisteredWorker{}, forbidden("the certificate of worker %q may not register worker %q", p.Name, req.ID)
 		}
@@ -63,31 +64,32 @@ func (m *Master) Handler() http.Handler {
 		}
 		return call(r.Context(), m, func(c *core, r reply[wire.RegisteredWorker]) { c.registerWorker(req, r) })
 	})
-	serve(mux, api.WorkerHeartbeat, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.Heartbeat, r reply[wire.HeartbeatReply]) {
+	serve(m, mux, api.WorkerHeartbeat, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.Heartbeat, r reply[wire.HeartbeatReply]) {
 		r(c.heartbeat(id))
 	}))
-	serve(mux, api.ExecutorStateReport, validateExecutorState, onEntity(m, "worker id", (*core).executorStateChanged))
-	serve(mux, api.DriverStateReport, validateDriverState, onEntity(m, "worker id", (*core).driverStateChanged))
-	serve(mux, api.LatestState, validateLatestState, onEntity(m, "worker id", func(c *core, id string, st wire.WorkerLatestState, r reply[wire.LatestStateReply]) {
+	serve(m, mux, api.ExecutorStateReport, validateExecutorState, onEntity(m, "worker id", (*core).executorStateChanged))
+	serve(m, mux, api.DriverStateReport, validateDriverState, onEntity(m, "worker id", (*core).driverStateChanged))
+	serve(m, mux, api.LatestState, validateLatestState, onEntity(m, "worker id", func(c *core, id string, st wire.WorkerLatestState, r reply[wire.LatestStateReply]) {
 		r(c.workerLatestState(id, st))
 	}))
-	serve(mux, api.Decommission, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, r reply[wire.None]) {
+	serve(m, mux, api.Decommission, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, r reply[wire.None]) {
 		r(wire.None{}, c.decommissionWorker(id))
 	}))
-	serve(mux, api.Drain, validateDrain, onEntity(m, "worker id", func(c *core, id string, d wire.DrainRequest, r reply[wire.WorkerStatus]) {
+	serve(m, mux, api.Drain, validateDrain, onEntity(m, "worker id", func(c *core, id string, d wire.DrainRequest, r reply[wire.WorkerStatus]) {
 		c.drainWorker(id, time.Duration(d.DeadlineSeconds)*time.Second, r)
 	}))
-	serve(mux, api.Undrain, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, r reply[wire.WorkerStatus]) {
+	serve(m, mux, api.Undrain, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, r reply[wire.WorkerStatus]) {
 		c.undrainWorker(id, r)
 	}))
-	serve(mux, api.WorkerLeft, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, r reply[wire.None]) {
+	serve(m, mux, api.WorkerLeft, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, r reply[wire.None]) {
 		c.workerLeft(id, r)
 	}))
 
-	serve(mux, api.JoinMaster, validateJoin, m.join)
-	serve(mux, api.LeaveMaster, validateLeave, m.leave)
-	serve(mux, api.RaftStatus, nil, m.serveRaftStatus)
-	serve(mux, api.EndUISession, nil, m.serveEndSession)
+	serve(m, mux, api.JoinMaster, validateJoin, m.join)
+	serve(m, mux, api.LeaveMaster, validateLeave, m.leave)
+	serve(m, mux, api.RaftStatus, nil, m.serveRaftStatus)
+	serve(m, mux, api.EndUISession, nil, m.serveEndSession)
+	m.sharedRoutes(mux)
 	mux.Handle(api.Metrics.Mux(), m.metricsHandler())
 	m.mountUI(mux)
 	return m.core.metrics.instrument(mux, m.authorize(mux))
@@ -96,18 +98,43 @@ func (m *Master) Handler() http.Handler {
 // serve registers a JSON route: the body is decoded strictly into a Req
 // (none for wire.None) and checked (400, nothing changed), then h answers
 // with the route's answer type, written as JSON, or an error.
-func serve[Req, Resp any](mux *http.ServeMux, route wire.Route[Req, Resp], check func(Req) error, h func(r *http.Request, in Req) (Resp, error)) {
+//
+// A request that may change state carries its audit tag (audit.go): its
+// first write takes the entry along; a refusal writes one of its own.
+func serve[Req, Resp any](m *Master, mux *http.ServeMux, route wire.Route[Req, Resp], check func(Req) error, h func(r *http.Request, in Req) (Resp, error)) {
 	mux.HandleFunc(route.Mux(), func(w http.ResponseWriter, r *http.Request) {
+		if route.Method != http.MethodGet {
+			r = r.WithContext(audited(r.Context(), route.Endpoint, r.PathValue("id")))
+		}
 		var in Req
 		if _, none := any(in).(wire.None); !none {
 			var ok bool
-			if in, ok = decode(w, r, check); !ok {
+			if in, ok = decode(m, w, r, check); !ok {
 				return
 			}
 		}
 		out, err := h(r, in)
+		if err != nil {
+			m.auditRefusal(r.Context(), err)
+		}
 		respond(w, r, out, err)
 	})
+}
+
+// decode reads the body into v and checks it; false means the answer (a
+// refusal, audited) was already written.
+func decode[T any](m *Master, w http.ResponseWriter, r *http.Request, check func(T) error) (T, bool) {
+	var v T
+	err := httpx.DecodeJSON(w, r, &v)
+	if err == nil && check != nil {
+		err = check(v)
+	}
+	if err != nil {
+		m.auditRefusal(r.Context(), err)
+		httpx.WriteErr(w, r, err)
+		return v, false
+	}
+	return v, true
 }
 
 // onEntity serves a route on one entity named by the path's {id} (an app,
@@ -148,41 +175,36 @@ func respond(w http.ResponseWriter, r *http.Request, v any, err error) {
 	httpx.WriteJSON(w, http.StatusOK, v)
 }
 
-// decode reads the body into v and checks it; false means the answer was
-// already written.
-func decode[T any](w http.ResponseWriter, r *http.Request, check func(T) error) (T, bool) {
-	var v T
-	err := httpx.DecodeJSON(w, r, &v)
-	if err == nil && check != nil {
-		err = check(v)
-	}
-	if err != nil {
-		httpx.WriteErr(w, r, err)
-		return v, false
-	}
-	return v, true
-}
-
 // submit serves a submission: its idempotency key and description are
 // checked (400), the description hashed off the loop, then the loop
 // creates it (or answers a repeat).
-func submit[T any](m *Master, w http.ResponseWriter, r *http.Request, validate func(T) error,
+func submit[T any](m *Master, w http.ResponseWriter, r *http.Request, route wire.Endpoint, validate func(T) error,
 	create func(c *core, desc T, idem keyed, r reply[wire.Submitted])) {
+	r = r.WithContext(audited(r.Context(), route, ""))
 	key, err := checkIdempotencyKey(r.Header.Values(wire.IdempotencyKeyHeader))
 	if err != nil {
+		m.auditRefusal(r.Context(), err)
 		httpx.WriteErr(w, r, err)
 		return
 	}
-	desc, ok := decode(w, r, validate)
+	desc, ok := decode(m, w, r, validate)
 	if !ok {
 		return
 	}
 	idem := keyedRequest(key, desc)
-	if idem.owner = ownerOf(r); idem.owner != "" && idem.key != "" {
+	idem.owner, idem.tenant = ownerOf(r), tenantOf(r)
+	switch {
+	case idem.key == "":
+	case idem.owner != "":
 		// A driver's keys are its own: another's cannot find its app.
 		idem.key = idem.owner + "/" + idem.key
+	case idem.tenant != "":
+		idem.key = "tenant:" + idem.tenant + "/" + idem.key // and a tenant's
 	}
 	v, err := call(r.Context(), m, func(c *core, r reply[wire.Submitted]) { create(c, desc, idem, r) })
+	if err != nil {
+		m.auditRefusal(r.Context(), err)
+	}
 	respond(w, r, v, err)
 }
 
@@ -221,7 +243,20 @@ func (m *Master) getCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cs, err := m.clusterView(r.Context(), completed, workers)
+	if p := httpx.PrincipalOf(r.Context()); err == nil && p.Kind == httpx.KindTenant {
+		ownOnly(cs, p.Name)
+	}
 	respond(w, r, cs, err)
+}
+
+// ownOnly leaves a tenant's view of the cluster its own apps and drivers:
+// it sees the workers and the totals, not other tenants' commands,
+// environments or logs.
+func ownOnly(cs *wire.ClusterStatus, tenant string) {
+	others := func(a wire.AppStatus) bool { return a.Tenant != tenant }
+	othersDrivers := func(d wire.DriverStatus) bool { return d.Tenant != tenant }
+	cs.ActiveApps, cs.CompletedApps = slices.DeleteFunc(cs.ActiveApps, others), slices.DeleteFunc(cs.CompletedApps, others)
+	cs.ActiveDrivers, cs.CompletedDrivers = slices.DeleteFunc(cs.ActiveDrivers, othersDrivers), slices.DeleteFunc(cs.CompletedDrivers, othersDrivers)
 }
 
 // clusterView is the cluster as this master can tell it: the leader's

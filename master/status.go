@@ -21,6 +21,7 @@ func appStatus(a *appInfo) *wire.AppStatus {
 		CoresPerExecutor: a.rec.Desc.CoresPerExecutor, MemoryPerExecutorMB: a.rec.Desc.MemoryPerExecutorMB,
 		ExecutorLimit: a.rec.ExecutorLimit, RetryCount: a.retryCount, Message: a.message,
 		ResourcesPerExecutor: a.rec.Desc.ResourcesPerExecutor, Executors: []wire.ExecutorStatus{},
+		Queue: queueName(a.rec.Desc.Queue), Priority: a.rec.Desc.Priority, Tenant: a.rec.Tenant,
 	}
 	if a.state.Finished() {
 		ended := a.endedAt
@@ -45,6 +46,7 @@ func driverStatus(d *driverInfo) *wire.DriverStatus {
 		Command: d.rec.Desc.Command, ExitCode: d.exitCode, Message: d.message,
 		RelaunchOf: d.rec.RelaunchOf, RelaunchedAs: d.relaunchedAs, WorkerID: d.rec.WorkerID,
 		KillRequested: d.rec.KillRequested, ResourcesAsked: d.rec.Desc.Resources,
+		Queue: queueName(d.rec.Desc.Queue), Priority: d.rec.Desc.Priority, Tenant: d.rec.Tenant,
 	}
 	if d.state.Finished() && !d.endedAt.IsZero() { // zero: ended before records kept the time
 		ended := d.endedAt
@@ -218,6 +220,7 @@ func recordAppStatus(r *persistence.AppRecord) wire.AppStatus {
 		MaxCores: r.Desc.MaxCores, CoresGranted: r.CoresGranted, CoresPerExecutor: r.Desc.CoresPerExecutor,
 		MemoryPerExecutorMB: r.Desc.MemoryPerExecutorMB, ExecutorLimit: r.ExecutorLimit, Message: r.Message,
 		ResourcesPerExecutor: r.Desc.ResourcesPerExecutor, Executors: []wire.ExecutorStatus{},
+		Queue: queueName(r.Desc.Queue), Priority: r.Desc.Priority, Tenant: r.Tenant,
 	}
 }
 
@@ -227,5 +230,6 @@ func recordDriverStatus(r *persistence.DriverRecord) wire.DriverStatus {
 		Supervise: r.Desc.Supervise, Command: r.Desc.Command, WorkerID: r.WorkerID, ExitCode: r.ExitCode,
 		Message: r.Message, RelaunchOf: r.RelaunchOf, RelaunchedAs: r.RelaunchedAs, KillRequested: r.KillRequested,
 		ResourcesAsked: r.Desc.Resources, EndedAt: r.EndedAt,
+		Queue: queueName(r.Desc.Queue), Priority: r.Desc.Priority, Tenant: r.Tenant,
 	}
 }

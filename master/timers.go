@@ -44,6 +44,9 @@ func (c *core) tick() {
 	c.expireApps()
 	c.resetRetries()
 	c.endBackoffs()
+	if c.owing {
+		c.schedule() // a preemption may have come due; its wait is told anew
+	}
 }
 
 // rearm restarts the heartbeat deadline of every live worker and the lease

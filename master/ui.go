@@ -107,7 +107,11 @@ func uiAct[T any](ctx context.Context, m *Master, kind, id string, fn func(c *co
 	if err := checkID(kind, id); err != nil {
 		return err
 	}
+	ctx = audited(ctx, wire.MasterAPI.UIActions.Endpoint, id)
 	_, err := call(ctx, m, fn)
+	if err != nil {
+		m.auditRefusal(ctx, err)
+	}
 	return err
 }
 

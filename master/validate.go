@@ -124,6 +124,9 @@ func validateApp(d wire.AppDescription) error {
 	if err := checkRange("memoryPerExecutorMB", d.MemoryPerExecutorMB, 0, wire.MaxMemoryMB); err != nil {
 		return err
 	}
+	if err := checkPlacementClass(d.Queue, d.Priority); err != nil {
+		return err
+	}
 	if d.MaxCores > 0 && d.CoresPerExecutor > d.MaxCores {
 		return badRequest("coresPerExecutor %d is more than maxCores %d: no executor could ever start", d.CoresPerExecutor, d.MaxCores)
 	}
@@ -151,7 +154,24 @@ func validateDriver(d wire.DriverDescription) error {
 	if _, err := d.Resources.Milli(); err != nil {
 		return badRequest("resources: %v", err)
 	}
+	if err := checkPlacementClass(d.Queue, d.Priority); err != nil {
+		return err
+	}
 	return checkRange("memoryMB", d.MemoryMB, 0, wire.MaxMemoryMB)
+}
+
+// checkPlacementClass checks a description's queue name (its existence is
+// the loop's to check) and priority.
+func checkPlacementClass(queue string, priority int) error {
+	if queue != "" {
+		if err := wire.CheckQueueName("queue", queue); err != nil {
+			return badRequest("%v", err)
+		}
+	}
+	if err := wire.CheckPriority(priority); err != nil {
+		return badRequest("%v", err)
+	}
+	return nil
 }
 
 func validateRegistration(r wire.RegisterWorker) error {

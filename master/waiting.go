@@ -2,6 +2,7 @@ package master
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/berth-cluster/berth/placement"
@@ -71,8 +72,11 @@ func (c *core) appWaiting(a *appInfo, r room) string {
 	case a.state.Finished() || a.ending != nil:
 		return ""
 	case len(a.executors) > 0:
-		if a.coresLeft() <= 0 || len(a.executors) < a.executorLimit() {
+		if a.coresLeft() <= 0 {
 			return ""
+		}
+		if len(a.executors) < a.executorLimit() {
+			return c.queueWaiting(a.rec.Desc.Queue)
 		}
 		if a.maxCores() == placement.Unlimited {
 			return fmt.Sprintf("waiting: executor limit reached (%d); more cores wanted", a.executorLimit())
@@ -96,7 +100,15 @@ func (c *core) appWaiting(a *appInfo, r room) string {
 			return fmt.Sprintf("cannot start: the core unit %d fits on no worker (largest: %d cores); lower --min-core-unit or add a larger worker", step, r.maxCores)
 		}
 	}
-	if why := r.fitReason("an executor", step, a.rec.Desc.MemoryPerExecutorMB); why != "" {
+	// What can never fit first, then what its queue holds it to, then
+	// what is taken.
+	why := r.fitReason("an executor", step, a.rec.Desc.MemoryPerExecutorMB)
+	if !strings.HasPrefix(why, "cannot start") {
+		if q := c.queueWaiting(a.rec.Desc.Queue); q != "" {
+			return q
+		}
+	}
+	if why != "" {
 		return why
 	}
 	return c.resourceReason("an executor", a.rec.Desc.ResourcesPerExecutor)
@@ -135,8 +147,27 @@ func (c *core) driverWaiting(d *driverInfo, r room) string {
 	case c.cfg.MaxDrivers > 0 && c.placedDrivers() >= c.cfg.MaxDrivers:
 		return fmt.Sprintf("waiting: %d drivers run, the most --max-drivers allows", c.cfg.MaxDrivers)
 	}
+	if q := c.queueOf(d.rec.Desc.Queue); q != nil && q.rec.Limit != nil && strings.Contains(q.view.held, "at its limit") {
+		return "waiting: " + q.view.held
+	}
 	if why := r.fitReason("the driver", d.rec.Desc.Cores, d.rec.Desc.MemoryMB); why != "" {
 		return why
 	}
 	return c.resourceReason("the driver", d.rec.Desc.Resources)
+}
+
+// queueWaiting says why the apps of queue name got nothing more in the
+// last round, if their queue held them: its limit, or its fair share
+// while others are owed theirs; and what is being reclaimed for it.
+func (c *core) queueWaiting(name string) string {
+	q := c.queueOf(name)
+	switch {
+	case q == nil:
+		return ""
+	case q.view.reclaiming != "":
+		return fmt.Sprintf("waiting for fair share (queue %s): %s", q.rec.Name, q.view.reclaiming)
+	case q.view.held != "":
+		return "waiting: " + q.view.held
+	}
+	return ""
 }

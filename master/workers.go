@@ -294,8 +294,10 @@ func (c *core) syncIndex() {
 	for id := range c.dirty {
 		if w := c.workers[id]; w != nil && w.schedulable() {
 			c.index.Put(placement.Worker{ID: id, CoresFree: w.coresFree(), MemoryFreeMB: w.memoryFree(), Resources: w.resourcesFree(), Tags: w.tags})
+			c.capacity.put(w)
 		} else {
 			c.index.Delete(id)
+			c.capacity.del(id)
 		}
 	}
 	clear(c.dirty)

@@ -88,11 +88,11 @@ func DeleteExecutor(appID string, id int) Command {
 	return Command{Type: TypeDeleteExecutor, ID: ExecutorKey(appID, id)}
 }
 func EndSession(e EndedSession) Command { return Command{Type: TypeEndSession, Session: &e} }
-func PutQueue(r QueueRecord) Command     { return Command{Type: TypePutQueue, Queue: &r} }
-func DeleteQueue(name string) Command    { return Command{Type: TypeDeleteQueue, ID: name} }
-func PutTenant(r TenantRecord) Command   { return Command{Type: TypePutTenant, Tenant: &r} }
-func DeleteTenant(name string) Command   { return Command{Type: TypeDeleteTenant, ID: name} }
-func Audit(r AuditRecord) Command        { return Command{Type: TypeAudit, Audit: &r} }
+func PutQueue(r QueueRecord) Command    { return Command{Type: TypePutQueue, Queue: &r} }
+func DeleteQueue(name string) Command   { return Command{Type: TypeDeleteQueue, ID: name} }
+func PutTenant(r TenantRecord) Command  { return Command{Type: TypePutTenant, Tenant: &r} }
+func DeleteTenant(name string) Command  { return Command{Type: TypeDeleteTenant, ID: name} }
+func Audit(r AuditRecord) Command       { return Command{Type: TypeAudit, Audit: &r} }
 
 // ErrUnknownType is returned for a command whose type this version does not
 // know and which is not marked with IgnoreUnknownTypeFlag.

@@ -126,7 +126,7 @@ func (s *State) Clone() *State {
 	c.EndedSessions = maps.Clone(s.EndedSessions)
 	c.Queues = maps.Clone(s.Queues)
 	c.Tenants = maps.Clone(s.Tenants)
-	c.Audit = slices.Clip(s.Audit) // appended to only: a copy's append reallocates
+	c.Audit = slices.Clip(s.Audit)                           // appended to only: a copy's append reallocates
 	c.endedApps, c.endedDrivers = endedIndex{}, endedIndex{} // rebuilt if the copy is ever trimmed
 	return &c
 }

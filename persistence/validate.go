@@ -39,8 +39,12 @@ func (s *State) Validate() error {
 		s.validateWorkerResources,
 		s.validateEndedIndexes,
 		s.validateEndedSessions,
-		func() error { return validateKeys(BucketQueues, s.Queues, func(r *QueueRecord) string { return r.Name }) },
-		func() error { return validateKeys(BucketTenants, s.Tenants, func(r *TenantRecord) string { return r.Name }) },
+		func() error {
+			return validateKeys(BucketQueues, s.Queues, func(r *QueueRecord) string { return r.Name })
+		},
+		func() error {
+			return validateKeys(BucketTenants, s.Tenants, func(r *TenantRecord) string { return r.Name })
+		},
 		s.validateAudit,
 	} {
 		if err := check(); err != nil {

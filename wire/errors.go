@@ -57,6 +57,10 @@ const (
 	CodeUnknownApp      ErrorCode = "unknown_app"
 	CodeUnknownExecutor ErrorCode = "unknown_executor"
 	CodeUnknownDriver   ErrorCode = "unknown_driver"
+	// CodeUnknownQueue (404 on a queue's route, 400 in a submission) and
+	// CodeUnknownTenant (404): no such queue, no such tenant.
+	CodeUnknownQueue  ErrorCode = "unknown_queue"
+	CodeUnknownTenant ErrorCode = "unknown_tenant"
 	// CodeEnded (409): the app or driver has ended; it can change no more.
 	CodeEnded ErrorCode = "ended"
 	// CodeKeyReused (422): the Idempotency-Key names a submission with
@@ -97,7 +101,7 @@ const (
 var ErrorCodes = []ErrorCode{
 	CodeBadRequest, CodeTooLarge, CodeUnauthorized, CodeForbidden, CodeLimitReached,
 	CodeNotLeader, CodeNoLeader, CodeLeaderPreparing, CodeNotCommitted, CodeOutcomeUnknown, CodeShuttingDown,
-	CodeUnknownWorker, CodeUnknownApp, CodeUnknownExecutor, CodeUnknownDriver, CodeEnded, CodeKeyReused, CodeAddressTaken, CodeWrongState,
+	CodeUnknownWorker, CodeUnknownApp, CodeUnknownExecutor, CodeUnknownDriver, CodeUnknownQueue, CodeUnknownTenant, CodeEnded, CodeKeyReused, CodeAddressTaken, CodeWrongState,
 	CodeLogsUnreachable, CodeWorkerUnreachable, CodeNotReplicated, CodeMembershipFailed,
 	CodeStaleEpoch, CodeUnknownProcess, CodeInternal,
 }

@@ -154,6 +154,9 @@ type KillExecutor struct {
 	Epoch      uint64 `json:"epoch"`
 	AppID      string `json:"appId"`
 	ExecutorID int    `json:"executorId"`
+	// GraceMs, when set, replaces the worker's --kill-grace for this kill
+	// (a preemption's --preemption-grace).
+	GraceMs int64 `json:"graceMs,omitempty"`
 }
 
 // LaunchDriver asks a worker to start a driver. Its Process fields are

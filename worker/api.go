@@ -3,6 +3,7 @@ package worker
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/wire"
@@ -69,20 +70,20 @@ func command[T wire.Command](mux *http.ServeMux, w *Worker, route wire.Route[T, 
 }
 
 func (w *Worker) killExecutor(c *wire.KillExecutor) error {
-	return w.killOnRequest(w.procs.executor(c.AppID, c.ExecutorID), fmt.Sprintf("executor %d of app %s", c.ExecutorID, c.AppID))
+	return w.killOnRequest(w.procs.executor(c.AppID, c.ExecutorID), fmt.Sprintf("executor %d of app %s", c.ExecutorID, c.AppID), time.Duration(c.GraceMs)*time.Millisecond)
 }
 
 func (w *Worker) killDriver(c *wire.KillDriver) error {
-	return w.killOnRequest(w.procs.driver(c.DriverID), "driver "+c.DriverID)
+	return w.killOnRequest(w.procs.driver(c.DriverID), "driver "+c.DriverID, 0)
 }
 
-// killOnRequest kills p (what names it) for the master: 404 if it does not
-// run here.
-func (w *Worker) killOnRequest(p *proc, what string) error {
+// killOnRequest kills p (what names it) for the master, with grace (0:
+// --kill-grace): 404 if it does not run here.
+func (w *Worker) killOnRequest(p *proc, what string, grace time.Duration) error {
 	if p == nil {
 		return httpx.Coded(http.StatusNotFound, wire.CodeUnknownProcess, "unknown %s", what)
 	}
-	w.kill(p, reasonMaster)
+	w.killWithGrace(p, reasonMaster, grace)
 	return nil
 }
 

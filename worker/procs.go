@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/berth-cluster/berth/wire"
 )
@@ -45,10 +46,11 @@ type proc struct {
 	done   chan struct{} // closed once the final state is queued
 
 	// Guarded by procTable.mu.
-	state      string      // a wire.ExecutorState or wire.DriverState
-	process    *os.Process // the running attempt; nil when none
-	killReason string      // set once a kill is requested
-	ended      bool        // final state reached
+	state      string        // a wire.ExecutorState or wire.DriverState
+	process    *os.Process   // the running attempt; nil when none
+	killReason string        // set once a kill is requested
+	killGrace  time.Duration // the kill's grace, when not --kill-grace
+	ended      bool          // final state reached
 }
 
 func (p *proc) executorState() wire.ExecutorState { return wire.ExecutorState(p.state) }

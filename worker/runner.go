@@ -24,13 +24,16 @@ const (
 // kill asks p to stop: SIGTERM to its process group now, SIGKILL after the
 // grace period. It does not wait. It reports false if p had already ended or
 // was being killed.
-func (w *Worker) kill(p *proc, reason string) bool {
+func (w *Worker) kill(p *proc, reason string) bool { return w.killWithGrace(p, reason, 0) }
+
+// killWithGrace is kill with a grace of its own (0: --kill-grace).
+func (w *Worker) killWithGrace(p *proc, reason string, grace time.Duration) bool {
 	w.procs.mu.Lock()
 	defer w.procs.mu.Unlock()
 	if p.ended || p.killReason != "" {
 		return false
 	}
-	p.killReason = reason
+	p.killReason, p.killGrace = reason, grace
 	close(p.killCh)
 	w.terminateLocked(p)
 	return true
@@ -44,11 +47,15 @@ func (w *Worker) terminateLocked(p *proc) {
 		return // not started yet, or between two runs: the runner sees killCh
 	}
 	p.signalLocked(syscall.SIGTERM)
-	time.AfterFunc(w.cfg.KillGrace, func() {
+	grace := w.cfg.KillGrace
+	if p.killGrace > 0 {
+		grace = p.killGrace
+	}
+	time.AfterFunc(grace, func() {
 		w.procs.mu.Lock()
 		defer w.procs.mu.Unlock()
 		if p.process == proc {
-			w.procLog(p).Warn("still running after the grace period; sending SIGKILL", "pid", proc.Pid, "grace", w.cfg.KillGrace)
+			w.procLog(p).Warn("still running after the grace period; sending SIGKILL", "pid", proc.Pid, "grace", grace)
 			p.signalLocked(syscall.SIGKILL)
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/berth-cluster/berth/wire"
 )
@@ -87,8 +88,15 @@ func validateLaunchDriver(c *wire.LaunchDriver) error {
 }
 
 func validateKillExecutor(c *wire.KillExecutor) error {
-	return errors.Join(checkAppID(c.AppID), checkExecutorID(c.ExecutorID))
+	var grace error
+	if c.GraceMs < 0 || c.GraceMs > maxKillGrace.Milliseconds() {
+		grace = fmt.Errorf("graceMs %d: want 0 to %d", c.GraceMs, maxKillGrace.Milliseconds())
+	}
+	return errors.Join(checkAppID(c.AppID), checkExecutorID(c.ExecutorID), grace)
 }
+
+// maxKillGrace bounds the grace a master may ask for one kill.
+const maxKillGrace = 10 * time.Minute
 
 func validateKillDriver(c *wire.KillDriver) error {
 	return checkID("driverId", c.DriverID)

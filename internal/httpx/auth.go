@@ -20,6 +20,7 @@ const (
 	KindMaster                   // master certificate
 	KindWorker                   // worker certificate
 	KindDriver                   // a driver's credential, minted by the master
+	KindTenant                   // a tenant's token
 )
 
 func (k Kind) String() string {
@@ -32,15 +33,45 @@ func (k Kind) String() string {
 		return "worker"
 	case KindDriver:
 		return "driver"
+	case KindTenant:
+		return "tenant"
 	}
 	return "anonymous"
 }
 
 // Principal is an authenticated caller: its kind and, for a certificate,
-// its name (the certificate's CN) or, for a driver, the driver's id.
+// its name (the certificate's CN), for a driver the driver's id, for a
+// tenant the tenant's name. Tenant is the tenant it acts for, if any (a
+// tenant itself, or a driver a tenant submitted).
 type Principal struct {
-	Kind Kind
-	Name string
+	Kind   Kind
+	Name   string
+	Tenant string
+	// Via says how an operator proved itself: ViaSecret, ViaSession or
+	// ViaLoopback ("" for a certificate or a token).
+	Via string
+}
+
+// How an operator without a certificate proved itself.
+const (
+	ViaSecret   = "secret"
+	ViaSession  = "ui-session"
+	ViaLoopback = "loopback"
+)
+
+// Audit names the principal as the audit log shows it: "cli:NAME",
+// "secret", "ui-session", "loopback", "tenant:NAME", "driver:ID",
+// "worker:ID" or "master:ID".
+func (p Principal) Audit() string {
+	switch {
+	case p.Kind == KindOperator && p.Via != "":
+		return p.Via
+	case p.Kind == KindOperator:
+		return "cli:" + p.Name
+	case p.Kind == 0:
+		return "anonymous"
+	}
+	return p.Kind.String() + ":" + p.Name
 }
 
 type principalKey struct{}
@@ -64,9 +95,10 @@ type Auth struct {
 	// TLS: the server is TLS and verifies client certificates against the
 	// cluster's CA; a verified certificate's role makes its principal.
 	TLS bool
-	// Driver resolves a driver credential (wire.DriverTokenPrefix...) to its
-	// driver's id; nil on servers that mint none (workers).
-	Driver func(ctx context.Context, token string) (driverID string, err error)
+	// Bearer resolves a credential the master made (a driver's,
+	// wire.DriverTokenPrefix..., or a tenant's, wire.TenantTokenPrefix...)
+	// to its principal; nil on servers that make none (workers).
+	Bearer func(ctx context.Context, token string) (Principal, error)
 	// Scope checks a driver's or a worker's access to the route's entity
 	// (see PathParam) once the route's Access admits its kind; nil admits.
 	Scope func(r *http.Request, pattern string, p Principal) error
@@ -76,6 +108,9 @@ type Auth struct {
 	// that has no credential is sent to the UI's sign-in page instead of
 	// answered 401.
 	UI *UISessions
+	// Refused, when set, hears of each request of a known caller that its
+	// route's access or scope refused (for the audit log).
+	Refused func(r *http.Request, pattern string, p Principal, err error)
 }
 
 // UIHandler registers h as a web UI's handler (its pages, forms, sign-in
@@ -123,9 +158,12 @@ func Authorize(api any, mux *http.ServeMux, a Auth) http.Handler {
 		}
 		if err == nil {
 			err = admit(acc, p)
-		}
-		if err == nil && a.Scope != nil && (p.Kind == KindDriver || p.Kind == KindWorker) {
-			err = a.Scope(r, pattern, p)
+			if err == nil && a.Scope != nil && (p.Kind == KindDriver || p.Kind == KindWorker || p.Kind == KindTenant) {
+				err = a.Scope(r, pattern, p)
+			}
+			if err != nil && a.Refused != nil {
+				a.Refused(r, pattern, p, err)
+			}
 		}
 		if err != nil {
 			WriteErr(w, r, err)
@@ -143,32 +181,28 @@ func (a Auth) authenticate(r *http.Request, want [sha256.Size]byte, ui bool) (Pr
 		if id, ok := security.PeerIdentity(r.TLS); ok {
 			switch id.Role {
 			case security.RoleCLI:
-				return Principal{KindOperator, id.Name}, nil
+				return Principal{Kind: KindOperator, Name: id.Name}, nil
 			case security.RoleMaster:
-				return Principal{KindMaster, id.Name}, nil
+				return Principal{Kind: KindMaster, Name: id.Name}, nil
 			case security.RoleWorker:
-				return Principal{KindWorker, id.Name}, nil
+				return Principal{Kind: KindWorker, Name: id.Name}, nil
 			}
 		}
 	}
 	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && token != "" {
-		if strings.HasPrefix(token, wire.DriverTokenPrefix) && a.Driver != nil {
-			id, err := a.Driver(r.Context(), token)
-			if err != nil {
-				return Principal{}, err
-			}
-			return Principal{KindDriver, id}, nil
+		if (strings.HasPrefix(token, wire.DriverTokenPrefix) || strings.HasPrefix(token, wire.TenantTokenPrefix)) && a.Bearer != nil {
+			return a.Bearer(r.Context(), token)
 		}
 		if a.Secret != "" {
 			got := sha256.Sum256([]byte(token))
 			if subtle.ConstantTimeCompare(got[:], want[:]) == 1 {
-				return Principal{Kind: KindOperator}, nil
+				return Principal{Kind: KindOperator, Via: ViaSecret}, nil
 			}
 		}
 		return Principal{}, Coded(http.StatusUnauthorized, wire.CodeUnauthorized, "wrong credential")
 	}
 	if a.loopbackMode() {
-		return Principal{Kind: KindOperator}, nil
+		return Principal{Kind: KindOperator, Via: ViaLoopback}, nil
 	}
 	if ui {
 		if p, ok := a.UI.authenticate(r); ok {
@@ -183,7 +217,9 @@ func admit(acc wire.Access, p Principal) error {
 	ok := p.Kind == KindOperator
 	switch acc {
 	case wire.AccessApp:
-		ok = ok || p.Kind == KindDriver
+		ok = ok || p.Kind == KindDriver || p.Kind == KindTenant
+	case wire.AccessTenant:
+		ok = ok || p.Kind == KindTenant
 	case wire.AccessWorker:
 		ok = ok || p.Kind == KindWorker
 	case wire.AccessMaster:

@@ -41,23 +41,27 @@ func ask(t *testing.T, srv *httptest.Server, method, path, bearer string) (int, 
 }
 
 func TestAuthorizeAdmitsByDeclaredAccess(t *testing.T) {
-	owner := map[string]string{"app-1": "driver-a"}
+	owner := map[string]string{"app-1": "driver-a", "app-3": "team"}
 	srv := authServer(t, Auth{
 		Secret: "s3cret",
-		Driver: func(_ context.Context, token string) (string, error) {
-			if token == wire.DriverTokenPrefix+"driver-a.good" {
-				return "driver-a", nil
+		Bearer: func(_ context.Context, token string) (Principal, error) {
+			switch token {
+			case wire.DriverTokenPrefix + "driver-a.good":
+				return Principal{Kind: KindDriver, Name: "driver-a"}, nil
+			case wire.TenantTokenPrefix + "team.good":
+				return Principal{Kind: KindTenant, Name: "team", Tenant: "team"}, nil
 			}
-			return "", Coded(http.StatusUnauthorized, wire.CodeUnauthorized, "no")
+			return Principal{}, Coded(http.StatusUnauthorized, wire.CodeUnauthorized, "no")
 		},
 		Scope: func(r *http.Request, pattern string, p Principal) error {
-			if id := PathParam(pattern, r, "id"); id != "" && p.Kind == KindDriver && owner[id] != p.Name {
+			if id := PathParam(pattern, r, "id"); id != "" && (p.Kind == KindDriver || p.Kind == KindTenant) && owner[id] != p.Name {
 				return Coded(http.StatusForbidden, wire.CodeForbidden, "not yours")
 			}
 			return nil
 		},
 	})
 	driver := wire.DriverTokenPrefix + "driver-a.good"
+	tenant := wire.TenantTokenPrefix + "team.good"
 	for _, c := range []struct {
 		method, path, bearer string
 		status               int
@@ -77,6 +81,15 @@ func TestAuthorizeAdmitsByDeclaredAccess(t *testing.T) {
 		{"POST", "/v1/workers/w1/heartbeat", driver, 403, ""},
 		{"POST", "/v1/raft/join", driver, 403, ""},
 		{"POST", "/v1/apps", wire.DriverTokenPrefix + "driver-a.forged", 401, ""},
+		// A tenant: its own apps, new ones, what it may see of the
+		// cluster; no worker or Raft route.
+		{"POST", "/v1/apps", tenant, 200, "tenant:team"},
+		{"DELETE", "/v1/apps/app-3", tenant, 200, "tenant:team"},
+		{"DELETE", "/v1/apps/app-1", tenant, 403, ""},
+		{"GET", "/v1/cluster", tenant, 200, "tenant:team"},
+		{"POST", "/v1/workers/w1/heartbeat", tenant, 403, ""},
+		{"POST", "/v1/raft/join", tenant, 403, ""},
+		{"GET", "/v1/cluster", wire.TenantTokenPrefix + "team.forged", 401, ""},
 		// Not a declared route: the mux answers.
 		{"GET", "/nowhere", "", 404, ""},
 	} {
@@ -113,8 +126,8 @@ func TestPathParam(t *testing.T) {
 // A follower that cannot check a driver's credential sends the driver to
 // the leader: at the same path and query there, so that it can follow.
 func TestAuthorizeRedirectKeepsThePath(t *testing.T) {
-	srv := authServer(t, Auth{Secret: "s", Driver: func(context.Context, string) (string, error) {
-		return "", &StatusError{Status: http.StatusTemporaryRedirect, Code: wire.CodeNotLeader, Message: "not the leader", Leader: "https://10.0.0.2:7077/"}
+	srv := authServer(t, Auth{Secret: "s", Bearer: func(context.Context, string) (Principal, error) {
+		return Principal{}, &StatusError{Status: http.StatusTemporaryRedirect, Code: wire.CodeNotLeader, Message: "not the leader", Leader: "https://10.0.0.2:7077/"}
 	}})
 	req, _ := http.NewRequest(http.MethodDelete, srv.URL+"/v1/apps/app-1?x=1", nil)
 	req.Header.Set("Authorization", "Bearer "+wire.DriverTokenPrefix+"d.x")

@@ -175,5 +175,5 @@ func (s *UISessions) authenticate(r *http.Request) (Principal, bool) {
 	if err != nil || s.Check(r.Context(), c.Value) != nil {
 		return Principal{}, false
 	}
-	return Principal{Kind: KindOperator}, true
+	return Principal{Kind: KindOperator, Via: ViaSession}, true
 }

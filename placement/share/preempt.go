@@ -88,7 +88,9 @@ func Plan(c Cluster, needs []Need) []Victim {
 	}
 	slices.Sort(workers)
 	taken := make([]bool, len(c.Running))
-	below := func(q int) bool { return DominantShare(usage[q], c.Capacity) < DominantShare(c.Queues[q].Fair, c.Capacity)-1e-9 }
+	below := func(q int) bool {
+		return DominantShare(usage[q], c.Capacity) < DominantShare(c.Queues[q].Fair, c.Capacity)-1e-9
+	}
 	// eligible reports whether v may be taken for n, besides the picks
 	// already made for the same executor (picked, by queue).
 	eligible := func(n Need, v int, picked map[int]Vec) bool {

@@ -1,0 +1,297 @@
+package master
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/berth-cluster/berth/placement"
+	"github.com/berth-cluster/berth/placement/share"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// The fair-share round. Each scheduling round works out, over the
+// schedulable workers' capacity, what every queue holds, wants and is
+// owed (placement/share: weighted DRF, guarantees first, limits), then
+// places in two passes over the same index:
+//  1. the queues below their guarantee first, then by weighted dominant
+//     share, lowest first; within a queue by priority, then first come
+//     first served; each app capped at what its queue is owed;
+//  2. what is still free (capacity the owed could not use: a GPU app's
+//     cores, fragments) to whoever still wants it, up to the queues'
+//     limits: capacity never idles while an app that fits it waits.
+
+// clusterCapacity is what the schedulable workers offer, kept as the index
+// takes them in and out (syncIndex).
+type clusterCapacity struct {
+	cores, memory int
+	res           map[string]int // thousandths of an address
+	of            map[string]workerCap
+}
+
+type workerCap struct {
+	cores, memory int
+	res           map[string]int
+}
+
+func (k *clusterCapacity) put(w *workerInfo) {
+	k.del(w.rec.ID)
+	wc := workerCap{cores: w.rec.Cores, memory: w.rec.MemoryMB}
+	if len(w.rec.Resources) > 0 {
+		wc.res = map[string]int{}
+		for r, addrs := range w.rec.Resources {
+			wc.res[r] = len(addrs) * placement.Whole
+		}
+	}
+	k.add(wc, 1)
+	if k.of == nil {
+		k.of = map[string]workerCap{}
+	}
+	k.of[w.rec.ID] = wc
+}
+
+func (k *clusterCapacity) del(id string) {
+	if wc, ok := k.of[id]; ok {
+		k.add(wc, -1)
+		delete(k.of, id)
+	}
+}
+
+func (k *clusterCapacity) add(wc workerCap, sign int) {
+	k.cores += sign * wc.cores
+	k.memory += sign * wc.memory
+	for r, v := range wc.res {
+		if k.res == nil {
+			k.res = map[string]int{}
+		}
+		if k.res[r] += sign * v; k.res[r] == 0 {
+			delete(k.res, r)
+		}
+	}
+}
+
+// amount is the capacity as the API tells it.
+func (k *clusterCapacity) amount() wire.Amount {
+	a := wire.Amount{Cores: k.cores, MemoryMB: k.memory}
+	for r, v := range k.res {
+		if a.Resources == nil {
+			a.Resources = wire.ResourceAmounts{}
+		}
+		a.Resources[r] = float64(v) / placement.Whole
+	}
+	return a
+}
+
+// shareRound is one round's view of the queues.
+type shareRound struct {
+	dims     []string // cores, memory, then each resource offered
+	capacity share.Vec
+	queues   map[string]*queueRound
+	// cands are the apps that wanted executors, in pass 1's order, and
+	// placed how many each got this round.
+	cands  []candidate
+	placed map[*appInfo]int
+	shared bool // fairShares has run
+}
+
+// queueRound is one queue in a round.
+type queueRound struct {
+	q                 *queueInfo
+	usage, want, fair share.Vec
+	limit             share.Vec
+	left              share.Vec // what pass 1 may still give it
+	wanted, placed    int       // executors its apps asked for, and got, this round
+	// capped: pass 1 gave an app of it fewer executors than it could
+	// start, its queue being owed no more.
+	capped bool
+}
+
+// newShareRound takes the capacity and what every queue holds.
+func (c *core) newShareRound() *shareRound {
+	rnd := &shareRound{dims: append([]string{"cores", "memory"}, slices.Sorted(maps.Keys(c.capacity.res))...), queues: map[string]*queueRound{}, placed: map[*appInfo]int{}}
+	rnd.capacity = rnd.vec(c.capacity.cores, c.capacity.memory, c.capacity.res, 1)
+	n := len(rnd.dims)
+	for name, q := range c.queues {
+		qr := &queueRound{q: q, usage: share.Zero(n), limit: share.Unbounded(n)}
+		if l := q.rec.Limit; l != nil {
+			qr.limit = rnd.amountVec(*l, math.Inf(1))
+		}
+		rnd.queues[name] = qr
+	}
+	for _, a := range c.appOrder {
+		if qr := rnd.queues[queueName(a.rec.Desc.Queue)]; qr != nil {
+			qr.usage = qr.usage.Add(rnd.vec(a.coresGranted, len(a.executors)*a.rec.Desc.MemoryPerExecutorMB, milli(a.rec.Desc.ResourcesPerExecutor), len(a.executors)))
+		}
+	}
+	for _, d := range c.drivers {
+		if qr := rnd.queues[queueName(d.rec.Desc.Queue)]; qr != nil && d.worker != nil {
+			qr.usage = qr.usage.Add(rnd.vec(d.rec.Desc.Cores, d.rec.Desc.MemoryMB, milli(d.rec.Desc.Resources), 1))
+		}
+	}
+	for _, qr := range rnd.queues {
+		qr.want = slices.Clone(qr.usage)
+	}
+	return rnd
+}
+
+// vec is cores, memory and count times res (thousandths) as a Vec of the
+// round's dimensions; a resource the workers do not offer is left out.
+func (rnd *shareRound) vec(cores, memory int, res map[string]int, count int) share.Vec {
+	v := share.Zero(len(rnd.dims))
+	v[0], v[1] = float64(cores), float64(memory)
+	for i, r := range rnd.dims[2:] {
+		v[2+i] = float64(res[r] * count)
+	}
+	return v
+}
+
+// amountVec is an amount as a Vec; a field left out (0) is unset.
+func (rnd *shareRound) amountVec(a wire.Amount, unset float64) share.Vec {
+	v := share.Zero(len(rnd.dims))
+	for i := range v {
+		v[i] = unset
+	}
+	if a.Cores > 0 {
+		v[0] = float64(a.Cores)
+	}
+	if a.MemoryMB > 0 {
+		v[1] = float64(a.MemoryMB)
+	}
+	for i, r := range rnd.dims[2:] {
+		if x, ok := a.Resources[r]; ok {
+			v[2+i] = x * placement.Whole
+		}
+	}
+	return v
+}
+
+// shape is what one executor of a takes, and want what a asks this round
+// (need executors, within its cores left and the free cores).
+func (rnd *shareRound) shape(a *appInfo, coresFree int) (one, want share.Vec, cores int) {
+	cores = a.rec.Desc.CoresPerExecutor
+	if cores == 0 {
+		cores = min(a.coresLeft(), coresFree)
+	}
+	return rnd.vec(cores, a.rec.Desc.MemoryPerExecutorMB, milli(a.rec.Desc.ResourcesPerExecutor), 1), nil, cores
+}
+
+// fairShares computes every queue's fair share from what it holds and
+// wants.
+func (rnd *shareRound) fairShares() {
+	rnd.shared = true
+	names := slices.Sorted(maps.Keys(rnd.queues))
+	qs := make([]share.Queue, len(names))
+	for i, name := range names {
+		qr := rnd.queues[name]
+		qs[i] = share.Queue{Weight: qr.q.rec.Weight, Guarantee: rnd.amountVec(qr.q.rec.Guarantee, 0), Limit: qr.limit, Want: qr.want}
+	}
+	for i, f := range share.FairShares(rnd.capacity, qs) {
+		qr := rnd.queues[names[i]]
+		qr.fair = f
+		qr.left = f.Sub(qr.usage).Max(share.Zero(len(f)))
+	}
+}
+
+// order is the queues in the order pass 1 serves them: those below their
+// guarantee first, then by weighted dominant share, lowest first (name
+// breaks ties).
+func (rnd *shareRound) order() []*queueRound {
+	out := slices.Collect(maps.Values(rnd.queues))
+	key := func(qr *queueRound) (int, float64) {
+		g := rnd.amountVec(qr.q.rec.Guarantee, 0).Min(qr.want)
+		below := 1
+		if share.DominantShare(qr.usage, rnd.capacity) < share.DominantShare(g, rnd.capacity)-1e-9 {
+			below = 0
+		}
+		return below, share.DominantShare(qr.usage, rnd.capacity) / qr.q.rec.Weight
+	}
+	slices.SortFunc(out, func(a, b *queueRound) int {
+		ab, ad := key(a)
+		bb, bd := key(b)
+		return cmp.Or(cmp.Compare(ab, bb), cmp.Compare(ad, bd), cmp.Compare(a.q.rec.Name, b.q.rec.Name))
+	})
+	return out
+}
+
+// allowed is how many executors of shape one, and how many cores, a queue
+// with left to give may start: up to what it is owed, rounded up by one
+// executor (an executor is not cut in pieces), none once it is owed
+// nothing.
+func allowed(left, one share.Vec) int {
+	k := math.Inf(1)
+	for i := range one {
+		if one[i] > 0 {
+			k = math.Min(k, left[i]/one[i])
+		}
+	}
+	if k <= 1e-9 {
+		return 0
+	}
+	if math.IsInf(k, 1) {
+		return math.MaxInt32
+	}
+	return int(math.Ceil(k - 1e-9))
+}
+
+// describeVec renders a Vec of the round as an amount.
+func (rnd *shareRound) amount(v share.Vec) wire.Amount {
+	a := wire.Amount{Cores: int(math.Round(v[0])), MemoryMB: int(math.Round(v[1]))}
+	for i, r := range rnd.dims[2:] {
+		if x := v[2+i]; x > 0 && !math.IsInf(x, 1) {
+			if a.Resources == nil {
+				a.Resources = wire.ResourceAmounts{}
+			}
+			a.Resources[r] = math.Round(x) / placement.Whole
+		}
+	}
+	return a
+}
+
+// record keeps what the round found of each queue, for its status and for
+// why its apps wait.
+func (rnd *shareRound) record() {
+	if !rnd.shared {
+		rnd.fairShares()
+	}
+	for _, qr := range rnd.queues {
+		v := &qr.q.view
+		v.usage, v.fair = rnd.amount(qr.usage), rnd.amount(qr.fair)
+		v.waiting = rnd.amount(qr.want.Sub(qr.usage).Max(share.Zero(len(qr.usage))))
+		v.ds, v.fairDS = share.DominantShare(qr.usage, rnd.capacity), share.DominantShare(qr.fair, rnd.capacity)
+		v.held = ""
+		switch {
+		case qr.placed >= qr.wanted:
+		case atLimit(qr):
+			v.held = fmt.Sprintf("queue %s at its limit (%s)", qr.q.rec.Name, describeAmount(*qr.q.rec.Limit))
+		case qr.capped && rnd.othersOwed(qr):
+			v.held = fmt.Sprintf("queue %s holds its fair share (%s) while others are owed theirs", qr.q.rec.Name, describeAmount(v.fair))
+		}
+	}
+}
+
+// atLimit reports whether a queue with a limit cannot grow in one of the
+// resources it wants more of.
+func atLimit(qr *queueRound) bool {
+	if qr.q.rec.Limit == nil {
+		return false
+	}
+	for i := range qr.usage {
+		if qr.want[i] > qr.usage[i]+1e-9 && qr.usage[i] >= qr.limit[i]-1e-9 {
+			return true
+		}
+	}
+	return false
+}
+
+// othersOwed reports whether a queue other than qr is below its fair
+// share with demand left.
+func (rnd *shareRound) othersOwed(qr *queueRound) bool {
+	for _, o := range rnd.queues {
+		if o != qr && o.placed < o.wanted && share.DominantShare(o.usage, rnd.capacity) < share.DominantShare(o.fair, rnd.capacity)-1e-9 {
+			return true
+		}
+	}
+	return false
+}

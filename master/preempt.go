@@ -1,0 +1,257 @@
+package master
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/placement"
+	"github.com/berth-cluster/berth/placement/share"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// Preemption (docs/QUEUES.md). A queue below its fair share (its guarantee
+// included) whose demand went unplaced for --preemption-delay gets
+// capacity back from queues above theirs that allow it; an app waiting
+// that long behind apps of a lower priority in its own queue gets theirs.
+// placement/share.Plan picks the executors: the fewest that free enough
+// room on one worker, most recently started first, never a driver, never
+// a queue taken below its fair share, and only where the room freed will
+// hold what waits. A preemption is written before anything is killed
+// (the executor's record says why), so a new leader carries it through:
+// it kills what the old one had marked, once, and nothing else.
+
+// reclaim runs after each round: it notes which queues (and apps) are
+// owed capacity since when, and preempts for those that waited long
+// enough.
+func (c *core) reclaim(rnd *shareRound) {
+	c.resendPreemptions()
+	now := c.now()
+	names := slices.Sorted(maps.Keys(rnd.queues))
+	index := map[*queueRound]int{}
+	for i, n := range names {
+		index[rnd.queues[n]] = i
+	}
+	var needs []share.Need
+	var due []bool // needs[i] has waited long enough
+	add := func(ns []share.Need, ready bool) {
+		for _, n := range ns {
+			needs, due = append(needs, n), append(due, ready)
+		}
+	}
+	for _, n := range names {
+		qr := rnd.queues[n]
+		q := qr.q
+		owed := qr.placed < qr.wanted && share.DominantShare(qr.usage, rnd.capacity) < share.DominantShare(qr.fair, rnd.capacity)-1e-9
+		if !owed {
+			q.starvedSince, q.view.reclaiming = time.Time{}, ""
+			continue
+		}
+		if q.starvedSince.IsZero() {
+			q.starvedSince = now
+		}
+		if c.reclaiming[n] > 0 {
+			continue // what was taken back for it has yet to end: wait for it
+		}
+		add(rnd.needsOf(qr, index[qr], c.cfg.MinCoreUnit), now.Sub(q.starvedSince) >= c.cfg.PreemptionDelay)
+	}
+	for _, cd := range rnd.cands {
+		a := cd.a
+		if rnd.placed[a] > 0 || !wantsCores(a) {
+			a.waitingSince = time.Time{}
+			continue
+		}
+		if a.waitingSince.IsZero() {
+			a.waitingSince = now
+		}
+		if c.reclaiming[cd.qr.q.rec.Name] == 0 && c.lowerPriorityIn(cd.qr.q.rec.Name, a.rec.Desc.Priority) {
+			add([]share.Need{rnd.needOf(cd, index[cd.qr], c.cfg.MinCoreUnit)}, now.Sub(a.waitingSince) >= c.cfg.PreemptionDelay)
+		}
+	}
+	c.owing = len(needs) > 0
+	if len(needs) == 0 {
+		return
+	}
+	cluster, running := c.preemptionView(rnd, index)
+	freed := map[string]map[string]share.Vec{} // owed queue → queue taken from → what
+	for _, v := range share.Plan(cluster, needs) {
+		e, n := running[v.Executor], needs[v.Need]
+		owed, from := names[n.Queue], queueName(e.app.rec.Desc.Queue)
+		if freed[owed] == nil {
+			freed[owed] = map[string]share.Vec{}
+		}
+		if f, ok := freed[owed][from]; ok {
+			freed[owed][from] = f.Add(cluster.Running[v.Executor].Use)
+		} else {
+			freed[owed][from] = slices.Clone(cluster.Running[v.Executor].Use)
+		}
+		if !due[v.Need] {
+			continue
+		}
+		why := "for queue " + owed
+		if from == owed {
+			why = fmt.Sprintf("for an app of priority %d in queue %s", n.Priority, owed)
+		}
+		c.preempt(e, why, owed)
+	}
+	for _, n := range names {
+		q := rnd.queues[n].q
+		if q.starvedSince.IsZero() {
+			continue
+		}
+		q.view.reclaiming = describeReclaim(rnd, freed[n], c.cfg.PreemptionDelay-now.Sub(q.starvedSince))
+	}
+}
+
+// describeReclaim says what is (or will be, in wait) taken back for a
+// queue: "8 cores to be reclaimed from queue batch in 25s".
+func describeReclaim(rnd *shareRound, from map[string]share.Vec, wait time.Duration) string {
+	if len(from) == 0 {
+		return "owed capacity, but no queue above its fair share has any to give back"
+	}
+	var parts []string
+	for _, q := range slices.Sorted(maps.Keys(from)) {
+		parts = append(parts, fmt.Sprintf("%s from queue %s", describeAmount(rnd.amount(from[q])), q))
+	}
+	if wait > 0 {
+		return strings.Join(parts, "; ") + " to be reclaimed in " + wait.Round(time.Second).String()
+	}
+	return "reclaiming " + strings.Join(parts, "; ")
+}
+
+// needsOf is what queue qr (index i) is owed room for: its apps' unplaced
+// executors, by priority then age.
+func (rnd *shareRound) needsOf(qr *queueRound, i, unit int) []share.Need {
+	var out []share.Need
+	for _, cd := range rnd.cands {
+		if cd.qr == qr && rnd.placed[cd.a] < cd.need {
+			out = append(out, rnd.needOf(cd, i, unit))
+		}
+	}
+	return out
+}
+
+// needOf is app cd's unplaced executors as a need of queue i: an executor
+// of its size, or (a size left to placement) of the core unit.
+func (rnd *shareRound) needOf(cd candidate, i, unit int) share.Need {
+	one := slices.Clone(cd.one)
+	if cd.a.rec.Desc.CoresPerExecutor == 0 {
+		one[0] = float64(min(placement.CoreUnit(unit), max(cd.a.coresLeft(), 1)))
+	}
+	return share.Need{Queue: i, Priority: cd.a.rec.Desc.Priority, Shape: one, Count: max(cd.need-rnd.placed[cd.a], 0)}
+}
+
+// lowerPriorityIn reports whether queue name has a running executor of an
+// app of a lower priority than p.
+func (c *core) lowerPriorityIn(name string, p int) bool {
+	for _, a := range c.appOrder {
+		if queueName(a.rec.Desc.Queue) == name && a.rec.Desc.Priority < p && len(a.executors) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// preemptionView is the cluster as share.Plan sees it: each queue's use and
+// fair share, each schedulable worker's free room, and every executor that
+// could be taken (running, not already being taken back).
+func (c *core) preemptionView(rnd *shareRound, index map[*queueRound]int) (share.Cluster, []*executorInfo) {
+	cl := share.Cluster{Capacity: rnd.capacity, Queues: make([]share.QueueState, len(index))}
+	for qr, i := range index {
+		cl.Queues[i] = share.QueueState{Usage: qr.usage, Fair: qr.fair, Preempt: qr.q.rec.Preempt}
+	}
+	workerIndex := map[*workerInfo]int{}
+	for _, w := range c.aliveWorkers() {
+		workerIndex[w] = len(cl.Free)
+		res := map[string]int{}
+		for r, free := range w.resourcesFree() {
+			for _, f := range free {
+				if f == placement.Whole {
+					res[r] += placement.Whole
+				}
+			}
+		}
+		cl.Free = append(cl.Free, rnd.vec(w.coresFree(), w.memoryFree(), res, 1))
+	}
+	var running []*executorInfo
+	for _, a := range c.appOrder {
+		qr := rnd.queues[queueName(a.rec.Desc.Queue)]
+		for _, e := range sortedExecutors(a.executors) {
+			if _, ok := workerIndex[e.worker]; ok && qr != nil && !e.launching && e.preemptedFor == "" && e.state == wire.ExecutorRunning {
+				running = append(running, e)
+			}
+		}
+	}
+	// Age by start, then by app and executor id (placed in that order):
+	// a rank, so that executors started in one round still come in order.
+	slices.SortStableFunc(running, func(x, y *executorInfo) int { return x.started.Compare(y.started) })
+	for rank, e := range running {
+		a := e.app
+		cl.Running = append(cl.Running, share.Running{Queue: index[rnd.queues[queueName(a.rec.Desc.Queue)]], Priority: a.rec.Desc.Priority,
+			Worker: workerIndex[e.worker], Use: rnd.vec(e.cores, e.memory, milli(a.rec.Desc.ResourcesPerExecutor), 1), Started: int64(rank)})
+	}
+	return cl, running
+}
+
+// preempt writes that e is taken back (why), then kills it with the
+// preemption grace and tells its app.
+func (c *core) preempt(e *executorInfo, why, owed string) {
+	a := e.app
+	rec := persistence.ExecutorRecord{AppID: a.rec.ID, ID: e.id, WorkerID: e.worker.rec.ID, Cores: e.cores, MemoryMB: e.memory,
+		Resources: e.resources, StartedAt: e.started, PreemptedFor: why}
+	e.preemptedFor, e.reclaimedFor = why, owed // taken: a later round does not pick it again
+	c.reclaiming[owed]++
+	c.commit([]persistence.Command{persistence.PutExecutor(rec)}, func() {
+		if !c.live(e) {
+			return
+		}
+		if q := c.queueOf(a.rec.Desc.Queue); q != nil {
+			q.preemptions++
+		}
+		c.metrics.preemptions.WithLabelValues(queueName(a.rec.Desc.Queue)).Inc()
+		c.log.Info("preempting an executor", "app", a.rec.ID, "executor", e.id, "why", why)
+		c.sendPreemption(e)
+		c.publish(a, wire.AppEvent{Type: wire.EventExecutorPreempted, Executor: executorStatus(e), Message: "preempted " + why})
+	}, func(err error) {
+		if err != nil && e.reclaimedFor != "" {
+			// Not durable: free to be picked again.
+			e.preemptedFor, e.reclaimedFor = "", ""
+			c.reclaiming[owed]--
+		}
+	})
+}
+
+// sendPreemption tells e's worker to kill it, once per leadership.
+func (c *core) sendPreemption(e *executorInfo) {
+	e.killSent = true
+	grace := c.cfg.PreemptionGrace.Milliseconds()
+	c.fx.send(e.worker, commandOn(wire.WorkerAPI.KillExecutor, wire.KillExecutor{Epoch: c.epoch, AppID: e.app.rec.ID, ExecutorID: e.id, GraceMs: max(grace, 1)}))
+}
+
+// resendPreemptions carries through the preemptions a former leader made
+// durable: their executors are killed by this one too.
+func (c *core) resendPreemptions() {
+	for _, a := range c.appOrder {
+		for _, e := range a.executors {
+			if e.preemptedFor != "" && !e.killSent && !e.launching && e.state == wire.ExecutorRunning {
+				c.sendPreemption(e)
+			}
+		}
+	}
+}
+
+// settleQueues runs when nothing waits: no queue is owed anything.
+func (c *core) settleQueues() {
+	c.resendPreemptions()
+	c.owing = false
+	for _, q := range c.queues {
+		q.starvedSince = time.Time{}
+	}
+	c.newShareRound().record() // what each queue holds now, for its status
+	for _, q := range c.queues {
+		q.view.reclaiming, q.view.held = "", ""
+	}
+}

@@ -1,0 +1,175 @@
+package master
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"maps"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// Tenants (docs/QUEUES.md): a team's credential. A tenant submits into its
+// queues and manages what it submitted; a driver it submitted acts for it.
+// Its token is shown once, at its creation; the masters keep its SHA-256,
+// written through the log, so every master checks it from its replica and
+// a deleted tenant's token stops working everywhere as the deletion
+// commits. Its apps and drivers keep running.
+
+// loadTenants takes the tenants of a new leader's state.
+func (c *core) loadTenants(s *persistence.State) {
+	c.tenants = maps.Clone(s.Tenants)
+	if c.tenants == nil {
+		c.tenants = map[string]*persistence.TenantRecord{}
+	}
+}
+
+func (c *core) sortedTenants() []*persistence.TenantRecord {
+	out := make([]*persistence.TenantRecord, 0, len(c.tenants))
+	for _, name := range slices.Sorted(maps.Keys(c.tenants)) {
+		out = append(out, c.tenants[name])
+	}
+	return out
+}
+
+// unixUser is what a tenant's Unix user may be called (POSIX portable user
+// names, as useradd takes them).
+var unixUser = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
+
+// tenantName is what a tenant may be called: no dot, as its token is
+// bt.<name>.<secret part>.
+var tenantName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+func checkTenantName(name string) error {
+	if !tenantName.MatchString(name) {
+		return badRequest("tenant %q: want lowercase letters, digits, '-' or '_', starting with a letter or digit, at most 63", name)
+	}
+	return nil
+}
+
+// validateTenant checks a POST /v1/tenants/{name} body.
+func validateTenant(s wire.TenantSpec) error {
+	if len(s.Queues) == 0 {
+		return badRequest("queues: a tenant needs at least one queue to submit into")
+	}
+	for _, q := range s.Queues {
+		if err := wire.CheckQueueName("queues", q); err != nil {
+			return badRequest("%v", err)
+		}
+	}
+	if s.UnixUser != "" && !unixUser.MatchString(s.UnixUser) {
+		return badRequest("unixUser %q: want a user name (lowercase letters, digits, _ and -, at most 32)", s.UnixUser)
+	}
+	return nil
+}
+
+// createTenant makes tenant name with its token, answered once durable;
+// an existing tenant is refused (delete it first: its token is gone).
+func (c *core) createTenant(name string, spec wire.TenantSpec, reply reply[wire.TenantCreated]) {
+	switch {
+	case !c.leading():
+		reply.fail(c.notLeader())
+		return
+	case c.tenants[name] != nil:
+		reply.fail(httpx.Coded(http.StatusConflict, wire.CodeWrongState, "tenant %s exists: delete it first (its token is shown only at its creation)", name))
+		return
+	}
+	for _, q := range spec.Queues {
+		if c.queues[q] == nil {
+			reply.fail(httpx.Coded(http.StatusBadRequest, wire.CodeUnknownQueue, "queues: no queue %q (berth queue set %s)", q, q))
+			return
+		}
+	}
+	token := mintTenantToken(name)
+	rec := persistence.TenantRecord{Name: name, Queues: slices.Clone(spec.Queues), TokenHash: tokenHash(token), UnixUser: spec.UnixUser, CreatedAt: c.now()}
+	c.commit([]persistence.Command{persistence.PutTenant(rec)}, func() {
+		c.tenants[name] = &rec
+		c.log.Info("tenant created", "tenant", name, "queues", rec.Queues)
+	}, func(err error) {
+		if err != nil {
+			reply.fail(err)
+			return
+		}
+		reply(wire.TenantCreated{Name: name, Token: token}, nil)
+	})
+}
+
+// mintTenantToken makes a tenant's token: bt.<name>.<random>.
+func mintTenantToken(name string) string {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return wire.TenantTokenPrefix + name + "." + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// deleteTenant removes tenant name: its token stops working; what it
+// submitted runs on.
+func (c *core) deleteTenant(name string, reply reply[wire.None]) {
+	switch {
+	case !c.leading():
+		reply.fail(c.notLeader())
+		return
+	case c.tenants[name] == nil:
+		reply.fail(httpx.Coded(http.StatusNotFound, wire.CodeUnknownTenant, "no tenant %q", name))
+		return
+	}
+	c.commit([]persistence.Command{persistence.DeleteTenant(name)}, func() {
+		delete(c.tenants, name)
+		c.log.Info("tenant deleted", "tenant", name)
+	}, func(err error) { reply(wire.None{}, err) })
+}
+
+// tenantsStatus is GET /v1/tenants.
+func (c *core) tenantsStatus() (wire.Tenants, error) {
+	if !c.leading() {
+		return wire.Tenants{}, c.notLeader()
+	}
+	out := wire.Tenants{Tenants: []wire.TenantStatus{}}
+	for _, t := range c.sortedTenants() {
+		out.Tenants = append(out.Tenants, wire.TenantStatus{Name: t.Name, Queues: t.Queues, UnixUser: t.UnixUser, CreatedAt: t.CreatedAt})
+	}
+	return out, nil
+}
+
+// tenantOfToken is the tenant a token was made for, read from this
+// master's replica (a follower checks it too); 401 for any other token.
+func (m *Master) tenantOfToken(ctx context.Context, token string) (string, error) {
+	name, _, _ := strings.Cut(strings.TrimPrefix(token, wire.TenantTokenPrefix), ".")
+	ok := false
+	if err := m.engine.Read(ctx, func(s *persistence.State) {
+		t := s.Tenants[name]
+		ok = t != nil && subtle.ConstantTimeCompare([]byte(tokenHash(token)), []byte(t.TokenHash)) == 1
+	}); err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", httpx.Coded(http.StatusUnauthorized, wire.CodeUnauthorized, "tenant token unknown, or its tenant was deleted")
+	}
+	return name, nil
+}
+
+// tenantMaySubmit checks that tenant (none: an operator) may submit into
+// queue, and that the queue exists.
+func (c *core) tenantMaySubmit(tenant, queue string) error {
+	queue = queueName(queue)
+	if c.queues[queue] == nil {
+		return httpx.Coded(http.StatusBadRequest, wire.CodeUnknownQueue, "queue: no queue %q", queue)
+	}
+	if tenant == "" {
+		return nil
+	}
+	t := c.tenants[tenant]
+	if t == nil {
+		return httpx.Coded(http.StatusUnauthorized, wire.CodeUnauthorized, "tenant %s was deleted", tenant)
+	}
+	if !slices.Contains(t.Queues, queue) {
+		return forbidden("tenant %s may not submit into queue %s (its queues: %s)", tenant, queue, strings.Join(t.Queues, ", "))
+	}
+	return nil
+}
