@@ -77,7 +77,7 @@ func (c *core) launchDriver(w *workerInfo, d *driverInfo, grants wire.ResourceGr
 			Epoch: c.epoch, MasterURL: c.cfg.Advertise, DriverID: d.rec.ID,
 			Process: wire.Process{
 				Command: d.rec.Desc.Command, Env: d.rec.Desc.Env,
-				Cores: d.rec.Desc.Cores, MemoryMB: d.rec.Desc.MemoryMB, Resources: grants,
+				Cores: d.rec.Desc.Cores, MemoryMB: d.rec.Desc.MemoryMB, Resources: grants, User: c.unixUserOf(d.rec.Tenant),
 			},
 			Supervise: d.rec.Desc.Supervise, Token: token,
 		}))

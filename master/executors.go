@@ -30,7 +30,7 @@ func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int, gran
 			Epoch: c.epoch, MasterURL: c.cfg.Advertise, AppID: a.rec.ID, ExecutorID: e.id,
 			Process: wire.Process{
 				Command: a.rec.Desc.Command, Env: a.rec.Desc.Env,
-				Cores: cores, MemoryMB: memory, Resources: grants,
+				Cores: cores, MemoryMB: memory, Resources: grants, User: c.unixUserOf(a.rec.Tenant),
 			},
 		}))
 		c.publish(a, wire.AppEvent{Type: wire.EventExecutorAdded, Executor: executorStatus(e)})

@@ -337,3 +337,24 @@ func TestAuditEntriesGoWithTheirWrites(t *testing.T) {
 		t.Fatalf("audit log %+v, want the queue's entry", h.fx.state.Audit)
 	}
 }
+
+// A tenant's Unix user goes with its processes' launches, for workers with
+// --run-as dynamic to run them as that user.
+func TestATenantsUnixUserGoesWithItsLaunches(t *testing.T) {
+	h := newLeader(t, nil)
+	h.addWorker("w1", 4, 8192)
+	if _, err := run(h, func(r reply[wire.TenantCreated]) {
+		h.c.createTenant("team", wire.TenantSpec{Queues: []string{wire.DefaultQueue}, UnixUser: "team_a"}, r)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	desc := oneCoreApp(wire.DefaultQueue, 0)
+	desc.MaxCores = 1
+	if _, err := run(h, func(r reply[wire.Submitted]) { h.c.registerApp(desc, keyed{tenant: "team"}, r) }); err != nil {
+		t.Fatal(err)
+	}
+	launches := h.takeSent(wire.WorkerAPI.LaunchExecutor.Pattern)
+	if len(launches) != 1 || launches[0].cmd.body.(wire.LaunchExecutor).User != "team_a" {
+		t.Errorf("launches %+v, want one as user team_a", launches)
+	}
+}

@@ -173,3 +173,12 @@ func (c *core) tenantMaySubmit(tenant, queue string) error {
 	}
 	return nil
 }
+
+// unixUserOf is the Unix user the processes of tenant run as, if its
+// record names one (and the tenant still exists).
+func (c *core) unixUserOf(tenant string) string {
+	if t := c.tenants[tenant]; t != nil {
+		return t.UnixUser
+	}
+	return ""
+}

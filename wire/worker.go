@@ -137,6 +137,9 @@ type Process struct {
 	MemoryMB int               `json:"memoryMB"`
 	// Resources: the addresses of custom resources the process is given.
 	Resources ResourceGrants `json:"resources,omitempty"`
+	// User is the Unix user a worker with --run-as dynamic runs it as (its
+	// tenant's unixUser) instead of an identity of its own; "" for none.
+	User string `json:"user,omitempty"`
 }
 
 // LaunchExecutor asks a worker to start an executor. Its Process fields are

@@ -88,7 +88,12 @@ func (w *Worker) makeProcDir(p *proc) (*procDir, error) {
 	}
 	d := &procDir{dirHandle: tenant, gid: -1}
 	if r != nil {
-		if d.id, err = r.claim(root, tenant); err != nil {
+		if p.user != "" {
+			d.id, err = r.claimAs(tenant, p.user)
+		} else {
+			d.id, err = r.claim(root, tenant)
+		}
+		if err != nil {
 			tenant.Close()
 			return nil, err
 		}

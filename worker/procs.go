@@ -35,6 +35,7 @@ type proc struct {
 	memoryMB  int
 	supervise bool // drivers
 	resources wire.ResourceGrants
+	user      string   // its tenant's Unix user (--run-as dynamic), "" for an identity of its own
 	argv      []string // placeholders substituted
 	env       []string
 	dir       string

@@ -3,7 +3,9 @@ package worker
 import (
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 
@@ -117,6 +119,27 @@ func (r *runAs) claim(root, tenant *dirHandle) (identity, error) {
 		return identity{}, fmt.Errorf("giving %s to its group %d: %w", tenant, id, err)
 	}
 	return identity{uid: id, gid: id}, nil
+}
+
+// claimAs gives the open tenant directory to the Unix user name (a
+// tenant's unixUser, which must exist on this worker) and its primary
+// group, and returns that identity: every app and driver of the tenant
+// runs as that user. Give the user a group of its own: its group can read
+// the tenant's directories.
+func (r *runAs) claimAs(tenant *dirHandle, name string) (identity, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return identity{}, fmt.Errorf("its tenant's Unix user %q: %w", name, err)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err1 != nil || err2 != nil || uid == 0 {
+		return identity{}, fmt.Errorf("its tenant's Unix user %q: uid %s, gid %s: not a user a tenant may run as", name, u.Uid, u.Gid)
+	}
+	if err := setOwner(tenant.f, int(gid), 0o750); err != nil {
+		return identity{}, fmt.Errorf("giving %s to group %d: %w", tenant, gid, err)
+	}
+	return identity{uid: uint32(uid), gid: uint32(gid)}, nil
 }
 
 func isTenantID(id uint32) bool { return id >= tenantIDBase && id < tenantIDBase+tenantIDs }

@@ -3,6 +3,7 @@ package worker
 import (
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/testkit/testproc"
+	"github.com/berth-cluster/berth/wire"
 )
 
 func requireRoot(t *testing.T) {
@@ -245,5 +247,33 @@ func TestRunAsIdentitiesAreNotReusedSoon(t *testing.T) {
 	os.Remove(filepath.Join(work, "app-b"))
 	if c := claim("app-c"); c != tenantIDBase+44 {
 		t.Errorf("after app B's directory went, a new app got %d, want %d (not B's, freed just now)", c, tenantIDBase+44)
+	}
+}
+
+// A tenant mapped to a Unix user runs as that user on a --run-as dynamic
+// worker; a user the worker does not have fails the launch, saying so.
+func TestRunAsATenantsUnixUser(t *testing.T) {
+	requireRoot(t)
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("no user nobody here")
+	}
+	t.Parallel()
+	base := runAsBase(t)
+	fm, tw := startRegistered(t, func(c *Config) { c.RunAs = runAsDynamic; c.WorkDir = filepath.Join(base, "work") })
+	l := launchOf("app-u", 0, []string{"/bin/sh", "-c", "id -u; id -g"}, nil)
+	l.User = "nobody"
+	tw.mustCall(200, "POST", "/v1/executors", l)
+	fm.waitFinal(t, "app-u", 0)
+	out, _ := os.ReadFile(filepath.Join(tw.execDir("app-u", 0), "stdout"))
+	if string(out) != nobody.Uid+"\n"+nobody.Gid+"\n" {
+		t.Errorf("the executor ran as %q, want nobody (%s:%s)", out, nobody.Uid, nobody.Gid)
+	}
+	l = launchOf("app-v", 0, []string{"/bin/true"}, nil)
+	l.User = "no-such-user-x"
+	tw.mustCall(200, "POST", "/v1/executors", l)
+	reps := fm.waitFinal(t, "app-v", 0)
+	if got := reps[len(reps)-1]; got.State != wire.ExecutorFailed || !strings.Contains(got.Message, "no-such-user-x") {
+		t.Errorf("an unknown user: %s %q, want FAILED naming it", got.State, got.Message)
 	}
 }

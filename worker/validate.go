@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -76,8 +77,15 @@ func checkEnv(env map[string]string) error {
 // validateProcess checks what a launch runs: its cores, memory, command and
 // env.
 func validateProcess(p wire.Process) error {
-	return errors.Join(checkResources(p.Cores, p.MemoryMB), checkCommand(p.Command), checkEnv(p.Env))
+	var user error
+	if p.User != "" && !unixUser.MatchString(p.User) {
+		user = fmt.Errorf("user %q is not a user name", p.User)
+	}
+	return errors.Join(checkResources(p.Cores, p.MemoryMB), checkCommand(p.Command), checkEnv(p.Env), user)
 }
+
+// unixUser is what a tenant's Unix user may be called (as the master takes it).
+var unixUser = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
 
 func validateLaunchExecutor(c *wire.LaunchExecutor) error {
 	return errors.Join(checkAppID(c.AppID), checkExecutorID(c.ExecutorID), validateProcess(c.Process))
