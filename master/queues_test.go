@@ -358,3 +358,17 @@ func TestATenantsUnixUserGoesWithItsLaunches(t *testing.T) {
 		t.Errorf("launches %+v, want one as user team_a", launches)
 	}
 }
+
+// What a queue is owed never makes an executor smaller than the core unit:
+// with a unit of 4 and a worker of 2 cores, an app of any size waits.
+func TestOwedCoresKeepTheCoreUnit(t *testing.T) {
+	h := newLeader(t, func(c *Config) { c.MinCoreUnit = 4 })
+	h.addWorker("w1", 2, 4096)
+	a := h.addApp(wire.AppDescription{Command: []string{"x"}})
+	if len(a.executors) != 0 {
+		t.Fatalf("%s: an executor below the core unit was placed", layout(a))
+	}
+	if st := mustAppStatus(t, h, a.rec.ID); !strings.Contains(st.Waiting, "cannot start: the core unit 4 fits on no worker") {
+		t.Errorf("it says %q", st.Waiting)
+	}
+}

@@ -179,6 +179,12 @@ func (c *core) placeRound(rnd *shareRound, cands []candidate, room func(candidat
 		coresCap := a.coresLeft()
 		if a.rec.Desc.CoresPerExecutor == 0 {
 			coresCap = min(coresCap, int(math.Ceil(math.Max(left[0], 0)-1e-9)))
+			if step := min(placement.CoreUnit(c.cfg.MinCoreUnit), a.coresLeft()); coresCap > 0 && coresCap < step {
+				// Rounded up to one step, as a fixed size is to one
+				// executor: the cap must not make an executor smaller
+				// than the core unit.
+				coresCap = step
+			}
 		}
 		if k <= 0 || coresCap <= 0 {
 			continue
