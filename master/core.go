@@ -7,6 +7,7 @@ import (
 
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/placement"
+	"github.com/berth-cluster/berth/placement/share"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -88,6 +89,19 @@ type core struct {
 	// reclaiming counts, by owed queue, the executors being taken back for
 	// it: a queue waits for them to end before more are taken.
 	reclaiming map[string]int
+	// inheritedPreemptions are the executors a former leader marked for
+	// preemption, not yet killed by this one.
+	inheritedPreemptions map[*executorInfo]struct{}
+	// seq numbers the executors as they are placed (or recovered, oldest
+	// first): preemption takes the highest first.
+	seq uint64
+	// viewRound numbers the preemption views (workerInfo.viewRound);
+	// viewBuf is their storage, reused.
+	viewRound uint64
+	viewBuf   struct {
+		running []share.Running
+		execs   []*executorInfo
+	}
 }
 
 func newCore(cfg Config, log *slog.Logger, clock Clock, fx effects) (*core, error) {
@@ -124,6 +138,7 @@ func (c *core) reset() {
 	c.queues = map[string]*queueInfo{wire.DefaultQueue: {rec: defaultQueue()}}
 	c.tenants = map[string]*persistence.TenantRecord{}
 	c.reclaiming = map[string]int{}
+	c.inheritedPreemptions = map[*executorInfo]struct{}{}
 }
 
 func (c *core) now() time.Time { return c.clock.Now() }
@@ -150,3 +165,9 @@ func (c *core) newDriverID() string {
 // schedule asks for a scheduling pass once the current event is handled;
 // bursts of events then cost one pass.
 func (c *core) schedule() { c.needSchedule = true }
+
+// nextSeq is the next executor's rank by age.
+func (c *core) nextSeq() uint64 {
+	c.seq++
+	return c.seq
+}

@@ -14,7 +14,7 @@ import (
 // then knows where it runs, and a leader that cannot commit launches
 // nothing. A placement that fails to commit gives its cores back.
 func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int, grants wire.ResourceGrants) {
-	e := &executorInfo{app: a, id: a.nextExecID, worker: w, cores: cores, memory: memory, resources: grants, state: wire.ExecutorLaunching, launching: true, started: c.now()}
+	e := &executorInfo{app: a, id: a.nextExecID, worker: w, cores: cores, memory: memory, resources: grants, state: wire.ExecutorLaunching, launching: true, started: c.now(), seq: c.nextSeq()}
 	a.adopt(e)
 	rec := persistence.ExecutorRecord{AppID: a.rec.ID, ID: e.id, WorkerID: w.rec.ID, Cores: cores, MemoryMB: memory, Resources: grants, StartedAt: e.started}
 	c.commit([]persistence.Command{persistence.PutExecutor(rec)}, func() {

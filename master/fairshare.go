@@ -198,20 +198,27 @@ func (rnd *shareRound) fairShares() {
 // guarantee first, then by weighted dominant share, lowest first (name
 // breaks ties).
 func (rnd *shareRound) order() []*queueRound {
-	out := slices.Collect(maps.Values(rnd.queues))
-	key := func(qr *queueRound) (int, float64) {
-		g := rnd.amountVec(qr.q.rec.Guarantee, 0).Min(qr.want)
+	type keyed struct {
+		qr    *queueRound
+		below int
+		ds    float64
+	}
+	keys := make([]keyed, 0, len(rnd.queues))
+	for _, qr := range rnd.queues {
+		ds := share.DominantShare(qr.usage, rnd.capacity)
 		below := 1
-		if share.DominantShare(qr.usage, rnd.capacity) < share.DominantShare(g, rnd.capacity)-1e-9 {
+		if ds < share.DominantShare(rnd.amountVec(qr.q.rec.Guarantee, 0).Min(qr.want), rnd.capacity)-1e-9 {
 			below = 0
 		}
-		return below, share.DominantShare(qr.usage, rnd.capacity) / qr.q.rec.Weight
+		keys = append(keys, keyed{qr, below, ds / qr.q.rec.Weight})
 	}
-	slices.SortFunc(out, func(a, b *queueRound) int {
-		ab, ad := key(a)
-		bb, bd := key(b)
-		return cmp.Or(cmp.Compare(ab, bb), cmp.Compare(ad, bd), cmp.Compare(a.q.rec.Name, b.q.rec.Name))
+	slices.SortFunc(keys, func(a, b keyed) int {
+		return cmp.Or(cmp.Compare(a.below, b.below), cmp.Compare(a.ds, b.ds), cmp.Compare(a.qr.q.rec.Name, b.qr.q.rec.Name))
 	})
+	out := make([]*queueRound, len(keys))
+	for i, k := range keys {
+		out[i] = k.qr
+	}
 	return out
 }
 

@@ -45,6 +45,10 @@ type workerInfo struct {
 	limits      string // as it registered (wire.RegisterWorker.Limits)
 	// touch tells the core that what placement sees of the worker changed.
 	touch func(*workerInfo)
+	// viewIndex is its place in preemption view number viewRound
+	// (preemptionView): a stamp, so no map of 10,000 workers per round.
+	viewRound uint64
+	viewIndex int
 }
 
 // changed reports a change of the worker's free capacity or state to the
@@ -162,13 +166,17 @@ func (w *workerInfo) removeDriver(d *driverInfo) {
 type appInfo struct {
 	// rec is the app's committed record. Its writes go one at a time
 	// (writes), each carrying rec plus its own change.
-	rec        persistence.AppRecord
-	writes     serial
-	state      wire.AppState
-	executors  map[int]*executorInfo // live ones, launches being committed included
-	finished   []*executorInfo       // the most recent that ended, for status
-	hosts      map[string]struct{}   // workers that ran an executor of the app
-	nextExecID int                   // below rec.ExecutorIDsReserved, which is durable
+	rec       persistence.AppRecord
+	writes    serial
+	state     wire.AppState
+	executors map[int]*executorInfo // live ones, launches being committed included
+	// bySeq is its executors in order of age (seq), oldest first, ended
+	// ones among them until the next compaction (adopt): preemption
+	// looks at the most recent without sorting them.
+	bySeq      []*executorInfo
+	finished   []*executorInfo     // the most recent that ended, for status
+	hosts      map[string]struct{} // workers that ran an executor of the app
+	nextExecID int                 // below rec.ExecutorIDsReserved, which is durable
 	// waitingSince: since when it has wanted executors and got none (a
 	// higher priority preempts within its queue after PreemptionDelay).
 	waitingSince time.Time
@@ -219,6 +227,10 @@ func (a *appInfo) executorLimit() int {
 func (a *appInfo) adopt(e *executorInfo) {
 	a.executors[e.id] = e
 	a.coresGranted += e.cores
+	if len(a.bySeq) >= 2*len(a.executors)+16 {
+		a.bySeq = slices.DeleteFunc(a.bySeq, func(old *executorInfo) bool { return a.executors[old.id] != old })
+	}
+	a.bySeq = append(a.bySeq, e) // e.seq is the newest: callers number it just before
 	a.nextExecID = max(a.nextExecID, e.id+1)
 	e.worker.addExecutor(e)
 }
@@ -237,25 +249,29 @@ func (a *appInfo) retire(e *executorInfo) {
 }
 
 type executorInfo struct {
-	app *appInfo
+	// The fields a preemption view reads of each of tens of thousands of
+	// executors come first, to share a cache line or two.
+	app    *appInfo
+	worker *workerInfo
+	cores  int
+	memory int
+	seq    uint64 // its rank by age among the executors (nextSeq)
+	state  wire.ExecutorState
 	// launching: its placement record is being committed; it holds its
 	// cores but is not shown, nor launched, until then.
-	launching    bool
+	launching bool
+	// preemptedFor, once durable, is why it is being taken back, and
+	// killSent whether this leader has told its worker.
+	preemptedFor string
+	killSent     bool
 	id           int
-	worker       *workerInfo
-	cores        int
-	memory       int
 	resources    wire.ResourceGrants // custom resources' addresses it holds
-	state        wire.ExecutorState
-	runningSince time.Time // when it was last reported RUNNING
+	runningSince time.Time           // when it was last reported RUNNING
 	exitCode     *int
 	message      string
 	// started is when its placement was decided (preemption takes the
-	// most recent first); preemptedFor, once durable, why it is being taken
-	// back, and killSent whether this leader has told its worker.
-	started      time.Time
-	preemptedFor string
-	killSent     bool
+	// most recent first).
+	started time.Time
 	// reclaimedFor is the queue this leader took it back for, until it
 	// ends (core.reclaiming counts them).
 	reclaimedFor string

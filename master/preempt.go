@@ -31,9 +31,9 @@ func (c *core) reclaim(rnd *shareRound) {
 	c.resendPreemptions()
 	now := c.now()
 	names := slices.Sorted(maps.Keys(rnd.queues))
-	index := map[*queueRound]int{}
+	index, byIndex := map[*queueRound]int{}, make([]*queueRound, len(names))
 	for i, n := range names {
-		index[rnd.queues[n]] = i
+		index[rnd.queues[n]], byIndex[i] = i, rnd.queues[n]
 	}
 	var needs []share.Need
 	var due []bool // needs[i] has waited long enough
@@ -75,7 +75,7 @@ func (c *core) reclaim(rnd *shareRound) {
 	if len(needs) == 0 {
 		return
 	}
-	cluster, running := c.preemptionView(rnd, index)
+	cluster, running := c.preemptionView(rnd, byIndex, needs)
 	freed := map[string]map[string]share.Vec{} // owed queue → queue taken from → what
 	for _, v := range share.Plan(cluster, needs) {
 		e, n := running[v.Executor], needs[v.Need]
@@ -84,9 +84,9 @@ func (c *core) reclaim(rnd *shareRound) {
 			freed[owed] = map[string]share.Vec{}
 		}
 		if f, ok := freed[owed][from]; ok {
-			freed[owed][from] = f.Add(cluster.Running[v.Executor].Use)
+			freed[owed][from] = f.Add(cluster.Use(v.Executor))
 		} else {
-			freed[owed][from] = slices.Clone(cluster.Running[v.Executor].Use)
+			freed[owed][from] = slices.Clone(cluster.Use(v.Executor))
 		}
 		if !due[v.Need] {
 			continue
@@ -97,6 +97,7 @@ func (c *core) reclaim(rnd *shareRound) {
 		}
 		c.preempt(e, why, owed)
 	}
+	clear(running) // its storage is kept for the next round, the executors need not be
 	for _, n := range names {
 		q := rnd.queues[n].q
 		if q.starvedSince.IsZero() {
@@ -155,47 +156,6 @@ func (c *core) lowerPriorityIn(name string, p int) bool {
 	return false
 }
 
-// preemptionView is the cluster as share.Plan sees it: each queue's use and
-// fair share, each schedulable worker's free room, and every executor that
-// could be taken (running, not already being taken back).
-func (c *core) preemptionView(rnd *shareRound, index map[*queueRound]int) (share.Cluster, []*executorInfo) {
-	cl := share.Cluster{Capacity: rnd.capacity, Queues: make([]share.QueueState, len(index))}
-	for qr, i := range index {
-		cl.Queues[i] = share.QueueState{Usage: qr.usage, Fair: qr.fair, Preempt: qr.q.rec.Preempt}
-	}
-	workerIndex := map[*workerInfo]int{}
-	for _, w := range c.aliveWorkers() {
-		workerIndex[w] = len(cl.Free)
-		res := map[string]int{}
-		for r, free := range w.resourcesFree() {
-			for _, f := range free {
-				if f == placement.Whole {
-					res[r] += placement.Whole
-				}
-			}
-		}
-		cl.Free = append(cl.Free, rnd.vec(w.coresFree(), w.memoryFree(), res, 1))
-	}
-	var running []*executorInfo
-	for _, a := range c.appOrder {
-		qr := rnd.queues[queueName(a.rec.Desc.Queue)]
-		for _, e := range sortedExecutors(a.executors) {
-			if _, ok := workerIndex[e.worker]; ok && qr != nil && !e.launching && e.preemptedFor == "" && e.state == wire.ExecutorRunning {
-				running = append(running, e)
-			}
-		}
-	}
-	// Age by start, then by app and executor id (placed in that order):
-	// a rank, so that executors started in one round still come in order.
-	slices.SortStableFunc(running, func(x, y *executorInfo) int { return x.started.Compare(y.started) })
-	for rank, e := range running {
-		a := e.app
-		cl.Running = append(cl.Running, share.Running{Queue: index[rnd.queues[queueName(a.rec.Desc.Queue)]], Priority: a.rec.Desc.Priority,
-			Worker: workerIndex[e.worker], Use: rnd.vec(e.cores, e.memory, milli(a.rec.Desc.ResourcesPerExecutor), 1), Started: int64(rank)})
-	}
-	return cl, running
-}
-
 // preempt writes that e is taken back (why), then kills it with the
 // preemption grace and tells its app.
 func (c *core) preempt(e *executorInfo, why, owed string) {
@@ -232,13 +192,16 @@ func (c *core) sendPreemption(e *executorInfo) {
 }
 
 // resendPreemptions carries through the preemptions a former leader made
-// durable: their executors are killed by this one too.
+// durable: their executors are killed by this one too, once their worker
+// has confirmed them.
 func (c *core) resendPreemptions() {
-	for _, a := range c.appOrder {
-		for _, e := range a.executors {
-			if e.preemptedFor != "" && !e.killSent && !e.launching && e.state == wire.ExecutorRunning {
-				c.sendPreemption(e)
-			}
+	for e := range c.inheritedPreemptions {
+		switch {
+		case !c.live(e):
+			delete(c.inheritedPreemptions, e)
+		case e.state == wire.ExecutorRunning:
+			delete(c.inheritedPreemptions, e)
+			c.sendPreemption(e)
 		}
 	}
 }

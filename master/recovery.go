@@ -78,16 +78,20 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 		c.appOrder = append(c.appOrder, a)
 		apps = append(apps, a)
 	}
-	// Executors as placed by earlier leaders; workers confirm them (or not).
-	for _, rec := range sortedRecords(s.Executors, func(r *persistence.ExecutorRecord) string { return r.Key() }) {
+	// Executors as placed by earlier leaders (oldest first: their order of
+	// age, for preemption); workers confirm them (or not).
+	for _, rec := range sortedRecords(s.Executors, func(r *persistence.ExecutorRecord) string { return sortTime(r.StartedAt) + r.Key() }) {
 		a, w := c.apps[rec.AppID], c.workers[rec.WorkerID]
 		if a == nil || w == nil {
 			orphans = append(orphans, persistence.DeleteExecutor(rec.AppID, rec.ID))
 			continue
 		}
 		e := &executorInfo{app: a, id: rec.ID, worker: w, cores: rec.Cores, memory: rec.MemoryMB, resources: rec.Resources, state: wire.ExecutorLaunching,
-			started: rec.StartedAt, preemptedFor: rec.PreemptedFor}
+			started: rec.StartedAt, preemptedFor: rec.PreemptedFor, seq: c.nextSeq()}
 		a.adopt(e)
+		if e.preemptedFor != "" {
+			c.inheritedPreemptions[e] = struct{}{}
+		}
 		a.hosts[w.rec.ID] = struct{}{}
 	}
 	for _, rec := range sortedRecords(s.Drivers, func(r *persistence.DriverRecord) string { return sortTime(r.SubmittedAt) + r.ID }) {

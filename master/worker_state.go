@@ -83,7 +83,7 @@ func (c *core) keepReportedExecutor(w *workerInfo, r wire.ExecutorReport, recove
 	if !recovering || a.ending != nil || r.Cores <= 0 {
 		return false
 	}
-	e := &executorInfo{app: a, id: r.ExecutorID, worker: w, cores: r.Cores, memory: r.MemoryMB, resources: r.Resources, state: r.State, started: c.now()}
+	e := &executorInfo{app: a, id: r.ExecutorID, worker: w, cores: r.Cores, memory: r.MemoryMB, resources: r.Resources, state: r.State, started: c.now(), seq: c.nextSeq()}
 	if r.State == wire.ExecutorRunning {
 		e.runningSince = c.now()
 	}

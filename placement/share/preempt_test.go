@@ -17,11 +17,12 @@ func twoQueues() Cluster {
 		},
 		Free: []Vec{{0}, {0}},
 		Running: []Running{
-			{Queue: 0, Worker: 0, Use: Vec{2}, Started: 1},
-			{Queue: 0, Worker: 0, Use: Vec{2}, Started: 5},
-			{Queue: 0, Worker: 1, Use: Vec{1}, Started: 2},
-			{Queue: 0, Worker: 1, Use: Vec{3}, Started: 3},
+			{Queue: 0, Worker: 0, Shape: 1, Started: 1},
+			{Queue: 0, Worker: 0, Shape: 1, Started: 5},
+			{Queue: 0, Worker: 1, Shape: 0, Started: 2},
+			{Queue: 0, Worker: 1, Shape: 2, Started: 3},
 		},
+		Shapes: []Vec{{1}, {2}, {3}},
 	}
 }
 
@@ -79,10 +80,10 @@ func TestPlanLeavesQueuesThatRefuseOrAreNotOwed(t *testing.T) {
 // Within a queue, a higher priority takes from lower ones only.
 func TestPlanWithinAQueueByPriority(t *testing.T) {
 	c := twoQueues()
-	c.Running[1].Priority = 10 // the most recent on worker 0 outranks the need
+	c.Running[1].Priority = 10 // the most recent of all outranks the need
 	got := executors(Plan(c, []Need{{Queue: 0, Priority: 5, Shape: Vec{2}, Count: 1}}))
-	if !slices.Equal(got, []int{0}) {
-		t.Errorf("took %v, want [0]: the priority-10 executor is kept, the priority-0 one goes", got)
+	if !slices.Equal(got, []int{3}) {
+		t.Errorf("took %v, want [3]: the priority-10 executor is kept, the next most recent goes", got)
 	}
 	c.Running[0].Priority, c.Running[2].Priority, c.Running[3].Priority = 10, 10, 10
 	if got := Plan(c, []Need{{Queue: 0, Priority: 5, Shape: Vec{2}, Count: 1}}); len(got) != 0 {
@@ -110,7 +111,8 @@ func TestPlanProperties(t *testing.T) {
 			for range 1 + rng.IntN(4) {
 				q := rng.IntN(nq)
 				use := Vec{float64(1 + rng.IntN(3)), float64(1 + rng.IntN(8))}
-				c.Running = append(c.Running, Running{Queue: q, Priority: rng.IntN(3), Worker: w, Use: use, Started: rng.Int64N(1000)})
+				c.Running = append(c.Running, Running{Queue: q, Priority: rng.IntN(3), Worker: w, Shape: len(c.Shapes), Started: rng.Int64N(1000)})
+				c.Shapes = append(c.Shapes, use)
 				c.Queues[q].Usage = c.Queues[q].Usage.Add(use)
 			}
 		}
@@ -136,7 +138,7 @@ func TestPlanProperties(t *testing.T) {
 			if r.Queue == n.Queue && r.Priority >= n.Priority {
 				t.Fatalf("trial %d: took priority %d for priority %d in one queue", trial, r.Priority, n.Priority)
 			}
-			usage[r.Queue] = usage[r.Queue].Sub(r.Use)
+			usage[r.Queue] = usage[r.Queue].Sub(c.Use(v.Executor))
 			if r.Queue != n.Queue && DominantShare(usage[r.Queue], c.Capacity) < DominantShare(c.Queues[r.Queue].Fair, c.Capacity)-1e-9 {
 				t.Fatalf("trial %d: queue %d fell below its fair share: %v < %v", trial, r.Queue, usage[r.Queue], c.Queues[r.Queue].Fair)
 			}
