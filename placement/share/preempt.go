@@ -2,8 +2,8 @@ package share
 
 import (
 	"cmp"
-	"math"
 	"maps"
+	"math"
 	"slices"
 )
 
@@ -112,7 +112,7 @@ func Plan(c Cluster, needs []Need) []Victim {
 type planner struct {
 	c         Cluster
 	usage     []Vec
-	free      map[int]Vec   // changed workers' free room
+	free      map[int]Vec // changed workers' free room
 	taken     []bool
 	byQueue   []byAge       // each queue's running executors, most recent on top
 	onWorker  map[int][]int // worker → its running executors, most recent first (built when first needed)
