@@ -23,15 +23,24 @@
 //     first one's id, on any leader, so these too are retried after any
 //     transport error and after a 504 (a leader lost before it learned whether
 //     the write committed).
+//   - PutQueue replaces a queue's settings and DeleteQueue and DeleteTenant
+//     remove something, which a repeat does again or finds gone: they are
+//     retried like the idempotent writes (a delete that finds the thing
+//     gone after an attempt whose outcome is unknown has succeeded).
+//   - CreateTenant is the exception: each success mints a new token,
+//     answered once, so it is never repeated after an attempt that may have
+//     reached a master; it returns ErrUnknownOutcome instead (see
+//     CreateTenant for what to do then). Attempts that certainly reached no
+//     master (refused connections, redirects, "no leader yet") are retried.
 //   - A write that fails after an attempt that may have reached a master (a
 //     504, a timeout, a connection dropped mid-request), because the retry
 //     budget ran out or a later answer was final, returns an error wrapping
 //     ErrUnknownOutcome: it may have been done. Calling again is safe (with
-//     the same key, for a submission).
+//     the same key, for a submission), CreateTenant excepted.
 //
 // Other 4xx answers are never retried; their reason is in the error, which
-// wraps the *httpx.StatusError (see StatusCode). A wrong secret wraps
-// ErrUnauthorized.
+// wraps the *httpx.StatusError (see StatusCode). A wrong secret or token
+// wraps ErrUnauthorized.
 package client
 
 import (
@@ -73,6 +82,7 @@ const (
 type Client struct {
 	masters []string // validated base URLs, no trailing slash
 	api     *httpx.Client
+	token   string // WithToken's, sent instead of a secret
 	log     *slog.Logger
 	tls     *tls.Config
 
@@ -135,7 +145,7 @@ func WithLogger(l *slog.Logger) Option { return func(c *Client) { c.log = l } }
 
 // New returns a Client for masters, a list of API base URLs such as
 // http://10.0.0.1:7077 (wire.ParseMasterURL's rule), calling them with
-// secret (empty: no auth).
+// secret (empty: no auth, or the token of WithToken).
 func New(masters []string, secret string, opts ...Option) (*Client, error) {
 	c := &Client{
 		log:               slog.New(slog.DiscardHandler),
@@ -159,7 +169,11 @@ func New(masters []string, secret string, opts ...Option) (*Client, error) {
 	if c.requestTimeout <= 0 || c.streamIdleTimeout <= 0 || c.streamOpenTimeout <= 0 || c.minBackoff <= 0 || c.maxBackoff < c.minBackoff {
 		return nil, errors.New("client options: timeouts and backoffs must be positive, and max backoff >= min backoff")
 	}
-	c.api = (&httpx.Client{Secret: secret, HTTP: newHTTPClient(c.requestTimeout)}).WithTLS(c.tls)
+	cred, err := bearer(secret, c.token)
+	if err != nil {
+		return nil, err
+	}
+	c.api = (&httpx.Client{Secret: cred, HTTP: newHTTPClient(c.requestTimeout)}).WithTLS(c.tls)
 	return c, nil
 }
 

@@ -20,8 +20,9 @@ var (
 	// ErrUnknownOutcome: a write gave up (retry budget or context) after an
 	// attempt that may have reached the master (a 504, a timeout, a
 	// connection dropped mid-request), so it may or may not have been done.
-	// Every write is safe to repeat: a submission with the same
-	// idempotency key (WithIdempotencyKey) gets the first one's id.
+	// Every write but CreateTenant is safe to repeat: a submission with
+	// the same idempotency key (WithIdempotencyKey) gets the first one's
+	// id.
 	ErrUnknownOutcome = errors.New("outcome unknown: the master may or may not have processed the request")
 )
 
@@ -35,12 +36,16 @@ func StatusCode(err error) int {
 	return 0
 }
 
-// request is one API call. Every request is safe to repeat: reads, writes
-// whose effect does not change when done twice, and submissions under an
-// idempotency key.
+// request is one API call. Every request but those marked once is safe to
+// repeat: reads, writes whose effect does not change when done twice, and
+// submissions under an idempotency key.
 type request struct {
 	method, path string
 	in           any
+	// once: repeating it after an attempt that may have reached a master
+	// could do it twice (CreateTenant mints a token each time), so such an
+	// attempt's failure ends the call with ErrUnknownOutcome.
+	once bool
 	// leaderOnly: only the leader answers it with a 2xx (writes, the event
 	// stream), so whoever does is the leader.
 	leaderOnly bool
@@ -120,6 +125,13 @@ func (c *Client) roundTrip(ctx context.Context, r request, stream bool) (*http.R
 		}
 		lastErr = err
 		unknown = unknown || mayHaveReached(r, err)
+		if r.once && unknown {
+			var se *httpx.StatusError
+			if errors.As(err, &se) { // a transport error names the request already
+				err = fmt.Errorf("%s %s%s: %w", r.method, target, r.path, se)
+			}
+			return nil, nil, fmt.Errorf("%w (not repeated: a repeat could do it twice): %w", ErrUnknownOutcome, err)
+		}
 
 		next, wait, err := c.classify(r, target, err)
 		if next == "" {
@@ -212,7 +224,7 @@ func (c *Client) classify(r request, target string, err error) (next string, wai
 			// No leader known yet (an election): another master may know.
 			return c.failed(target, false), true, err
 		case se.Status == http.StatusUnauthorized:
-			return "", false, fmt.Errorf("%s: %w: %w", where, ErrUnauthorized, se)
+			return "", false, fmt.Errorf("%s: %w: %w", where, c.unauthorized(), se)
 		case se.Status == http.StatusGatewayTimeout:
 			// The master lost leadership before it learned whether the
 			// write committed; repeating it is harmless, and the next

@@ -23,8 +23,10 @@ func SplitMasters(s string) []string {
 // leaderBase is the base URL of the leader a 307 names: a master names it
 // in its body; a redirect from elsewhere (a proxy) has only Location, the
 // full URL of the request there, whose base is what precedes the request's
-// path. A bare host:port takes the scheme of the master that redirected.
+// path (its query left out: Location's is cut off too). A bare host:port
+// takes the scheme of the master that redirected.
 func leaderBase(se *httpx.StatusError, from, reqPath string) (string, error) {
+	reqPath, _, _ = strings.Cut(reqPath, "?")
 	leader := se.Leader
 	if leader == "" {
 		leader = se.Location

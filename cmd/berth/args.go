@@ -168,3 +168,35 @@ func (f *flagReader) resources(name string) wire.ResourceAmounts {
 
 // argv is the command line after "--"; what names its process.
 func (f *flagReader) argv(what string) []string { return readFlag(f, what, argv) }
+
+// queueFlags are run's and submit's --queue and --priority.
+func queueFlags(cmd string) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "queue", EnvVars: env(cmd, "queue"),
+			Usage: "the `QUEUE` to run in (default: the default queue; a tenant names one of its own)"},
+		&cli.IntFlag{Name: "priority", EnvVars: env(cmd, "priority"),
+			Usage: "`P`: the order within its queue, higher first, -1000000 to 1000000"},
+	}
+}
+
+// queueFlag reads a queue's name, "" for the default queue.
+func queueFlag(c *cli.Context, flag string) (string, error) {
+	q := c.String(flag)
+	if q == "" {
+		return "", nil
+	}
+	return q, wire.CheckQueueName("--"+flag, q)
+}
+
+// priorityFlag reads a priority within a queue.
+func priorityFlag(c *cli.Context, flag string) (int, error) {
+	p := c.Int(flag)
+	if err := wire.CheckPriority(p); err != nil {
+		return 0, fmt.Errorf("invalid value for flag --%s: %w", flag, err)
+	}
+	return p, nil
+}
+
+func (f *flagReader) queue(name string) string { return readFlag(f, name, queueFlag) }
+
+func (f *flagReader) priority(name string) int { return readFlag(f, name, priorityFlag) }

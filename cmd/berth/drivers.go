@@ -18,8 +18,9 @@ func submitCommand() *cli.Command {
 		Usage:     "run a driver in the cluster (cluster mode) and print its id",
 		ArgsUsage: "-- ARGV...",
 		Description: `The master picks a worker with the cores and memory free and the worker
-starts ARGV there, with BERTH_MASTER and BERTH_SECRET in its environment so
-the driver can register its app. ARGV must exist on the workers.
+starts ARGV there, with BERTH_MASTER and its own credential (BERTH_TOKEN) in
+its environment so the driver can register its app. ARGV must exist on the
+workers. --queue and --priority place it among the cluster's queues.
 
 With --wait, berth polls until the driver ends, prints its final state and
 exits 0 only if it is FINISHED.
@@ -29,7 +30,7 @@ a master failover without ever starting the driver twice. Should it give up
 with the outcome unknown, it prints the key: the same command with
 --idempotency-key KEY is then safe to run again, and prints the driver's id
 if the first attempt did submit it.`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "supervise", EnvVars: env("submit", "supervise"),
 				Usage: "restart the driver if it exits non-zero or its worker is lost"},
 			&cli.IntFlag{Name: "cores", Value: 1, EnvVars: env("submit", "cores"),
@@ -45,7 +46,7 @@ if the first attempt did submit it.`,
 			pollFlag("submit"),
 			&cli.StringFlag{Name: "idempotency-key", EnvVars: env("submit", "idempotency-key"),
 				Usage: "`KEY` that makes this submission safe to repeat: the same key gets the same driver (default: a random key)"},
-		},
+		}, queueFlags("submit")...),
 		Action: func(c *cli.Context) error {
 			desc, err := driverDescription(c)
 			if err != nil {
@@ -82,7 +83,8 @@ func driverDescription(c *cli.Context) (wire.DriverDescription, error) {
 	f := &flagReader{c: c}
 	d := wire.DriverDescription{
 		Cores: f.count("cores", 1), MemoryMB: f.memory("memory"), Env: f.env("env"),
-		Resources: f.resources("resource"), Command: f.argv("driver"), Supervise: c.Bool("supervise"),
+		Resources: f.resources("resource"), Queue: f.queue("queue"), Priority: f.priority("priority"),
+		Command: f.argv("driver"), Supervise: c.Bool("supervise"),
 	}
 	return d, f.err
 }

@@ -54,8 +54,8 @@ func TestStatusEscapesWhatItShows(t *testing.T) {
 		t.Errorf("the escaped text shows %d times, want 4 (name, message, limits, waiting):\n%s", n, res.Stdout)
 	}
 	esc := regexp.QuoteMeta(hostileEscaped)
-	if appRow := regexp.MustCompile(`(?m)^app-1 +` + esc + ` +RUNNING +2/4 +RUNNING:1 +` + esc + `$`); !appRow.MatchString(res.Stdout) {
-		t.Errorf("no row of app-1 with its name, state, cores, executors and message in turn:\n%s", res.Stdout)
+	if appRow := regexp.MustCompile(`(?m)^app-1 +` + esc + ` +RUNNING +2/4 +RUNNING:1 +etl \(priority 5\) +` + esc + `$`); !appRow.MatchString(res.Stdout) {
+		t.Errorf("no row of app-1 with its name, state, cores, executors, queue and message in turn:\n%s", res.Stdout)
 	}
 
 	res = berth(t, f.env(), "status", "--json")

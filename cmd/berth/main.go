@@ -6,6 +6,7 @@
 //	berth submit --cores 1 --memory 512m --wait -- /opt/jobs/pi --tasks 200
 //	berth run --executor-memory 1g -- /opt/jobs/worker-loop
 //	berth logs driver driver-20250101-0001 --stderr --tail 50
+//	berth queue set etl --weight 2 --guarantee cores=8,memory=16g,gpu=2
 package main
 
 import (
@@ -77,7 +78,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Description: `Talks to the cluster's masters (--master, comma-separated). Only the leader
 accepts writes: berth finds it, follows redirects and rides out a failover
 for up to --timeout. Every flag can also be set with the environment variable
-shown in its help, e.g. BERTH_MASTER and BERTH_SECRET.`,
+shown in its help, e.g. BERTH_MASTER and BERTH_SECRET. A tenant gives its
+token with --token or BERTH_TOKEN instead of the secret.`,
 		HideHelpCommand: true,
 		Writer:          stdout,
 		ErrWriter:       stderr,
@@ -93,7 +95,8 @@ shown in its help, e.g. BERTH_MASTER and BERTH_SECRET.`,
 			&cli.StringFlag{Name: "master", Value: "http://127.0.0.1:7077", EnvVars: env("master"),
 				Usage: "API `URLS` of the masters, comma-separated (http(s)://host[:port], port 7077 by default)"},
 			&cli.StringFlag{Name: "secret", EnvVars: env("secret"),
-				Usage: "the operator secret (prefer --secret-file: argv and environments are visible); inside a driver, $BERTH_TOKEN is used"},
+				Usage: "the operator secret (prefer --secret-file: argv and environments are visible)"},
+			tokenFlag(),
 			&cli.DurationFlag{Name: "timeout", Value: client.DefaultRetryBudget, EnvVars: env("timeout"),
 				Usage: "how long one request may take, retries and leader failover included"},
 			&cli.StringFlag{Name: "log-level", Value: "warn", EnvVars: env("log-level"),
@@ -109,6 +112,9 @@ shown in its help, e.g. BERTH_MASTER and BERTH_SECRET.`,
 			showCommand("app", "an app's", (*client.Client).App),
 			showCommand("driver", "a driver's", (*client.Client).Driver),
 			workerCommand(),
+			queueCommand(),
+			tenantCommand(),
+			auditCommand(),
 			tlsCommand(),
 		},
 	}

@@ -139,10 +139,10 @@ func testCluster() wire.ClusterStatus {
 		Leader: "http://127.0.0.1:7077", LeaderID: "master-1", Epoch: 4,
 		Workers: []wire.WorkerStatus{{ID: "worker-a", Address: "http://127.0.0.1:8081", Cores: 8, CoresUsed: 2,
 			MemoryMB: 8192, MemoryUsedMB: 1024, State: wire.WorkerAlive, LastHeartbeat: now}},
-		ActiveApps: []wire.AppStatus{{ID: "app-1", Name: "pi", State: wire.AppRunning, CoresGranted: 2, MaxCores: 4,
+		ActiveApps: []wire.AppStatus{{ID: "app-1", Name: "pi", State: wire.AppRunning, CoresGranted: 2, MaxCores: 4, Queue: "etl", Priority: 5,
 			Executors: []wire.ExecutorStatus{{ID: 0, WorkerID: "worker-a", Cores: 2, State: wire.ExecutorRunning}}}},
 		CompletedApps:    []wire.AppStatus{{ID: "app-0", Name: "old-job", State: wire.AppKilled}},
-		ActiveDrivers:    []wire.DriverStatus{{ID: "driver-2", State: wire.DriverRunning, WorkerID: "worker-a"}},
+		ActiveDrivers:    []wire.DriverStatus{{ID: "driver-2", State: wire.DriverRunning, WorkerID: "worker-a", Queue: "adhoc"}},
 		CompletedDrivers: []wire.DriverStatus{{ID: "driver-1", State: wire.DriverFinished}},
 	}
 }
@@ -268,7 +268,7 @@ func TestStatus(t *testing.T) {
 		t.Fatalf("status: %+v", res)
 	}
 	for _, want := range []string{"master-1", "ALIVE", "leader", "epoch 4", "worker-a", "http://127.0.0.1:8081",
-		"2/8", "1g/8g", "app-1", "pi", "RUNNING:1", "2/4", "app-0", "old-job", "KILLED", "driver-2", "driver-1", "FINISHED"} {
+		"2/8", "1g/8g", "app-1", "pi", "RUNNING:1", "2/4", "etl (priority 5)", "app-0", "old-job", "KILLED", "driver-2", "adhoc", "driver-1", "FINISHED"} {
 		if !strings.Contains(res.Stdout, want) {
 			t.Errorf("status lacks %q:\n%s", want, res.Stdout)
 		}
@@ -279,7 +279,8 @@ func TestStatus(t *testing.T) {
 	if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &st) != nil {
 		t.Fatalf("status --json: %+v", res)
 	}
-	if st.MasterID != "master-1" || len(st.Workers) != 1 || st.ActiveApps[0].Executors[0].State != wire.ExecutorRunning {
+	if st.MasterID != "master-1" || len(st.Workers) != 1 || st.ActiveApps[0].Executors[0].State != wire.ExecutorRunning ||
+		st.ActiveApps[0].Queue != "etl" || st.ActiveApps[0].Priority != 5 || st.ActiveDrivers[0].Queue != "adhoc" {
 		t.Fatalf("status --json decoded to %+v", st)
 	}
 }

@@ -33,7 +33,7 @@ second one leaves at once. berth run exits when the master removes the app:
 
 ARGV may use the placeholders {{APP_ID}}, {{EXECUTOR_ID}}, {{CORES}} and
 {{HOSTNAME}}, substituted by the worker.`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "name", EnvVars: env("run", "name"), Usage: "the app's name (default: the base name of ARGV[0])"},
 			&cli.IntFlag{Name: "max-cores", EnvVars: env("run", "max-cores"), Usage: "most cores the app holds (0: the master's default)"},
 			&cli.IntFlag{Name: "cores-per-executor", EnvVars: env("run", "cores-per-executor"), Usage: "cores of each executor (0: all an executor can get on its worker)"},
@@ -41,7 +41,7 @@ ARGV may use the placeholders {{APP_ID}}, {{EXECUTOR_ID}}, {{CORES}} and
 			&cli.IntFlag{Name: "executor-limit", EnvVars: env("run", "executor-limit"), Usage: "most executors the app starts with (unset: no bound)"},
 			&cli.StringSliceFlag{Name: "env", EnvVars: env("run", "env"), Usage: "`NAME=VALUE` added to the executors' environment; repeat it"},
 			&cli.StringSliceFlag{Name: "executor-resource", EnvVars: env("run", "executor-resource"), Usage: "`NAME=AMOUNT` of a custom resource each executor needs, e.g. gpu=1, or gpu=0.5 to share one; repeat it"},
-		},
+		}, queueFlags("run")...),
 		Action: runApp,
 	}
 }
@@ -141,7 +141,7 @@ func appDescription(c *cli.Context) (wire.AppDescription, error) {
 	f := &flagReader{c: c}
 	d := wire.AppDescription{
 		MaxCores: f.count("max-cores", 0), CoresPerExecutor: f.count("cores-per-executor", 0),
-		MemoryPerExecutorMB: f.memory("executor-memory"),
+		MemoryPerExecutorMB: f.memory("executor-memory"), Queue: f.queue("queue"), Priority: f.priority("priority"),
 	}
 	if c.IsSet("executor-limit") {
 		n := f.count("executor-limit", 0)

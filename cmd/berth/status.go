@@ -111,27 +111,39 @@ func section(w io.Writer, title, header string) {
 }
 
 func printApps(w io.Writer, title string, apps []wire.AppStatus) {
-	section(w, fmt.Sprintf("%s (%d)", title, len(apps)), "ID\tNAME\tSTATE\tCORES\tEXECUTORS\tMESSAGE")
+	section(w, fmt.Sprintf("%s (%d)", title, len(apps)), "ID\tNAME\tSTATE\tCORES\tEXECUTORS\tQUEUE\tMESSAGE")
 	for _, a := range apps {
 		cores := fmt.Sprint(a.CoresGranted)
 		if a.MaxCores > 0 {
 			cores += fmt.Sprintf("/%d", a.MaxCores)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", termtext.Escape(a.ID), termtext.Escape(a.Name), termtext.Escape(a.State), cores,
-			executorsByState(a.Executors), termtext.Escape(strings.TrimSpace(a.Waiting+" "+a.Message)))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termtext.Escape(a.ID), termtext.Escape(a.Name), termtext.Escape(a.State), cores,
+			executorsByState(a.Executors), inQueue(a.Queue, a.Priority), termtext.Escape(strings.TrimSpace(a.Waiting+" "+a.Message)))
 	}
 }
 
 func printDrivers(w io.Writer, title string, drivers []wire.DriverStatus) {
-	section(w, fmt.Sprintf("%s (%d)", title, len(drivers)), "ID\tSTATE\tWORKER\tCORES\tMEMORY\tMESSAGE")
+	section(w, fmt.Sprintf("%s (%d)", title, len(drivers)), "ID\tSTATE\tWORKER\tCORES\tMEMORY\tQUEUE\tMESSAGE")
 	for _, d := range drivers {
 		msg := strings.TrimSpace(d.Waiting + " " + d.Message)
 		if d.RelaunchedAs != "" {
 			msg = strings.TrimSpace("relaunched as " + d.RelaunchedAs + " " + msg)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", termtext.Escape(d.ID), termtext.Escape(d.State), termtext.Escape(orDash(d.WorkerID)), d.Cores,
-			mem(d.MemoryMB), termtext.Escape(msg))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", termtext.Escape(d.ID), termtext.Escape(d.State), termtext.Escape(orDash(d.WorkerID)), d.Cores,
+			mem(d.MemoryMB), inQueue(d.Queue, d.Priority), termtext.Escape(msg))
 	}
+}
+
+// inQueue is an app's or a driver's queue, escaped, with its priority when
+// it has one: "etl", "etl (priority 5)".
+func inQueue(queue string, priority int) string {
+	if queue == "" {
+		queue = wire.DefaultQueue // what the master runs it in
+	}
+	if priority != 0 {
+		queue += fmt.Sprintf(" (priority %d)", priority)
+	}
+	return termtext.Escape(queue)
 }
 
 // executorsByState counts an app's executors per state: "RUNNING:2 LOST:1",
