@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,10 +20,11 @@ import (
 )
 
 // TestWebUIInABrowser uses the master's UI as an operator would, on a
-// 3-master TLS cluster with three workers (two GPUs each) and two running
-// apps, one of them on a GPU: nothing shows before signing in; the overview
-// lists the cluster and the GPUs in use; the topology
-// puts each executor on its worker; a worker killed with SIGKILL shows DEAD
+// 3-master TLS cluster with three workers (two GPUs each), two queues of
+// different weights and two running apps, one in each, one of them on a
+// GPU: nothing shows before signing in; the overview lists the cluster, the
+// GPUs in use and each app's queue; the topology puts each executor on its
+// worker; the queues page shows the figures GET /v1/queues does; a worker killed with SIGKILL shows DEAD
 // and its executors LOST; after a kill -9 of the leader the new leader's
 // pages show the app intact, and every follower's page says it is a
 // follower's and links to the new leader; a cross-site form post kills
@@ -31,9 +34,22 @@ func TestWebUIInABrowser(t *testing.T) {
 	t.Parallel()
 	hc := startCluster(t, clusterSpec{masters: 3, flags: []string{"--worker-timeout", "4s", "--recovery-timeout", "20s"},
 		workers: []string{"w1", "w2", "w3"}, cores: 2, memory: "1g", workerFlags: []string{"--resource", "gpu=2"}})
-	appID, _, before := hc.runLongApp("ui-pi", 3)
+	one, two := 1.0, 2.0
+	for name, spec := range map[string]wire.QueueSpec{
+		"batch": {Weight: &one, Limit: &wire.Amount{Cores: 4}},
+		"etl":   {Weight: &two, Guarantee: &wire.Amount{Cores: 1, Resources: wire.ResourceAmounts{"gpu": 1}}},
+	} {
+		if _, err := hc.c.PutQueue(callCtx(t, 30*time.Second), name, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pi := hc.longApp("ui-pi", 3)
+	pi.Queue = "batch"
+	appID := hc.registerApp(t, pi)
+	before := hc.runningApp(appID, 3, 20*time.Second)
 	gpuApp := hc.longApp("ui-gpu", 1)
 	gpuApp.ResourcesPerExecutor = wire.ResourceAmounts{"gpu": 1}
+	gpuApp.Queue, gpuApp.Priority = "etl", 5
 	other, err := hc.c.RegisterApp(callCtx(t, 30*time.Second), gpuApp)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +74,7 @@ func TestWebUIInABrowser(t *testing.T) {
 		}
 		return nil
 	})
-	mustContain(t, "the overview", page, "m1", "m2", "m3", "ui-pi", "RUNNING", "Leader", "Follower")
+	mustContain(t, "the overview", page, "m1", "m2", "m3", "ui-pi", "RUNNING", "Leader", "Follower", "batch", "etl", "priority 5")
 	if strings.Contains(page, "not answering") {
 		t.Errorf("a master's Raft figures are missing from the overview")
 	}
@@ -91,7 +107,7 @@ func TestWebUIInABrowser(t *testing.T) {
 	}
 	b.screenshot("ui-topology")
 	page = b.open(leader.URL + "/ui/apps/" + appID)
-	mustContain(t, "the app page", page, appID, "RUNNING", "Kill application", "stdout")
+	mustContain(t, "the app page", page, appID, "RUNNING", "Kill application", "stdout", "queue batch")
 	b.screenshot("ui-app")
 
 	// A worker's own page: what it offers, how it enforces limits (as it
@@ -127,6 +143,18 @@ func TestWebUIInABrowser(t *testing.T) {
 		return wantText(log, "first-line", "later-line")
 	})
 
+	// The queues page shows what GET /v1/queues says: batch, etl, and
+	// default with the talker in it.
+	testproc.Eventually(t, 15*time.Second, "the queues page showing GET /v1/queues", func() error {
+		rows, capacity := b.queues(leader.URL)
+		qs, err := hc.c.Queues(callCtx(t, 10*time.Second))
+		if err != nil {
+			return err
+		}
+		return queuesShown(rows, capacity, qs)
+	})
+	b.screenshot("ui-queues")
+
 	// A worker killed with SIGKILL: DEAD on the overview, its executors
 	// LOST on the app's page.
 	var victim string
@@ -152,7 +180,7 @@ func TestWebUIInABrowser(t *testing.T) {
 	survivor := slices.DeleteFunc([]string{"w1", "w2", "w3"}, func(w string) bool { return w == victim })[0]
 	for _, m := range hc.others(leader, newLeader) {
 		b.signIn(m.URL)
-		for _, path := range []string{"/ui/", "/ui/topology", "/ui/workers/" + survivor, "/ui/apps/" + appID} {
+		for _, path := range []string{"/ui/", "/ui/topology", "/ui/queues", "/ui/workers/" + survivor, "/ui/apps/" + appID} {
 			mustContain(t, "a follower's page "+path, b.open(m.URL+path), "follower's view", newLeader.URL)
 		}
 	}
@@ -217,6 +245,56 @@ func (cl *cluster) registerApp(t *testing.T, desc wire.AppDescription) string {
 	}
 	followEvents(t, cl.c, id)
 	return id
+}
+
+// queues opens the queues page at base and reads its rows, each queue's
+// cells by column (as shown), and its capacity card.
+func (b *browser) queues(base string) (rows map[string]map[string]string, capacity string) {
+	b.t.Helper()
+	b.run("reading the queues page", chromedp.Navigate(base+"/ui/queues"), chromedp.WaitReady("p.capacity", chromedp.ByQuery),
+		chromedp.Evaluate(`Object.fromEntries(Array.from(document.querySelectorAll("tr.queue")).map(r =>
+			[r.dataset.queue, Object.fromEntries(Array.from(r.querySelectorAll("td[data-col]")).map(c => [c.dataset.col, c.innerText.trim()]))]))`, &rows),
+		chromedp.Text("p.capacity", &capacity, chromedp.ByQuery))
+	return rows, capacity
+}
+
+// queuesShown says how the queues page's rows differ from qs, the API's.
+func queuesShown(rows map[string]map[string]string, capacity string, qs wire.Queues) error {
+	names := make([]string, len(qs.Queues))
+	for i, q := range qs.Queues {
+		names[i] = q.Name
+	}
+	if shown := slices.Sorted(maps.Keys(rows)); !slices.Equal(shown, []string{"batch", "default", "etl"}) || !slices.Equal(shown, names) {
+		return fmt.Errorf("queues shown %v, the API's %v", shown, names)
+	}
+	if err := wantText(capacity, fmt.Sprintf("%d cores", qs.Capacity.Cores), fmt.Sprintf("gpu %v", qs.Capacity.Resources["gpu"])); err != nil {
+		return fmt.Errorf("capacity %q, the API's %+v: %w", capacity, qs.Capacity, err)
+	}
+	for _, q := range qs.Queues {
+		row := rows[q.Name]
+		want := map[string]string{"name": q.Name, "weight": strconv.FormatFloat(q.Weight, 'f', -1, 64),
+			"apps": strconv.Itoa(q.Apps), "drivers": strconv.Itoa(q.Drivers), "preemptions": strconv.Itoa(q.Preemptions)}
+		for col, v := range want {
+			if row[col] != v {
+				return fmt.Errorf("queue %s: %s %q shown, the API's %q", q.Name, col, row[col], v)
+			}
+		}
+		share := []string{fmt.Sprintf("%.1f%% in use", q.DominantShare*100), fmt.Sprintf("%.1f%% fair", q.FairDominantShare*100)}
+		inUse := []string{}
+		if q.InUse.Cores > 0 {
+			inUse = append(inUse, fmt.Sprintf("%d core", q.InUse.Cores))
+		}
+		for r, v := range q.InUse.Resources {
+			inUse = append(inUse, fmt.Sprintf("%s %v", r, v))
+		}
+		if err := errors.Join(wantText(row["share"], share...), wantText(row["inuse"], inUse...)); err != nil {
+			return fmt.Errorf("queue %s: shares %q, in use %q, the API's %+v: %w", q.Name, row["share"], row["inuse"], q, err)
+		}
+		if q.Apps != 1 || q.DominantShare <= 0 {
+			return fmt.Errorf("queue %s: %d apps, dominant share %v, want its one app running", q.Name, q.Apps, q.DominantShare)
+		}
+	}
+	return nil
 }
 
 func mustApp(t *testing.T, st wire.ClusterStatus, id string) wire.AppStatus {

@@ -70,6 +70,17 @@ func (s uiSource) Driver(ctx context.Context, id string) (*wire.DriverStatus, er
 	return &d, nil
 }
 
+// Queues is the leader's queues, as GET /v1/queues answers: what each
+// holds and is owed is its scheduling rounds'; a follower answers
+// not_leader (its page links to the leader's).
+func (s uiSource) Queues(ctx context.Context) (*wire.Queues, error) {
+	qs, err := query(ctx, s.m, (*core).queuesStatus)
+	if err != nil {
+		return nil, err
+	}
+	return &qs, nil
+}
+
 func (s uiSource) Raft() map[string]string {
 	if s.m.repl == nil {
 		return nil

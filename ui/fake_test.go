@@ -20,6 +20,7 @@ type fakeSource struct {
 	acted     []Action
 	actErr    error
 	logText   string
+	queues    *wire.Queues
 	notLeader error
 }
 
@@ -49,6 +50,15 @@ func (f *fakeSource) Driver(_ context.Context, id string) (*wire.DriverStatus, e
 		}
 	}
 	return nil, httpx.Coded(404, wire.CodeUnknownDriver, "unknown driver %q", id)
+}
+func (f *fakeSource) Queues(context.Context) (*wire.Queues, error) {
+	if f.notLeader != nil {
+		return nil, f.notLeader
+	}
+	if f.queues == nil {
+		return &wire.Queues{Queues: []wire.QueueStatus{{Name: wire.DefaultQueue, Weight: 1, Preempt: true}}}, nil
+	}
+	return f.queues, nil
 }
 func (f *fakeSource) Raft() map[string]string {
 	return map[string]string{"state": "Leader", "term": "3", "commit_index": "42", "applied_index": "42", "last_contact": "0"}

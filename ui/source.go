@@ -22,6 +22,10 @@ type Source interface {
 	// App is one app and its recent events, newest last.
 	App(ctx context.Context, id string) (*wire.AppStatus, []wire.AppEvent, error)
 	Driver(ctx context.Context, id string) (*wire.DriverStatus, error)
+	// Queues is every queue with what it holds, is owed and waits for:
+	// the leader's, worked out at its scheduling rounds; a follower fails
+	// with not_leader (or no_leader), as GET /v1/queues does.
+	Queues(ctx context.Context) (*wire.Queues, error)
 	// Raft is this master's Raft figures (term, commit and applied index,
 	// last contact, state), nil without Raft.
 	Raft() map[string]string

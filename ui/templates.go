@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"html/template"
+	"strconv"
 	"strings"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 )
 
 // pageNames are the pages; each is templates/NAME.html inside layout.html.
-var pageNames = []string{"overview", "topology", "worker", "app", "driver", "logs", "signin", "error", "workerui", "confirm"}
+var pageNames = []string{"overview", "topology", "queues", "worker", "app", "driver", "logs", "signin", "error", "workerui", "confirm"}
 
 func parse() map[string]*template.Template {
 	out := map[string]*template.Template{}
@@ -53,15 +54,13 @@ var funcs = template.FuncMap{
 	},
 	// ask is the confirmation of an action's button (see question).
 	"ask": func(kind ActionKind, id string) string { return question(Action{Kind: kind, ID: id}, false) },
-	"mb": func(mb int) string {
-		if mb >= 1024 && mb%1024 == 0 {
-			return fmt.Sprintf("%d GiB", mb/1024)
-		}
-		if mb >= 10240 {
-			return fmt.Sprintf("%.1f GiB", float64(mb)/1024)
-		}
-		return fmt.Sprintf("%d MiB", mb)
-	},
+	"mb":  mb,
+	// The queues page's and the queue of an app or a driver (queues.go).
+	"amount":  amount,
+	"limit":   limit,
+	"percent": percent,
+	"weight":  func(w float64) string { return strconv.FormatFloat(w, 'f', -1, 64) },
+	"queueOf": queueOf,
 	"intp": func(p *int) string {
 		if p == nil {
 			return "-"
@@ -87,6 +86,16 @@ var funcs = template.FuncMap{
 	"live":  func(e wire.ExecutorStatus) bool { return !e.State.Finished() },
 	"join":  strings.Join,
 	"short": func(s string, n int) string { return shorten(s, n) },
+}
+
+func mb(mb int) string {
+	if mb >= 1024 && mb%1024 == 0 {
+		return fmt.Sprintf("%d GiB", mb/1024)
+	}
+	if mb >= 10240 {
+		return fmt.Sprintf("%.1f GiB", float64(mb)/1024)
+	}
+	return fmt.Sprintf("%d MiB", mb)
 }
 
 func duration(d time.Duration) string {

@@ -66,6 +66,7 @@ func Handler(o Options) http.Handler {
 	mux := u.common()
 	mux.HandleFunc("GET /ui/{$}", u.overview)
 	mux.HandleFunc("GET /ui/topology", u.topology)
+	mux.HandleFunc("GET /ui/queues", u.queues)
 	mux.HandleFunc("GET /ui/workers/{id}", u.worker)
 	mux.HandleFunc("GET /ui/apps/{id}", u.app)
 	mux.HandleFunc("GET /ui/drivers/{id}", u.driver)

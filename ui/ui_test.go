@@ -311,7 +311,7 @@ func TestFollowerPagesSayItAndLinkToTheLeader(t *testing.T) {
 	token := tokenOf(t, h, "/ui/apps/"+app)
 	f.follower(leader)
 	for _, path := range []string{"/ui/", "/ui/topology", "/ui/workers/w00000", "/ui/apps/" + app, "/ui/drivers/driver-1",
-		"/ui/logs?driver=driver-1&stream=stdout", "/ui/apps/nope", "/ui/workers/nope"} {
+		"/ui/logs?driver=driver-1&stream=stdout", "/ui/apps/nope", "/ui/workers/nope", "/ui/queues"} {
 		_, body := get(t, h, path)
 		contains(t, path+" on a follower", body, banner, link)
 		for _, action := range []string{"Kill application", "Kill driver", "Decommission"} {
