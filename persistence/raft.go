@@ -49,7 +49,7 @@ type Raft struct {
 	cfg    RaftConfig
 	raft   *raft.Raft
 	fsm    *fsm
-	trans  *raft.NetworkTransport
+	trans  redialTransport
 	store  *raftboltdb.BoltStore
 	notify chan bool
 	fatal  chan error
@@ -197,7 +197,7 @@ func (r *Raft) Close() error {
 }
 
 func (r *Raft) closeStores() {
-	if r.trans != nil {
+	if r.trans.NetworkTransport != nil {
 		r.trans.Close()
 	}
 	if r.store != nil {

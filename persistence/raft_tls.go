@@ -153,20 +153,21 @@ func (s *tlsStream) Dial(address raft.ServerAddress, timeout time.Duration) (net
 
 // newTransport is Raft's transport: over mutual TLS when cfg has TLS, else
 // plain TCP (which cmd/master refuses; tests of the engine use it).
-func newTransport(cfg RaftConfig, advertise *net.TCPAddr, hlog hclog.Logger) (*raft.NetworkTransport, error) {
+func newTransport(cfg RaftConfig, advertise *net.TCPAddr, hlog hclog.Logger) (redialTransport, error) {
 	if cfg.TLS == nil {
-		return raft.NewTCPTransportWithLogger(cfg.Addr, advertise, 3, 10*time.Second, hlog)
+		t, err := raft.NewTCPTransportWithLogger(cfg.Addr, advertise, maxPool, 10*time.Second, hlog)
+		return redialTransport{t}, err
 	}
 	// As the TCP transport: the others dial the address Raft hands them,
 	// which a wildcard is not.
 	if advertise.IP == nil || advertise.IP.IsUnspecified() {
-		return nil, fmt.Errorf("raft address %s: want the IP address or name the other masters reach, not a wildcard", cfg.Addr)
+		return redialTransport{}, fmt.Errorf("raft address %s: want the IP address or name the other masters reach, not a wildcard", cfg.Addr)
 	}
 	stream, err := newTLSStream(cfg.Addr, advertise, cfg.TLS, cfg.Logger)
 	if err != nil {
-		return nil, err
+		return redialTransport{}, err
 	}
-	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog,
-	}), nil
+	return redialTransport{raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: stream, MaxPool: maxPool, Timeout: 10 * time.Second, Logger: hlog,
+	})}, nil
 }
