@@ -56,7 +56,7 @@ func (c *core) commandFailed(workerID string, cmd workerCommand, err error) {
 		c.endExecutor(e, executorEnd{state: wire.ExecutorFailed, message: "launch failed: " + err.Error(), event: wire.EventExecutorUpdated}, nil)
 	case wire.LaunchDriver:
 		if d := c.drivers[body.DriverID]; d != nil && d.worker != nil && d.worker.rec.ID == workerID && !d.launching {
-			c.driverLost(d, "launch failed: "+err.Error())
+			c.driverLost(d, "launch failed: "+err.Error(), nil)
 		}
 	}
 }

@@ -107,7 +107,7 @@ func (c *core) expireDrains() {
 		for _, d := range sortedDrivers(w.drivers) {
 			if !d.launching {
 				c.fx.send(w, killDriverCommand(c.epoch, d.rec.ID))
-				c.driverLost(d, msg)
+				c.driverLost(d, msg, nil)
 			}
 		}
 	}

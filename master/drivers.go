@@ -78,6 +78,7 @@ func (c *core) launchDriver(w *workerInfo, d *driverInfo, grants wire.ResourceGr
 			Process: wire.Process{
 				Command: d.rec.Desc.Command, Env: d.rec.Desc.Env,
 				Cores: d.rec.Desc.Cores, MemoryMB: d.rec.Desc.MemoryMB, Resources: grants, User: c.unixUserOf(d.rec.Tenant),
+				StopAfterDisconnect: d.rec.Desc.StopAfterDisconnect,
 			},
 			Supervise: d.rec.Desc.Supervise, Token: token,
 		}))
@@ -156,6 +157,10 @@ func (c *core) driverStateChanged(workerID string, m wire.DriverStateChanged, re
 		reply(wire.None{}, nil)
 		return
 	}
+	if m.OutOfTouch {
+		c.driverLost(d, m.Message, c.ack(reply)) // as if its worker were lost
+		return
+	}
 	c.finishDriver(d, m.State, m.Message, m.ExitCode, c.ack(reply))
 }
 
@@ -224,15 +229,15 @@ func (c *core) driverEnded(d *driverInfo, endedAt time.Time) {
 // driverLost ends a driver whose process is gone or unaccounted for (its
 // worker was lost, its launch failed, no worker claimed it after a
 // failover): a supervised one is relaunched, one whose kill was requested
-// ends KILLED, any other ends in ERROR.
-func (c *core) driverLost(d *driverInfo, msg string) {
+// ends KILLED, any other ends in ERROR. done, if set, learns the outcome.
+func (c *core) driverLost(d *driverInfo, msg string, done func(error)) {
 	switch {
 	case d.rec.KillRequested:
-		c.finishDriver(d, wire.DriverKilled, "killed by request; "+msg, nil, nil)
+		c.finishDriver(d, wire.DriverKilled, "killed by request; "+msg, nil, done)
 	case d.rec.Desc.Supervise:
-		c.relaunchDriver(d, msg)
+		c.relaunchDriver(d, msg, done)
 	default:
-		c.finishDriver(d, wire.DriverError, msg, nil, nil)
+		c.finishDriver(d, wire.DriverError, msg, nil, done)
 	}
 }
 
@@ -241,13 +246,13 @@ func (c *core) driverLost(d *driverInfo, msg string) {
 // worker, and reports about it must not be mistaken for the new one
 // (SPARK-19900). The old driver's end and the new driver are one write, so
 // the driver cannot vanish between the two.
-func (c *core) relaunchDriver(d *driverInfo, reason string) {
+func (c *core) relaunchDriver(d *driverInfo, reason string, done func(error)) {
 	// The relaunch inherits the key: a repeat of the submission gets the
 	// driver that runs now, and the key lives as long as the chain does.
 	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: d.rec.Desc, SubmittedAt: c.now(), State: wire.DriverSubmitted, RelaunchOf: d.rec.ID, Tenant: d.rec.Tenant,
 		IdempotencyKey: d.rec.IdempotencyKey, IdempotencyHash: d.rec.IdempotencyHash}
 	c.metrics.driverRelaunches.Inc()
-	c.endDriver(d, driverEnd{state: wire.DriverRelaunching, message: reason + "; relaunched as " + rec.ID, relaunch: &rec}, nil)
+	c.endDriver(d, driverEnd{state: wire.DriverRelaunching, message: reason + "; relaunched as " + rec.ID, relaunch: &rec}, done)
 }
 
 // findDriver is the driver the master lists under id, active or

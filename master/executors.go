@@ -31,6 +31,7 @@ func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int, gran
 			Process: wire.Process{
 				Command: a.rec.Desc.Command, Env: a.rec.Desc.Env,
 				Cores: cores, MemoryMB: memory, Resources: grants, User: c.unixUserOf(a.rec.Tenant),
+				StopAfterDisconnect: a.rec.Desc.StopAfterDisconnect,
 			},
 		}))
 		c.publish(a, wire.AppEvent{Type: wire.EventExecutorAdded, Executor: executorStatus(e)})

@@ -183,7 +183,7 @@ func (c *core) completeRecovery() {
 	}
 	for _, d := range sortedDrivers(c.drivers) {
 		if d.worker == nil && d.state == wire.DriverUnknown {
-			c.driverLost(d, "no worker claimed it after the master changed")
+			c.driverLost(d, "no worker claimed it after the master changed", nil)
 		}
 	}
 	removed(nil)

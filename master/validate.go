@@ -138,6 +138,9 @@ func validateApp(d wire.AppDescription) error {
 	if _, err := d.ResourcesPerExecutor.Milli(); err != nil {
 		return badRequest("resourcesPerExecutor: %v", err)
 	}
+	if err := wire.CheckStopAfterDisconnect(d.StopAfterDisconnect); err != nil {
+		return badRequest("%v", err)
+	}
 	return nil
 }
 
@@ -156,6 +159,9 @@ func validateDriver(d wire.DriverDescription) error {
 	}
 	if err := checkPlacementClass(d.Queue, d.Priority); err != nil {
 		return err
+	}
+	if err := wire.CheckStopAfterDisconnect(d.StopAfterDisconnect); err != nil {
+		return badRequest("%v", err)
 	}
 	return checkRange("memoryMB", d.MemoryMB, 0, wire.MaxMemoryMB)
 }

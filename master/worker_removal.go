@@ -59,7 +59,7 @@ func (c *core) workerRemoved(w *workerInfo, reason string) {
 		c.executorEnded(e, executorEnd{state: wire.ExecutorLost, message: msg, event: wire.EventExecutorLost, note: msg})
 	}
 	for _, d := range sortedDrivers(w.drivers) {
-		c.driverLost(d, msg)
+		c.driverLost(d, msg, nil)
 	}
 	c.schedule()
 	c.maybeCompleteRecovery() // it may have been the last one to wait for

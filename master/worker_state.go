@@ -99,7 +99,11 @@ func (c *core) keepReportedDriver(w *workerInfo, r wire.DriverReport) bool {
 		// and ran here (a recovered driver knows its worker from its
 		// launch record); nothing to kill.
 		if d != nil && !d.launching && (d.worker == w || (d.worker == nil && d.rec.WorkerID == w.rec.ID)) {
-			c.finishDriver(d, r.State, r.Message, r.ExitCode, nil)
+			if r.OutOfTouch {
+				c.driverLost(d, r.Message, nil)
+			} else {
+				c.finishDriver(d, r.State, r.Message, r.ExitCode, nil)
+			}
 		}
 		return true
 	}

@@ -48,6 +48,12 @@ type AppDescription struct {
 	// Priority orders it within its queue, higher first.
 	Queue    string `json:"queue,omitempty"`
 	Priority int    `json:"priority,omitempty"`
+	// StopAfterDisconnect, when set, stops the app's executors on a worker
+	// that has been out of touch with every master that long (Nomad's
+	// disconnect.stop_on_client_after), so that an executor the masters
+	// count as LOST is not still running when its replacement starts. Off
+	// by default: a masters' outage then kills nothing (docs/HA.md).
+	StopAfterDisconnect Duration `json:"stopAfterDisconnect,omitempty"`
 }
 
 // DriverDescription is what `berth submit` sends: a driver run in the cluster.
@@ -62,6 +68,9 @@ type DriverDescription struct {
 	// Queue and Priority, as an app's.
 	Queue    string `json:"queue,omitempty"`
 	Priority int    `json:"priority,omitempty"`
+	// StopAfterDisconnect, as an app's: the driver is stopped on a worker
+	// out of touch with every master that long.
+	StopAfterDisconnect Duration `json:"stopAfterDisconnect,omitempty"`
 }
 
 // Submitted answers a registration or submission with the new id.

@@ -73,6 +73,11 @@ type DriverStateChanged struct {
 	State    DriverState `json:"state"`
 	Message  string      `json:"message,omitempty"`
 	ExitCode *int        `json:"exitCode,omitempty"`
+	// OutOfTouch: the worker stopped the driver itself, out of touch with
+	// the masters past its stopAfterDisconnect; the master ends it as if
+	// its worker were lost (a supervised driver is relaunched elsewhere).
+	// An executor so stopped is reported LOST.
+	OutOfTouch bool `json:"outOfTouch,omitempty"`
 }
 
 // ExecutorReport is one executor a worker runs, or one that ended and whose
@@ -99,6 +104,8 @@ type DriverReport struct {
 	ExitCode  *int           `json:"exitCode,omitempty"`
 	Message   string         `json:"message,omitempty"`
 	Resources ResourceGrants `json:"resources,omitempty"`
+	// OutOfTouch, in a final state: as DriverStateChanged's.
+	OutOfTouch bool `json:"outOfTouch,omitempty"`
 }
 
 // WorkerLatestState is everything a worker runs, plus what ended without a
@@ -140,6 +147,9 @@ type Process struct {
 	// User is the Unix user a worker with --run-as dynamic runs it as (its
 	// tenant's unixUser) instead of an identity of its own; "" for none.
 	User string `json:"user,omitempty"`
+	// StopAfterDisconnect: the worker stops the process once it has been
+	// out of touch with every master this long; 0: never.
+	StopAfterDisconnect Duration `json:"stopAfterDisconnect,omitempty"`
 }
 
 // LaunchExecutor asks a worker to start an executor. Its Process fields are

@@ -23,6 +23,7 @@ func (w *Worker) launchExecutor(req *wire.LaunchExecutor) error {
 	p := &proc{
 		kind: kindExecutor, appID: req.AppID, execID: req.ExecutorID,
 		cores: req.Cores, memoryMB: req.MemoryMB, resources: req.Resources, user: req.User,
+		stopAfterDisconnect: req.StopAfterDisconnect.D(),
 		argv: substitute(req.Command,
 			wire.PlaceholderAppID, req.AppID, wire.PlaceholderExecutorID, execID,
 			wire.PlaceholderCores, cores, wire.PlaceholderHostname, w.host,
@@ -50,6 +51,7 @@ func (w *Worker) launchDriver(req *wire.LaunchDriver) error {
 	p := &proc{
 		kind: kindDriver, driverID: req.DriverID,
 		cores: req.Cores, memoryMB: req.MemoryMB, supervise: req.Supervise, resources: req.Resources, user: req.User,
+		stopAfterDisconnect: req.StopAfterDisconnect.D(),
 		argv: substitute(req.Command, wire.PlaceholderCores, cores, wire.PlaceholderHostname, w.host,
 			wire.PlaceholderResources, filepath.Join(dir, resourcesFile)),
 		env:   buildEnv(berth, req.Env),

@@ -70,6 +70,7 @@ func (w *Worker) masterLoop(ctx context.Context) {
 				hint = master // it forgot us already: register there again
 			}
 		} else {
+			w.contact.touch()
 			w.sess.registered(master)
 			ok, hint = w.heartbeatLoop(ctx, master, interval)
 		}
@@ -109,6 +110,7 @@ func (w *Worker) register(ctx context.Context, hint string) (string, wire.Regist
 				cancel()
 				if err == nil {
 					w.lastMaster = target
+					w.contact.touch()
 					return target, reg, nil
 				}
 				if ctx.Err() != nil {
@@ -261,6 +263,7 @@ func (w *Worker) heartbeatLoop(ctx context.Context, master string, interval time
 			return ok, ""
 		}
 		ok = true
+		w.contact.touch()
 		w.observeEpoch(reply.Epoch)
 		if reply.HeartbeatIntervalMs > 0 {
 			interval = time.Duration(reply.HeartbeatIntervalMs) * time.Millisecond // the fleet grew or shrank

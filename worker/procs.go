@@ -36,6 +36,9 @@ type proc struct {
 	supervise bool // drivers
 	resources wire.ResourceGrants
 	user      string   // its tenant's Unix user (--run-as dynamic), "" for an identity of its own
+	// stopAfterDisconnect: stop it once out of touch with the masters this
+	// long (disconnect.go); 0: never.
+	stopAfterDisconnect time.Duration
 	argv      []string // placeholders substituted
 	env       []string
 	dir       string
@@ -51,6 +54,7 @@ type proc struct {
 	process    *os.Process   // the running attempt; nil when none
 	killReason string        // set once a kill is requested
 	killGrace  time.Duration // the kill's grace, when not --kill-grace
+	outOfTouch bool          // the kill is stopAfterDisconnect's (disconnect.go)
 	ended      bool          // final state reached
 }
 

@@ -73,7 +73,7 @@ func (q *reportQueue) unacknowledged() ([]wire.ExecutorReport, []wire.DriverRepo
 			execs = append(execs, wire.ExecutorReport{AppID: e.AppID, ExecutorID: e.ExecutorID, State: e.State, ExitCode: e.ExitCode, Message: e.Message})
 		case r.driver != nil && r.driver.State.Finished():
 			d := r.driver
-			drivers = append(drivers, wire.DriverReport{DriverID: d.DriverID, State: d.State, ExitCode: d.ExitCode, Message: d.Message})
+			drivers = append(drivers, wire.DriverReport{DriverID: d.DriverID, State: d.State, ExitCode: d.ExitCode, Message: d.Message, OutOfTouch: d.OutOfTouch})
 		}
 	}
 	return execs, drivers

@@ -33,10 +33,16 @@ func (w *Worker) killWithGrace(p *proc, reason string, grace time.Duration) bool
 	if p.ended || p.killReason != "" {
 		return false
 	}
+	w.killLocked(p, reason, grace)
+	return true
+}
+
+// killLocked starts p's kill; the caller holds procs.mu and has checked
+// that p is neither ended nor being killed.
+func (w *Worker) killLocked(p *proc, reason string, grace time.Duration) {
 	p.killReason, p.killGrace = reason, grace
 	close(p.killCh)
 	w.terminateLocked(p)
-	return true
 }
 
 // terminateLocked sends SIGTERM to p's running attempt, if any, and arms the
@@ -163,6 +169,13 @@ func startFailureState[S ~string](err error, killed, failed S) ending[S] {
 }
 
 func (w *Worker) endExecutor(p *proc, e ending[wire.ExecutorState]) {
+	if e.state == wire.ExecutorKilled && w.stoppedOutOfTouch(p) {
+		// LOST: the masters count it so already, or will on hearing it.
+		if e.exitCode == nil {
+			e.message = w.killReason(p) + ": " + e.message
+		}
+		e.state = wire.ExecutorLost
+	}
 	end(w, p, e, wire.ExecutorKilled, func(e ending[wire.ExecutorState]) {
 		w.enqueueExecutor(wire.ExecutorStateChanged{AppID: p.appID, ExecutorID: p.execID,
 			State: e.state, ExitCode: e.exitCode, Message: e.message})
@@ -172,7 +185,7 @@ func (w *Worker) endExecutor(p *proc, e ending[wire.ExecutorState]) {
 func (w *Worker) endDriver(p *proc, e ending[wire.DriverState]) {
 	end(w, p, e, wire.DriverKilled, func(e ending[wire.DriverState]) {
 		w.enqueueDriver(wire.DriverStateChanged{DriverID: p.driverID,
-			State: e.state, ExitCode: e.exitCode, Message: e.message})
+			State: e.state, ExitCode: e.exitCode, Message: e.message, OutOfTouch: w.stoppedOutOfTouch(p)})
 	})
 }
 

@@ -50,6 +50,7 @@ type Worker struct {
 
 	lastMaster string // owned by the master loop
 	running    atomic.Bool
+	contact    masterContact // when a master last accepted something (disconnect.go)
 }
 
 // New checks cfg (filling in its defaults) and creates the work directory.
@@ -156,6 +157,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer stopMaster()
 	bg.Go(func() { w.masterLoop(masterCtx) })
 	bg.Go(func() { w.cleanupLoop(ctx) })
+	w.contact.touch() // out of touch counts from the start, not from 1970
+	bg.Go(func() { w.stopDisconnectedLoop(masterCtx) })
 
 	select {
 	case <-ctx.Done():

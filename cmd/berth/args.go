@@ -169,14 +169,30 @@ func (f *flagReader) resources(name string) wire.ResourceAmounts {
 // argv is the command line after "--"; what names its process.
 func (f *flagReader) argv(what string) []string { return readFlag(f, what, argv) }
 
-// queueFlags are run's and submit's --queue and --priority.
-func queueFlags(cmd string) []cli.Flag {
+// runSubmitFlags are what run and submit share: --queue, --priority and
+// --stop-after-disconnect.
+func runSubmitFlags(cmd string) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "queue", EnvVars: env(cmd, "queue"),
 			Usage: "the `QUEUE` to run in (default: the default queue; a tenant names one of its own)"},
 		&cli.IntFlag{Name: "priority", EnvVars: env(cmd, "priority"),
 			Usage: "`P`: the order within its queue, higher first, -1000000 to 1000000"},
+		&cli.DurationFlag{Name: "stop-after-disconnect", EnvVars: env(cmd, "stop-after-disconnect"),
+			Usage: "stop its processes on a worker out of touch with every master for `D` (e.g. 90s), so that none runs on beside its replacement; default: never (docs/HA.md)"},
 	}
+}
+
+// stopAfterDisconnectFlag reads --stop-after-disconnect.
+func stopAfterDisconnectFlag(c *cli.Context, flag string) (wire.Duration, error) {
+	d := wire.Duration(c.Duration(flag))
+	if err := wire.CheckStopAfterDisconnect(d); err != nil {
+		return 0, fmt.Errorf("invalid value %s for flag --%s: want 0 (never) or from 1s to %s", d.D(), flag, wire.MaxStopAfterDisconnect)
+	}
+	return d, nil
+}
+
+func (f *flagReader) stopAfterDisconnect(name string) wire.Duration {
+	return readFlag(f, name, stopAfterDisconnectFlag)
 }
 
 // queueFlag reads a queue's name, "" for the default queue.

@@ -46,7 +46,7 @@ if the first attempt did submit it.`,
 			pollFlag("submit"),
 			&cli.StringFlag{Name: "idempotency-key", EnvVars: env("submit", "idempotency-key"),
 				Usage: "`KEY` that makes this submission safe to repeat: the same key gets the same driver (default: a random key)"},
-		}, queueFlags("submit")...),
+		}, runSubmitFlags("submit")...),
 		Action: func(c *cli.Context) error {
 			desc, err := driverDescription(c)
 			if err != nil {
@@ -84,7 +84,8 @@ func driverDescription(c *cli.Context) (wire.DriverDescription, error) {
 	d := wire.DriverDescription{
 		Cores: f.count("cores", 1), MemoryMB: f.memory("memory"), Env: f.env("env"),
 		Resources: f.resources("resource"), Queue: f.queue("queue"), Priority: f.priority("priority"),
-		Command: f.argv("driver"), Supervise: c.Bool("supervise"),
+		StopAfterDisconnect: f.stopAfterDisconnect("stop-after-disconnect"),
+		Command:             f.argv("driver"), Supervise: c.Bool("supervise"),
 	}
 	return d, f.err
 }

@@ -41,7 +41,7 @@ ARGV may use the placeholders {{APP_ID}}, {{EXECUTOR_ID}}, {{CORES}} and
 			&cli.IntFlag{Name: "executor-limit", EnvVars: env("run", "executor-limit"), Usage: "most executors the app starts with (unset: no bound)"},
 			&cli.StringSliceFlag{Name: "env", EnvVars: env("run", "env"), Usage: "`NAME=VALUE` added to the executors' environment; repeat it"},
 			&cli.StringSliceFlag{Name: "executor-resource", EnvVars: env("run", "executor-resource"), Usage: "`NAME=AMOUNT` of a custom resource each executor needs, e.g. gpu=1, or gpu=0.5 to share one; repeat it"},
-		}, queueFlags("run")...),
+		}, runSubmitFlags("run")...),
 		Action: runApp,
 	}
 }
@@ -142,6 +142,7 @@ func appDescription(c *cli.Context) (wire.AppDescription, error) {
 	d := wire.AppDescription{
 		MaxCores: f.count("max-cores", 0), CoresPerExecutor: f.count("cores-per-executor", 0),
 		MemoryPerExecutorMB: f.memory("executor-memory"), Queue: f.queue("queue"), Priority: f.priority("priority"),
+		StopAfterDisconnect: f.stopAfterDisconnect("stop-after-disconnect"),
 	}
 	if c.IsSet("executor-limit") {
 		n := f.count("executor-limit", 0)

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berth-cluster/berth/testkit/testproc"
 	"github.com/berth-cluster/berth/wire"
@@ -186,18 +187,19 @@ func TestAudit(t *testing.T) {
 // run and submit put --queue and --priority in the description.
 func TestRunAndSubmitInAQueue(t *testing.T) {
 	f := newSharedMaster(t, testSecret)
-	if res := berth(t, f.env(), "submit", "--queue", "etl", "--priority", "7", "--", "x"); res.Code != 0 {
+	if res := berth(t, f.env(), "submit", "--queue", "etl", "--priority", "7", "--stop-after-disconnect", "90s", "--", "x"); res.Code != 0 {
 		t.Fatalf("submit: %+v", res)
 	}
 	var d wire.DriverDescription
-	if call := f.only(t); json.Unmarshal([]byte(call.Body), &d) != nil || d.Queue != "etl" || d.Priority != 7 {
+	if call := f.only(t); json.Unmarshal([]byte(call.Body), &d) != nil || d.Queue != "etl" || d.Priority != 7 || d.StopAfterDisconnect.D() != 90*time.Second {
 		t.Fatalf("submit sent %+v", call)
 	}
-	if res := berth(t, f.env(), "run", "--queue", "adhoc", "--priority", "-3", "--", "x"); res.Code != 0 {
+	if res := berth(t, f.env(), "run", "--queue", "adhoc", "--priority", "-3", "--stop-after-disconnect", "2m", "--", "x"); res.Code != 0 {
 		t.Fatalf("run: %+v", res)
 	}
 	var a wire.AppDescription
-	if call := f.requests()[0]; call.URI != "/v1/apps" || json.Unmarshal([]byte(call.Body), &a) != nil || a.Queue != "adhoc" || a.Priority != -3 {
+	if call := f.requests()[0]; call.URI != "/v1/apps" || json.Unmarshal([]byte(call.Body), &a) != nil || a.Queue != "adhoc" || a.Priority != -3 ||
+		a.StopAfterDisconnect.D() != 2*time.Minute || !strings.Contains(call.Body, `"stopAfterDisconnect":"2m0s"`) {
 		t.Fatalf("run sent %+v", call)
 	}
 }
@@ -257,6 +259,9 @@ func TestSharedBadValuesNameTheFlag(t *testing.T) {
 		{Args: []string{"submit", "--priority", "1000001", "--", "x"}, Flag: "--priority"},
 		{Args: []string{"run", "--priority", "-1000001", "--", "x"}, Flag: "--priority"},
 		{Args: []string{"run", "--priority", "high", "--", "x"}, Flag: "--priority"},
+		{Args: []string{"run", "--stop-after-disconnect", "500ms", "--", "x"}, Flag: "--stop-after-disconnect"},
+		{Args: []string{"submit", "--stop-after-disconnect", "-1m", "--", "x"}, Flag: "--stop-after-disconnect"},
+		{Args: []string{"submit", "--stop-after-disconnect", "1y", "--", "x"}, Flag: "--stop-after-disconnect"},
 		{Args: []string{"tenant", "create", "acme"}, Flag: "--queues"},
 		{Args: []string{"tenant", "create", "acme", "--queues", "etl,Bad"}, Flag: "--queues"},
 		{Args: []string{"audit", "--since", "-1h"}, Flag: "--since"},
