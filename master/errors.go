@@ -3,6 +3,7 @@ package master
 import (
 	"errors"
 	"net/http"
+	"syscall"
 
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/persistence"
@@ -45,10 +46,19 @@ func (c *core) persistErr(gen uint64, err error) error {
 	switch {
 	case errors.Is(err, persistence.ErrOutcomeUnknown):
 		return httpx.Coded(http.StatusGatewayTimeout, wire.CodeOutcomeUnknown, "%v: the change may or may not have been made; a retry is safe if the request is idempotent (kills, or a submission with an Idempotency-Key)", err)
+	case diskFull(err):
+		// Raft's leader stores an entry before it sends it: one it could
+		// not store went nowhere. It steps down; another master takes over.
+		return httpx.Coded(http.StatusServiceUnavailable, wire.CodeDiskFull, "not committed: this master's disk is full (%v); nothing was written, and a leader that cannot write gives way to a master that can: retry", err)
 	case gen != c.gen || !c.leading() || errors.Is(err, persistence.ErrNotLeader):
 		return errLeadershipLost(err)
 	}
 	return httpx.Coded(http.StatusServiceUnavailable, wire.CodeNotCommitted, "could not persist the change: %v", err)
+}
+
+// diskFull reports whether err is a write that failed for want of space.
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
 // notFound is the 404 for an unknown app, driver, executor or worker, with

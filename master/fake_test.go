@@ -240,7 +240,7 @@ func (h *harness) pass(d time.Duration, keepAlive ...string) {
 	for end := h.clock.t.Add(d); h.clock.t.Before(end); {
 		h.clock.advance(min(step, end.Sub(h.clock.t)))
 		for _, id := range keepAlive {
-			h.c.heartbeat(id)
+			h.c.heartbeat(id, wire.Heartbeat{})
 		}
 		h.c.tick()
 		h.commit()

@@ -3,6 +3,8 @@ package master
 import (
 	"testing"
 	"time"
+
+	"github.com/berth-cluster/berth/wire"
 )
 
 // The heartbeat interval grows with the fleet so that the master's rate
@@ -27,7 +29,7 @@ func TestHeartbeatIntervalScalesWithTheFleet(t *testing.T) {
 	h := newLeader(t, func(c *Config) { c.MaxHeartbeatsPerSecond = 1 })
 	h.addWorker("w1", 1, 1024)
 	h.addWorker("w2", 1, 1024)
-	reply, err := h.c.heartbeat("w1")
+	reply, err := h.c.heartbeat("w1", wire.Heartbeat{})
 	if err != nil || time.Duration(reply.HeartbeatIntervalMs)*time.Millisecond != h.c.cfg.heartbeatInterval(2) {
 		t.Errorf("heartbeat reply %+v, %v: want the interval for 2 workers", reply, err)
 	}

@@ -43,6 +43,9 @@ type workerInfo struct {
 	// drainKilled: its drain deadline passed and what ran there was killed.
 	drainKilled bool
 	limits      string // as it registered (wire.RegisterWorker.Limits)
+	// diskFull: its last heartbeat said its disk is short of space (why);
+	// nothing new is placed on it meanwhile.
+	diskFull string
 	// touch tells the core that what placement sees of the worker changed.
 	touch func(*workerInfo)
 	// viewIndex is its place in preemption view number viewRound
@@ -63,6 +66,10 @@ func (w *workerInfo) changed() {
 func (w *workerInfo) schedulable() bool {
 	return w.state == wire.WorkerAlive && w.removing == nil
 }
+
+// placeable reports whether new work may go to w: schedulable, and its
+// disk not full.
+func (w *workerInfo) placeable() bool { return w.schedulable() && w.diskFull == "" }
 
 // committedUse is what the worker holds by the committed state: launches
 // still being committed are not shown.

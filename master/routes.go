@@ -64,8 +64,8 @@ func (m *Master) Handler() http.Handler {
 		}
 		return call(r.Context(), m, func(c *core, r reply[wire.RegisteredWorker]) { c.registerWorker(req, r) })
 	})
-	serve(m, mux, api.WorkerHeartbeat, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.Heartbeat, r reply[wire.HeartbeatReply]) {
-		r(c.heartbeat(id))
+	serve(m, mux, api.WorkerHeartbeat, validateHeartbeat, onEntity(m, "worker id", func(c *core, id string, hb wire.Heartbeat, r reply[wire.HeartbeatReply]) {
+		r(c.heartbeat(id, hb))
 	}))
 	serve(m, mux, api.ExecutorStateReport, validateExecutorState, onEntity(m, "worker id", (*core).executorStateChanged))
 	serve(m, mux, api.DriverStateReport, validateDriverState, onEntity(m, "worker id", (*core).driverStateChanged))

@@ -69,7 +69,7 @@ func workerStatus(w *workerInfo) wire.WorkerStatus {
 		ID: w.rec.ID, Host: w.rec.Host, Port: w.rec.Port, Address: w.rec.Address,
 		Cores: w.rec.Cores, CoresUsed: cores, MemoryMB: w.rec.MemoryMB, MemoryUsedMB: memory,
 		State: w.state, LastHeartbeat: w.lastHeartbeat, DrainDeadline: w.rec.DrainDeadline, Limits: w.limits,
-		Resources: w.resourceStatus(),
+		Resources: w.resourceStatus(), DiskFull: w.diskFull,
 	}
 }
 

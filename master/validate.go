@@ -216,6 +216,13 @@ func validateDrain(d wire.DrainRequest) error {
 	return checkRange("deadlineSeconds", d.DeadlineSeconds, 0, maxDrainDeadline)
 }
 
+func validateHeartbeat(h wire.Heartbeat) error {
+	if len(h.DiskFull) > wire.MaxDiskFullLen || !termtext.Safe(h.DiskFull) {
+		return badRequest("diskFull: at most %d bytes of text without control characters", wire.MaxDiskFullLen)
+	}
+	return nil
+}
+
 func validateExecutorState(m wire.ExecutorStateChanged) error {
 	if err := checkID("app id", m.AppID); err != nil {
 		return err

@@ -20,7 +20,8 @@ import (
 // room summarises the schedulable workers: the largest of each quantity,
 // not necessarily on one worker.
 type room struct {
-	alive               int
+	alive               int // workers new work may go to
+	diskFull            int // live workers whose disk is full
 	maxCores, maxMemory int // largest worker
 	maxFreeCores        int // most free cores on one worker
 	maxFreeMemory       int // most free memory on one worker
@@ -41,6 +42,10 @@ func (c *core) computeRoom() room {
 		if !w.schedulable() {
 			continue
 		}
+		if !w.placeable() {
+			r.diskFull++
+			continue
+		}
 		r.alive++
 		r.maxCores, r.maxMemory = max(r.maxCores, w.rec.Cores), max(r.maxMemory, w.rec.MemoryMB)
 		r.maxFreeCores, r.maxFreeMemory = max(r.maxFreeCores, w.coresFree()), max(r.maxFreeMemory, w.memoryFree())
@@ -52,6 +57,8 @@ func (c *core) computeRoom() room {
 // a worker has the room), naming what asks (an executor, the driver).
 func (r room) fitReason(what string, cores, memory int) string {
 	switch {
+	case r.alive == 0 && r.diskFull > 0:
+		return fmt.Sprintf("waiting: the disk of every live worker is full (%d); berth status shows why", r.diskFull)
 	case r.alive == 0:
 		return "waiting: no worker is alive"
 	case cores > r.maxCores || memory > r.maxMemory:

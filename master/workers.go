@@ -140,7 +140,7 @@ func (c *core) addWorker(rec persistence.WorkerRecord, incarnation string) {
 
 // heartbeat refreshes a live worker. A worker the master does not know, has
 // expired, or lost track of in a failover is told to register again.
-func (c *core) heartbeat(id string) (wire.HeartbeatReply, error) {
+func (c *core) heartbeat(id string, hb wire.Heartbeat) (wire.HeartbeatReply, error) {
 	if !c.leading() {
 		return wire.HeartbeatReply{}, c.notLeader()
 	}
@@ -150,6 +150,16 @@ func (c *core) heartbeat(id string) (wire.HeartbeatReply, error) {
 	}
 	w.lastHeartbeat = c.now()
 	c.metrics.heartbeats.Inc()
+	if hb.DiskFull != w.diskFull {
+		if hb.DiskFull != "" {
+			c.log.Warn("worker's disk is full: nothing new is placed on it", "worker", id, "why", hb.DiskFull)
+		} else {
+			c.log.Info("worker has disk space again", "worker", id)
+		}
+		w.diskFull = hb.DiskFull
+		c.touched(w)
+		c.schedule()
+	}
 	return wire.HeartbeatReply{Epoch: c.epoch, HeartbeatIntervalMs: c.cfg.heartbeatInterval(len(c.workers)).Milliseconds()}, nil
 }
 
@@ -245,7 +255,7 @@ func (c *core) aliveWorkers() []*workerInfo {
 	all := c.sortedWorkerList()
 	out := make([]*workerInfo, 0, len(all))
 	for _, w := range all {
-		if w.schedulable() {
+		if w.placeable() {
 			out = append(out, w)
 		}
 	}
@@ -292,7 +302,7 @@ func (c *core) workerSummary() wire.WorkerSummary {
 // they take no new work (or are gone).
 func (c *core) syncIndex() {
 	for id := range c.dirty {
-		if w := c.workers[id]; w != nil && w.schedulable() {
+		if w := c.workers[id]; w != nil && w.placeable() {
 			c.index.Put(placement.Worker{ID: id, CoresFree: w.coresFree(), MemoryFreeMB: w.memoryFree(), Resources: w.resourcesFree(), Tags: w.tags})
 			c.capacity.put(w)
 		} else {

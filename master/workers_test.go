@@ -80,19 +80,19 @@ func TestHeartbeats(t *testing.T) {
 	h := newLeader(t, nil)
 	w := h.addWorker("w1", 4, 4096)
 	h.clock.advance(10 * time.Second)
-	r, err := h.c.heartbeat("w1")
+	r, err := h.c.heartbeat("w1", wire.Heartbeat{})
 	if err != nil || r.Reconnect || !w.lastHeartbeat.Equal(h.clock.t) {
 		t.Fatalf("heartbeat of a live worker: %+v %v", r, err)
 	}
-	if r, _ := h.c.heartbeat("nobody"); !r.Reconnect {
+	if r, _ := h.c.heartbeat("nobody", wire.Heartbeat{}); !r.Reconnect {
 		t.Error("unknown worker not told to reconnect")
 	}
 	h.c.removeWorker(w, "test", nil)
-	if r, _ := h.c.heartbeat("w1"); r.Reconnect {
+	if r, _ := h.c.heartbeat("w1", wire.Heartbeat{}); r.Reconnect {
 		t.Error("worker told to reconnect before its removal committed")
 	}
 	h.commit()
-	if r, _ := h.c.heartbeat("w1"); !r.Reconnect {
+	if r, _ := h.c.heartbeat("w1", wire.Heartbeat{}); !r.Reconnect {
 		t.Error("expired worker not told to reconnect")
 	}
 }
@@ -123,8 +123,8 @@ func TestWorkerLossReplacesExecutorsWholly(t *testing.T) {
 		if h.clock.t.After(deadline) {
 			t.Fatal("w2 still ALIVE a second after its timeout")
 		}
-		h.c.heartbeat("w1")
-		h.c.heartbeat("w3")
+		h.c.heartbeat("w1", wire.Heartbeat{})
+		h.c.heartbeat("w3", wire.Heartbeat{})
 		h.c.tick()
 		h.commit()
 	}
@@ -286,7 +286,7 @@ func TestWorkerDecommissionAndLeave(t *testing.T) {
 	if len(launches) != 1 || launches[0].worker != "w2" || a.retryCount != 0 {
 		t.Fatalf("replacement %+v, retry count %d", launches, a.retryCount)
 	}
-	if r, _ := h.c.heartbeat("w1"); r.Reconnect {
+	if r, _ := h.c.heartbeat("w1", wire.Heartbeat{}); r.Reconnect {
 		t.Error("a decommissioned worker was told to reconnect")
 	}
 	if _, err := run(h, func(reply reply[wire.None]) { h.c.workerLeft("w1", reply) }); err != nil {

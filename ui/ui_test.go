@@ -50,6 +50,7 @@ func TestPagesShowTheCluster(t *testing.T) {
 	c.Masters[1].Raft = &wire.RaftFigures{State: "Follower", LastContact: "67.852683ms"}
 	c.ActiveApps[1].Executors[1].State = wire.ExecutorLost
 	c.Workers[1].Resources = []wire.ResourceUse{{Name: "gpu", Addresses: []string{"GPU-0", "GPU-1"}, Used: []float64{1, 0}, Free: 1}}
+	c.Workers[1].DiskFull = "work dir /w: 3 MiB free, below --min-free-disk 64 MiB"
 	// The workers card counts GPUs as it counts cores: the dead worker's
 	// left out, the draining one's offered but not free.
 	c.Workers[2].Resources = []wire.ResourceUse{{Name: "gpu", Addresses: []string{"GPU-0", "GPU-1"}, Used: []float64{0, 0}, Free: 2}}
@@ -70,7 +71,8 @@ func TestPagesShowTheCluster(t *testing.T) {
 	}
 	contains(t, "the overview", body, "Master m1", "ALIVE", "epoch 3", "<b>2</b> alive", "1 dead", "term 3", "applied index 42",
 		"w00000", "app-20261124120000-0001", "driver-2", "cannot start: no worker has 64 cores", "leader</b>", "https://10.0.0.1:7077/ui/",
-		"gpu 1/2 free", "gpu 1/6 free", "1 decommissioning (draining)", "<td>67 ms</td>", "<td>1 min 30 s</td>")
+		"gpu 1/2 free", "gpu 1/6 free", "1 decommissioning (draining)", "<td>67 ms</td>", "<td>1 min 30 s</td>",
+		`disk full</span>`)
 	if strings.Contains(body, "67.852683ms") {
 		t.Error("the overview shows a raw Go duration for a master's last contact")
 	}
@@ -86,7 +88,8 @@ func TestPagesShowTheCluster(t *testing.T) {
 	_, body = get(t, h, "/ui/apps/app-20261124120000-0000")
 	contains(t, "the GPU app's page", body, "and gpu=1 per executor", "gpu=GPU-0")
 	_, body = get(t, h, "/ui/workers/w00001")
-	contains(t, "the worker page", body, "app-20261124120000-0000", "app-20261124120000-0001", "Decommission", "<td>GPU-1</td><td>0</td>", "gpu=GPU-0")
+	contains(t, "the worker page", body, "app-20261124120000-0000", "app-20261124120000-0001", "Decommission", "<td>GPU-1</td><td>0</td>", "gpu=GPU-0",
+		"disk full: work dir /w: 3 MiB free, below --min-free-disk 64 MiB; nothing new is placed here")
 	if code, _ := get(t, h, "/ui/workers/nope"); code != http.StatusNotFound {
 		t.Errorf("unknown worker: %d", code)
 	}

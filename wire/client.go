@@ -180,6 +180,9 @@ type WorkerStatus struct {
 	Limits string `json:"limits,omitempty"`
 	// Resources: the custom resources it offers, with their use, by name.
 	Resources []ResourceUse `json:"resources,omitempty"`
+	// DiskFull: its work directory is short of space (its words): nothing
+	// new is placed on it meanwhile.
+	DiskFull string `json:"diskFull,omitempty"`
 }
 
 // DrainRequest is the body of POST /v1/workers/{id}/drain.

@@ -40,6 +40,10 @@ const (
 	// master lost leadership before writing it, or could not write);
 	// retry, on the leader.
 	CodeNotCommitted ErrorCode = "not_committed"
+	// CodeDiskFull (503): the change was certainly not made: the master's
+	// disk is full. A leader that cannot write gives way to one that can;
+	// retry, on the leader.
+	CodeDiskFull ErrorCode = "disk_full"
 	// CodeOutcomeUnknown (504): the master lost leadership before it
 	// learned whether the change committed; the next leader knows.
 	// Repeat it: every write is safe to repeat (submissions under their

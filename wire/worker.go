@@ -45,7 +45,15 @@ type RegisteredWorker struct {
 type Heartbeat struct {
 	CoresUsed    int `json:"coresUsed"`
 	MemoryUsedMB int `json:"memoryUsedMB"`
+	// DiskFull, set while the worker's work directory is short of space,
+	// says so ("work dir /var/lib/berth: 12 MiB free, below
+	// --min-free-disk 64 MiB"): nothing new is placed on the worker until
+	// a heartbeat comes without it. At most MaxDiskFullLen bytes.
+	DiskFull string `json:"diskFull,omitempty"`
 }
+
+// MaxDiskFullLen bounds Heartbeat.DiskFull.
+const MaxDiskFullLen = 512
 
 // HeartbeatReply answers a heartbeat.
 type HeartbeatReply struct {

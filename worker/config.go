@@ -31,6 +31,7 @@ const (
 	DefaultCleanupTTL          = 7 * 24 * time.Hour // Spark's appDataTtl
 	DefaultCleanupInterval     = 30 * time.Minute   // Spark's cleanup interval
 	DefaultLogMaxSize          = 10 << 20           // bytes per log file, as Nomad's
+	DefaultMinFreeDiskMB       = 64                 // a new process's first logs, with room to spare
 	DefaultLogMaxFiles         = 9                  // rolled files kept: 100 MiB a stream
 	reservedMemoryMB           = 1024               // left to the OS, as Spark does
 	minDefaultMemoryMB         = 1024
@@ -87,6 +88,11 @@ type Config struct {
 	// this many bytes (--log-max-size); 0: DefaultLogMaxSize; negative:
 	// one file each, unbounded (--log-max-size 0).
 	LogMaxSize int64
+	// MinFreeDiskMB: below this much free space in WorkDir, the worker
+	// tells the master its disk is full, and nothing new is placed on it
+	// until space returns (--min-free-disk); 0: DefaultMinFreeDiskMB;
+	// negative: never.
+	MinFreeDiskMB int
 	// LogMaxFiles is the rolled files kept besides the current one
 	// (--log-max-files; 0: DefaultLogMaxFiles); the oldest beyond it are
 	// deleted.
@@ -235,6 +241,9 @@ func (c Config) withDefaults() (Config, error) {
 		c.runAs = r
 	}
 
+	if c.MinFreeDiskMB == 0 {
+		c.MinFreeDiskMB = DefaultMinFreeDiskMB
+	}
 	if c.LogMaxFiles < 0 {
 		errs = append(errs, fmt.Errorf("--log-max-files %d: must not be negative", c.LogMaxFiles))
 	}

@@ -72,6 +72,11 @@ func (l *rollingLog) open() error {
 // after its last newline that fits (mid-line only when a line alone is
 // longer than a file).
 func (l *rollingLog) Write(p []byte) (int, error) {
+	if l.f == nil { // a roll failed half way (a full disk): start again
+		if err := l.open(); err != nil {
+			return 0, err
+		}
+	}
 	written := 0
 	for len(p) > 0 {
 		room := l.max - l.size
@@ -106,7 +111,9 @@ func (l *rollingLog) Write(p []byte) (int, error) {
 // roll shifts name.i to name.i+1 (dropping the oldest) and name to
 // name.1, all within the directory's descriptor.
 func (l *rollingLog) roll() error {
-	if err := l.f.Close(); err != nil {
+	err := l.f.Close()
+	l.f = nil // reopened by open, or by the next Write if this roll fails
+	if err != nil {
 		return err
 	}
 	if l.keep == 0 {
@@ -127,7 +134,13 @@ func (l *rollingLog) roll() error {
 	return l.open()
 }
 
-func (l *rollingLog) Close() error { return errors.Join(l.f.Close(), l.dir.Close()) }
+func (l *rollingLog) Close() error {
+	var err error
+	if l.f != nil {
+		err = l.f.Close()
+	}
+	return errors.Join(err, l.dir.Close())
+}
 
 func rolledName(name string, i int) string { return name + "." + strconv.Itoa(i) }
 
@@ -142,10 +155,35 @@ type logCopier struct {
 func (c *logCopier) copy(r *os.File, l *rollingLog) {
 	c.readers = append(c.readers, r)
 	c.wg.Go(func() {
-		_, _ = io.Copy(l, r)
+		_, _ = io.Copy(&keepDraining{log: l}, r)
 		r.Close()
 		l.Close()
 	})
+}
+
+// keepDraining writes to log and, when that fails (a full disk), drops
+// the output rather than stop reading: a copy that stopped would leave
+// the process blocked on a full pipe, or killed by SIGPIPE, for want of
+// disk space for its logs. Once writes work again, a line says how much
+// was lost.
+type keepDraining struct {
+	log     io.Writer
+	dropped int64
+}
+
+func (k *keepDraining) Write(p []byte) (int, error) {
+	if k.dropped > 0 {
+		note := fmt.Sprintf("\n[berth: %d bytes of output dropped: the worker could not write them]\n", k.dropped)
+		if _, err := io.WriteString(k.log, note); err != nil {
+			k.dropped += int64(len(p))
+			return len(p), nil
+		}
+		k.dropped = 0
+	}
+	if n, err := k.log.Write(p); err != nil {
+		k.dropped += int64(len(p) - n)
+	}
+	return len(p), nil
 }
 
 // drainGrace bounds how long a process's output is still copied once it

@@ -1,10 +1,12 @@
 package worker
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -103,5 +105,42 @@ func readAll(r interface{ Read([]byte) (int, error) }) (string, error) {
 		if err != nil {
 			return b.String(), nil
 		}
+	}
+}
+
+// flakyDisk fails every write while full is set, as a full disk does.
+type flakyDisk struct {
+	full bool
+	got  bytes.Buffer
+}
+
+func (f *flakyDisk) Write(p []byte) (int, error) {
+	if f.full {
+		return 0, syscall.ENOSPC
+	}
+	return f.got.Write(p)
+}
+
+// A full disk never stops the copy of a process's output (the process
+// would block on its pipe, or die of SIGPIPE): what cannot be written is
+// dropped, and once writes work again a line says how much.
+func TestOutputKeepsDrainingWhileTheDiskIsFull(t *testing.T) {
+	disk := &flakyDisk{}
+	k := &keepDraining{log: disk}
+	write := func(s string) {
+		t.Helper()
+		if n, err := k.Write([]byte(s)); n != len(s) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v; want all of it taken, no error", s, n, err)
+		}
+	}
+	write("before\n")
+	disk.full = true
+	write("lost one\n")
+	write("lost two\n")
+	disk.full = false
+	write("after\n")
+	want := "before\n\n[berth: 18 bytes of output dropped: the worker could not write them]\nafter\n"
+	if got := disk.got.String(); got != want {
+		t.Errorf("the log reads %q, want %q", got, want)
 	}
 }

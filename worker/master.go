@@ -240,7 +240,7 @@ func (w *Worker) heartbeatLoop(ctx context.Context, master string, interval time
 		used := w.procs.used()
 		hctx, cancel := within(ctx, regCtx, min(w.cfg.RequestTimeout, heartbeatTimeout))
 		reply, err := httpx.Call(hctx, w.client, master, wire.MasterAPI.WorkerHeartbeat,
-			wire.Heartbeat{CoresUsed: used.cores, MemoryUsedMB: used.memoryMB}, w.id)
+			wire.Heartbeat{CoresUsed: used.cores, MemoryUsedMB: used.memoryMB, DiskFull: w.noteDisk(w.diskFull())}, w.id)
 		cancel()
 		if ctx.Err() != nil {
 			return ok, ""

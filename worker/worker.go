@@ -51,6 +51,8 @@ type Worker struct {
 	lastMaster string // owned by the master loop
 	running    atomic.Bool
 	contact    masterContact // when a master last accepted something (disconnect.go)
+	// lastDiskFull is what the last heartbeat said of the disk (diskspace.go).
+	lastDiskFull atomic.Pointer[string]
 }
 
 // New checks cfg (filling in its defaults) and creates the work directory.

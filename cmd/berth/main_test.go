@@ -138,7 +138,7 @@ func testCluster() wire.ClusterStatus {
 		MasterID: "master-1", Status: wire.MasterAlive, View: wire.ViewLeader,
 		Leader: "http://127.0.0.1:7077", LeaderID: "master-1", Epoch: 4,
 		Workers: []wire.WorkerStatus{{ID: "worker-a", Address: "http://127.0.0.1:8081", Cores: 8, CoresUsed: 2,
-			MemoryMB: 8192, MemoryUsedMB: 1024, State: wire.WorkerAlive, LastHeartbeat: now}},
+			MemoryMB: 8192, MemoryUsedMB: 1024, State: wire.WorkerAlive, LastHeartbeat: now, DiskFull: "work dir /w: 3 MiB free"}},
 		ActiveApps: []wire.AppStatus{{ID: "app-1", Name: "pi", State: wire.AppRunning, CoresGranted: 2, MaxCores: 4, Queue: "etl", Priority: 5,
 			Executors: []wire.ExecutorStatus{{ID: 0, WorkerID: "worker-a", Cores: 2, State: wire.ExecutorRunning}}}},
 		CompletedApps:    []wire.AppStatus{{ID: "app-0", Name: "old-job", State: wire.AppKilled}},
@@ -268,7 +268,7 @@ func TestStatus(t *testing.T) {
 		t.Fatalf("status: %+v", res)
 	}
 	for _, want := range []string{"master-1", "ALIVE", "leader", "epoch 4", "worker-a", "http://127.0.0.1:8081",
-		"2/8", "1g/8g", "app-1", "pi", "RUNNING:1", "2/4", "etl (priority 5)", "app-0", "old-job", "KILLED", "driver-2", "adhoc", "driver-1", "FINISHED"} {
+		"2/8", "1g/8g", "ALIVE, DISK FULL", "worker-a: work dir /w: 3 MiB free", "app-1", "pi", "RUNNING:1", "2/4", "etl (priority 5)", "app-0", "old-job", "KILLED", "driver-2", "adhoc", "driver-1", "FINISHED"} {
 		if !strings.Contains(res.Stdout, want) {
 			t.Errorf("status lacks %q:\n%s", want, res.Stdout)
 		}

@@ -94,10 +94,19 @@ func printStatus(out io.Writer, st wire.ClusterStatus, now time.Time) error {
 		fmt.Fprintf(w, "(not listed: berth status --workers lists them all)\n")
 	}
 	section(w, fmt.Sprintf("Workers (%d)", len(st.Workers)), "ID\tADDRESS\tSTATE\tCORES\tMEMORY\tRESOURCES\tLAST HEARTBEAT\tLIMITS")
+	var full []string
 	for _, wk := range st.Workers {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s/%s\t%s\t%s\t%s\n", termtext.Escape(wk.ID), termtext.Escape(wk.Address), termtext.Escape(wk.State),
+		state := string(wk.State)
+		if wk.DiskFull != "" {
+			state += ", DISK FULL"
+			full = append(full, fmt.Sprintf("  %s: %s", termtext.Escape(wk.ID), termtext.Escape(wk.DiskFull)))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s/%s\t%s\t%s\t%s\n", termtext.Escape(wk.ID), termtext.Escape(wk.Address), termtext.Escape(state),
 			wk.CoresUsed, wk.Cores, mem(wk.MemoryUsedMB), mem(wk.MemoryMB), termtext.Escape(wire.DescribeFree(wk.Resources)), ago(wk.LastHeartbeat, now),
 			termtext.Escape(orDash(wk.Limits)))
+	}
+	if len(full) > 0 {
+		fmt.Fprintf(w, "Disk full (nothing new is placed there):\n%s\n", strings.Join(full, "\n"))
 	}
 	printApps(w, "Active apps", st.ActiveApps)
 	printApps(w, "Completed apps", st.CompletedApps)

@@ -61,6 +61,8 @@ func TestBadInputsAreRefusedNamingTheFlag(t *testing.T) {
 		{Args: append(ok, "--run-as", "no-such-user-xyz"), Flag: "--run-as"},
 		{Args: append(ok, "--max-connections", "-1"), Flag: "--max-connections"},
 		{Args: append(ok, "--log-max-size", "huge"), Flag: "--log-max-size"},
+		{Args: append(ok, "--min-free-disk", "lots"), Flag: "--min-free-disk"},
+		{Args: append(ok, "--min-free-disk", "-1m"), Flag: "--min-free-disk"},
 		{Args: append(ok, "--log-max-files", "-2"), Flag: "--log-max-files"},
 		{Env: []string{"BERTH_WORKER_RUN_AS=no-such-user-xyz"}, Args: ok, Flag: "--run-as"},
 		{Args: append(ok, "--run-as", "nobody", "--work-dir", filepath.Join(t.TempDir(), "w")), Flag: "--run-as"}, // not root, or a work dir nobody cannot reach

@@ -1,0 +1,39 @@
+package worker
+
+import (
+	"fmt"
+	"syscall"
+)
+
+// diskFull says why the work directory is short of space for new
+// processes' logs and files, or "" while it is not: checked at each
+// heartbeat (a statfs is a few microseconds), so that the master stops
+// placing work here within a heartbeat and resumes as soon as space
+// returns. What runs here already is left alone (its output is dropped
+// while it cannot be written: keepDraining).
+func (w *Worker) diskFull() string {
+	if w.cfg.MinFreeDiskMB < 0 {
+		return ""
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(w.cfg.WorkDir, &st); err != nil {
+		return fmt.Sprintf("work dir %s: cannot tell its free space: %v", w.cfg.WorkDir, err)
+	}
+	freeMB := int64(st.Bavail) * int64(st.Bsize) >> 20
+	if freeMB >= int64(w.cfg.MinFreeDiskMB) {
+		return ""
+	}
+	return fmt.Sprintf("work dir %s: %d MiB free, below --min-free-disk %d MiB", w.cfg.WorkDir, freeMB, w.cfg.MinFreeDiskMB)
+}
+
+// noteDisk logs a change of the disk's state and passes it on.
+func (w *Worker) noteDisk(full string) string {
+	if prev := w.lastDiskFull.Swap(&full); prev == nil || *prev != full {
+		if full != "" {
+			w.log.Warn("disk full: the master places nothing new here until space returns", "why", full)
+		} else if prev != nil {
+			w.log.Info("disk space back: the master may place work here again")
+		}
+	}
+	return full
+}
