@@ -35,6 +35,10 @@ type clusterSpec struct {
 	// (0711, as --run-as asks of a work directory's parents); what is in
 	// it keeps its own modes.
 	tenantsReach bool
+	// prepare, if set, runs on the cluster's directory before anything
+	// starts in it (masters' data dirs are m1..mN in it, workers' work
+	// dirs work-ID).
+	prepare func(dir string)
 }
 
 // cluster is one test's cluster. Its processes are killed by pid when the
@@ -57,6 +61,9 @@ func startCluster(t *testing.T, spec clusterSpec) *cluster {
 				t.Fatal(err)
 			}
 		}
+	}
+	if spec.prepare != nil {
+		spec.prepare(dir)
 	}
 	dumpLogsOnFailure(t, dir)
 	// Made first, so that its cleanup runs last: after the workers are

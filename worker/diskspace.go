@@ -1,8 +1,10 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 	"syscall"
+	"time"
 )
 
 // diskFull says why the work directory is short of space for new
@@ -36,4 +38,32 @@ func (w *Worker) noteDisk(full string) string {
 		}
 	}
 	return full
+}
+
+// diskCheckEvery is how often the worker looks at its disk between
+// heartbeats: a change is heartbeated at once, so the master stops (or
+// resumes) placing work here within about this long, not a heartbeat
+// interval (15 s with Spark's 60 s timeout) later.
+const diskCheckEvery = time.Second
+
+func (w *Worker) diskWatchLoop(ctx context.Context) {
+	t := time.NewTicker(diskCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		said := "" // before the first heartbeat the master takes the disk for fine
+		if prev := w.lastDiskFull.Load(); prev != nil {
+			said = *prev
+		}
+		if said != w.diskFull() {
+			select {
+			case w.beatNow <- struct{}{}:
+			default: // one is asked for already
+			}
+		}
+	}
 }

@@ -234,6 +234,7 @@ func (w *Worker) heartbeatLoop(ctx context.Context, master string, interval time
 			w.sess.unregister()
 			w.log.Info("registering again", "master", master, "next", hint)
 			return true, hint
+		case <-w.beatNow: // the disk filled or emptied: the master must know now
 		case <-t.C:
 		}
 		t.Reset(jittered(interval))

@@ -51,8 +51,10 @@ type Worker struct {
 	lastMaster string // owned by the master loop
 	running    atomic.Bool
 	contact    masterContact // when a master last accepted something (disconnect.go)
-	// lastDiskFull is what the last heartbeat said of the disk (diskspace.go).
+	// lastDiskFull is what the last heartbeat said of the disk (diskspace.go);
+	// beatNow asks the master loop for a heartbeat at once.
 	lastDiskFull atomic.Pointer[string]
+	beatNow      chan struct{}
 }
 
 // New checks cfg (filling in its defaults) and creates the work directory.
@@ -72,6 +74,7 @@ func New(cfg Config, logger *slog.Logger) (*Worker, error) {
 		log:         logger,
 		client:      httpx.NewClient(cfg.Secret, cfg.RequestTimeout).WithTLS(cfg.masterTLS()),
 		sess:        newSession(),
+		beatNow:     make(chan struct{}, 1),
 		incarnation: rand.Text(),
 		reports:     newReportQueue(),
 		procs:       procs,
@@ -161,6 +164,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	bg.Go(func() { w.cleanupLoop(ctx) })
 	w.contact.touch() // out of touch counts from the start, not from 1970
 	bg.Go(func() { w.stopDisconnectedLoop(masterCtx) })
+	bg.Go(func() { w.diskWatchLoop(masterCtx) })
 
 	select {
 	case <-ctx.Done():
