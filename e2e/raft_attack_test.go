@@ -109,7 +109,7 @@ func TestRaftPortRefusesWhatIsNotAMaster(t *testing.T) {
 
 	// (b) TLS with a certificate of the cluster's CA that is not a
 	// master's.
-	if _, err := bin.PKI.WorkerFlags("w1", "127.0.0.1"); err != nil {
+	if _, err := bin.PKI.WorkerFlags("w1", "127.0.0.1", 0); err != nil {
 		t.Fatal(err)
 	}
 	worker, err := security.Load(security.Files{CA: bin.PKI.CAFile(),

@@ -183,7 +183,7 @@ func (cl *cluster) startWorkers(ctx context.Context, n int) error {
 	for i := range n {
 		w := &workerNode{id: fmt.Sprintf("w%02d", i+1), ip: workerIP(i)}
 		w.workDir = filepath.Join(cl.dir, w.id)
-		tlsFlags, err := cl.pki.WorkerFlags(w.id, w.ip)
+		tlsFlags, err := cl.pki.WorkerFlags(w.id, w.ip, 0)
 		if err != nil {
 			return err
 		}

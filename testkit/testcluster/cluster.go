@@ -40,6 +40,10 @@ type WorkerSpec struct {
 	Memory    string        // 2g
 	KillGrace time.Duration // its --kill-grace; 0: 1 s
 	Flags     []string      // more flags, after the harness's own
+	// UID, if set, runs the worker as that user (the caller must be root
+	// and the cluster's directory traversable by it), so that its sockets
+	// can be told apart by owner (NetCut.CutWorker). It enforces no limits.
+	UID uint32
 }
 
 // Cluster is a running cluster of masters and workers. Masters and Workers

@@ -41,6 +41,7 @@ type Worker struct {
 	ID      string
 	URL     string
 	WorkDir string
+	UID     uint32 // 0: root
 }
 
 // newMaster describes master i (mi on 127.0.0.i, with free ports) and makes
@@ -144,15 +145,23 @@ func (c *Cluster) AddWorker(spec WorkerSpec) (*Worker, error) {
 	dir := filepath.Join(c.opt.Dir, "work-"+spec.ID)
 	args := []string{"--master", strings.Join(c.URLs(), ","), "--id", spec.ID, "--port", strconv.Itoa(port),
 		"--cores", strconv.Itoa(spec.Cores), "--memory", spec.Memory, "--work-dir", dir, "--kill-grace", spec.KillGrace.String()}
-	tlsFlags, err := c.PKI.WorkerFlags(spec.ID, "127.0.0.1")
+	tlsFlags, err := c.PKI.WorkerFlags(spec.ID, "127.0.0.1", spec.UID)
 	if err != nil {
 		return nil, err
 	}
 	args = append(args, tlsFlags...)
+	if spec.UID != 0 {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		if err := os.Chown(dir, int(spec.UID), int(spec.UID)); err != nil {
+			return nil, err
+		}
+	}
 	// Through the environment variable, where masters get the flag: both
 	// ways of naming the file are used by every cluster.
 	env := []string{noSecretEnv}
-	secretFile, err := c.secretFile(0)
+	secretFile, err := c.secretFile(spec.UID)
 	if err != nil {
 		return nil, err
 	}
@@ -160,11 +169,11 @@ func (c *Cluster) AddWorker(spec WorkerSpec) (*Worker, error) {
 		env = append(env, wire.EnvSecretFile+"="+secretFile)
 	}
 	p, err := Start(c.h, "worker-"+spec.ID, c.opt.Bin.Worker, filepath.Join(c.opt.Dir, "worker-"+spec.ID+".log"), append(args, spec.Flags...),
-		ProcOptions{Env: env})
+		ProcOptions{Env: env, UID: spec.UID, GID: spec.UID})
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{Proc: p, ID: spec.ID, URL: fmt.Sprintf("https://127.0.0.1:%d", port), WorkDir: dir}
+	w := &Worker{Proc: p, ID: spec.ID, URL: fmt.Sprintf("https://127.0.0.1:%d", port), WorkDir: dir, UID: spec.UID}
 	c.Workers = append(c.Workers, w)
 	return w, c.waitHealthy(p, w.URL)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -68,6 +69,39 @@ func (n *NetCut) CutRaft(m *Master, all []*Master) error {
 		{"meta", "skuid", fmt.Sprint(m.UID), "tcp", "dport", "{ " + strings.Join(others, ", ") + " }", "drop"},
 		{"ip", "daddr", host, "tcp", "dport", port, "drop"},
 		{"ip", "saddr", host, "tcp", "sport", port, "drop"},
+	}
+	for _, r := range rules {
+		if err := nft(append([]string{"add", "rule", "inet", n.table, "out"}, r...)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CutWorker cuts w off from the masters, while everything else reaches
+// both: w's connections to the masters' APIs (told apart by their
+// owner: w must run as its own user, WorkerSpec.UID) and every
+// connection to w's API (only masters make them) are dropped. Its
+// processes, which run as w's user too, cannot reach the masters either.
+func (n *NetCut) CutWorker(w *Worker, masters []*Master) error {
+	if w.UID == 0 {
+		return fmt.Errorf("worker %s runs as root: its sockets cannot be told apart", w.ID)
+	}
+	u, err := url.Parse(w.URL)
+	if err != nil {
+		return err
+	}
+	var apis []string
+	for _, m := range masters {
+		mu, err := url.Parse(m.URL)
+		if err != nil {
+			return err
+		}
+		apis = append(apis, mu.Port())
+	}
+	rules := [][]string{
+		{"meta", "skuid", fmt.Sprint(w.UID), "tcp", "dport", "{ " + strings.Join(apis, ", ") + " }", "drop"},
+		{"tcp", "dport", u.Port(), "drop"},
 	}
 	for _, r := range rules {
 		if err := nft(append([]string{"add", "rule", "inet", n.table, "out"}, r...)...); err != nil {

@@ -81,8 +81,8 @@ func (p *PKI) MasterFlags(id, ip string, uid uint32) ([]string, error) {
 
 // WorkerFlags makes (once) and names the certificate of worker id (also its
 // id in the cluster) at ip.
-func (p *PKI) WorkerFlags(id, ip string) ([]string, error) {
-	if err := p.ensure(security.RoleWorker, id, []string{ip, "localhost"}, 0); err != nil {
+func (p *PKI) WorkerFlags(id, ip string, uid uint32) ([]string, error) {
+	if err := p.ensure(security.RoleWorker, id, []string{ip, "localhost"}, uid); err != nil {
 		return nil, err
 	}
 	return p.Flags(id), nil
