@@ -66,6 +66,10 @@ type Config struct {
 	PreemptionDelay time.Duration
 	PreemptionGrace time.Duration
 	AuditRetention  time.Duration
+	// ExcludeDuration: how long an app's executors are kept off a worker
+	// where two of them failed within ten minutes (--exclude-duration,
+	// exclusions.go); 0: the default.
+	ExcludeDuration time.Duration
 
 	// policy is built by withDefaults from Placement, WorkerOrder and
 	// MinCoreUnit (placementPolicy).
@@ -89,6 +93,11 @@ const (
 	// SIGTERM (Kubernetes' default terminationGracePeriodSeconds is 30).
 	DefaultPreemptionGrace = 30 * time.Second
 	DefaultAuditRetention  = 30 * 24 * time.Hour
+	// DefaultExcludeDuration: Spark's spark.excludeOnFailure.timeout (1h)
+	// is for long jobs on large clusters; ten minutes, the window the
+	// failures are counted in, lets a worker whose trouble was passing
+	// (a full disk, a bad mount) back sooner.
+	DefaultExcludeDuration = 10 * time.Minute
 	// reaperIterations: DEAD workers stay listed this many worker timeouts
 	// (Spark's spark.dead.worker.persistence).
 	reaperIterations = 15
@@ -133,6 +142,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.PreemptionDelay = cmp.Or(c.PreemptionDelay, DefaultPreemptionDelay)
 	c.PreemptionGrace = cmp.Or(c.PreemptionGrace, DefaultPreemptionGrace)
 	c.AuditRetention = cmp.Or(c.AuditRetention, DefaultAuditRetention)
+	c.ExcludeDuration = cmp.Or(c.ExcludeDuration, DefaultExcludeDuration)
 	if c.MaxExecutorRetries == 0 {
 		c.MaxExecutorRetries = DefaultMaxExecutorRetries
 	}
@@ -154,7 +164,8 @@ func (c Config) withDefaults() (Config, error) {
 		flag string
 		v    time.Duration
 	}{{"--worker-timeout", c.WorkerTimeout}, {"--app-timeout", c.AppTimeout}, {"--recovery-timeout", c.RecoveryTimeout}, {"command timeout", c.CommandTimeout},
-		{"--preemption-delay", c.PreemptionDelay}, {"--preemption-grace", c.PreemptionGrace}, {"--audit-retention", c.AuditRetention}} {
+		{"--preemption-delay", c.PreemptionDelay}, {"--preemption-grace", c.PreemptionGrace}, {"--audit-retention", c.AuditRetention},
+		{"--exclude-duration", c.ExcludeDuration}} {
 		if d.v < 0 {
 			return c, fmt.Errorf("%s %s is negative", d.flag, d.v)
 		}

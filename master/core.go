@@ -95,6 +95,9 @@ type core struct {
 	// seq numbers the executors as they are placed (or recovered, oldest
 	// first): preemption takes the highest first.
 	seq uint64
+	// failures: processes that failed, by worker, within the exclusion
+	// window (exclusions.go).
+	failures failureLog
 	// viewRound numbers the preemption views (workerInfo.viewRound);
 	// viewBuf is their storage, reused.
 	viewRound uint64
@@ -138,6 +141,7 @@ func (c *core) reset() {
 	c.queues = map[string]*queueInfo{wire.DefaultQueue: {rec: defaultQueue()}}
 	c.tenants = map[string]*persistence.TenantRecord{}
 	c.reclaiming = map[string]int{}
+	c.failures = failureLog{}
 	c.inheritedPreemptions = map[*executorInfo]struct{}{}
 }
 

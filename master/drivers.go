@@ -61,15 +61,15 @@ func (c *core) updateDriver(d *driverInfo, retain int, change func(*persistence.
 // at once, but its launch record (state RUNNING and its worker) is durable
 // before the launch is sent, so a new leader can tell a driver that may run
 // (and must be claimed by its worker) from one that never started.
-func (c *core) launchDriver(w *workerInfo, d *driverInfo, grants wire.ResourceGrants) {
+func (c *core) launchDriver(w *workerInfo, d *driverInfo, grants wire.ResourceGrants, ports map[string]int) {
 	c.waitingDrivers = slices.DeleteFunc(c.waitingDrivers, func(x *driverInfo) bool { return x == d })
-	d.worker, d.launching = w, true
+	d.worker, d.launching, d.ports, d.health = w, true, ports, ""
 	w.addDriver(d, grants)
 	c.log.Info("launching driver", "driver", d.rec.ID, "worker", w.rec.ID)
 	token, hash := mintDriverToken(d.rec.ID)
 	c.updateDriver(d, 0, func(rec *persistence.DriverRecord) {
 		rec.State, rec.WorkerID, rec.WorkerIncarnation = wire.DriverRunning, w.rec.ID, w.incarnation
-		rec.CredentialHash, rec.Resources = hash, grants
+		rec.CredentialHash, rec.Resources, rec.Ports = hash, grants, ports
 	}, nil, func() {
 		d.launching, d.state = false, wire.DriverRunning
 		c.viewsStale() // its committed use changed; placement saw the cores taken already
@@ -79,8 +79,9 @@ func (c *core) launchDriver(w *workerInfo, d *driverInfo, grants wire.ResourceGr
 				Command: d.rec.Desc.Command, Env: d.rec.Desc.Env,
 				Cores: d.rec.Desc.Cores, MemoryMB: d.rec.Desc.MemoryMB, Resources: grants, User: c.unixUserOf(d.rec.Tenant),
 				StopAfterDisconnect: d.rec.Desc.StopAfterDisconnect,
+				Ports:               ports, Checks: d.rec.Desc.Checks,
 			},
-			Supervise: d.rec.Desc.Supervise, Token: token,
+			Supervise: d.rec.Desc.Supervise, Token: token, Restart: c.restartPolicyOf(d.rec.Desc.Restart),
 		}))
 	}, func(err error) {
 		if err == nil || c.drivers[d.rec.ID] != d || !d.launching {
@@ -154,8 +155,14 @@ func (c *core) driverStateChanged(workerID string, m wire.DriverStateChanged, re
 	}
 	if !m.State.Finished() {
 		d.state = m.State
+		if m.Health != "" {
+			d.health = m.Health
+		}
 		reply(wire.None{}, nil)
 		return
+	}
+	if m.State == wire.DriverFailed {
+		c.noteFailure(w, d.rec.ID, nil, m.Message) // counts toward the worker's health
 	}
 	if m.OutOfTouch {
 		c.driverLost(d, m.Message, c.ack(reply)) // as if its worker were lost

@@ -13,10 +13,12 @@ import (
 // shown nor launched until its placement record is durable: a new leader
 // then knows where it runs, and a leader that cannot commit launches
 // nothing. A placement that fails to commit gives its cores back.
-func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int, grants wire.ResourceGrants) {
-	e := &executorInfo{app: a, id: a.nextExecID, worker: w, cores: cores, memory: memory, resources: grants, state: wire.ExecutorLaunching, launching: true, started: c.now(), seq: c.nextSeq()}
+func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int, grants wire.ResourceGrants, ports map[string]int) {
+	e := &executorInfo{app: a, id: a.nextExecID, worker: w, cores: cores, memory: memory, resources: grants, ports: ports,
+		state: wire.ExecutorLaunching, launching: true, started: c.now(), seq: c.nextSeq()}
 	a.adopt(e)
-	rec := persistence.ExecutorRecord{AppID: a.rec.ID, ID: e.id, WorkerID: w.rec.ID, Cores: cores, MemoryMB: memory, Resources: grants, StartedAt: e.started}
+	rec := persistence.ExecutorRecord{AppID: a.rec.ID, ID: e.id, WorkerID: w.rec.ID, Cores: cores, MemoryMB: memory, Resources: grants,
+		StartedAt: e.started, Ports: ports}
 	c.commit([]persistence.Command{persistence.PutExecutor(rec)}, func() {
 		if !c.live(e) {
 			return
@@ -32,6 +34,7 @@ func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int, gran
 				Command: a.rec.Desc.Command, Env: a.rec.Desc.Env,
 				Cores: cores, MemoryMB: memory, Resources: grants, User: c.unixUserOf(a.rec.Tenant),
 				StopAfterDisconnect: a.rec.Desc.StopAfterDisconnect,
+				Ports:               e.ports, Checks: a.rec.Desc.Checks,
 			},
 		}))
 		c.publish(a, wire.AppEvent{Type: wire.EventExecutorAdded, Executor: executorStatus(e)})
@@ -102,8 +105,12 @@ func (c *core) executorEnded(e *executorInfo, end executorEnd) {
 	}
 	c.noteExecutorEnd(e)
 	if e.state == wire.ExecutorFailed {
+		c.noteFailure(e.worker, a.rec.ID, a, e.message)
 		a.retryCount++
-		if limit := c.cfg.MaxExecutorRetries; limit >= 0 && a.retryCount >= limit && !c.hasStableExecutor(a) {
+		switch limit := c.cfg.MaxExecutorRetries; {
+		case a.rec.Desc.Restart != nil:
+			c.applyRestartPolicy(a, e)
+		case limit >= 0 && a.retryCount >= limit && !c.hasStableExecutor(a):
 			c.finishApp(a, wire.AppFailed, fmt.Sprintf("%d executors failed in a row with none running (last: %s)", a.retryCount, e.message), nil)
 		}
 	}
@@ -142,12 +149,20 @@ func (c *core) executorStateChanged(workerID string, m wire.ExecutorStateChanged
 		if m.State == wire.ExecutorRunning && e.state != wire.ExecutorRunning {
 			e.runningSince = c.now()
 		}
-		e.state, e.message, e.exitCode = m.State, m.Message, m.ExitCode
-		c.publish(e.app, wire.AppEvent{Type: wire.EventExecutorUpdated, Executor: executorStatus(e)})
+		event := wire.EventExecutorUpdated
+		if m.Health == wire.HealthHealthy && e.health != wire.HealthHealthy {
+			event = wire.EventExecutorHealthy
+		}
+		e.state, e.message, e.exitCode, e.health = m.State, m.Message, m.ExitCode, m.Health
+		c.publish(e.app, wire.AppEvent{Type: event, Executor: executorStatus(e)})
 		reply(wire.None{}, nil)
 		return
 	}
-	c.endExecutor(e, executorEnd{state: m.State, message: m.Message, exitCode: m.ExitCode, event: wire.EventExecutorUpdated}, c.ack(reply))
+	event := wire.EventExecutorUpdated
+	if m.Health == wire.HealthUnhealthy {
+		e.health, event = wire.HealthUnhealthy, wire.EventExecutorUnhealthy
+	}
+	c.endExecutor(e, executorEnd{state: m.State, message: m.Message, exitCode: m.ExitCode, event: event}, c.ack(reply))
 }
 
 // ack turns a reply into the done of a write: success once durable, else

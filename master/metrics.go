@@ -31,6 +31,7 @@ type metrics struct {
 	writes            *prometheus.HistogramVec
 	http              *prometheus.HistogramVec
 	preemptions       *prometheus.CounterVec
+	exclusions        prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -60,9 +61,11 @@ func newMetrics() *metrics {
 			[]string{"route", "method", "code"}),
 		preemptions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "berth_master_preemptions_total",
 			Help: "Executors taken back from a queue for another (or for a higher priority), by the queue they were taken from."}, []string{"queue"}),
+		exclusions: prometheus.NewCounter(prometheus.CounterOpts{Name: "berth_master_exclusions_total",
+			Help: "Times an app's executors were kept off a worker where two of them failed within ten minutes."}),
 	}
 	m.reg.MustRegister(m.launches, m.executorEnds, m.workerExpiries, m.driverRelaunches, m.heartbeats,
-		m.leadershipChanges, m.scheduleRound, m.recovery, m.writes, m.http, m.preemptions,
+		m.leadershipChanges, m.scheduleRound, m.recovery, m.writes, m.http, m.preemptions, m.exclusions,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -83,6 +86,8 @@ type stateCounts struct {
 	cores, coresUsed, memory, memoryUsed int
 	waitingCores                         int
 	queues                               []wire.QueueStatus
+	// Workers nothing new goes to, by why; exclusions in force.
+	unhealthy, diskFull, exclusions int
 }
 
 // stateCounts counts the leader's state (a follower reports only its
@@ -96,12 +101,17 @@ func (c *core) stateCounts() stateCounts {
 	for _, w := range c.workers {
 		s.workers[w.state]++
 		if w.state != wire.WorkerDead {
+			s.unhealthy += b2i(w.unhealthy != "")
+			s.diskFull += b2i(w.diskFull != "")
+		}
+		if w.state != wire.WorkerDead {
 			cores, memory := w.committedUse()
 			s.cores, s.coresUsed, s.memory, s.memoryUsed = s.cores+w.rec.Cores, s.coresUsed+cores, s.memory+w.rec.MemoryMB, s.memoryUsed+memory
 		}
 	}
 	for _, a := range c.appOrder {
 		s.apps[a.state]++
+		s.exclusions += len(a.excluded)
 		for _, e := range a.executors {
 			if !e.launching {
 				s.executors[e.state]++
@@ -137,10 +147,12 @@ var (
 	descContact   = prometheus.NewDesc("berth_raft_last_contact_seconds", "Time since this follower last heard from the leader (0 on the leader).", nil, nil)
 	descQueue     = prometheus.NewDesc("berth_queue", "Each queue's use, fair share and waiting demand, by resource (cores, memory_mb, each custom resource), as of the last scheduling round (leader only).", []string{"queue", "kind", "resource"}, nil)
 	descQueueDS   = prometheus.NewDesc("berth_queue_dominant_share", "Each queue's dominant share of the cluster, used and fair (leader only).", []string{"queue", "kind"}, nil)
+	descShunned   = prometheus.NewDesc("berth_workers_shunned", "Live workers nothing new is placed on, by why: unhealthy (processes of several apps failed there), disk_full (leader only).", []string{"reason"}, nil)
+	descExcluded  = prometheus.NewDesc("berth_exclusions", "(app, worker) exclusions in force: an app's executors kept off a worker where they failed (leader only).", nil, nil)
 )
 
 func (s stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeader, descStatus, descWorkers, descApps, descDrivers, descExecutors, descCores, descMemory, descWaiting, descRaft, descContact, descQueue, descQueueDS} {
+	for _, d := range []*prometheus.Desc{descLeader, descStatus, descWorkers, descApps, descDrivers, descExecutors, descCores, descMemory, descWaiting, descRaft, descContact, descQueue, descQueueDS, descShunned, descExcluded} {
 		ch <- d
 	}
 }
@@ -175,6 +187,9 @@ func (s stateCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descMemory, float64(st.memory)*(1<<20), "total")
 			gauge(descMemory, float64(st.memoryUsed)*(1<<20), "used")
 			gauge(descWaiting, float64(st.waitingCores))
+			gauge(descShunned, float64(st.unhealthy), "unhealthy")
+			gauge(descShunned, float64(st.diskFull), "disk_full")
+			gauge(descExcluded, float64(st.exclusions))
 			for _, q := range st.queues {
 				for kind, a := range map[string]wire.Amount{"used": q.InUse, "fair_share": q.FairShare, "waiting": q.Waiting} {
 					gauge(descQueue, float64(a.Cores), q.Name, kind, "cores")
@@ -278,4 +293,11 @@ func (m *metrics) observeWrite(took time.Duration, err error) {
 		outcome = "failed"
 	}
 	m.writes.WithLabelValues(outcome).Observe(took.Seconds())
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -46,6 +46,12 @@ type workerInfo struct {
 	// diskFull: its last heartbeat said its disk is short of space (why);
 	// nothing new is placed on it meanwhile.
 	diskFull string
+	// ports: the ports it hands out, and those taken (ports.go).
+	ports *portPool
+	// unhealthy: processes of several apps failed here lately
+	// (exclusions.go): why, and since when; nothing new goes here.
+	unhealthy      string
+	unhealthySince time.Time
 	// touch tells the core that what placement sees of the worker changed.
 	touch func(*workerInfo)
 	// viewIndex is its place in preemption view number viewRound
@@ -69,7 +75,9 @@ func (w *workerInfo) schedulable() bool {
 
 // placeable reports whether new work may go to w: schedulable, and its
 // disk not full.
-func (w *workerInfo) placeable() bool { return w.schedulable() && w.diskFull == "" }
+func (w *workerInfo) placeable() bool {
+	return w.schedulable() && w.diskFull == "" && w.unhealthy == ""
+}
 
 // committedUse is what the worker holds by the committed state: launches
 // still being committed are not shown.
@@ -103,6 +111,7 @@ func newWorkerInfo(rec persistence.WorkerRecord, state wire.WorkerState, now tim
 		rec: rec, state: state, lastHeartbeat: now, resNames: slices.Sorted(maps.Keys(rec.Resources)),
 		executors: map[execKey]*executorInfo{},
 		drivers:   map[string]*driverInfo{},
+		ports:     newPortPool(rec.PortRange),
 	}
 }
 
@@ -121,6 +130,7 @@ func (w *workerInfo) addExecutor(e *executorInfo) {
 	w.coresUsed += e.cores
 	w.memoryUsed += e.memory
 	w.useResources(e.resources, 1)
+	w.ports.hold(e.ports)
 	if tag := e.tag(); tag != "" {
 		if w.tags == nil {
 			w.tags = map[string]int{}
@@ -137,6 +147,7 @@ func (w *workerInfo) removeExecutor(e *executorInfo) {
 		w.coresUsed -= e.cores
 		w.memoryUsed -= e.memory
 		w.useResources(e.resources, -1)
+		w.ports.release(e.ports)
 		if tag := e.tag(); tag != "" {
 			if w.tags[tag]--; w.tags[tag] <= 0 {
 				delete(w.tags, tag)
@@ -156,6 +167,7 @@ func (w *workerInfo) addDriver(d *driverInfo, held wire.ResourceGrants) {
 	w.memoryUsed += d.rec.Desc.MemoryMB
 	d.held = held
 	w.useResources(held, 1)
+	w.ports.hold(d.ports)
 	w.changed()
 }
 
@@ -166,6 +178,7 @@ func (w *workerInfo) removeDriver(d *driverInfo) {
 		w.memoryUsed -= d.rec.Desc.MemoryMB
 		w.useResources(d.held, -1)
 		d.held = nil
+		w.ports.release(d.ports)
 		w.changed()
 	}
 }
@@ -192,9 +205,11 @@ type appInfo struct {
 	ending       *waiters
 	coresGranted int
 	retryCount   int
-	fastEnds     int             // executors in a row that ended soon after starting (backoff.go)
-	backoffUntil time.Time       // no new executors before this
-	recent       []wire.AppEvent // its last events, for the UI (recentEventsKept)
+	fastEnds     int                  // executors in a row that ended soon after starting (backoff.go)
+	failures     []time.Time          // its executors' failures within its restart policy's interval (restart.go)
+	excluded     map[string]exclusion // workers its executors are kept off, by id (exclusions.go)
+	backoffUntil time.Time            // no new executors before this
+	recent       []wire.AppEvent      // its last events, for the UI (recentEventsKept)
 	subs         map[*subscriber]struct{}
 	lastSeen     time.Time // last sign of life of its client
 	endedAt      time.Time
@@ -273,6 +288,8 @@ type executorInfo struct {
 	killSent     bool
 	id           int
 	resources    wire.ResourceGrants // custom resources' addresses it holds
+	ports        map[string]int      // its ports by label (ports.go)
+	health       wire.Health         // what its checks say ("" without)
 	runningSince time.Time           // when it was last reported RUNNING
 	exitCode     *int
 	message      string
@@ -297,8 +314,12 @@ type driverInfo struct {
 	// launching: its launch record is being committed; it holds its
 	// worker's resources but shows as waiting until then.
 	launching bool
-	// held: the custom resources' addresses it holds on its worker.
-	held wire.ResourceGrants
+	// held: the custom resources' addresses it holds on its worker; ports:
+	// the ports of its labels there (docs/HEALTH.md), and health what its
+	// checks say of its current run.
+	held   wire.ResourceGrants
+	ports  map[string]int
+	health wire.Health
 	// ending: its end is being committed; these wait for it.
 	ending *waiters
 }

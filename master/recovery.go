@@ -87,7 +87,7 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 			continue
 		}
 		e := &executorInfo{app: a, id: rec.ID, worker: w, cores: rec.Cores, memory: rec.MemoryMB, resources: rec.Resources, state: wire.ExecutorLaunching,
-			started: rec.StartedAt, preemptedFor: rec.PreemptedFor, seq: c.nextSeq()}
+			started: rec.StartedAt, preemptedFor: rec.PreemptedFor, ports: rec.Ports, seq: c.nextSeq()}
 		a.adopt(e)
 		if e.preemptedFor != "" {
 			c.inheritedPreemptions[e] = struct{}{}

@@ -81,6 +81,9 @@ func (m *Master) Handler() http.Handler {
 	serve(m, mux, api.Undrain, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, r reply[wire.WorkerStatus]) {
 		c.undrainWorker(id, r)
 	}))
+	serve(m, mux, api.ClearWorker, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, r reply[wire.WorkerStatus]) {
+		r(c.clearWorker(id))
+	}))
 	serve(m, mux, api.WorkerLeft, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, r reply[wire.None]) {
 		c.workerLeft(id, r)
 	}))

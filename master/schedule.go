@@ -78,10 +78,11 @@ func (c *core) scheduleDrivers(alive []*workerInfo, rnd *shareRound) {
 				continue
 			}
 			picked, ok := placement.PickResources(w.resourcesFree(), want)
-			if !ok {
+			if !ok || w.ports.free() < len(d.rec.Desc.Ports) {
 				continue
 			}
-			c.launchDriver(w, d, w.grantsOf(picked, want))
+			ports, _ := w.ports.take(d.rec.Desc.Ports)
+			c.launchDriver(w, d, w.grantsOf(picked, want), ports)
 			qr.usage = qr.usage.Add(use)
 			placed++
 			break
@@ -205,6 +206,7 @@ func (c *core) placeRound(rnd *shareRound, cands []candidate, room func(candidat
 			Executors:           len(a.executors),
 			// Checked when registered; thousandths of an address.
 			ResourcesPerExecutor: milli(a.rec.Desc.ResourcesPerExecutor),
+			Fits:                 c.workersFor(a),
 		})
 		byID[a.rec.ID] = cd
 	}
@@ -217,7 +219,14 @@ func (c *core) placeRound(rnd *shareRound, cands []candidate, room func(candidat
 			c.dirty[l.WorkerID] = struct{}{} // not launched: the index took it; put the worker back
 			continue
 		}
-		c.launchExecutor(a, w, l.Cores, l.MemoryMB, w.grantsOf(l.Resources, milli(a.rec.Desc.ResourcesPerExecutor)))
+		ports, ok := w.ports.take(a.rec.Desc.Ports)
+		if !ok {
+			// The index does not count ports: one round may have given
+			// this worker more executors than it has ports left.
+			c.dirty[l.WorkerID] = struct{}{}
+			continue
+		}
+		c.launchExecutor(a, w, l.Cores, l.MemoryMB, w.grantsOf(l.Resources, milli(a.rec.Desc.ResourcesPerExecutor)), ports)
 		cd := byID[l.AppID]
 		cd.qr.usage = cd.qr.usage.Add(rnd.vec(l.Cores, l.MemoryMB, milli(a.rec.Desc.ResourcesPerExecutor), 1))
 		cd.qr.placed++
@@ -268,3 +277,19 @@ func executorsWanted(a *appInfo, alive, coresFree int) int {
 
 // maxExecutorsPerPass bounds the executors one app starts in one pass.
 const maxExecutorsPerPass = 1 << 16
+
+// workersFor is the placement filter of a's executors: the workers it is
+// not excluded from (exclusions.go) that have the ports it asks for. nil
+// when neither applies (the common case costs nothing).
+func (c *core) workersFor(a *appInfo) func(string) bool {
+	ports := len(a.rec.Desc.Ports)
+	excluding := c.excluding(a)
+	if !excluding && ports == 0 {
+		return nil
+	}
+	now := c.now()
+	return func(id string) bool {
+		w := c.workers[id]
+		return w != nil && (!excluding || !a.excludes(id, now)) && w.ports.free() >= ports
+	}
+}

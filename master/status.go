@@ -11,6 +11,7 @@ func executorStatus(e *executorInfo) *wire.ExecutorStatus {
 	return &wire.ExecutorStatus{
 		ID: e.id, WorkerID: e.worker.rec.ID, Cores: e.cores, MemoryMB: e.memory,
 		State: e.state, ExitCode: e.exitCode, Message: e.message, Resources: e.resources,
+		Ports: e.ports, Health: e.health,
 	}
 }
 
@@ -22,6 +23,7 @@ func appStatus(a *appInfo) *wire.AppStatus {
 		ExecutorLimit: a.rec.ExecutorLimit, RetryCount: a.retryCount, Message: a.message,
 		ResourcesPerExecutor: a.rec.Desc.ResourcesPerExecutor, Executors: []wire.ExecutorStatus{},
 		Queue: queueName(a.rec.Desc.Queue), Priority: a.rec.Desc.Priority, Tenant: a.rec.Tenant,
+		Ports: a.rec.Desc.Ports, Checks: a.rec.Desc.Checks, Restart: a.rec.Desc.Restart, Excluded: a.exclusionList(),
 	}
 	if a.state.Finished() {
 		ended := a.endedAt
@@ -56,7 +58,7 @@ func driverStatus(d *driverInfo) *wire.DriverStatus {
 	case d.launching: // its launch is not durable yet: it still waits
 		s.State, s.WorkerID = wire.DriverSubmitted, ""
 	case d.worker != nil:
-		s.WorkerID, s.Resources = d.worker.rec.ID, d.held
+		s.WorkerID, s.Resources, s.Ports, s.Health = d.worker.rec.ID, d.held, d.ports, d.health
 	case d.state == wire.DriverSubmitted:
 		s.WorkerID = "" // waiting (again): the record names where it was meant to run
 	}

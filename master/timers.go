@@ -44,6 +44,7 @@ func (c *core) tick() {
 	c.expireApps()
 	c.resetRetries()
 	c.endBackoffs()
+	c.expireExclusions()
 	if c.owing {
 		c.schedule() // a preemption may have come due; its wait is told anew
 	}

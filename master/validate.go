@@ -141,6 +141,9 @@ func validateApp(d wire.AppDescription) error {
 	if err := wire.CheckStopAfterDisconnect(d.StopAfterDisconnect); err != nil {
 		return badRequest("%v", err)
 	}
+	if err := wire.CheckHealthSpec(d.Ports, d.Checks, d.Restart); err != nil {
+		return badRequest("%v", err)
+	}
 	return nil
 }
 
@@ -161,6 +164,9 @@ func validateDriver(d wire.DriverDescription) error {
 		return err
 	}
 	if err := wire.CheckStopAfterDisconnect(d.StopAfterDisconnect); err != nil {
+		return badRequest("%v", err)
+	}
+	if err := wire.CheckHealthSpec(d.Ports, d.Checks, d.Restart); err != nil {
 		return badRequest("%v", err)
 	}
 	return checkRange("memoryMB", d.MemoryMB, 0, wire.MaxMemoryMB)
@@ -195,6 +201,11 @@ func validateRegistration(r wire.RegisterWorker) error {
 	}
 	if err := checkRange("memoryMB", r.MemoryMB, 1, wire.MaxMemoryMB); err != nil {
 		return err
+	}
+	if r.PortRange != nil {
+		if err := r.PortRange.Check(); err != nil {
+			return badRequest("portRange: %v", err)
+		}
 	}
 	if err := wire.CheckResourceOffer(r.Resources); err != nil {
 		return badRequest("resources: %v", err)

@@ -115,10 +115,36 @@ func (c *core) appWaiting(a *appInfo, r room) string {
 			return q
 		}
 	}
-	if why != "" {
-		return why
+	if why == "" {
+		why = c.resourceReason("an executor", a.rec.Desc.ResourcesPerExecutor)
 	}
-	return c.resourceReason("an executor", a.rec.Desc.ResourcesPerExecutor)
+	if why == "" {
+		why = c.portsReason("an executor", a.rec.Desc.Ports)
+	}
+	if x := c.exclusionReason(a); x != "" {
+		// Room elsewhere, or not: the workers it is kept off are why too.
+		if why == "" {
+			return "waiting: " + x
+		}
+		return why + "; " + x
+	}
+	return why
+}
+
+// exclusionReason says which workers a's executors are kept off, and
+// until when, or "".
+func (c *core) exclusionReason(a *appInfo) string {
+	list := a.exclusionList()
+	if len(list) == 0 || !c.excluding(a) {
+		return ""
+	}
+	x := list[0]
+	more := ""
+	if len(list) > 1 {
+		more = fmt.Sprintf(" and %d more", len(list)-1)
+	}
+	return fmt.Sprintf("its executors are kept off worker %s%s until %s (%s; berth worker clear %s ends it)",
+		x.WorkerID, more, x.Until.Format(time.TimeOnly), x.Reason, x.WorkerID)
 }
 
 // resourceReason says why a process asking want of custom resources does

@@ -76,14 +76,15 @@ func (c *core) keepReportedExecutor(w *workerInfo, r wire.ExecutorReport, recove
 			if r.State == wire.ExecutorRunning && e.state != wire.ExecutorRunning {
 				e.runningSince = c.now()
 			}
-			e.state = r.State
+			e.state, e.health = r.State, r.Health
 		}
 		return e.worker == w && !e.launching
 	}
 	if !recovering || a.ending != nil || r.Cores <= 0 {
 		return false
 	}
-	e := &executorInfo{app: a, id: r.ExecutorID, worker: w, cores: r.Cores, memory: r.MemoryMB, resources: r.Resources, state: r.State, started: c.now(), seq: c.nextSeq()}
+	e := &executorInfo{app: a, id: r.ExecutorID, worker: w, cores: r.Cores, memory: r.MemoryMB, resources: r.Resources, state: r.State,
+		ports: r.Ports, health: r.Health, started: c.now(), seq: c.nextSeq()}
 	if r.State == wire.ExecutorRunning {
 		e.runningSince = c.now()
 	}
@@ -113,10 +114,14 @@ func (c *core) keepReportedDriver(w *workerInfo, r wire.DriverReport) bool {
 	if d.worker == nil {
 		c.waitingDrivers = slices.DeleteFunc(c.waitingDrivers, func(x *driverInfo) bool { return x == d })
 		d.worker = w
-		held := d.rec.Resources // as its launch record gave them
+		held, ports := d.rec.Resources, d.rec.Ports // as its launch record gave them
 		if d.rec.WorkerID != w.rec.ID || held == nil {
 			held = r.Resources
 		}
+		if d.rec.WorkerID != w.rec.ID || ports == nil {
+			ports = r.Ports
+		}
+		d.ports, d.health = ports, r.Health
 		w.addDriver(d, held)
 	}
 	d.state = wire.DriverRunning

@@ -52,7 +52,8 @@ func (c *core) registerWorker(req wire.RegisterWorker, reply reply[wire.Register
 		reply.fail(err)
 		return
 	}
-	rec := persistence.WorkerRecord{ID: req.ID, Host: req.Host, Port: req.Port, Address: req.Address, Cores: req.Cores, MemoryMB: req.MemoryMB, Resources: req.Resources}
+	rec := persistence.WorkerRecord{ID: req.ID, Host: req.Host, Port: req.Port, Address: req.Address, Cores: req.Cores, MemoryMB: req.MemoryMB,
+		Resources: req.Resources, PortRange: req.PortRange}
 	gen := c.gen
 	c.fx.persist([]persistence.Command{persistence.PutWorker(rec)}, func(err error) {
 		if err != nil {

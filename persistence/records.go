@@ -80,8 +80,9 @@ type DriverRecord struct {
 	// requests against it. The credential itself is never written.
 	CredentialHash string `json:"credentialHash,omitempty"`
 	// Resources: the addresses of custom resources its current launch was
-	// given (on WorkerID).
+	// given (on WorkerID); Ports, the ports of its labels there.
 	Resources wire.ResourceGrants `json:"resources,omitempty"`
+	Ports     map[string]int      `json:"ports,omitempty"`
 	// Tenant is the tenant that submitted it, "" for an operator's: its
 	// credential then acts for that tenant.
 	Tenant string `json:"tenant,omitempty"`
@@ -105,6 +106,8 @@ type WorkerRecord struct {
 	// DrainDeadline: the worker is being drained until then (a new leader
 	// goes on with the drain).
 	DrainDeadline *time.Time `json:"drainDeadline,omitempty"`
+	// PortRange: the ports it hands out (absent: wire.DefaultPortRange).
+	PortRange *wire.PortRange `json:"portRange,omitempty"`
 }
 
 // ExecutorRecord is a live executor: where it was placed. It is written at
@@ -128,6 +131,9 @@ type ExecutorRecord struct {
 	// StartedAt is when its placement was written: preemption takes the
 	// most recent first.
 	StartedAt time.Time `json:"startedAt,omitzero"`
+	// Ports: the ports of its labels on its worker, given with the
+	// placement (a new leader keeps them taken).
+	Ports map[string]int `json:"ports,omitempty"`
 }
 
 // Key is the record's id in the state: appId/executorId.

@@ -270,7 +270,7 @@ func (x *Index) grantOn(g *grantState, s *slot, c int, launches []Launch) []Laun
 // where none can follow, until fn returns false.
 func (x *Index) walkUsable(first, memory int, app App, fn func(*slot) bool) {
 	usable := func(w Worker) bool {
-		return w.CoresFree >= first && w.MemoryFreeMB >= memory && ResourceFit(w.Resources, app.ResourcesPerExecutor) >= 1
+		return w.CoresFree >= first && w.MemoryFreeMB >= memory && ResourceFit(w.Resources, app.ResourcesPerExecutor) >= 1 && app.takes(w)
 	}
 	c, i := 0, 0
 	switch x.step.kind {

@@ -91,7 +91,7 @@ func (x *Index) placeBestFit(app App, launches []Launch) []Launch {
 	}
 	first := firstStep(app, p.unit)
 	f.usable = func(w Worker) bool {
-		return w.CoresFree >= first && w.MemoryFreeMB >= memory && ResourceFit(w.Resources, app.ResourcesPerExecutor) >= 1
+		return w.CoresFree >= first && w.MemoryFreeMB >= memory && ResourceFit(w.Resources, app.ResourcesPerExecutor) >= 1 && app.takes(w)
 	}
 	// What the app can be given: its cores left, or all the usable workers
 	// hold, whichever is less (summed from the largest until it is known).

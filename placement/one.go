@@ -82,7 +82,7 @@ func PlaceOne(app App, workers []Worker, p Policy) (Launch, int) {
 	usable := make([]Worker, 0, len(workers))
 	index := make(map[string]int, len(workers))
 	for i, w := range workers {
-		if w.CoresFree >= size && w.MemoryFreeMB >= memory && ResourceFit(w.Resources, app.ResourcesPerExecutor) >= 1 {
+		if w.CoresFree >= size && w.MemoryFreeMB >= memory && ResourceFit(w.Resources, app.ResourcesPerExecutor) >= 1 && app.takes(w) {
 			if _, dup := index[w.ID]; !dup {
 				index[w.ID] = i
 				usable = append(usable, w)

@@ -43,7 +43,14 @@ type App struct {
 	// thousandths of an address: a multiple of Whole takes that many whole
 	// free addresses, less than Whole a share of one address. nil: none.
 	ResourcesPerExecutor map[string]int
+	// Fits, if set, says which workers the app may use at all (by id):
+	// what the master keeps it off (a worker it failed on, one without
+	// enough free ports). nil: every worker.
+	Fits func(workerID string) bool
 }
+
+// takes reports whether app may use w at all (App.Fits).
+func (app App) takes(w Worker) bool { return app.Fits == nil || app.Fits(w.ID) }
 
 // Launch is one executor to start.
 type Launch struct {

@@ -63,7 +63,7 @@ func StartExecutorsOnWorkers(apps []App, workers []Worker, p Policy) []Launch {
 		first, memory := firstStep(app, unit), max(app.MemoryPerExecutorMB, 0)
 		usable, from = usable[:0], from[:0]
 		for i, w := range pool {
-			if w.CoresFree >= first && w.MemoryFreeMB >= memory && ResourceFit(w.Resources, app.ResourcesPerExecutor) >= 1 {
+			if w.CoresFree >= first && w.MemoryFreeMB >= memory && ResourceFit(w.Resources, app.ResourcesPerExecutor) >= 1 && app.takes(w) {
 				usable = append(usable, w)
 				from = append(from, i)
 			}

@@ -54,6 +54,11 @@ type AppDescription struct {
 	// count as LOST is not still running when its replacement starts. Off
 	// by default: a masters' outage then kills nothing (docs/HA.md).
 	StopAfterDisconnect Duration `json:"stopAfterDisconnect,omitempty"`
+	// Ports each executor gets, by label; Checks its worker runs against
+	// it; Restart counts its failures (docs/HEALTH.md).
+	Ports   []string       `json:"ports,omitempty"`
+	Checks  []Check        `json:"checks,omitempty"`
+	Restart *RestartPolicy `json:"restart,omitempty"`
 }
 
 // DriverDescription is what `berth submit` sends: a driver run in the cluster.
@@ -71,6 +76,11 @@ type DriverDescription struct {
 	// StopAfterDisconnect, as an app's: the driver is stopped on a worker
 	// out of touch with every master that long.
 	StopAfterDisconnect Duration `json:"stopAfterDisconnect,omitempty"`
+	// Ports, Checks and Restart, as an app's executors'; Restart counts a
+	// supervised driver's runs (unset: restarted for ever, with backoff).
+	Ports   []string       `json:"ports,omitempty"`
+	Checks  []Check        `json:"checks,omitempty"`
+	Restart *RestartPolicy `json:"restart,omitempty"`
 }
 
 // Submitted answers a registration or submission with the new id.
@@ -102,6 +112,9 @@ type ExecutorStatus struct {
 	Message  string        `json:"message,omitempty"`
 	// Resources: the addresses of custom resources it was given.
 	Resources ResourceGrants `json:"resources,omitempty"`
+	// Ports: its ports by label; Health: what its checks say ("" without).
+	Ports  map[string]int `json:"ports,omitempty"`
+	Health Health         `json:"health,omitempty"`
 }
 
 // AppStatus is an application as the master sees it.
@@ -129,6 +142,12 @@ type AppStatus struct {
 	Priority  int              `json:"priority"`
 	// Tenant is the tenant that submitted it (or whose driver did).
 	Tenant string `json:"tenant,omitempty"`
+	// Ports, Checks and Restart as it asked; Excluded: the workers its
+	// executors are kept off for now.
+	Ports    []string       `json:"ports,omitempty"`
+	Checks   []Check        `json:"checks,omitempty"`
+	Restart  *RestartPolicy `json:"restart,omitempty"`
+	Excluded []Exclusion    `json:"excluded,omitempty"`
 }
 
 // DriverStatus is a driver as the master sees it.
@@ -159,6 +178,9 @@ type DriverStatus struct {
 	Queue          string          `json:"queue"`
 	Priority       int             `json:"priority"`
 	Tenant         string          `json:"tenant,omitempty"`
+	// Ports and Health of its current run, as an executor's.
+	Ports  map[string]int `json:"ports,omitempty"`
+	Health Health         `json:"health,omitempty"`
 }
 
 // WorkerStatus is a worker as the master sees it.
@@ -183,6 +205,19 @@ type WorkerStatus struct {
 	// DiskFull: its work directory is short of space (its words): nothing
 	// new is placed on it meanwhile.
 	DiskFull string `json:"diskFull,omitempty"`
+	// Unhealthy: processes of several apps failed here lately, so nothing
+	// new is placed here until that passes or an operator clears it
+	// (berth worker clear); why, and since when.
+	Unhealthy      string     `json:"unhealthy,omitempty"`
+	UnhealthySince *time.Time `json:"unhealthySince,omitempty"`
+}
+
+// Exclusion is a worker an app's executors are kept off: they failed
+// there twice within the exclusion window.
+type Exclusion struct {
+	WorkerID string    `json:"workerId"`
+	Until    time.Time `json:"until"`
+	Reason   string    `json:"reason"`
 }
 
 // DrainRequest is the body of POST /v1/workers/{id}/drain.
@@ -345,6 +380,11 @@ const (
 	// back for another queue, or an app of higher priority (Message says
 	// which); it ends KILLED.
 	EventExecutorPreempted EventType = "executorPreempted"
+	// EventExecutorHealthy: an executor's check passed for the first time
+	// (or again after failures); EventExecutorUnhealthy: its checks failed
+	// their count and its worker killed it (it ends FAILED).
+	EventExecutorHealthy   EventType = "executorHealthy"
+	EventExecutorUnhealthy EventType = "executorUnhealthy"
 	// EventHeartbeat: the master still leads and the stream is alive. An
 	// idle stream carries one every few hundred milliseconds, and only
 	// while the master has confirmed its leadership with a quorum, so a

@@ -95,6 +95,7 @@ var MasterAPI = struct {
 	Decommission        Route[None, None]                          // {id}: place nothing new here
 	Drain               Route[DrainRequest, WorkerStatus]          // {id}: drain it, with a deadline
 	Undrain             Route[None, WorkerStatus]                  // {id}: end a drain
+	ClearWorker         Route[None, WorkerStatus]                  // {id}: forget its failures: no longer unhealthy, no app excluded from it
 	WorkerLeft          Route[None, None]                          // {id}: gone, remove it now
 
 	JoinMaster  Route[JoinRequest, []MasterNode]
@@ -143,6 +144,7 @@ var MasterAPI = struct {
 	Decommission:        route[None, None]("POST", "/v1/workers/{id}/decommission", AccessOperator),
 	Drain:               route[DrainRequest, WorkerStatus]("POST", "/v1/workers/{id}/drain", AccessWorker), // a worker drains itself on SIGTERM
 	Undrain:             route[None, WorkerStatus]("POST", "/v1/workers/{id}/undrain", AccessOperator),
+	ClearWorker:         route[None, WorkerStatus]("POST", "/v1/workers/{id}/clear", AccessOperator),
 	WorkerLeft:          route[None, None]("POST", "/v1/workers/{id}/leave", AccessWorker),
 
 	JoinMaster:  route[JoinRequest, []MasterNode]("POST", "/v1/raft/join", AccessMaster),

@@ -28,6 +28,9 @@ type RegisterWorker struct {
 	// registers with a new incarnation was restarted: what the master had
 	// placed on the old process is gone.
 	Incarnation string `json:"incarnation,omitempty"`
+	// PortRange: the ports it hands out (--port-range); absent:
+	// DefaultPortRange.
+	PortRange *PortRange `json:"portRange,omitempty"`
 }
 
 // RegisteredWorker accepts a registration.
@@ -73,6 +76,9 @@ type ExecutorStateChanged struct {
 	State      ExecutorState `json:"state"`
 	Message    string        `json:"message,omitempty"`
 	ExitCode   *int          `json:"exitCode,omitempty"`
+	// Health: a checked executor's, with a RUNNING report when it changes;
+	// HealthUnhealthy with the FAILED report of one its checks killed.
+	Health Health `json:"health,omitempty"`
 }
 
 // DriverStateChanged reports a driver's new state.
@@ -86,6 +92,8 @@ type DriverStateChanged struct {
 	// its worker were lost (a supervised driver is relaunched elsewhere).
 	// An executor so stopped is reported LOST.
 	OutOfTouch bool `json:"outOfTouch,omitempty"`
+	// Health, as an executor's.
+	Health Health `json:"health,omitempty"`
 }
 
 // ExecutorReport is one executor a worker runs, or one that ended and whose
@@ -100,6 +108,9 @@ type ExecutorReport struct {
 	ExitCode   *int           `json:"exitCode,omitempty"`
 	Message    string         `json:"message,omitempty"`
 	Resources  ResourceGrants `json:"resources,omitempty"`
+	// Ports and Health, as it runs (a new leader learns them here).
+	Ports  map[string]int `json:"ports,omitempty"`
+	Health Health         `json:"health,omitempty"`
 }
 
 // DriverReport is one driver a worker runs, or one that ended unacknowledged
@@ -114,6 +125,9 @@ type DriverReport struct {
 	Resources ResourceGrants `json:"resources,omitempty"`
 	// OutOfTouch, in a final state: as DriverStateChanged's.
 	OutOfTouch bool `json:"outOfTouch,omitempty"`
+	// Ports and Health, as an executor's.
+	Ports  map[string]int `json:"ports,omitempty"`
+	Health Health         `json:"health,omitempty"`
 }
 
 // WorkerLatestState is everything a worker runs, plus what ended without a
@@ -158,6 +172,10 @@ type Process struct {
 	// StopAfterDisconnect: the worker stops the process once it has been
 	// out of touch with every master this long; 0: never.
 	StopAfterDisconnect Duration `json:"stopAfterDisconnect,omitempty"`
+	// Ports: the ports of its labels, from the worker's range; Checks: the
+	// worker runs them once it has started.
+	Ports  map[string]int `json:"ports,omitempty"`
+	Checks []Check        `json:"checks,omitempty"`
 }
 
 // LaunchExecutor asks a worker to start an executor. Its Process fields are
@@ -190,6 +208,9 @@ type LaunchDriver struct {
 	Supervise bool `json:"supervise"`
 	// Token is the driver's credential (EnvToken), for this launch only.
 	Token string `json:"token,omitempty"`
+	// Restart counts a supervised driver's runs on its worker (nil: it is
+	// restarted for ever, with a backoff).
+	Restart *RestartPolicy `json:"restart,omitempty"`
 }
 
 // KillDriver asks a worker to kill a driver.

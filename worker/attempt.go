@@ -72,6 +72,7 @@ func (w *Worker) startAttempt(p *proc, note string) (*exec.Cmd, error) {
 	w.procs.mu.Unlock()
 	w.metrics.launches.WithLabelValues(kindName(p.kind)).Inc()
 	w.procLog(p).Info("started", "pid", cmd.Process.Pid, "argv", p.argv, "uid", d.id.uid)
+	p.stopChecks = w.startChecks(p, d.id, d.home())
 	return cmd, nil
 }
 
@@ -137,6 +138,10 @@ func (w *Worker) wait(p *proc, cmd *exec.Cmd) (code int, reason string) {
 	pid := cmd.Process.Pid
 	if err := waitExited(pid); err != nil {
 		w.procLog(p).Warn("waiting for the process", "pid", pid, "err", err)
+	}
+	if p.stopChecks != nil {
+		p.stopChecks() // nothing of the attempt is left to check
+		p.stopChecks = nil
 	}
 	// Exited but not reaped: forget the process before its pid is released.
 	w.procs.mu.Lock()

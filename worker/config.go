@@ -70,6 +70,9 @@ type Config struct {
 	// Resources: the custom resources offered, name → addresses
 	// (--resource, parsed by ParseResources).
 	Resources map[string][]string
+	// PortRange is the ports the master hands this worker's processes
+	// (--port-range); zero: wire.DefaultPortRange.
+	PortRange wire.PortRange
 	// DrainDeadline, when positive, makes SIGTERM drain the worker first
 	// (--drain-deadline): the master places nothing new here and what runs
 	// has this long to end on its own before it is killed (and replaced
@@ -220,6 +223,12 @@ func (c Config) withDefaults() (Config, error) {
 		errs = append(errs, fmt.Errorf("--memory %d MiB: want 1 MiB to %d MiB", c.MemoryMB, wire.MaxMemoryMB))
 	}
 
+	if c.PortRange == (wire.PortRange{}) {
+		c.PortRange = wire.DefaultPortRange
+	}
+	if err := c.PortRange.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("--port-range: %w", err))
+	}
 	if err := wire.CheckResourceOffer(c.Resources); err != nil {
 		errs = append(errs, fmt.Errorf("--resource: %w", err))
 	}

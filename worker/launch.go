@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -16,6 +17,9 @@ import (
 // launchExecutor records the executor and starts its runner; a repeated
 // launch of the same executor is a no-op.
 func (w *Worker) launchExecutor(req *wire.LaunchExecutor) error {
+	if err := w.checkLaunch(req.Process); err != nil {
+		return httpx.Coded(http.StatusBadRequest, wire.CodeBadRequest, "%v", err)
+	}
 	execID, cores := strconv.Itoa(req.ExecutorID), strconv.Itoa(req.Cores)
 	dir := filepath.Join(w.cfg.WorkDir, req.AppID, execID)
 	berth := w.berthEnv(req.Process)
@@ -24,10 +28,11 @@ func (w *Worker) launchExecutor(req *wire.LaunchExecutor) error {
 		kind: kindExecutor, appID: req.AppID, execID: req.ExecutorID,
 		cores: req.Cores, memoryMB: req.MemoryMB, resources: req.Resources, user: req.User,
 		stopAfterDisconnect: req.StopAfterDisconnect.D(),
-		argv: substitute(req.Command,
+		ports:               req.Ports, checks: req.Checks,
+		argv: substitute(req.Command, append(portPairs(req.Process),
 			wire.PlaceholderAppID, req.AppID, wire.PlaceholderExecutorID, execID,
 			wire.PlaceholderCores, cores, wire.PlaceholderHostname, w.host,
-			wire.PlaceholderResources, filepath.Join(dir, resourcesFile)),
+			wire.PlaceholderResources, filepath.Join(dir, resourcesFile))...),
 		env:   buildEnv(berth, req.Env),
 		dir:   dir,
 		state: string(wire.ExecutorLaunching),
@@ -38,6 +43,14 @@ func (w *Worker) launchExecutor(req *wire.LaunchExecutor) error {
 // launchDriver records the driver and starts its runner; a repeated launch
 // of the same driver is a no-op.
 func (w *Worker) launchDriver(req *wire.LaunchDriver) error {
+	if err := w.checkLaunch(req.Process); err != nil {
+		return httpx.Coded(http.StatusBadRequest, wire.CodeBadRequest, "%v", err)
+	}
+	if req.Restart != nil {
+		if err := req.Restart.Check(); err != nil {
+			return httpx.Coded(http.StatusBadRequest, wire.CodeBadRequest, "%v", err)
+		}
+	}
 	cores := strconv.Itoa(req.Cores)
 	dir := filepath.Join(w.cfg.WorkDir, driversDir, req.DriverID)
 	berth := w.berthEnv(req.Process)
@@ -52,8 +65,9 @@ func (w *Worker) launchDriver(req *wire.LaunchDriver) error {
 		kind: kindDriver, driverID: req.DriverID,
 		cores: req.Cores, memoryMB: req.MemoryMB, supervise: req.Supervise, resources: req.Resources, user: req.User,
 		stopAfterDisconnect: req.StopAfterDisconnect.D(),
-		argv: substitute(req.Command, wire.PlaceholderCores, cores, wire.PlaceholderHostname, w.host,
-			wire.PlaceholderResources, filepath.Join(dir, resourcesFile)),
+		ports:               req.Ports, checks: req.Checks, restart: req.Restart,
+		argv: substitute(req.Command, append(portPairs(req.Process), wire.PlaceholderCores, cores, wire.PlaceholderHostname, w.host,
+			wire.PlaceholderResources, filepath.Join(dir, resourcesFile))...),
 		env:   buildEnv(berth, req.Env),
 		dir:   dir,
 		state: string(wire.DriverRunning), // the master marks it RUNNING as it launches it
@@ -69,7 +83,32 @@ func (w *Worker) berthEnv(p wire.Process) map[string]string {
 		wire.EnvWorkerID: w.id, wire.EnvWorkerHost: w.host, wire.EnvMaster: w.masterList,
 	}
 	resourceEnv(env, p.Resources)
+	for label, port := range p.Ports {
+		env[wire.PortEnv(label)] = strconv.Itoa(port)
+	}
 	return env
+}
+
+// portPairs is substitute's pairs for p's ports: {{PORT_HTTP}} → 20001.
+func portPairs(p wire.Process) []string {
+	var pairs []string
+	for label, port := range p.Ports {
+		pairs = append(pairs, wire.PortPlaceholder(label), strconv.Itoa(port))
+	}
+	return pairs
+}
+
+// checkLaunch refuses what the master should never send: ports outside
+// this worker's range, checks that do not hold.
+func (w *Worker) checkLaunch(p wire.Process) error {
+	labels := make([]string, 0, len(p.Ports))
+	for label, port := range p.Ports {
+		if !w.cfg.PortRange.Contains(port) {
+			return fmt.Errorf("port %d (%s) is outside this worker's --port-range %d-%d", port, label, w.cfg.PortRange.First, w.cfg.PortRange.Last)
+		}
+		labels = append(labels, label)
+	}
+	return wire.CheckHealthSpec(labels, p.Checks, nil)
 }
 
 // launch checks p's resource grants, then records p and starts its runner

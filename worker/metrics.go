@@ -14,6 +14,7 @@ type metrics struct {
 	exits    *prometheus.CounterVec
 	sweeps   prometheus.Counter
 	removed  prometheus.Counter
+	checks   *prometheus.CounterVec
 }
 
 func newMetrics(procs *procTable) *metrics {
@@ -27,8 +28,10 @@ func newMetrics(procs *procTable) *metrics {
 			Help: "Sweeps of the work directory for stale directories (--cleanup-interval)."}),
 		removed: prometheus.NewCounter(prometheus.CounterOpts{Name: "berth_worker_cleanup_removed_total",
 			Help: "Stale work directories removed (--cleanup-ttl)."}),
+		checks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "berth_worker_checks_total",
+			Help: "Health checks run, by type (http, tcp, exec) and result (pass, fail)."}, []string{"type", "result"}),
 	}
-	m.reg.MustRegister(m.launches, m.exits, m.sweeps, m.removed, procCollector{procs},
+	m.reg.MustRegister(m.launches, m.exits, m.sweeps, m.removed, m.checks, procCollector{procs},
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

@@ -35,16 +35,24 @@ type proc struct {
 	memoryMB  int
 	supervise bool // drivers
 	resources wire.ResourceGrants
-	user      string   // its tenant's Unix user (--run-as dynamic), "" for an identity of its own
+	user      string // its tenant's Unix user (--run-as dynamic), "" for an identity of its own
 	// stopAfterDisconnect: stop it once out of touch with the masters this
 	// long (disconnect.go); 0: never.
 	stopAfterDisconnect time.Duration
+	// ports, checks (health.go) and, for a supervised driver, its restart
+	// policy (nil: restarted for ever).
+	ports     map[string]int
+	checks    []wire.Check
+	restart   *wire.RestartPolicy
 	argv      []string // placeholders substituted
 	env       []string
 	dir       string
 	logs      *logCopier // with --log-max-size: the copies of its output; owned by its runner
 	cg        *cgroup    // its attempt's cgroup (nil without); owned by its runner
 	oomKilled bool       // its last attempt was killed for its memory; owned by its runner
+	// stopChecks stops its current attempt's checks (checks.go); owned
+	// by its runner.
+	stopChecks func()
 
 	killCh chan struct{} // closed when a kill is requested
 	done   chan struct{} // closed once the final state is queued
@@ -55,7 +63,11 @@ type proc struct {
 	killReason string        // set once a kill is requested
 	killGrace  time.Duration // the kill's grace, when not --kill-grace
 	outOfTouch bool          // the kill is stopAfterDisconnect's (disconnect.go)
-	ended      bool          // final state reached
+	health     wire.Health   // what its checks say of its current attempt (health.go)
+	// unhealthy: why its checks had its current attempt killed (health.go);
+	// the attempt ends FAILED saying so.
+	unhealthy string
+	ended     bool // final state reached
 }
 
 func (p *proc) executorState() wire.ExecutorState { return wire.ExecutorState(p.state) }
@@ -200,10 +212,10 @@ func (t *procTable) snapshot() ([]wire.ExecutorReport, []wire.DriverReport) {
 	for p := range t.liveLocked() {
 		if p.kind == kindExecutor {
 			execs = append(execs, wire.ExecutorReport{AppID: p.appID, ExecutorID: p.execID,
-				Cores: p.cores, MemoryMB: p.memoryMB, State: p.executorState(), Resources: p.resources})
+				Cores: p.cores, MemoryMB: p.memoryMB, State: p.executorState(), Resources: p.resources, Ports: p.ports, Health: p.health})
 		} else {
 			drivers = append(drivers, wire.DriverReport{DriverID: p.driverID,
-				Cores: p.cores, MemoryMB: p.memoryMB, State: p.driverState(), Resources: p.resources})
+				Cores: p.cores, MemoryMB: p.memoryMB, State: p.driverState(), Resources: p.resources, Ports: p.ports, Health: p.health})
 		}
 	}
 	sort.Slice(execs, func(i, j int) bool {

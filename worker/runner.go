@@ -84,9 +84,11 @@ func (w *Worker) runExecutor(p *proc) {
 	w.procs.setState(p, string(wire.ExecutorRunning))
 	w.enqueueExecutor(wire.ExecutorStateChanged{AppID: p.appID, ExecutorID: p.execID, State: wire.ExecutorRunning})
 	code, reason := w.wait(p, cmd)
-	switch {
+	switch unhealthy := w.takeUnhealthy(p); {
 	case memoryNote(p, code) != "":
 		w.endExecutor(p, ending[wire.ExecutorState]{wire.ExecutorFailed, &code, memoryNote(p, code)})
+	case unhealthy != "" && reason == "":
+		w.endExecutor(p, ending[wire.ExecutorState]{wire.ExecutorFailed, &code, unhealthy})
 	case reason != "":
 		w.endExecutor(p, ending[wire.ExecutorState]{wire.ExecutorKilled, &code, reason + " (" + DescribeExitCode(code) + ")"})
 	case code == 0:
@@ -99,6 +101,7 @@ func (w *Worker) runExecutor(p *proc) {
 func (w *Worker) runDriver(p *proc) {
 	delay := w.cfg.DriverRestartMin
 	note := ""
+	var failures []time.Time // within its restart policy's interval
 	for run := 1; ; run++ {
 		cmd, err := w.startAttempt(p, note)
 		if err != nil {
@@ -111,9 +114,13 @@ func (w *Worker) runDriver(p *proc) {
 		}
 		began := time.Now()
 		code, reason := w.wait(p, cmd)
+		unhealthy := w.takeUnhealthy(p)
 		switch {
 		case memoryNote(p, code) != "" && !p.supervise:
 			w.endDriver(p, ending[wire.DriverState]{wire.DriverFailed, &code, memoryNote(p, code)})
+			return
+		case unhealthy != "" && reason == "" && !p.supervise:
+			w.endDriver(p, ending[wire.DriverState]{wire.DriverFailed, &code, unhealthy})
 			return
 		case reason != "":
 			w.endDriver(p, ending[wire.DriverState]{wire.DriverKilled, &code, reason + " (" + DescribeExitCode(code) + ")"})
@@ -128,7 +135,24 @@ func (w *Worker) runDriver(p *proc) {
 		if time.Since(began) > w.cfg.DriverRestartMax {
 			delay = w.cfg.DriverRestartMin // it ran long enough to count as healthy
 		}
-		w.procLog(p).Warn("supervised driver failed; restarting it", "exit", DescribeExitCode(code), "in", delay, "run", run+1)
+		why := DescribeExitCode(code)
+		if unhealthy != "" {
+			why = unhealthy
+		}
+		wait := delay
+		if p.restart != nil {
+			var fail bool
+			var until time.Time
+			failures, fail, until = p.restart.Verdict(p.restart.AttemptsOr(0), failures, time.Now())
+			if fail {
+				w.endDriver(p, ending[wire.DriverState]{wire.DriverFailed, &code, fmt.Sprintf("restart policy: %d failures within %s, more than its %d attempts (last: %s)",
+					len(failures), p.restart.IntervalD(), p.restart.AttemptsOr(0), why)})
+				return
+			}
+			wait = max(time.Until(until), w.cfg.DriverRestartMin)
+		}
+		w.procLog(p).Warn("supervised driver failed; restarting it", "why", why, "in", wait, "run", run+1)
+		delay = wait
 		t := time.NewTimer(delay)
 		select {
 		case <-p.killCh:
@@ -138,7 +162,7 @@ func (w *Worker) runDriver(p *proc) {
 		case <-t.C:
 		}
 		delay = min(delay*2, w.cfg.DriverRestartMax)
-		note = fmt.Sprintf("berth: driver %s %s; restarting it (run %d)\n", p.driverID, DescribeExitCode(code), run+1)
+		note = fmt.Sprintf("berth: driver %s %s; restarting it (run %d)\n", p.driverID, why, run+1)
 	}
 }
 
@@ -176,9 +200,13 @@ func (w *Worker) endExecutor(p *proc, e ending[wire.ExecutorState]) {
 		}
 		e.state = wire.ExecutorLost
 	}
+	health := w.healthOf(p)
+	if health != wire.HealthUnhealthy || e.state != wire.ExecutorFailed {
+		health = "" // only an unhealthy end says so
+	}
 	end(w, p, e, wire.ExecutorKilled, func(e ending[wire.ExecutorState]) {
 		w.enqueueExecutor(wire.ExecutorStateChanged{AppID: p.appID, ExecutorID: p.execID,
-			State: e.state, ExitCode: e.exitCode, Message: e.message})
+			State: e.state, ExitCode: e.exitCode, Message: e.message, Health: health})
 	})
 }
 

@@ -1,0 +1,199 @@
+package master
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+// Bad workers avoided (docs/HEALTH.md; Spark's excludeOnFailure). A
+// process of an app that fails on one worker twice within failureWindow
+// keeps that app's executors off the worker for --exclude-duration; a
+// worker where processes of unhealthyApps apps (or drivers) failed within
+// the window takes nothing new until that passes or an operator clears it.
+// Both are the leader's memory, as the relaunch backoff: a new leader
+// starts without them (a failover is rare, and what fails fails again).
+
+const (
+	failureWindow   = 10 * time.Minute
+	failuresExclude = 2 // of one app on one worker
+	unhealthyApps   = 3 // apps or drivers failing on one worker
+)
+
+// failure is a process of owner (an app's or a driver's id) that failed.
+type failure struct {
+	at    time.Time
+	owner string
+}
+
+// failureLog is every worker's failures within the window.
+type failureLog map[string][]failure
+
+// add records a failure on worker and drops those out of the window.
+func (f failureLog) add(worker, owner string, now time.Time) {
+	f[worker] = append(f.recent(worker, now), failure{at: now, owner: owner})
+}
+
+// recent is worker's failures within the window.
+func (f failureLog) recent(worker string, now time.Time) []failure {
+	list := slices.DeleteFunc(f[worker], func(x failure) bool { return now.Sub(x.at) >= failureWindow })
+	if len(list) == 0 {
+		delete(f, worker)
+	}
+	return list
+}
+
+// of counts owner's failures on worker within the window.
+func (f failureLog) of(worker, owner string, now time.Time) int {
+	n := 0
+	for _, x := range f.recent(worker, now) {
+		if x.owner == owner {
+			n++
+		}
+	}
+	return n
+}
+
+// owners lists, sorted, who failed on worker within the window.
+func (f failureLog) owners(worker string, now time.Time) []string {
+	var out []string
+	for _, x := range f.recent(worker, now) {
+		if !slices.Contains(out, x.owner) {
+			out = append(out, x.owner)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// exclusion keeps an app's executors off a worker until then.
+type exclusion struct {
+	until  time.Time
+	reason string
+}
+
+// noteFailure records that a process of owner failed on w: it may
+// exclude w for the app (a), and make w unhealthy.
+func (c *core) noteFailure(w *workerInfo, owner string, a *appInfo, why string) {
+	now := c.now()
+	c.failures.add(w.rec.ID, owner, now)
+	if a != nil && c.failures.of(w.rec.ID, owner, now) >= failuresExclude {
+		if a.excluded == nil {
+			a.excluded = map[string]exclusion{}
+		}
+		reason := fmt.Sprintf("%d executors failed there within %s (last: %s)", c.failures.of(w.rec.ID, owner, now), failureWindow, why)
+		a.excluded[w.rec.ID] = exclusion{until: now.Add(c.cfg.ExcludeDuration), reason: reason}
+		c.log.Warn("worker excluded for an app", "worker", w.rec.ID, "app", a.rec.ID, "until", a.excluded[w.rec.ID].until, "reason", reason)
+		c.metrics.exclusions.Inc()
+		c.schedule()
+	}
+	c.judgeWorker(w, now)
+}
+
+// judgeWorker marks w unhealthy while unhealthyApps owners failed there
+// within the window, and healthy again once fewer did.
+func (c *core) judgeWorker(w *workerInfo, now time.Time) {
+	owners := c.failures.owners(w.rec.ID, now)
+	switch {
+	case len(owners) >= unhealthyApps && w.unhealthy == "":
+		w.unhealthy = fmt.Sprintf("processes of %d apps or drivers failed here within %s (%s)", len(owners), failureWindow, strings.Join(owners, ", "))
+		w.unhealthySince = now
+		c.log.Warn("worker unhealthy: nothing new is placed on it", "worker", w.rec.ID, "why", w.unhealthy)
+		c.touched(w)
+	case len(owners) < unhealthyApps && w.unhealthy != "":
+		c.log.Info("worker healthy again", "worker", w.rec.ID)
+		w.unhealthy, w.unhealthySince = "", time.Time{}
+		c.touched(w)
+		c.schedule()
+	}
+}
+
+// expireExclusions (from tick) ends exclusions whose time is over and
+// judges the workers again as their failures age.
+func (c *core) expireExclusions() {
+	now := c.now()
+	for _, a := range c.appOrder {
+		for id, x := range a.excluded {
+			if !now.Before(x.until) {
+				delete(a.excluded, id)
+				c.schedule()
+			}
+		}
+	}
+	for id := range c.failures {
+		if w := c.workers[id]; w != nil {
+			c.judgeWorker(w, now)
+		} else {
+			c.failures.recent(id, now)
+		}
+	}
+	for _, w := range c.workers {
+		if w.unhealthy != "" {
+			c.judgeWorker(w, now)
+		}
+	}
+}
+
+// clearWorker (berth worker clear) forgets w's failures: it is healthy,
+// and no app is excluded from it.
+func (c *core) clearWorker(id string) (wire.WorkerStatus, error) {
+	if !c.leading() {
+		return wire.WorkerStatus{}, c.notLeader()
+	}
+	w, ok := c.workers[id]
+	if !ok {
+		return wire.WorkerStatus{}, notFound("worker", id)
+	}
+	delete(c.failures, id)
+	for _, a := range c.appOrder {
+		delete(a.excluded, id)
+	}
+	if w.unhealthy != "" {
+		w.unhealthy, w.unhealthySince = "", time.Time{}
+		c.touched(w)
+	}
+	c.log.Info("worker cleared by an operator", "worker", id)
+	c.schedule()
+	return workerStatus(w), nil
+}
+
+// excluding reports whether a's exclusions apply: it has some, and a live
+// worker is left that it is not kept off. An app is never kept off every
+// worker: with nowhere else to go, its failures count toward its restart
+// policy (or --max-executor-retries) instead, as they would without
+// exclusions.
+func (c *core) excluding(a *appInfo) bool {
+	if len(a.excluded) == 0 {
+		return false
+	}
+	now := c.now()
+	for _, w := range c.aliveWorkers() {
+		if !a.excludes(w.rec.ID, now) {
+			return true
+		}
+	}
+	return false
+}
+
+// excludes reports whether a's executors are kept off worker id now.
+func (a *appInfo) excludes(id string, now time.Time) bool {
+	x, ok := a.excluded[id]
+	return ok && now.Before(x.until)
+}
+
+// exclusionList is a's exclusions, for its status.
+func (a *appInfo) exclusionList() []wire.Exclusion {
+	if len(a.excluded) == 0 {
+		return nil
+	}
+	out := make([]wire.Exclusion, 0, len(a.excluded))
+	for id, x := range a.excluded {
+		out = append(out, wire.Exclusion{WorkerID: id, Until: x.until, Reason: x.reason})
+	}
+	slices.SortFunc(out, func(x, y wire.Exclusion) int { return strings.Compare(x.WorkerID, y.WorkerID) })
+	return out
+}
