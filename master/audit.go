@@ -101,10 +101,7 @@ func (m *Master) auditRefusal(ctx context.Context, err error) {
 	if tag == nil || !errors.As(err, &se) || se.Status < 400 || se.Status > 499 || tag.principal.Kind == 0 {
 		return
 	}
-	code := string(se.Code)
-	if code == "" {
-		code = http.StatusText(se.Status)
-	}
+	code := string(se.ErrorCode()) // what the client was answered
 	m.post(func(c *core) {
 		if !c.leading() {
 			return

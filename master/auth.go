@@ -29,12 +29,12 @@ func (m *Master) authorize(mux *http.ServeMux) http.Handler {
 	})
 }
 
-// bearer resolves a credential the master made: a driver's (checked by the
-// leader, which knows the driver's launch) or a tenant's (by any master,
-// from its replica).
+// bearer resolves a credential the master made, a driver's or a
+// tenant's: the leader checks it (a follower redirects there), as the
+// leader alone knows the newest of each.
 func (m *Master) bearer(ctx context.Context, token string) (httpx.Principal, error) {
 	if strings.HasPrefix(token, wire.TenantTokenPrefix) {
-		name, err := m.tenantOfToken(ctx, token)
+		name, err := query(ctx, m, func(c *core) (string, error) { return c.tenantOfToken(token) })
 		return httpx.Principal{Kind: httpx.KindTenant, Name: name, Tenant: name}, err
 	}
 	type driver struct{ id, tenant string }

@@ -17,8 +17,7 @@ func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int, gran
 	e := &executorInfo{app: a, id: a.nextExecID, worker: w, cores: cores, memory: memory, resources: grants, ports: ports,
 		state: wire.ExecutorLaunching, launching: true, started: c.now(), seq: c.nextSeq()}
 	a.adopt(e)
-	rec := persistence.ExecutorRecord{AppID: a.rec.ID, ID: e.id, WorkerID: w.rec.ID, Cores: cores, MemoryMB: memory, Resources: grants,
-		StartedAt: e.started, Ports: ports}
+	rec := e.record()
 	c.commit([]persistence.Command{persistence.PutExecutor(rec)}, func() {
 		if !c.live(e) {
 			return
@@ -83,12 +82,11 @@ func (c *core) executorEnded(e *executorInfo, end executorEnd) {
 	a := e.app
 	e.worker.removeExecutor(e)
 	e.state, e.message, e.exitCode = end.state, end.message, end.exitCode
-	if e.reclaimedFor != "" {
-		c.reclaiming[e.reclaimedFor]--
-		e.reclaimedFor = ""
-	}
-	if e.preemptedFor != "" && e.state == wire.ExecutorKilled {
-		e.message = "preempted " + e.preemptedFor + " (" + end.message + ")"
+	preempted := e.preemptedFor
+	c.unmarkReclaimed(e)
+	if preempted != "" && e.state == wire.ExecutorKilled {
+		e.preemptedFor = preempted // its status says why
+		e.message = "preempted " + preempted + " (" + end.message + ")"
 	}
 	if !e.launching {
 		c.metrics.executorEnds.WithLabelValues(string(end.state)).Inc()
@@ -232,4 +230,10 @@ func (c *core) hasStableExecutor(a *appInfo) bool {
 		}
 	}
 	return false
+}
+
+// record is e's placement record, as a new leader must find it.
+func (e *executorInfo) record() persistence.ExecutorRecord {
+	return persistence.ExecutorRecord{AppID: e.app.rec.ID, ID: e.id, WorkerID: e.worker.rec.ID, Cores: e.cores, MemoryMB: e.memory,
+		Resources: e.resources, StartedAt: e.started, Ports: e.ports, PreemptedFor: e.preemptedFor, ReclaimedFor: e.reclaimedFor}
 }

@@ -100,6 +100,7 @@ type shareRound struct {
 type queueRound struct {
 	q                 *queueInfo
 	usage, want, fair share.Vec
+	leaving           share.Vec // held by its executors being taken back (in usage still)
 	limit             share.Vec
 	left              share.Vec // what pass 1 may still give it
 	wanted, placed    int       // executors its apps asked for, and got, this round
@@ -114,7 +115,7 @@ func (c *core) newShareRound() *shareRound {
 	rnd.capacity = rnd.vec(c.capacity.cores, c.capacity.memory, c.capacity.res, 1)
 	n := len(rnd.dims)
 	for name, q := range c.queues {
-		qr := &queueRound{q: q, usage: share.Zero(n), limit: share.Unbounded(n)}
+		qr := &queueRound{q: q, usage: share.Zero(n), leaving: share.Zero(n), limit: share.Unbounded(n)}
 		if l := q.rec.Limit; l != nil {
 			qr.limit = rnd.amountVec(*l, math.Inf(1))
 		}
@@ -123,6 +124,9 @@ func (c *core) newShareRound() *shareRound {
 	for _, a := range c.appOrder {
 		if qr := rnd.queues[queueName(a.rec.Desc.Queue)]; qr != nil {
 			qr.usage = qr.usage.Add(rnd.vec(a.coresGranted, len(a.executors)*a.rec.Desc.MemoryPerExecutorMB, milli(a.rec.Desc.ResourcesPerExecutor), len(a.executors)))
+			if a.leavingExecs > 0 {
+				qr.leaving = qr.leaving.Add(rnd.vec(a.leavingCores, a.leavingExecs*a.rec.Desc.MemoryPerExecutorMB, milli(a.rec.Desc.ResourcesPerExecutor), a.leavingExecs))
+			}
 		}
 	}
 	for _, d := range c.drivers {

@@ -208,12 +208,15 @@ type appInfo struct {
 	fastEnds     int                  // executors in a row that ended soon after starting (backoff.go)
 	failures     []time.Time          // its executors' failures within its restart policy's interval (restart.go)
 	excluded     map[string]exclusion // workers its executors are kept off, by id (exclusions.go)
-	backoffUntil time.Time            // no new executors before this
-	recent       []wire.AppEvent      // its last events, for the UI (recentEventsKept)
-	subs         map[*subscriber]struct{}
-	lastSeen     time.Time // last sign of life of its client
-	endedAt      time.Time
-	message      string
+	// leavingCores and leavingExecs are what its executors being taken
+	// back hold (preempt.go): its queue is about to be without them.
+	leavingCores, leavingExecs int
+	backoffUntil               time.Time       // no new executors before this
+	recent                     []wire.AppEvent // its last events, for the UI (recentEventsKept)
+	subs                       map[*subscriber]struct{}
+	lastSeen                   time.Time // last sign of life of its client
+	endedAt                    time.Time
+	message                    string
 }
 
 // finishedExecutorsKept bounds the ended executors an app lists.
@@ -333,4 +336,11 @@ func (a *appInfo) coresShown() int {
 		}
 	}
 	return n
+}
+
+// leaving counts e in (sign 1) or out of (-1) what a's executors being
+// taken back hold.
+func (a *appInfo) leaving(e *executorInfo, sign int) {
+	a.leavingCores += sign * e.cores
+	a.leavingExecs += sign
 }

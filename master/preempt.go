@@ -160,11 +160,8 @@ func (c *core) lowerPriorityIn(name string, p int) bool {
 // preemption grace and tells its app.
 func (c *core) preempt(e *executorInfo, why, owed string) {
 	a := e.app
-	rec := persistence.ExecutorRecord{AppID: a.rec.ID, ID: e.id, WorkerID: e.worker.rec.ID, Cores: e.cores, MemoryMB: e.memory,
-		Resources: e.resources, StartedAt: e.started, PreemptedFor: why}
-	e.preemptedFor, e.reclaimedFor = why, owed // taken: a later round does not pick it again
-	c.reclaiming[owed]++
-	c.commit([]persistence.Command{persistence.PutExecutor(rec)}, func() {
+	c.markReclaimed(e, why, owed) // taken: a later round does not pick it again
+	c.commit([]persistence.Command{persistence.PutExecutor(e.record())}, func() {
 		if !c.live(e) {
 			return
 		}
@@ -177,11 +174,33 @@ func (c *core) preempt(e *executorInfo, why, owed string) {
 		c.publish(a, wire.AppEvent{Type: wire.EventExecutorPreempted, Executor: executorStatus(e), Message: "preempted " + why})
 	}, func(err error) {
 		if err != nil && e.reclaimedFor != "" {
-			// Not durable: free to be picked again.
-			e.preemptedFor, e.reclaimedFor = "", ""
-			c.reclaiming[owed]--
+			c.unmarkReclaimed(e) // not durable: free to be picked again
 		}
 	})
+}
+
+// markReclaimed notes that e is being taken back for queue owed (why):
+// the queue waits for it before taking more, and e's own queue counts it
+// as leaving (preemptionView offers no more of that queue than it holds
+// above its fair share without it).
+func (c *core) markReclaimed(e *executorInfo, why, owed string) {
+	e.preemptedFor, e.reclaimedFor = why, owed
+	if owed != "" {
+		c.reclaiming[owed]++
+	}
+	e.app.leaving(e, 1)
+}
+
+// unmarkReclaimed undoes markReclaimed (the mark was not written, or e
+// ended).
+func (c *core) unmarkReclaimed(e *executorInfo) {
+	if e.reclaimedFor != "" {
+		c.reclaiming[e.reclaimedFor]--
+	}
+	if e.preemptedFor != "" {
+		e.app.leaving(e, -1)
+	}
+	e.preemptedFor, e.reclaimedFor = "", ""
 }
 
 // sendPreemption tells e's worker to kill it, once per leadership.

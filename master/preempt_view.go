@@ -136,7 +136,9 @@ func (v *viewBuilder) add(qi int, e *executorInfo) {
 // the queue, without them, stays at or above its fair share.
 func (v *viewBuilder) aboveFair(qi int, qr *queueRound, apps []*appInfo) {
 	capacity, fair := v.rnd.capacity, share.DominantShare(qr.fair, v.rnd.capacity)
-	left := share.Vec(append([]float64(nil), qr.usage...)) // what it holds without those added
+	// What it holds without those added, and without those being taken
+	// back already (they leave whatever happens).
+	left := qr.usage.Sub(qr.leaving)
 	h := &recentFirst{}
 	for _, a := range apps {
 		if len(a.bySeq) > 0 {

@@ -139,13 +139,13 @@ func (c *core) checkQueue(rec persistence.QueueRecord) error {
 	if offer.workers == 0 {
 		return nil
 	}
-	for _, a := range []*wire.Amount{&rec.Guarantee, rec.Limit} {
+	for field, a := range map[string]*wire.Amount{"guarantee": &rec.Guarantee, "limit": rec.Limit} {
 		if a == nil {
 			continue
 		}
 		for r := range a.Resources {
 			if _, ok := offer.resources[r]; !ok {
-				return badRequest("queue %s: no worker offers resource %q", rec.Name, r)
+				return badRequest("queue %s: %s: no worker offers resource %q", rec.Name, field, r)
 			}
 		}
 	}

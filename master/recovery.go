@@ -87,9 +87,12 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 			continue
 		}
 		e := &executorInfo{app: a, id: rec.ID, worker: w, cores: rec.Cores, memory: rec.MemoryMB, resources: rec.Resources, state: wire.ExecutorLaunching,
-			started: rec.StartedAt, preemptedFor: rec.PreemptedFor, ports: rec.Ports, seq: c.nextSeq()}
+			started: rec.StartedAt, ports: rec.Ports, seq: c.nextSeq()}
 		a.adopt(e)
-		if e.preemptedFor != "" {
+		if rec.PreemptedFor != "" {
+			// Being taken back: this leader finishes it (once), and counts
+			// it as its former leader did.
+			c.markReclaimed(e, rec.PreemptedFor, rec.ReclaimedFor)
 			c.inheritedPreemptions[e] = struct{}{}
 		}
 		a.hosts[w.rec.ID] = struct{}{}

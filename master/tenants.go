@@ -1,7 +1,6 @@
 package master
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
@@ -137,18 +136,18 @@ func (c *core) tenantsStatus() (wire.Tenants, error) {
 	return out, nil
 }
 
-// tenantOfToken is the tenant a token was made for, read from this
-// master's replica (a follower checks it too); 401 for any other token.
-func (m *Master) tenantOfToken(ctx context.Context, token string) (string, error) {
-	name, _, _ := strings.Cut(strings.TrimPrefix(token, wire.TenantTokenPrefix), ".")
-	ok := false
-	if err := m.engine.Read(ctx, func(s *persistence.State) {
-		t := s.Tenants[name]
-		ok = t != nil && subtle.ConstantTimeCompare([]byte(tokenHash(token)), []byte(t.TokenHash)) == 1
-	}); err != nil {
-		return "", err
+// tenantOfToken is the tenant a token was made for; 401 for any other
+// token. Only the leader answers (a follower redirects there): a
+// follower's replica may not have the tenant a token was just made for,
+// or may still have one just deleted, and a token must work as soon as it
+// is handed out and stop on every master at once when its tenant goes.
+func (c *core) tenantOfToken(token string) (string, error) {
+	if !c.leading() {
+		return "", c.notLeader()
 	}
-	if !ok {
+	name, _, _ := strings.Cut(strings.TrimPrefix(token, wire.TenantTokenPrefix), ".")
+	t := c.tenants[name]
+	if t == nil || subtle.ConstantTimeCompare([]byte(tokenHash(token)), []byte(t.TokenHash)) != 1 {
 		return "", httpx.Coded(http.StatusUnauthorized, wire.CodeUnauthorized, "tenant token unknown, or its tenant was deleted")
 	}
 	return name, nil

@@ -134,6 +134,10 @@ type ExecutorRecord struct {
 	// Ports: the ports of its labels on its worker, given with the
 	// placement (a new leader keeps them taken).
 	Ports map[string]int `json:"ports,omitempty"`
+	// ReclaimedFor, with PreemptedFor, is the queue it is taken back for:
+	// a new leader counts it as on its way there, and takes no more for
+	// that queue until it has ended.
+	ReclaimedFor string `json:"reclaimedFor,omitempty"`
 }
 
 // Key is the record's id in the state: appId/executorId.

@@ -238,5 +238,10 @@ func (p *proc) signalLocked(sig syscall.Signal) {
 		return
 	}
 	_ = syscall.Kill(-p.process.Pid, sig)
-	_ = p.process.Signal(sig) // pidfd-based: never hits a recycled pid
+	// The process itself only if it left its group (setpgid, setsid): a
+	// second SIGTERM to one in the group would read as "stop now" to
+	// programs that take it so, and cut its grace short.
+	if pgid, err := syscall.Getpgid(p.process.Pid); err != nil || pgid != p.process.Pid {
+		_ = p.process.Signal(sig) // pidfd-based: never hits a recycled pid
+	}
 }

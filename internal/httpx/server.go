@@ -52,6 +52,15 @@ type StatusError struct {
 	Location string
 }
 
+// ErrorCode is e's code, the status's default when it has none: what
+// WriteErr answers with.
+func (e *StatusError) ErrorCode() wire.ErrorCode {
+	if e.Code != "" {
+		return e.Code
+	}
+	return defaultCode(e.Status)
+}
+
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("%d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
 }
