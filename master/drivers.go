@@ -120,8 +120,15 @@ func (c *core) killDriver(id string, reply reply[wire.DriverStatus]) {
 		d.ending.add(answer)
 	case d.writes.busy:
 		// Decide against the record as the writes in flight leave it
-		// (a launch being committed, say).
-		d.writes.then(func() { c.killDriver(id, reply) })
+		// (a launch being committed, say), as this request: its audit
+		// entry goes with the write it makes then.
+		req := c.req
+		d.writes.then(func() {
+			was := c.req
+			c.req = req
+			defer func() { c.req = was }()
+			c.killDriver(id, reply)
+		})
 	case d.worker == nil:
 		c.finishDriver(d, wire.DriverKilled, "killed by request", nil, answer)
 	case d.rec.KillRequested:

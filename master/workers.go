@@ -55,7 +55,7 @@ func (c *core) registerWorker(req wire.RegisterWorker, reply reply[wire.Register
 	rec := persistence.WorkerRecord{ID: req.ID, Host: req.Host, Port: req.Port, Address: req.Address, Cores: req.Cores, MemoryMB: req.MemoryMB,
 		Resources: req.Resources, PortRange: req.PortRange}
 	gen := c.gen
-	c.fx.persist([]persistence.Command{persistence.PutWorker(rec)}, func(err error) {
+	c.fx.persist(c.withAudit([]persistence.Command{persistence.PutWorker(rec)}), func(err error) {
 		if err != nil {
 			reply.fail(c.persistErr(gen, err))
 			return
