@@ -1,14 +1,21 @@
 // Package chaos checks berth's failover promises from the outside: a real
-// three-master cluster with workers, a concurrent workload of submissions,
-// kills, reads and limit changes under idempotency keys, long-running apps
-// whose clients stay connected and whose executor pids are watched, and
-// faults injected one after another: kill -9, SIGTERM handover, SIGSTOP
-// shorter and longer than every timeout, kill -9 of a follower, an
-// asymmetric partition of the leader's Raft traffic (nftables), and a
-// restart of each master. The whole history is checked with porcupine for
-// linearizability; and every acknowledged write must still be there, every
-// watched executor keep its pid, every client stay alive, no two masters
-// answer as the leader at once, and no daemon panic.
+// three-master cluster with workers, shared by queues (weights, a
+// guarantee, a limit, one that may not be preempted) and tenants; a
+// concurrent workload of submissions, kills, reads and limit changes
+// under idempotency keys, by the operator and by the tenants in their
+// queues (and requests they may not make), the operator's writes of
+// queues and tenants, reads of both; long-running apps whose clients stay
+// connected and whose executor pids are watched, spread over queues, and
+// tenants' bursts that the master preempts for; and faults injected one
+// after another: kill -9, SIGTERM handover, SIGSTOP shorter and longer
+// than every timeout, kill -9 of a follower, an asymmetric partition of
+// the leader's Raft traffic (nftables), and a restart of each master. The
+// whole history is checked with porcupine for linearizability; and every
+// acknowledged write must still be there and be in the audit log (which
+// every master must answer alike), no refused write be recorded as done,
+// every watched executor keep its pid unless preempted (once, saying
+// why), every client stay alive, no two masters answer as the leader at
+// once, and no daemon panic.
 //
 // `go test ./e2e/chaos` runs two faults of each kind; `make chaos` runs 100
 // and prints the report (-chaos.faults, -chaos.report).
@@ -59,18 +66,19 @@ func TestMain(m *testing.M) {
 }
 
 const (
-	secret        = "chaos-secret"
-	longApps      = 3
-	longExecutors = 2
-	workloads     = 4
+	secret    = "chaos-secret"
+	workloads = 4
 )
 
 // The cluster's timeouts (masterFlags), short so that every freeze can be
-// longer than all of them (see faults_test.go).
+// longer than all of them (see faults_test.go); preemption's, short so
+// that the bursts are preempted for while the faults go on.
 const (
 	workerTimeout   = 8 * time.Second
 	recoveryTimeout = 4 * time.Second
 	appTimeout      = 10 * time.Second
+	preemptionDelay = 2 * time.Second
+	preemptionGrace = time.Second
 )
 
 // chaos is one run: the cluster, what watches it, and the results.
@@ -80,13 +88,28 @@ type chaos struct {
 	cut    *testcluster.NetCut // nil when no partition can be made here
 	cutErr error
 	long   []*longApp
+	faults [][2]time.Time // when each fault began and the cluster was restored
 }
 
-// longApp is an app whose `berth run` client stays connected all along and
-// whose executors must never be killed.
+// longApp is an app whose `berth run` client stays connected all along. A
+// strict one's executors (its queue may not be preempted) must never be
+// killed; the others' only by preemption.
 type longApp struct {
 	name, marker string
+	queue        string
+	priority     int
+	executors    int // of one core each
+	strict       bool
+	id           string
 	client       *testcluster.Proc
+}
+
+// The long-running apps: long-1 in steady, never preempted; long-2 and
+// long-3 take what batch can get, and give it back.
+var longApps = []longApp{
+	{name: "long-1", queue: "steady", executors: 2, strict: true},
+	{name: "long-2", queue: "batch", executors: 5},
+	{name: "long-3", queue: "batch", executors: 5, priority: 1},
 }
 
 func TestChaos(t *testing.T) {
@@ -113,6 +136,7 @@ func TestChaos(t *testing.T) {
 	masterFlags := []string{
 		"--worker-timeout", workerTimeout.String(), "--recovery-timeout", recoveryTimeout.String(),
 		"--app-timeout", appTimeout.String(), "--retained-apps", "100000", "--retained-drivers", "100000",
+		"--preemption-delay", preemptionDelay.String(), "--preemption-grace", preemptionGrace.String(),
 	}
 	if *debugFlag {
 		masterFlags = append(masterFlags, "--log-level", "debug")
@@ -128,21 +152,43 @@ func TestChaos(t *testing.T) {
 	// arguments, so they are numbers (a fraction of a second more).
 	marker := fmt.Sprintf("0.0%d", os.Getpid())
 	t.Cleanup(func() { killMarked(marker) })
-	ch.startLongApps(dir, marker)
+	pw := newPidWatch()
+	w := &workload{rec: &recorder{start: time.Now()}, marker: marker + "9", burstMarker: marker + "8", watch: pw,
+		operator: &actor{by: operator}}
+	for _, m := range ch.cl.Masters {
+		w.masters = append(w.masters, m.ID)
+	}
+	for i := range workloads {
+		w.operator.clients = append(w.operator.clients, ch.client(i))
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
+	tokens, err := w.setupShared(sctx)
+	scancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range sharedTenants {
+		a := &actor{tenant: st.name, by: "tenant:" + st.name, queues: st.queues, bursts: st.bursts}
+		for i := range workloads {
+			a.clients = append(a.clients, ch.clientAs(i, "", client.WithToken(tokens[st.name])))
+		}
+		for _, m := range ch.cl.Masters {
+			c, err := client.New([]string{m.URL}, "", client.WithToken(tokens[st.name]), client.WithRequestTimeout(2*time.Second),
+				client.WithRetryBudget(5*time.Second), ch.cl.PKI.ClientOption())
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.pinned = append(a.pinned, c)
+		}
+		w.tenants = append(w.tenants, a)
+	}
+	ch.startLongApps(dir, marker, pw)
 
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	var wg sync.WaitGroup
 	lw := &leaderWatch{}
-	pw := &pidWatch{}
-	var markers []string
-	for _, la := range ch.long {
-		markers = append(markers, la.marker)
-	}
-	w := &workload{rec: &recorder{start: time.Now()}, marker: marker + "9"}
-	for i := range workloads {
-		w.clients = append(w.clients, ch.client(i))
-	}
+	aw := newAuditWatch(ch)
 	spawn := func(fn func()) {
 		wg.Add(1)
 		go func() {
@@ -150,8 +196,18 @@ func TestChaos(t *testing.T) {
 			fn()
 		}()
 	}
-	spawn(func() { lw.run(ctx, ch.cl) })
-	spawn(func() { pw.run(ctx, markers) })
+	// The leaders are watched until the final checks are done: a refusal
+	// made then under a steady leader must be audited.
+	lctx, lstop := context.WithCancel(context.Background())
+	defer lstop()
+	lwDone := make(chan struct{})
+	go func() {
+		defer close(lwDone)
+		lw.run(lctx, ch.cl)
+	}()
+	spawn(func() { pw.run(ctx) })
+	spawn(func() { pw.watchStatus(ctx, ch.client(workloads+1, client.WithRequestTimeout(time.Second))) })
+	spawn(func() { aw.run(ctx) })
 	spawn(func() { w.keepLeases(ctx, ch.client(workloads, client.WithRequestTimeout(time.Second))) })
 	for i := range workloads {
 		spawn(func() { w.run(ctx, i, 1_000_000) })
@@ -174,7 +230,9 @@ func TestChaos(t *testing.T) {
 			t.Logf("fault %d: %s not possible here (%v): skipped", i+1, k.name, ch.cutErr)
 			continue
 		}
+		began := time.Now()
 		rs, err := k.run(ch)
+		ch.faults = append(ch.faults, [2]time.Time{began, time.Now()})
 		for _, r := range rs {
 			t.Logf("fault %d: %s: back in %s (%s after the election)", i+1, r.kind, r.failover.Round(time.Millisecond), r.sinceElection.Round(time.Millisecond))
 		}
@@ -190,10 +248,22 @@ func TestChaos(t *testing.T) {
 		t.Error(faultErr)
 	}
 	fctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	w.killBursts(fctx)
 	w.finalReads(fctx)
+	w.finalProbes(fctx)
+	probed := time.Now()
+	sctx, scancel = context.WithTimeout(fctx, 15*time.Second)
+	pw.settle(sctx, w.burstKilled)
+	scancel()
+	actx, acancel := context.WithTimeout(fctx, 30*time.Second)
+	aw.finish(actx)
+	acancel()
 	cancel()
+	time.Sleep(time.Until(probed.Add(4 * time.Second))) // the leader watched past the probes' window (checkAudit)
+	lstop()
+	<-lwDone
 
-	v := ch.verify(w, lw, pw, dir)
+	v := ch.verify(w, lw, pw, aw, dir)
 	rep := report(results, w, lw, v)
 	t.Log("\n" + rep)
 	if *reportFlag != "" {
@@ -201,6 +271,9 @@ func TestChaos(t *testing.T) {
 		if err := os.WriteFile(*reportFlag, []byte(rep), 0o644); err != nil {
 			t.Error(err)
 		}
+	}
+	if len(v.problems) > 0 || *keepFlag {
+		aw.dump(filepath.Join(dir, "audit.jsonl"))
 	}
 	for _, line := range v.problems {
 		t.Error(line)
@@ -210,6 +283,12 @@ func TestChaos(t *testing.T) {
 // client returns a workload client entering the cluster through master i
 // first, so that requests reach every master (followers redirect).
 func (ch *chaos) client(i int, opts ...client.Option) *client.Client {
+	return ch.clientAs(i, secret, opts...)
+}
+
+// clientAs is client with secret ("" for a tenant's client, given its
+// token in opts).
+func (ch *chaos) clientAs(i int, secret string, opts ...client.Option) *client.Client {
 	urls := ch.cl.URLs()
 	rot := append(urls[i%len(urls):], urls[:i%len(urls)]...)
 	c, err := client.New(rot, secret, append([]client.Option{
@@ -221,25 +300,43 @@ func (ch *chaos) client(i int, opts ...client.Option) *client.Client {
 	return c
 }
 
-// startLongApps starts the `berth run` clients and waits for their
-// executors to run.
-func (ch *chaos) startLongApps(dir, marker string) {
-	for i := range longApps {
-		la := &longApp{name: fmt.Sprintf("long-%d", i+1), marker: fmt.Sprintf("%s%d", marker, i+1)}
+// startLongApps starts the `berth run` clients, waits for their executors
+// to run, and has pw watch them.
+func (ch *chaos) startLongApps(dir, marker string, pw *pidWatch) {
+	for i, spec := range longApps {
+		la := spec
+		la.marker = fmt.Sprintf("%s%d", marker, i+1)
 		p, err := testcluster.Start(ch.t, "berth-run-"+la.name, bin.Berth, filepath.Join(dir, "client-"+la.name+".log"),
 			[]string{"--master", strings.Join(ch.cl.URLs(), ","), "--log-level", "debug", "run", "--name", la.name,
-				"--max-cores", fmt.Sprint(longExecutors), "--cores-per-executor", "1", "--executor-memory", "64m",
-				"--", "sleep", "3600", la.marker},
+				"--queue", la.queue, "--priority", fmt.Sprint(la.priority),
+				"--max-cores", fmt.Sprint(la.executors), "--cores-per-executor", "1", "--executor-memory", "64m",
+				"--", "sleep", "3600", "{{EXECUTOR_ID}}", la.marker},
 			testcluster.ProcOptions{Env: []string{"BERTH_SECRET=" + secret, "BERTH_TLS_CA_FILE=" + ch.cl.PKI.CAFile()}})
 		if err != nil {
 			ch.t.Fatal(err)
 		}
 		la.client = p
-		ch.long = append(ch.long, la)
+		ch.long = append(ch.long, &la)
 	}
-	if _, err := ch.back("start", time.Now(), 0); err != nil {
+	if _, err := ch.backAt("start", time.Now(), 0, true); err != nil {
 		ch.t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), backWithin)
+	defer cancel()
+	_, st, err := ch.cl.WaitLeader(ctx)
+	if err != nil {
+		ch.t.Fatal(err)
+	}
+	for _, la := range ch.long {
+		for _, a := range st.ActiveApps {
+			if a.Name == la.name {
+				la.id = a.ID
+			}
+		}
+		pw.add(la.marker, la.name, la.strict)
+		pw.learn(la.marker, la.id)
+	}
+	pw.sample() // the strict apps' baseline
 }
 
 // verdict is what the checks found.
@@ -248,10 +345,13 @@ type verdict struct {
 	checked      int // ops in the history
 	acked        int // acknowledged writes
 	lost         []string
+	audit        auditFigures
+	preempted    int // executors of the watched apps preempted
+	inFaults     int // preemptions decided while a fault was being injected or measured
 	problems     []string
 }
 
-func (ch *chaos) verify(w *workload, lw *leaderWatch, pw *pidWatch, dir string) verdict {
+func (ch *chaos) verify(w *workload, lw *leaderWatch, pw *pidWatch, aw *auditWatch, dir string) verdict {
 	var v verdict
 	history := w.rec.history()
 	v.checked = len(history)
@@ -271,14 +371,35 @@ func (ch *chaos) verify(w *workload, lw *leaderWatch, pw *pidWatch, dir string) 
 		}
 	}
 	v.acked, v.lost = losses(history)
+	acked, lost, breaches := registerLosses(history)
+	v.acked += acked
+	v.lost = append(v.lost, lost...)
 	for _, l := range v.lost {
 		v.problems = append(v.problems, "lost: "+l)
 	}
+	for _, b := range breaches {
+		v.problems = append(v.problems, "isolation: "+b)
+	}
+	var auditProblems []string
+	v.audit, auditProblems = aw.checkAudit(history, w.rec, lw)
+	v.problems = append(v.problems, auditProblems...)
 	for _, p := range lw.violations() {
 		v.problems = append(v.problems, "two leaders: "+p)
 	}
-	for _, p := range pw.violations() {
-		v.problems = append(v.problems, "executor killed: "+p)
+	pre := ch.preemptions()
+	var execProblems []string
+	execProblems, v.preempted = pw.violations(pre, w.killedAt, time.Now())
+	for _, p := range execProblems {
+		v.problems = append(v.problems, "executor: "+p)
+	}
+	for _, p := range pre {
+		for _, t := range p.decided {
+			for _, f := range ch.faults {
+				if !t.Before(f[0]) && !t.After(f[1]) {
+					v.inFaults++
+				}
+			}
+		}
 	}
 	for _, la := range ch.long {
 		if la.client.Exited() {
@@ -327,7 +448,7 @@ func losses(history []porcupine.Operation) (acked int, lost []string) {
 	}
 	for _, op := range history {
 		in, out := op.Input.(input), op.Output.(output)
-		if out.unknown || out.status != 0 {
+		if out.unknown || out.status != 0 || in.probe {
 			continue
 		}
 		f, read := final[in.key]

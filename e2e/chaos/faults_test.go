@@ -209,6 +209,12 @@ func (ch *chaos) leader() (*testcluster.Master, wire.ClusterStatus, error) {
 // worker ALIVE and every long-running app RUNNING its executors with its
 // client answered, and measures the time since t0.
 func (ch *chaos) back(kind string, t0 time.Time, minEpoch uint64) (faultResult, error) {
+	return ch.backAt(kind, t0, minEpoch, false)
+}
+
+// backAt is back; at the start, every long-running app must have an
+// executor RUNNING (later, one that may be preempted may have none).
+func (ch *chaos) backAt(kind string, t0 time.Time, minEpoch uint64, start bool) (faultResult, error) {
 	ctx, cancel := context.WithDeadline(context.Background(), t0.Add(backWithin))
 	defer cancel()
 	var res faultResult
@@ -226,7 +232,7 @@ func (ch *chaos) back(kind string, t0 time.Time, minEpoch uint64) (faultResult, 
 			last = err.Error()
 			return false
 		}
-		if why := ch.missing(st, minEpoch); why != "" {
+		if why := ch.missing(st, minEpoch, start); why != "" {
 			last = why
 			return false
 		}
@@ -242,8 +248,10 @@ func (ch *chaos) back(kind string, t0 time.Time, minEpoch uint64) (faultResult, 
 	return faultResult{}, fmt.Errorf("%s: cluster not back within %s: %s", kind, backWithin, last)
 }
 
-// missing says what is not back yet in a leader's status, "" if nothing.
-func (ch *chaos) missing(st wire.ClusterStatus, minEpoch uint64) string {
+// missing says what is not back yet in a leader's status, "" if nothing:
+// a strict long-running app RUNNING all its executors; another with its
+// client answered (not UNKNOWN), and at the start an executor RUNNING.
+func (ch *chaos) missing(st wire.ClusterStatus, minEpoch uint64, start bool) string {
 	if st.Epoch < minEpoch {
 		return fmt.Sprintf("the leader is still of epoch %d", st.Epoch)
 	}
@@ -272,7 +280,9 @@ func (ch *chaos) missing(st wire.ClusterStatus, minEpoch uint64) string {
 				running++
 			}
 		}
-		if app.State != wire.AppRunning || running != longExecutors {
+		switch {
+		case la.strict && (app.State != wire.AppRunning || running != la.executors),
+			!la.strict && (app.State == wire.AppUnknown || start && running == 0):
 			return fmt.Sprintf("%s is %s with %d executors RUNNING", la.name, app.State, running)
 		}
 	}

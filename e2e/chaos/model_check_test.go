@@ -39,6 +39,20 @@ func readDriver(out output, call, done int64) hop {
 	return hop{2, input{kind: opReadDriver, key: "d1", id: "driver-1"}, out, call, done}
 }
 
+// probeKill is a kill of app-1 by a tenant that may not make it.
+func probeKill(out output, call, done int64) hop {
+	return hop{3, input{kind: opKill, key: "k1", id: "app-1", by: "tenant:beta", probe: true}, out, call, done}
+}
+
+// putQ puts queue q's settings spec; readQ reads it.
+func putQ(client int, spec string, out output, call, done int64) hop {
+	return hop{client, input{kind: opPutQueue, key: "queue:q", id: "q", spec: spec}, out, call, done}
+}
+
+func readQ(client int, out output, call, done int64) hop {
+	return hop{client, input{kind: opReadQueue, key: "queue:q", id: "q"}, out, call, done}
+}
+
 // TestModelChecksHistories runs the checker on histories it must accept
 // and on those it must refuse.
 func TestModelChecksHistories(t *testing.T) {
@@ -93,6 +107,30 @@ func TestModelChecksHistories(t *testing.T) {
 		}, true, "a driver killed by its worker after an accepted kill was refused"},
 		{"CatchesADriverEndedWithoutAKill", []hop{sub, readDriver(output{state: "ERROR", ended: true}, 40, 50)},
 			false, "a driver that ended without a kill passed the check"},
+		// Tenants: a request a tenant may not make changes nothing.
+		{"AcceptsAForbiddenKill", []hop{reg("k1", "app-1", 0, 10), probeKill(output{status: 403}, 20, 30),
+			readApp(2, output{state: "WAITING", limit: -1}, 40, 50)}, true, "a forbidden kill that changed nothing was refused"},
+		{"CatchesAForbiddenKillThatTookEffect", []hop{reg("k1", "app-1", 0, 10), probeKill(output{unknown: true}, 20, pending),
+			readApp(2, output{state: "KILLED", ended: true}, 40, 50)}, false, "a kill a tenant may not make took effect and passed"},
+		// Queues: a register per queue.
+		{"AcceptsAQueueHistory", []hop{
+			putQ(0, "w1", output{spec: "w1"}, 0, 10),
+			readQ(1, output{spec: "w1"}, 11, 20),
+			putQ(0, "w2", output{unknown: true}, 21, pending), // may commit at any time
+			readQ(1, output{spec: "w1"}, 30, 40),
+			readQ(2, output{spec: "w2"}, 41, 50),
+			{0, input{kind: opDeleteQueue, key: "queue:q", id: "q"}, output{}, 51, 60},
+			readQ(1, output{status: 404}, 61, 70),
+			{2, input{kind: opDeleteQueue, key: "queue:q", id: "q"}, output{status: 404}, 71, 80},
+		}, true, "a linearizable queue history was refused"},
+		{"CatchesALostQueueWrite", []hop{putQ(0, "w1", output{spec: "w1"}, 0, 10), putQ(1, "w2", output{spec: "w2"}, 11, 20), readQ(2, output{spec: "w1"}, 21, 30)},
+			false, "a queue write overwritten by an older one passed the check"},
+		{"CatchesAPutAnsweredWithOtherSettings", []hop{putQ(0, "w1", output{spec: "w1"}, 0, 10), putQ(1, "w2", output{spec: "w1"}, 11, 20)},
+			false, "a put answered with settings other than those put passed the check"},
+		{"CatchesATenantCreatedTwice", []hop{
+			{0, input{kind: opCreateTenant, key: "tenant:t", id: "t", spec: "q"}, output{}, 0, 10},
+			{1, input{kind: opCreateTenant, key: "tenant:t", id: "t", spec: "q"}, output{}, 11, 20},
+		}, false, "a tenant created twice without a delete passed the check"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if checkHistory(c.history...) != c.ok {

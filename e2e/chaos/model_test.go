@@ -8,14 +8,23 @@ import (
 )
 
 // The model the history is checked against, one submission key (one app,
-// or one driver) per partition, as etcd's robustness tests check theirs
-// with porcupine.
+// or one driver), one queue and one tenant per partition, as etcd's
+// robustness tests check theirs with porcupine.
 //
 // Workload apps never get executors (their executor size fits no worker)
-// and their leases are kept, so the only way one ends is a kill; workload
-// drivers run `sleep` for longer than the test and are not supervised, so
-// one ends only once its kill was accepted. Anything else a read shows is
-// a broken promise.
+// but for the tenants' bursts, whose executors run `sleep`; their leases
+// are kept, so the only way one ends is a kill; workload drivers run
+// `sleep` for longer than the test and are not supervised, so one ends
+// only once its kill was accepted. Anything else a read shows is a broken
+// promise. A request refused as forbidden (403: a tenant on another's app,
+// a tenant writing a queue) changes nothing.
+//
+// A queue and a tenant are each a register: the workload always puts a
+// queue's whole settings (weight, guarantee, limit, preempt), so a put
+// replaces the value, a delete empties it, and a read of the list (GET
+// /v1/queues, GET /v1/tenants) is split into one read per modelled name:
+// present with its value, or absent. A tenant's value is its queues; a
+// creation of an existing tenant is refused (409).
 
 type opKind int
 
@@ -27,19 +36,40 @@ const (
 	opSubmitDriver
 	opKillDriver
 	opReadDriver
+	opPutQueue
+	opDeleteQueue
+	opReadQueue
+	opCreateTenant
+	opDeleteTenant
+	opReadTenant
+	lastOp = opReadTenant
 )
 
 func (k opKind) String() string {
-	return [...]string{"", "register", "kill", "read", "limit", "submitDriver", "killDriver", "readDriver"}[k]
+	return [...]string{"", "register", "kill", "read", "limit", "submitDriver", "killDriver", "readDriver",
+		"putQueue", "deleteQueue", "readQueue", "createTenant", "deleteTenant", "readTenant"}[k]
 }
+
+// onRegister reports whether k is a queue's or a tenant's op.
+func (k opKind) onRegister() bool { return k >= opPutQueue }
 
 // input is what a client asked.
 type input struct {
 	kind opKind
-	key  string // the idempotency key of the submission the op concerns
-	id   string // the app's or driver's id, for ops on an existing one
+	key  string // the idempotency key of the submission the op concerns; "queue:NAME", "tenant:NAME"
+	id   string // the app's or driver's id, for ops on an existing one; the queue's or tenant's name
 	n    int    // the executor limit asked for
+	spec string // a queue's settings put, a tenant's queues (canonical: specString, tenantString)
+	by   string // who asked, as the audit log names it: "secret", "tenant:NAME"
+	// probe: a request its principal may not make (403 expected), which
+	// can have no effect whatever its answer.
+	probe bool
+	via   string // the one master a probe was sent to, if it asked one alone
 }
+
+// operator is the workload's operator as the audit log names it (it
+// proves itself with the secret).
+const operator = "secret"
 
 // output is what it was answered. unknown: no answer, or one that does not
 // say whether the change was made (a timeout, a 504): the op may take
@@ -52,15 +82,18 @@ type output struct {
 	ended   bool   // that state is final
 	limit   int    // read: the executor limit, -1 for none
 	killReq bool   // driver kill, driver read: a kill was accepted
+	spec    string // queue put, queue or tenant read: the value answered
 }
 
-// entity is the model's state of one key: an app or a driver.
+// entity is the model's state of one key: an app, a driver, a queue or a
+// tenant.
 type entity struct {
 	exists  bool
 	id      string // "" while it exists only by an op of unknown outcome
 	final   string // "" while active
 	limit   int    // -1: no executor limit
 	killReq bool
+	spec    string // a queue's settings, a tenant's queues
 }
 
 func (e entity) withID(id string) (entity, bool) {
@@ -76,6 +109,15 @@ func (e entity) withID(id string) (entity, bool) {
 func step(e entity, in input, out output) []entity {
 	if out.unknown {
 		return append([]entity{e}, applied(e, in)...)
+	}
+	if in.kind.onRegister() {
+		return stepRegister(e, in, out)
+	}
+	if out.status == 403 {
+		if e.exists {
+			return []entity{e} // forbidden: nothing done, to an app that is listed
+		}
+		return nil
 	}
 	switch in.kind {
 	case opRegister, opSubmitDriver:
@@ -150,10 +192,55 @@ func step(e entity, in input, out output) []entity {
 	return nil
 }
 
+// stepRegister is step for a queue's or a tenant's op.
+func stepRegister(e entity, in input, out output) []entity {
+	switch in.kind {
+	case opPutQueue:
+		switch {
+		case out.status == 403:
+			return []entity{e}
+		case out.status == 0 && out.spec == in.spec: // it answers the settings it holds now
+			return []entity{{exists: true, limit: -1, spec: in.spec}}
+		}
+	case opDeleteQueue, opDeleteTenant:
+		switch {
+		case out.status == 0:
+			return []entity{{limit: -1}}
+		case out.status == 404 && !e.exists, out.status == 409 && e.exists, out.status == 403:
+			return []entity{e}
+		}
+	case opCreateTenant:
+		switch {
+		case out.status == 0 && !e.exists:
+			return []entity{{exists: true, limit: -1, spec: in.spec}}
+		case out.status == 409 && e.exists:
+			return []entity{e}
+		}
+	case opReadQueue, opReadTenant:
+		if out.status == 404 && !e.exists || out.status == 0 && e.exists && out.spec == e.spec {
+			return []entity{e}
+		}
+	}
+	return nil
+}
+
 // applied returns the states an op of unknown outcome may have left, if it
 // took effect.
 func applied(e entity, in input) []entity {
+	if in.probe {
+		return nil
+	}
 	switch in.kind {
+	case opPutQueue:
+		return []entity{{exists: true, limit: -1, spec: in.spec}}
+	case opDeleteQueue, opDeleteTenant:
+		if e.exists {
+			return []entity{{limit: -1}}
+		}
+	case opCreateTenant:
+		if !e.exists {
+			return []entity{{exists: true, limit: -1, spec: in.spec}}
+		}
 	case opRegister, opSubmitDriver:
 		if !e.exists {
 			return []entity{{exists: true, limit: -1}}
@@ -207,11 +294,20 @@ var model = porcupine.NondeterministicModel{
 	DescribeOperation: func(in, out any) string {
 		i, o := in.(input), out.(output)
 		what := fmt.Sprintf("%s %s", i.kind, i.key)
-		if i.id != "" {
+		if i.id != "" && !i.kind.onRegister() {
 			what += " " + i.id
+		}
+		if i.by != "" && i.by != operator {
+			what += " by " + i.by
 		}
 		if i.kind == opLimit {
 			what += fmt.Sprintf(" to %d", i.n)
+		}
+		if i.spec != "" {
+			what += " [" + i.spec + "]"
+		}
+		if i.via != "" {
+			what += " through " + i.via
 		}
 		switch {
 		case o.unknown:
@@ -220,6 +316,8 @@ var model = porcupine.NondeterministicModel{
 			return fmt.Sprintf("%s → %d", what, o.status)
 		case i.kind == opRegister || i.kind == opSubmitDriver:
 			return what + " → " + o.id
+		case i.kind.onRegister():
+			return what + " → [" + o.spec + "]"
 		default:
 			return fmt.Sprintf("%s → %s limit %d killReq %v", what, o.state, o.limit, o.killReq)
 		}

@@ -1,15 +1,20 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/berth-cluster/berth/client"
 	"github.com/berth-cluster/berth/internal/poll"
 	"github.com/berth-cluster/berth/testkit/testcluster"
 	"github.com/berth-cluster/berth/wire"
@@ -93,18 +98,109 @@ func (lw *leaderWatch) violations() []string {
 	return out
 }
 
+// steady reports whether one master, of one epoch, answered as the leader
+// from a to b: some answer began by a, some ended within the last second
+// before b, and none in between came from another master or epoch.
+func (lw *leaderWatch) steady(a, b time.Time) bool {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	var who string
+	var epoch uint64
+	before, after := false, false
+	for _, o := range lw.obs {
+		if o.end.Before(a.Add(-time.Second)) || o.start.After(b) {
+			continue
+		}
+		if who == "" {
+			who, epoch = o.master, o.epoch
+		} else if o.master != who || o.epoch != epoch {
+			return false
+		}
+		before = before || !o.start.After(a)
+		after = after || !o.end.Before(b.Add(-time.Second))
+	}
+	return before && after
+}
+
+// leaderAt is the master that last answered as the leader before t.
+func (lw *leaderWatch) leaderAt(t time.Time) string {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	var last leaderObs
+	for _, o := range lw.obs {
+		if !o.start.After(t) && o.start.After(last.start) {
+			last = o
+		}
+	}
+	return cmp.Or(last.master, "none")
+}
+
 func (lw *leaderWatch) counts() (answers, asLeader int) {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
 	return lw.n, len(lw.obs)
 }
 
-// pidWatch samples the executor processes of the long-running apps: each
-// must keep the same pids for the whole run.
+// pidWatch samples the executor processes of the long-running apps and of
+// the tenants' bursts, each a `sleep` whose arguments end with its
+// executor id and its app's marker. An executor keeps one pid from its
+// start to its end, and ends once. A strict app's executors (its queue may
+// not be preempted) must never end, nor new ones start; any other
+// executor that ends must have been preempted (the masters' logs, its
+// app's events or its status say so) or its app killed. pidWatch also
+// reads those apps' status from the leader all along: an executor that
+// ended is seen ended one way only, never running again, and one that
+// ended while its app ran says it was preempted, and for what.
 type pidWatch struct {
-	mu       sync.Mutex
-	baseline map[string][]int // marker → pids
-	changes  []string
+	mu      sync.Mutex
+	apps    map[string]*watched // by marker
+	execs   map[execRef]*execSeen
+	sampled bool // the first sample is the strict apps' baseline
+	changes []string
+}
+
+type execRef struct {
+	marker string
+	exec   int
+}
+
+// watched is an app whose executors are watched.
+type watched struct {
+	name, marker string
+	id           string // once known
+	strict       bool
+	ended        bool // its status was read as ended: no more status reads
+}
+
+// execSeen is what was seen of one executor.
+type execSeen struct {
+	pid         int // 0: seen in a status only
+	first, gone time.Time
+	// The first end its app's status showed, and whether the app was
+	// then active.
+	final, message string
+	appActive      bool
+}
+
+func newPidWatch() *pidWatch {
+	return &pidWatch{apps: map[string]*watched{}, execs: map[execRef]*execSeen{}}
+}
+
+// add watches the executors of the app named name, whose executors' command
+// lines end with marker.
+func (pw *pidWatch) add(marker, name string, strict bool) {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	pw.apps[marker] = &watched{name: name, marker: marker, strict: strict}
+}
+
+// learn gives the id of the app of marker.
+func (pw *pidWatch) learn(marker, id string) {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	if a := pw.apps[marker]; a != nil {
+		a.id = id
+	}
 }
 
 // pidsContaining lists the processes whose command line contains s.
@@ -118,48 +214,233 @@ func pidsContaining(s string) []int {
 	return out
 }
 
-// executorPids finds the processes whose command line ends with one of the
-// markers (a forked child not yet exec'd has its parent's command line:
-// skipped).
-func executorPids(markers []string) map[string][]int {
-	out := map[string][]int{}
+// executorProcs finds the executors of the watched apps: the processes
+// whose command line is `sleep N EXECUTOR_ID MARKER` (a forked child not
+// yet exec'd has its parent's command line: skipped).
+func executorProcs(markers map[string]bool) map[execRef]int {
+	out := map[execRef]int{}
 	ps := testcluster.Processes()
 	cmdlineOf := map[int]string{}
 	for _, p := range ps {
 		cmdlineOf[p.Pid] = p.Cmdline
 	}
 	for _, p := range ps {
-		for _, m := range markers {
-			if strings.HasPrefix(p.Cmdline, "sleep ") && strings.HasSuffix(p.Cmdline, " "+m) && cmdlineOf[p.PPid] != p.Cmdline {
-				out[m] = append(out[m], p.Pid)
-			}
+		f := strings.Fields(p.Cmdline)
+		if len(f) != 4 || f[0] != "sleep" || !markers[f[3]] || cmdlineOf[p.PPid] == p.Cmdline {
+			continue
 		}
-	}
-	for m := range out {
-		slices.Sort(out[m])
+		if n, err := strconv.Atoi(f[2]); err == nil {
+			out[execRef{f[3], n}] = p.Pid
+		}
 	}
 	return out
 }
 
-func (pw *pidWatch) run(ctx context.Context, markers []string) {
+func (pw *pidWatch) run(ctx context.Context) {
+	for {
+		pw.sample()
+		if !poll.Sleep(ctx, 200*time.Millisecond) {
+			return
+		}
+	}
+}
+
+func (pw *pidWatch) sample() {
 	pw.mu.Lock()
-	pw.baseline = executorPids(markers)
+	markers := map[string]bool{}
+	for m := range pw.apps {
+		markers[m] = true
+	}
 	pw.mu.Unlock()
-	for poll.Sleep(ctx, 200*time.Millisecond) {
-		now := executorPids(markers)
+	procs := executorProcs(markers)
+	now := time.Now()
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	at := now.Format("15:04:05.000")
+	for ref, pid := range procs {
+		a := pw.apps[ref.marker]
+		switch e := pw.execs[ref]; {
+		case e == nil:
+			pw.execs[ref] = &execSeen{pid: pid, first: now}
+			if a.strict && pw.sampled {
+				pw.changes = append(pw.changes, fmt.Sprintf("%s: executor %d started (pid %d) at %s; its executors must never change", a.name, ref.exec, pid, at))
+			}
+		case e.pid == 0:
+			e.pid, e.first = pid, now
+		case e.pid != pid:
+			pw.changes = append(pw.changes, fmt.Sprintf("%s: executor %d has pid %d at %s, had %d: started twice", a.name, ref.exec, pid, at, e.pid))
+			e.pid = pid
+		case !e.gone.IsZero():
+			pw.changes = append(pw.changes, fmt.Sprintf("%s: executor %d (pid %d) runs again at %s, after its process was gone at %s", a.name, ref.exec, pid, at, e.gone.Format("15:04:05.000")))
+			e.gone = time.Time{}
+		}
+	}
+	for ref, e := range pw.execs {
+		if _, ok := procs[ref]; ok || e.pid == 0 || !e.gone.IsZero() {
+			continue
+		}
+		e.gone = now
+		if a := pw.apps[ref.marker]; a.strict {
+			pw.changes = append(pw.changes, fmt.Sprintf("%s: executor %d (pid %d) gone at %s; its executors must never end", a.name, ref.exec, e.pid, at))
+		}
+	}
+	pw.sampled = true
+}
+
+// watchStatus reads the status of the watched apps that may be
+// preempted, from the leader, all along.
+func (pw *pidWatch) watchStatus(ctx context.Context, c *client.Client) {
+	poll.Every(ctx, 500*time.Millisecond, func() { pw.readStatus(ctx, c) })
+}
+
+func (pw *pidWatch) readStatus(ctx context.Context, c *client.Client) {
+	pw.mu.Lock()
+	var apps []*watched
+	for _, a := range pw.apps {
+		if !a.strict && a.id != "" && !a.ended {
+			apps = append(apps, a)
+		}
+	}
+	pw.mu.Unlock()
+	for _, a := range apps {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		st, err := c.App(rctx, a.id)
+		cancel()
+		if err != nil {
+			continue
+		}
 		pw.mu.Lock()
-		for _, m := range markers {
-			if !slices.Equal(now[m], pw.baseline[m]) {
-				pw.changes = append(pw.changes, fmt.Sprintf("%s: executor pids %v, were %v at %s", m, now[m], pw.baseline[m], time.Now().Format("15:04:05.000")))
-				pw.baseline[m] = now[m]
+		a.ended = st.State.Finished()
+		for _, x := range st.Executors {
+			ref := execRef{a.marker, x.ID}
+			e := pw.execs[ref]
+			if e == nil {
+				e = &execSeen{}
+				pw.execs[ref] = e
+			}
+			switch {
+			case x.State.Finished() && e.final == "":
+				e.final, e.message, e.appActive = string(x.State), x.Message, !st.State.Finished()
+			case x.State.Finished() && (e.final != string(x.State) || e.message != x.Message):
+				pw.changes = append(pw.changes, fmt.Sprintf("%s: executor %d ended twice: %s (%q), then %s (%q)", a.name, x.ID, e.final, e.message, x.State, x.Message))
+				e.final, e.message = string(x.State), x.Message
+			case !x.State.Finished() && e.final != "":
+				pw.changes = append(pw.changes, fmt.Sprintf("%s: executor %d is %s after it ended %s (%q)", a.name, x.ID, x.State, e.final, e.message))
 			}
 		}
 		pw.mu.Unlock()
 	}
 }
 
-func (pw *pidWatch) violations() []string {
+// settle waits (within ctx) until no executor of an app in ended runs.
+func (pw *pidWatch) settle(ctx context.Context, ended func(marker string) bool) {
+	poll.Until(ctx, 200*time.Millisecond, func() bool {
+		pw.sample()
+		pw.mu.Lock()
+		defer pw.mu.Unlock()
+		for ref, e := range pw.execs {
+			if e.pid != 0 && e.gone.IsZero() && ended(ref.marker) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// preemption is what the masters' logs and the apps' events say of the
+// preemption of one executor (key "APP/EXECUTOR").
+type preemption struct {
+	decided []time.Time // "preempting an executor" in a master's log
+	events  int         // executorPreempted events in its app's client's log
+}
+
+var (
+	preemptingLine = regexp.MustCompile(`^time=(\S+) .*msg="preempting an executor".* app=(\S+) executor=(\d+)`)
+	preemptedEvent = regexp.MustCompile(`executorPreempted\s+exec=(\d+)`)
+)
+
+// preemptions reads the preemptions in the masters' logs and the long
+// apps' clients' logs.
+func (ch *chaos) preemptions() map[string]*preemption {
+	out := map[string]*preemption{}
+	of := func(key string) *preemption {
+		if out[key] == nil {
+			out[key] = &preemption{}
+		}
+		return out[key]
+	}
+	for _, m := range ch.cl.Masters {
+		for _, line := range m.Proc().LogMatches(preemptingLine) {
+			f := preemptingLine.FindStringSubmatch(line)
+			t, _ := time.Parse(time.RFC3339Nano, f[1])
+			p := of(f[2] + "/" + f[3])
+			p.decided = append(p.decided, t)
+		}
+	}
+	for _, la := range ch.long {
+		for _, line := range la.client.LogMatches(preemptedEvent) {
+			of(la.id+"/"+preemptedEvent.FindStringSubmatch(line)[1]).events++
+		}
+	}
+	return out
+}
+
+// violations lists what the watch saw go wrong; with the preemptions on
+// record and when each app was killed (zero: it was not; ok false: its
+// registration's outcome is unknown), it checks each executor's end.
+func (pw *pidWatch) violations(pre map[string]*preemption, killedAt func(marker string) (time.Time, bool), end time.Time) (out []string, preempted int) {
 	pw.mu.Lock()
 	defer pw.mu.Unlock()
-	return slices.Clone(pw.changes)
+	out = slices.Clone(pw.changes)
+	refs := slices.SortedFunc(maps.Keys(pw.execs), func(a, b execRef) int {
+		return cmp.Or(strings.Compare(a.marker, b.marker), a.exec-b.exec)
+	})
+	for _, ref := range refs {
+		e, a := pw.execs[ref], pw.apps[ref.marker]
+		if a.id == "" {
+			continue // a registration of unknown outcome: its app may end by its lease
+		}
+		name := fmt.Sprintf("%s (%s): executor %d", a.name, a.id, ref.exec)
+		p := pre[a.id+"/"+strconv.Itoa(ref.exec)]
+		saysPreempted := e.final == string(wire.ExecutorKilled) && strings.HasPrefix(e.message, "preempted ")
+		if p != nil {
+			if len(p.decided) > 1 {
+				out = append(out, fmt.Sprintf("%s preempted %d times (masters' logs at %s)", name, len(p.decided), times(p.decided)))
+			}
+			if p.events > 1 {
+				out = append(out, fmt.Sprintf("%s: its app was told executorPreempted %d times", name, p.events))
+			}
+		}
+		if e.final != "" && e.appActive && !saysPreempted {
+			out = append(out, fmt.Sprintf("%s ended %s while its app ran, not preempted: %q", name, e.final, e.message))
+		}
+		isPreempted := p != nil || saysPreempted
+		if isPreempted {
+			preempted++
+			if e.final != "" && !saysPreempted {
+				out = append(out, fmt.Sprintf("%s was preempted, but its record says %s: %q", name, e.final, e.message))
+			}
+		}
+		kill, known := killedAt(ref.marker)
+		switch {
+		case e.pid == 0:
+		case e.gone.IsZero() && p != nil && len(p.decided) > 0 && end.Sub(p.decided[0]) > 5*time.Second:
+			out = append(out, fmt.Sprintf("%s (pid %d) preempted at %s still runs", name, e.pid, times(p.decided)))
+		case e.gone.IsZero() && !kill.IsZero():
+			out = append(out, fmt.Sprintf("%s (pid %d) still runs, its app killed at %s", name, e.pid, kill.Format("15:04:05.000")))
+		case e.gone.IsZero(), a.strict, isPreempted, !known:
+		case kill.IsZero() || e.gone.Before(kill):
+			out = append(out, fmt.Sprintf("%s (pid %d) gone at %s, neither preempted nor its app killed (its status: %s %q)",
+				name, e.pid, e.gone.Format("15:04:05.000"), cmp.Or(e.final, "not seen ended"), e.message))
+		}
+	}
+	return out, preempted
+}
+
+func times(ts []time.Time) string {
+	var s []string
+	for _, t := range ts {
+		s = append(s, t.Format("15:04:05.000"))
+	}
+	return strings.Join(s, ", ")
 }

@@ -41,10 +41,21 @@ func report(results []faultResult, w *workload, lw *leaderWatch, v verdict) stri
 	answers, asLeader := lw.counts()
 	w.mu.Lock()
 	apps, drivers, doubt := len(w.apps), len(w.drivers), w.doubt
+	bursts := 0
+	for _, t := range w.apps {
+		if t.burst != nil {
+			bursts++
+		}
+	}
 	w.mu.Unlock()
-	fmt.Fprintf(&b, "\n\"back\": from the fault to a leader ALIVE with both workers ALIVE and the %d long-running apps RUNNING their %d executors each, their clients answered.\n\n", longApps, longExecutors)
+	fmt.Fprintf(&b, "\n\"back\": from the fault to a leader ALIVE with both workers ALIVE, %s RUNNING its %d executors and %d more long-running apps' clients answered (their executors may be preempted).\n\n",
+		longApps[0].name, longApps[0].executors, len(longApps)-1)
 	fmt.Fprintf(&b, "- operations checked: %d (%s), linearizable: %s\n", v.checked, opCounts(w), v.linearizable)
-	fmt.Fprintf(&b, "- acknowledged writes: %d, lost: %d; apps %d, drivers %d, submissions left in doubt: %d\n", v.acked, len(v.lost), apps, drivers, doubt)
+	fmt.Fprintf(&b, "- acknowledged writes: %d, lost: %d; apps %d (%d of them tenants' bursts), drivers %d, submissions left in doubt: %d; requests a tenant may not make: %d\n",
+		v.acked, len(v.lost), apps, bursts, drivers, doubt, w.probes.Load())
+	fmt.Fprintf(&b, "- audit log: %d entries lined up from %d answers of the masters (the same on every master at the end: %v); acknowledged writes matched with their entries: %d; refusals under a steady leader audited: %d of %d (%d more around a leader change, not required)\n",
+		v.audit.entries, v.audit.answers, v.audit.final, v.audit.checked, v.audit.refusalsSeen, v.audit.refusals, v.audit.refusalsElse)
+	fmt.Fprintf(&b, "- executors preempted: %d, of them decided during a fault: %d\n", v.preempted, v.inFaults)
 	fmt.Fprintf(&b, "- masters' views sampled: %d, %d of them as the leader\n", answers, asLeader)
 	fmt.Fprintf(&b, "- problems: %d\n", len(v.problems))
 	for _, p := range v.problems {
@@ -55,7 +66,7 @@ func report(results []faultResult, w *workload, lw *leaderWatch, v verdict) stri
 
 func opCounts(w *workload) string {
 	var parts []string
-	for k := opRegister; k <= opReadDriver; k++ {
+	for k := opRegister; k <= lastOp; k++ {
 		if v, ok := w.counts.Load(k); ok {
 			parts = append(parts, fmt.Sprintf("%s %d", k, v.(*atomic.Int64).Load()))
 		}
