@@ -40,7 +40,7 @@ func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply reply[wir
 	rec := persistence.AppRecord{
 		ID: c.newAppID(), Desc: desc, SubmittedAt: c.now(), State: wire.AppWaiting,
 		ExecutorLimit: desc.InitialExecutorLimit, ExecutorIDsReserved: executorIDBlock,
-		IdempotencyKey: idem.key, IdempotencyHash: idem.hash, Owner: idem.owner, Tenant: idem.tenant,
+		IdempotencyKey: idem.key, IdempotencyHash: idem.hash, Owner: idem.owner, Tenant: idem.tenant, UnixUser: c.unixUserOfSubmitter(idem),
 	}
 	c.commitKeyed(key, rec.ID, persistence.PutApp(rec, 0), &c.registering.apps, func() {
 		c.rememberKey(key, rec.ID)

@@ -170,6 +170,9 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fmt.Errorf("%s %s is negative", d.flag, d.v)
 		}
 	}
+	if c.PreemptionGrace > wire.MaxKillGrace {
+		return c, fmt.Errorf("--preemption-grace %s: at most %s (a worker refuses a kill with a longer grace)", c.PreemptionGrace, wire.MaxKillGrace)
+	}
 	for _, n := range []struct {
 		flag string
 		v    int

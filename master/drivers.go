@@ -28,7 +28,7 @@ func (c *core) submitDriver(desc wire.DriverDescription, idem keyed, reply reply
 		return
 	}
 	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: desc, SubmittedAt: c.now(), State: wire.DriverSubmitted,
-		IdempotencyKey: idem.key, IdempotencyHash: idem.hash, Tenant: idem.tenant}
+		IdempotencyKey: idem.key, IdempotencyHash: idem.hash, Tenant: idem.tenant, UnixUser: c.unixUserOf(idem.tenant)}
 	c.commitKeyed(key, rec.ID, persistence.PutDriver(rec, 0), &c.registering.drivers, func() { c.driverAdded(rec) }, reply)
 }
 
@@ -77,7 +77,7 @@ func (c *core) launchDriver(w *workerInfo, d *driverInfo, grants wire.ResourceGr
 			Epoch: c.epoch, MasterURL: c.cfg.Advertise, DriverID: d.rec.ID,
 			Process: wire.Process{
 				Command: d.rec.Desc.Command, Env: d.rec.Desc.Env,
-				Cores: d.rec.Desc.Cores, MemoryMB: d.rec.Desc.MemoryMB, Resources: grants, User: c.unixUserOf(d.rec.Tenant),
+				Cores: d.rec.Desc.Cores, MemoryMB: d.rec.Desc.MemoryMB, Resources: grants, User: d.rec.UnixUser,
 				StopAfterDisconnect: d.rec.Desc.StopAfterDisconnect,
 				Ports:               ports, Checks: d.rec.Desc.Checks,
 			},
@@ -263,7 +263,7 @@ func (c *core) driverLost(d *driverInfo, msg string, done func(error)) {
 func (c *core) relaunchDriver(d *driverInfo, reason string, done func(error)) {
 	// The relaunch inherits the key: a repeat of the submission gets the
 	// driver that runs now, and the key lives as long as the chain does.
-	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: d.rec.Desc, SubmittedAt: c.now(), State: wire.DriverSubmitted, RelaunchOf: d.rec.ID, Tenant: d.rec.Tenant,
+	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: d.rec.Desc, SubmittedAt: c.now(), State: wire.DriverSubmitted, RelaunchOf: d.rec.ID, Tenant: d.rec.Tenant, UnixUser: d.rec.UnixUser,
 		IdempotencyKey: d.rec.IdempotencyKey, IdempotencyHash: d.rec.IdempotencyHash}
 	c.metrics.driverRelaunches.Inc()
 	c.endDriver(d, driverEnd{state: wire.DriverRelaunching, message: reason + "; relaunched as " + rec.ID, relaunch: &rec}, done)

@@ -31,7 +31,7 @@ func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int, gran
 			Epoch: c.epoch, MasterURL: c.cfg.Advertise, AppID: a.rec.ID, ExecutorID: e.id,
 			Process: wire.Process{
 				Command: a.rec.Desc.Command, Env: a.rec.Desc.Env,
-				Cores: cores, MemoryMB: memory, Resources: grants, User: c.unixUserOf(a.rec.Tenant),
+				Cores: cores, MemoryMB: memory, Resources: grants, User: a.rec.UnixUser,
 				StopAfterDisconnect: a.rec.Desc.StopAfterDisconnect,
 				Ports:               e.ports, Checks: a.rec.Desc.Checks,
 			},

@@ -137,6 +137,12 @@ func (c *core) newShareRound() *shareRound {
 	for _, qr := range rnd.queues {
 		qr.want = slices.Clone(qr.usage)
 	}
+	// Waiting drivers are their queues' demand too.
+	for _, d := range c.waitingDrivers {
+		if qr := rnd.queues[queueName(d.rec.Desc.Queue)]; qr != nil {
+			qr.want = qr.want.Add(rnd.vec(d.rec.Desc.Cores, d.rec.Desc.MemoryMB, milli(d.rec.Desc.Resources), 1))
+		}
+	}
 	return rnd
 }
 
@@ -171,6 +177,38 @@ func (rnd *shareRound) amountVec(a wire.Amount, unset float64) share.Vec {
 	return v
 }
 
+// guaranteeOf is qr's guarantee as a Vec. What it leaves out is filled in
+// the shape of the queue's demand: "cores=6" guarantees six cores of what
+// the queue runs, with the memory (and resources) those take, not six
+// cores with no memory to run them (which no executor could use, so that
+// what was reclaimed for the queue went back to others, round after
+// round).
+func (rnd *shareRound) guaranteeOf(qr *queueRound) share.Vec {
+	g := rnd.amountVec(qr.q.rec.Guarantee, -1)
+	ratio, named := math.Inf(1), false
+	for d, x := range g {
+		if x < 0 {
+			continue
+		}
+		named = true
+		if qr.want[d] > 0 {
+			ratio = min(ratio, x/qr.want[d])
+		}
+	}
+	if !named {
+		return share.Zero(len(g))
+	}
+	if math.IsInf(ratio, 1) {
+		ratio = 0 // it wants none of what the guarantee names
+	}
+	for d, x := range g {
+		if x < 0 {
+			g[d] = qr.want[d] * min(ratio, 1)
+		}
+	}
+	return g
+}
+
 // shape is what one executor of a takes, and want what a asks this round
 // (need executors, within its cores left and the free cores).
 func (rnd *shareRound) shape(a *appInfo, coresFree int) (one, want share.Vec, cores int) {
@@ -189,7 +227,7 @@ func (rnd *shareRound) fairShares() {
 	qs := make([]share.Queue, len(names))
 	for i, name := range names {
 		qr := rnd.queues[name]
-		qs[i] = share.Queue{Weight: qr.q.rec.Weight, Guarantee: rnd.amountVec(qr.q.rec.Guarantee, 0), Limit: qr.limit, Want: qr.want}
+		qs[i] = share.Queue{Weight: qr.q.rec.Weight, Guarantee: rnd.guaranteeOf(qr), Limit: qr.limit, Want: qr.want}
 	}
 	for i, f := range share.FairShares(rnd.capacity, qs) {
 		qr := rnd.queues[names[i]]
@@ -211,7 +249,7 @@ func (rnd *shareRound) order() []*queueRound {
 	for _, qr := range rnd.queues {
 		ds := share.DominantShare(qr.usage, rnd.capacity)
 		below := 1
-		if ds < share.DominantShare(rnd.amountVec(qr.q.rec.Guarantee, 0).Min(qr.want), rnd.capacity)-1e-9 {
+		if ds < share.DominantShare(rnd.guaranteeOf(qr).Min(qr.want), rnd.capacity)-1e-9 {
 			below = 0
 		}
 		keys = append(keys, keyed{qr, below, ds / qr.q.rec.Weight})
@@ -243,7 +281,7 @@ func allowed(left, one share.Vec) int {
 	if math.IsInf(k, 1) {
 		return math.MaxInt32
 	}
-	return int(math.Ceil(k - 1e-9))
+	return int(math.Ceil(k - 1e-6)) // the shares are sums of floats: 7.0000001 is 7
 }
 
 // describeVec renders a Vec of the round as an amount.

@@ -350,12 +350,35 @@ func TestATenantsUnixUserGoesWithItsLaunches(t *testing.T) {
 	}
 	desc := oneCoreApp(wire.DefaultQueue, 0)
 	desc.MaxCores = 1
-	if _, err := run(h, func(r reply[wire.Submitted]) { h.c.registerApp(desc, keyed{tenant: "team"}, r) }); err != nil {
+	v, err := run(h, func(r reply[wire.Submitted]) { h.c.registerApp(desc, keyed{tenant: "team"}, r) })
+	if err != nil {
 		t.Fatal(err)
 	}
 	launches := h.takeSent(wire.WorkerAPI.LaunchExecutor.Pattern)
 	if len(launches) != 1 || launches[0].cmd.body.(wire.LaunchExecutor).User != "team_a" {
 		t.Errorf("launches %+v, want one as user team_a", launches)
+	}
+
+	// The tenant deleted, its app's next executor runs as the same user
+	// (not as an identity of its own, which would lock the running one
+	// out of the app's directories).
+	if _, err := run(h, func(r reply[wire.None]) { h.c.deleteTenant("team", r) }); err != nil {
+		t.Fatal(err)
+	}
+	a := h.c.apps[v.ID]
+	for _, e := range sortedExecutors(a.executors) {
+		h.report(e, wire.ExecutorFailed, intp(1))
+	}
+	h.pass(2*time.Second, "w1")
+	launches = h.takeSent(wire.WorkerAPI.LaunchExecutor.Pattern)
+	if len(launches) != 1 || launches[0].cmd.body.(wire.LaunchExecutor).User != "team_a" {
+		t.Errorf("after the tenant's deletion, launches %+v, want one as user team_a", launches)
+	}
+	// A tenant of the same name would take over its app: refused meanwhile.
+	if _, err := run(h, func(r reply[wire.TenantCreated]) {
+		h.c.createTenant("team", wire.TenantSpec{Queues: []string{wire.DefaultQueue}}, r)
+	}); statusOf(err) != http.StatusConflict || !strings.Contains(err.Error(), "still run") {
+		t.Errorf("re-creating a deleted tenant whose app runs: %v, want 409", err)
 	}
 }
 
@@ -370,5 +393,84 @@ func TestOwedCoresKeepTheCoreUnit(t *testing.T) {
 	}
 	if st := mustAppStatus(t, h, a.rec.ID); !strings.Contains(st.Waiting, "cannot start: the core unit 4 fits on no worker") {
 		t.Errorf("it says %q", st.Waiting)
+	}
+}
+
+// A guarantee that names cores only is served in the shape of what the
+// queue runs: once preemption has taken back enough, the queue holds its
+// guaranteed cores and nothing more is killed (a guarantee read as cores
+// without memory was never usable, and preemption went round for ever).
+func TestACoresOnlyGuaranteeSettles(t *testing.T) {
+	h := newLeader(t, func(c *Config) { c.PreemptionDelay = time.Second; c.PreemptionGrace = time.Second })
+	h.addWorker("w1", 8, 8192)
+	h.setQueue("etl", wire.QueueSpec{Guarantee: &wire.Amount{Cores: 6}})
+	h.setQueue("x", wire.QueueSpec{})
+	etl := oneCoreApp("etl", 0)
+	etl.MaxCores = 3
+	small := h.addApp(etl) // 3 of etl's
+	h.running(small)
+	x := h.addApp(oneCoreApp("x", 0)) // the other 5
+	h.running(x)
+	big := h.addApp(oneCoreApp("etl", 0)) // etl wants more: 3 more to its guarantee
+	kills := 0
+	for range 20 { // 20 s, many preemption delays and graces
+		h.pass(time.Second, "w1")
+		for _, k := range h.takeSent(wire.WorkerAPI.KillExecutor.Pattern) {
+			kills++
+			body := k.cmd.body.(wire.KillExecutor)
+			if e := h.c.apps[body.AppID].executors[body.ExecutorID]; e != nil {
+				h.report(e, wire.ExecutorKilled, intp(143))
+			}
+		}
+		h.running(big)
+		h.running(x)
+	}
+	if held := len(small.executors) + len(big.executors); held != 6 || len(x.executors) != 2 {
+		t.Errorf("etl holds %d, x %d; want 6 (its guarantee) and 2", held, len(x.executors))
+	}
+	if kills != 3 {
+		t.Errorf("%d executors preempted, want the 3 etl's guarantee needed, and no more", kills)
+	}
+}
+
+// A preemption's grace no worker would honour is refused at start.
+func TestPreemptionGraceBounded(t *testing.T) {
+	if _, err := (Config{ID: "m1", Advertise: "http://127.0.0.1:7077", PreemptionGrace: wire.MaxKillGrace + time.Second}).WithDefaults(); err == nil || !strings.Contains(err.Error(), "--preemption-grace") {
+		t.Errorf("a grace above %s: %v, want a refusal naming --preemption-grace", wire.MaxKillGrace, err)
+	}
+	if _, err := (Config{ID: "m1", Advertise: "http://127.0.0.1:7077", PreemptionGrace: wire.MaxKillGrace}).WithDefaults(); err != nil {
+		t.Error(err)
+	}
+}
+
+// A driver its queue's limit holds back says so, whatever the queue's
+// apps do; a waiting driver is its queue's demand.
+func TestADriverHeldByItsQueuesLimitSaysWhy(t *testing.T) {
+	h := newLeader(t, nil)
+	h.addWorker("w1", 8, 8192)
+	h.setQueue("small", wire.QueueSpec{Limit: &wire.Amount{Cores: 2}})
+	big := h.addDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 4, MemoryMB: 64, Queue: "small"})
+	first := h.addDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 2, MemoryMB: 64, Queue: "small"})
+	second := h.addDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 64, Queue: "small"})
+	h.commit()
+	st := h.statusOf()
+	why := map[string]string{}
+	for _, d := range st.ActiveDrivers {
+		why[d.ID] = d.Waiting
+	}
+	if !strings.Contains(why[big], "more than queue small's limit") {
+		t.Errorf("a driver larger than its queue's limit says %q", why[big])
+	}
+	if why[first] != "" {
+		t.Errorf("the driver within the limit waits: %q", why[first])
+	}
+	if !strings.Contains(why[second], "queue small at its limit (cores 2, 2 in use)") {
+		t.Errorf("a driver the limit holds back says %q", why[second])
+	}
+	q, _ := h.c.queuesStatus()
+	for _, qs := range q.Queues {
+		if qs.Name == "small" && qs.Waiting.Cores != 5 {
+			t.Errorf("queue small's waiting demand %+v, want the 5 cores of its waiting drivers", qs.Waiting)
+		}
 	}
 }

@@ -79,6 +79,10 @@ func (c *core) createTenant(name string, spec wire.TenantSpec, reply reply[wire.
 	case c.tenants[name] != nil:
 		reply.fail(httpx.Coded(http.StatusConflict, wire.CodeWrongState, "tenant %s exists: delete it first (its token is shown only at its creation)", name))
 		return
+	case c.tenantHasWork(name):
+		// A new tenant of the name would manage what the old one left.
+		reply.fail(httpx.Coded(http.StatusConflict, wire.CodeWrongState, "tenant %s was deleted, but apps or drivers it submitted still run: kill them, or wait for them to end, before a tenant of that name is made again", name))
+		return
 	}
 	for _, q := range spec.Queues {
 		if c.queues[q] == nil {
@@ -180,4 +184,30 @@ func (c *core) unixUserOf(tenant string) string {
 		return t.UnixUser
 	}
 	return ""
+}
+
+// tenantHasWork reports whether an active app or driver was submitted by
+// (a tenant named) name.
+func (c *core) tenantHasWork(name string) bool {
+	for _, a := range c.appOrder {
+		if a.rec.Tenant == name {
+			return true
+		}
+	}
+	for _, d := range c.drivers {
+		if d.rec.Tenant == name {
+			return true
+		}
+	}
+	return false
+}
+
+// unixUserOfSubmitter is the Unix user an app's processes run as: its
+// driver's, if a driver registered it (the driver keeps the one it was
+// submitted with), else its tenant's now.
+func (c *core) unixUserOfSubmitter(idem keyed) string {
+	if d := c.drivers[idem.owner]; idem.owner != "" && d != nil {
+		return d.rec.UnixUser
+	}
+	return c.unixUserOf(idem.tenant)
 }

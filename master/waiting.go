@@ -180,8 +180,8 @@ func (c *core) driverWaiting(d *driverInfo, r room) string {
 	case c.cfg.MaxDrivers > 0 && c.placedDrivers() >= c.cfg.MaxDrivers:
 		return fmt.Sprintf("waiting: %d drivers run, the most --max-drivers allows", c.cfg.MaxDrivers)
 	}
-	if q := c.queueOf(d.rec.Desc.Queue); q != nil && q.rec.Limit != nil && strings.Contains(q.view.held, "at its limit") {
-		return "waiting: " + q.view.held
+	if why := driverOverLimit(c.queueOf(d.rec.Desc.Queue), d); why != "" {
+		return why
 	}
 	if why := r.fitReason("the driver", d.rec.Desc.Cores, d.rec.Desc.MemoryMB); why != "" {
 		return why
@@ -201,6 +201,37 @@ func (c *core) queueWaiting(name string) string {
 		return fmt.Sprintf("waiting for fair share (queue %s): %s", q.rec.Name, q.view.reclaiming)
 	case q.view.held != "":
 		return "waiting: " + q.view.held
+	}
+	return ""
+}
+
+// driverOverLimit says why d waits for its queue's limit: it asks more
+// than the limit itself, or than the limit leaves beside what the queue
+// holds; "" when the limit does not hold it.
+func driverOverLimit(q *queueInfo, d *driverInfo) string {
+	if q == nil || q.rec.Limit == nil {
+		return ""
+	}
+	l, used := *q.rec.Limit, q.view.usage
+	type dim struct {
+		name             string
+		ask, limit, used float64
+	}
+	dims := []dim{{"cores", float64(d.rec.Desc.Cores), float64(l.Cores), float64(used.Cores)},
+		{"memory MB", float64(d.rec.Desc.MemoryMB), float64(l.MemoryMB), float64(used.MemoryMB)}}
+	for r, v := range d.rec.Desc.Resources {
+		if lim, ok := l.Resources[r]; ok {
+			dims = append(dims, dim{r, v, lim, used.Resources[r]})
+		}
+	}
+	for _, x := range dims {
+		switch {
+		case x.limit <= 0:
+		case x.ask > x.limit:
+			return fmt.Sprintf("cannot start: the driver asks %g %s, more than queue %s's limit (%g)", x.ask, x.name, q.rec.Name, x.limit)
+		case x.used+x.ask > x.limit:
+			return fmt.Sprintf("waiting: queue %s at its limit (%s %g, %g in use): the driver asks %g", q.rec.Name, x.name, x.limit, x.used, x.ask)
+		}
 	}
 	return ""
 }

@@ -45,6 +45,10 @@ type AppRecord struct {
 	// Tenant is the tenant that submitted the app (itself, or through a
 	// driver it submitted), "" for an operator's.
 	Tenant string `json:"tenant,omitempty"`
+	// UnixUser is its tenant's Unix user when it was submitted: its
+	// processes keep it for their whole life, whatever becomes of the
+	// tenant.
+	UnixUser string `json:"unixUser,omitempty"`
 	// IdempotencyKey is the key the client registered it with, if any:
 	// a repeat with the same key gets this app's id (wire.IdempotencyKeyHeader).
 	// IdempotencyHash identifies the description as the client sent it, so
@@ -86,6 +90,10 @@ type DriverRecord struct {
 	// Tenant is the tenant that submitted it, "" for an operator's: its
 	// credential then acts for that tenant.
 	Tenant string `json:"tenant,omitempty"`
+	// UnixUser is its tenant's Unix user when it was submitted: its
+	// processes keep it for their whole life, whatever becomes of the
+	// tenant.
+	UnixUser string `json:"unixUser,omitempty"`
 	// IdempotencyKey is the key it was submitted with, if any, and
 	// IdempotencyHash its description's as the client sent it. A relaunch
 	// carries both: a repeat gets the newest driver of the chain.
@@ -124,9 +132,9 @@ type ExecutorRecord struct {
 	// Resources: the addresses of custom resources it was given, so that a
 	// new leader keeps them taken while it runs.
 	Resources wire.ResourceGrants `json:"resources,omitempty"`
-	// PreemptedFor, once set, says the executor is being taken back for
-	// that queue (or "priority"): a new leader kills it too, and it ends
-	// KILLED saying so.
+	// PreemptedFor, once set, says why the executor is being taken back
+	// ("for queue etl", "for an app of priority 5 in queue etl"): a new
+	// leader kills it too, and it ends KILLED saying so.
 	PreemptedFor string `json:"preemptedFor,omitempty"`
 	// StartedAt is when its placement was written: preemption takes the
 	// most recent first.

@@ -108,8 +108,9 @@ const TenantTokenPrefix = "bt."
 type AuditEntry struct {
 	Time time.Time `json:"time"`
 	// Principal is who asked: "cli:NAME" (a cli certificate), "secret",
-	// "tenant:NAME", "driver:ID", "worker:ID", "master:ID", "loopback"
-	// (no credentials configured), or "master" for the master's own.
+	// "ui-session" (the web UI), "tenant:NAME", "driver:ID", "worker:ID",
+	// "master:ID", "loopback" (no credentials configured), or "anonymous"
+	// (an open route).
 	Principal string `json:"principal"`
 	// Tenant is the tenant the principal acts for, if any.
 	Tenant string `json:"tenant,omitempty"`

@@ -8,6 +8,8 @@ package wire
 // command from a master carries its epoch; a worker refuses (409,
 // stale_epoch) one older than the newest epoch it has seen.
 
+import "time"
+
 // RegisterWorker announces a worker to the master.
 type RegisterWorker struct {
 	ID       string `json:"id"`
@@ -188,12 +190,18 @@ type LaunchExecutor struct {
 	Process
 }
 
+// MaxKillGrace bounds a kill's grace (KillExecutor.GraceMs, a master's
+// --preemption-grace, a worker's --kill-grace): a process that needs more
+// to stop is not going to stop.
+const MaxKillGrace = 10 * time.Minute
+
 // KillExecutor asks a worker to kill an executor.
 type KillExecutor struct {
 	Epoch      uint64 `json:"epoch"`
 	AppID      string `json:"appId"`
 	ExecutorID int    `json:"executorId"`
-	// GraceMs, when set, replaces the worker's --kill-grace for this kill
+	// GraceMs, when set (at most MaxKillGrace), replaces the worker's
+	// --kill-grace for this kill
 	// (a preemption's --preemption-grace).
 	GraceMs int64 `json:"graceMs,omitempty"`
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/berth-cluster/berth/wire"
 )
@@ -104,7 +103,7 @@ func validateKillExecutor(c *wire.KillExecutor) error {
 }
 
 // maxKillGrace bounds the grace a master may ask for one kill.
-const maxKillGrace = 10 * time.Minute
+const maxKillGrace = wire.MaxKillGrace
 
 func validateKillDriver(c *wire.KillDriver) error {
 	return checkID("driverId", c.DriverID)

@@ -118,7 +118,7 @@ func printQueues(out io.Writer, qs wire.Queues) error {
 	}
 	for _, q := range qs.Queues {
 		if q.Reclaiming != "" {
-			fmt.Fprintf(out, "reclaiming for %s: %s\n", termtext.Escape(q.Name), termtext.Escape(q.Reclaiming))
+			fmt.Fprintf(out, "queue %s: %s\n", termtext.Escape(q.Name), termtext.Escape(q.Reclaiming))
 		}
 	}
 	return nil

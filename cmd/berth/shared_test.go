@@ -71,7 +71,7 @@ func TestQueueListAndDelete(t *testing.T) {
 		regexp.MustCompile(`(?m)^NAME +WEIGHT +GUARANTEE +LIMIT +IN USE +DOMINANT SHARE +FAIR SHARE +WAITING +APPS +DRIVERS +PREEMPT$`),
 		regexp.MustCompile(`(?m)^default +1 +- +- +cores=4,memory=4g +6\.2% +25\.0% +- +1 +0 +true$`),
 		regexp.MustCompile(`(?m)^etl +2 +cores=8,memory=16g,gpu=2 +cores=32 +cores=2,memory=1\.5g,gpu=0\.5 +6\.2% +50\.0% +cores=6 +2 +1 +false$`),
-		regexp.MustCompile(`(?m)^reclaiming for etl: reclaiming cores 6 from queue default$`),
+		regexp.MustCompile(`(?m)^queue etl: reclaiming cores 6 from queue default$`),
 	} {
 		if !want.MatchString(res.Stdout) {
 			t.Errorf("queue list lacks %s:\n%s", want, res.Stdout)
