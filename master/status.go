@@ -67,12 +67,17 @@ func driverStatus(d *driverInfo) *wire.DriverStatus {
 
 func workerStatus(w *workerInfo) wire.WorkerStatus {
 	cores, memory := w.committedUse()
-	return wire.WorkerStatus{
+	s := wire.WorkerStatus{
 		ID: w.rec.ID, Host: w.rec.Host, Port: w.rec.Port, Address: w.rec.Address,
 		Cores: w.rec.Cores, CoresUsed: cores, MemoryMB: w.rec.MemoryMB, MemoryUsedMB: memory,
 		State: w.state, LastHeartbeat: w.lastHeartbeat, DrainDeadline: w.rec.DrainDeadline, Limits: w.limits,
-		Resources: w.resourceStatus(), DiskFull: w.diskFull,
+		Resources: w.resourceStatus(), DiskFull: w.diskFull, Unhealthy: w.unhealthy,
 	}
+	if !w.unhealthySince.IsZero() {
+		since := w.unhealthySince
+		s.UnhealthySince = &since
+	}
+	return s
 }
 
 // clusterStatus is the leader's view.

@@ -83,6 +83,9 @@ func (c *core) appWaiting(a *appInfo, r room) string {
 			return ""
 		}
 		if len(a.executors) < a.executorLimit() {
+			if why := c.portsReason("an executor", a.rec.Desc.Ports); why != "" {
+				return why
+			}
 			return c.queueWaiting(a.rec.Desc.Queue)
 		}
 		if a.maxCores() == placement.Unlimited {
@@ -110,16 +113,18 @@ func (c *core) appWaiting(a *appInfo, r room) string {
 	// What can never fit first, then what its queue holds it to, then
 	// what is taken.
 	why := r.fitReason("an executor", step, a.rec.Desc.MemoryPerExecutorMB)
-	if !strings.HasPrefix(why, "cannot start") {
+	if why == "" {
+		// Room, but no worker with the ports it asks for: not its
+		// queue's doing.
+		why = c.portsReason("an executor", a.rec.Desc.Ports)
+	}
+	if !strings.HasPrefix(why, "cannot start") && !strings.Contains(why, "--port-range") {
 		if q := c.queueWaiting(a.rec.Desc.Queue); q != "" {
 			return q
 		}
 	}
 	if why == "" {
 		why = c.resourceReason("an executor", a.rec.Desc.ResourcesPerExecutor)
-	}
-	if why == "" {
-		why = c.portsReason("an executor", a.rec.Desc.Ports)
 	}
 	if x := c.exclusionReason(a); x != "" {
 		// Room elsewhere, or not: the workers it is kept off are why too.

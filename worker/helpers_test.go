@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -44,6 +45,8 @@ func TestMain(m *testing.M) {
 //	kill-self       die by SIGKILL
 //	print-env ARGS  print {"args":..., "env":...} as JSON, exit 0
 //	fail-once       exit 1 unless ./marker exists (then exit 0); creates it
+//	serve           answer GET /health on 127.0.0.1:$BERTH_PORT_HTTP with
+//	                200; print "pid N" once listening
 func helperMain(args []string) int {
 	if len(args) < 1 {
 		fmt.Fprintln(os.Stderr, "helper: no mode")
@@ -66,6 +69,14 @@ func helperMain(args []string) int {
 	case "print-env":
 		out, _ := json.Marshal(map[string]any{"args": os.Args, "env": os.Environ()})
 		os.Stdout.Write(append(out, '\n'))
+	case "serve":
+		ln, err := net.Listen("tcp", "127.0.0.1:"+os.Getenv("BERTH_PORT_HTTP"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Printf("pid %d\n", os.Getpid())
+		_ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") }))
 	case "fail-once":
 		if _, err := os.Stat("marker"); err == nil {
 			return 0
