@@ -5,14 +5,34 @@ PKGS     := ./...
 # CI has 2 cores; the race detector and the end-to-end tests share them.
 TESTFLAGS ?= -race -count=1 -timeout 14m
 
-.PHONY: all build bench-tools test test-deps chaos bench demo lint fuzz screenshots clean
+.PHONY: all build bench-tools test test-deps chaos bench demo lint fuzz screenshots clean dist image
+
+# What --version prints and berth_build_info carries (internal/version):
+# the nearest tag and the commits since (git describe), or devel; the
+# commit itself comes from the build information (-buildvcs=auto, even
+# where GOFLAGS turns it off).
+VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+BUILD_TIME ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+VERSION_PKG := github.com/berth-cluster/berth/internal/version
+LDFLAGS     = -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).buildTime=$(BUILD_TIME)
 
 all: build
 
 # The product: master, worker, the berth CLI and the pi example.
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -buildvcs=auto -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 	$(GO) build -o $(BIN)/pi ./examples/pi
+
+# Tarballs and .deb packages (master, worker, CLI) for linux/amd64 and
+# linux/arm64 in out/dist (docs/OPERATIONS.md); ARCHES=amd64 for one.
+dist:
+	VERSION='$(VERSION)' BUILD_TIME='$(BUILD_TIME)' scripts/dist.sh $(CURDIR)/out/dist
+
+# The OCI images of the master and the worker, for linux/amd64 and
+# linux/arm64, as an OCI layout in out/image, made without a container
+# daemon (docs/OPERATIONS.md).
+image:
+	VERSION='$(VERSION)' BUILD_TIME='$(BUILD_TIME)' scripts/image.sh $(CURDIR)/out/image
 
 # The benchmark tool of docs/BENCHMARKS.md, apart from the product; its
 # cluster measures run the binaries of make build.

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/berth-cluster/berth/internal/version"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -66,7 +67,7 @@ func newMetrics() *metrics {
 	}
 	m.reg.MustRegister(m.launches, m.executorEnds, m.workerExpiries, m.driverRelaunches, m.heartbeats,
 		m.leadershipChanges, m.scheduleRound, m.recovery, m.writes, m.http, m.preemptions, m.exclusions,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		version.Collector(), prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
 

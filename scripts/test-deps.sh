@@ -11,6 +11,7 @@ need=()
 command -v nft >/dev/null 2>&1 || need+=(nftables)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v strace >/dev/null 2>&1 || need+=(strace)
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd) # deploy/: the units verified
 if [ ${#need[@]} -eq 0 ]; then
 	exit 0
 fi

@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/berth-cluster/berth/internal/version"
 )
 
 // The worker's metrics (docs/METRICS.md), in a registry of its own.
@@ -31,7 +33,7 @@ func newMetrics(procs *procTable) *metrics {
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "berth_worker_checks_total",
 			Help: "Health checks run, by type (http, tcp, exec) and result (pass, fail)."}, []string{"type", "result"}),
 	}
-	m.reg.MustRegister(m.launches, m.exits, m.sweeps, m.removed, m.checks, procCollector{procs},
+	m.reg.MustRegister(m.launches, m.exits, m.sweeps, m.removed, m.checks, procCollector{procs}, version.Collector(),
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

@@ -32,9 +32,10 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newApp(os.Stdout, os.Stderr).RunContext(ctx, os.Args)
+	app := newApp(os.Stdout, os.Stderr)
+	err := annotateConfig(app, app.RunContext(ctx, os.Args))
 	stop()
-	if err != nil && !errors.Is(err, errHelpShown) {
+	if err != nil && !errors.Is(err, errHelpShown) && !errors.Is(err, errVersionShown) {
 		fmt.Fprintln(os.Stderr, "berth:", errorText(err))
 		code := 1
 		var ec cli.ExitCoder
@@ -78,8 +79,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Description: `Talks to the cluster's masters (--master, comma-separated). Only the leader
 accepts writes: berth finds it, follows redirects and rides out a failover
 for up to --timeout. Every flag can also be set with the environment variable
-shown in its help, e.g. BERTH_MASTER and BERTH_SECRET. A tenant gives its
-token with --token or BERTH_TOKEN instead of the secret.`,
+shown in its help, e.g. BERTH_MASTER and BERTH_SECRET, and berth's own flags
+(those before the command) in the --config file (BERTH_CONFIG) under their
+names: master = "https://10.0.0.1:7077". The command line beats the
+environment, which beats the file. A tenant gives its token with --token or
+BERTH_TOKEN instead of the secret.`,
 		HideHelpCommand: true,
 		Writer:          stdout,
 		ErrWriter:       stderr,
@@ -87,7 +91,11 @@ token with --token or BERTH_TOKEN instead of the secret.`,
 		// exit by itself.
 		ExitErrHandler: func(*cli.Context, error) {},
 		Before: func(c *cli.Context) error {
-			c.App.Metadata = map[string]any{timeoutKey: c.Duration("timeout")}
+			c.App.Metadata = map[string]any{}
+			if err := loadConfig(c); err != nil {
+				return err
+			}
+			c.App.Metadata[timeoutKey] = c.Duration("timeout")
 			return nil
 		},
 		OnUsageError: usageError,
@@ -101,7 +109,7 @@ token with --token or BERTH_TOKEN instead of the secret.`,
 				Usage: "how long one request may take, retries and leader failover included"},
 			&cli.StringFlag{Name: "log-level", Value: "warn", EnvVars: env("log-level"),
 				Usage: "logging on stderr: debug, info, warn or error (debug shows retries)"},
-		}, credentials.Flags()...),
+		}, append(credentials.Flags(), configFlags()...)...),
 		Commands: []*cli.Command{
 			submitCommand(),
 			runCommand(),

@@ -21,9 +21,11 @@ import (
 
 	"github.com/berth-cluster/berth/client"
 	"github.com/berth-cluster/berth/election"
+	"github.com/berth-cluster/berth/internal/config"
 	"github.com/berth-cluster/berth/internal/credentials"
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/internal/logging"
+	"github.com/berth-cluster/berth/internal/version"
 	"github.com/berth-cluster/berth/master"
 	"github.com/berth-cluster/berth/membership"
 	"github.com/berth-cluster/berth/persistence"
@@ -39,7 +41,9 @@ func main() {
 		Usage: "run a berth master",
 		Description: "The master registers workers, applications and drivers, keeps them durable, expires\n" +
 			"workers that stop heartbeating and schedules drivers and executors.\n" +
-			"Every flag can also be set through the environment variable shown with it.",
+			"Every flag can also be set through the environment variable shown with it, or in the\n" +
+			"--config file under its own name (worker-timeout = \"60s\"): the command line beats the\n" +
+			"environment, which beats the file, which beats the default.",
 		Flags:           flags(),
 		Action:          run,
 		HideHelpCommand: true,
@@ -52,10 +56,28 @@ func main() {
 
 func env(name string) []string { return []string{"BERTH_MASTER_" + name} }
 
+// run answers --version and --print-config, or loads the --config file
+// below the flags and the environment and serves.
 func run(cx *cli.Context) error {
 	if cx.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (flags only; see --help)", cx.Args().First())
 	}
+	if shown, err := version.Printed(cx); shown {
+		return err
+	}
+	src, err := config.Load(cx, os.Args)
+	if err != nil {
+		return err
+	}
+	if cx.Bool("print-config") {
+		return src.Print(cx.App.Writer, cx)
+	}
+	// A value the file gave and the master refuses is named with its
+	// file, line and key.
+	return src.Annotate(serve(cx))
+}
+
+func serve(cx *cli.Context) error {
 	log, err := logging.New(os.Stderr, cx.String("log-level"), cx.String("log-format"))
 	if err != nil {
 		return fmt.Errorf("--log-level/--log-format: %w", err)
@@ -323,5 +345,9 @@ func flags() []cli.Flag {
 		&cli.IntFlag{Name: "max-connections", EnvVars: env("MAX_CONNECTIONS"), Usage: "open API connections; at the cap a new one closes the oldest idle one, or, if all are serving requests, takes one of a few reserve connections that answer only /healthz and /readyz (503 otherwise); beyond those, more wait to be accepted (0: three quarters of the file descriptor limit)"},
 		&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: env("LOG_LEVEL"), Usage: "debug, info, warn or error"},
 		&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: env("LOG_FORMAT"), Usage: "text or json"},
-	}, credentials.Flags()...)
+	}, append(credentials.Flags(),
+		config.Flag("BERTH_MASTER_CONFIG"),
+		config.PrintFlag(),
+		version.Flag(),
+	)...)
 }

@@ -20,9 +20,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/berth-cluster/berth/internal/config"
 	"github.com/berth-cluster/berth/internal/credentials"
 	"github.com/berth-cluster/berth/internal/logging"
 	"github.com/berth-cluster/berth/internal/units"
+	"github.com/berth-cluster/berth/internal/version"
 	"github.com/berth-cluster/berth/security"
 	"github.com/berth-cluster/berth/wire"
 	"github.com/berth-cluster/berth/worker"
@@ -49,7 +51,11 @@ to the master and exits 0; a second signal exits at once.
 
 Without credentials (--tls-*-file, --secret-file) the API is
 unauthenticated and --host must be a loopback address. With TLS the worker's
-id is its certificate's name and it takes commands only from masters. Exit status: 0 after a signal, 2 for bad flags, 1 otherwise.`
+id is its certificate's name and it takes commands only from masters. Exit status: 0 after a signal, 2 for bad flags, 1 otherwise.
+
+Every flag can also be set through the environment variable shown with it,
+or in the --config file under its own name (kill-grace = "5s"): the command
+line beats the environment, which beats the file, which beats the default.`
 
 func main() {
 	worker.RunGuardianIfAsked() // this process may be a worker's guardian
@@ -92,7 +98,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&cli.DurationFlag{Name: "cleanup-interval", Value: worker.DefaultCleanupInterval, Usage: "time between two sweeps of the work directory (0: the default)", EnvVars: env("CLEANUP_INTERVAL")},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: env("LOG_LEVEL")},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: env("LOG_FORMAT")},
-		}, credentials.Flags()...),
+		}, append(credentials.Flags(),
+			config.Flag("BERTH_WORKER_CONFIG"),
+			config.PrintFlag(),
+			version.Flag(),
+		)...),
 		// Report bad flags as one line on stderr, not with the whole help.
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return usageError{err}
@@ -100,21 +110,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// Keep the exit status ours: urfave would call os.Exit itself.
 		ExitErrHandler: func(*cli.Context, error) {},
 		Action: func(c *cli.Context) error {
-			cfg, logger, err := configFrom(c, stderr)
+			if shown, err := version.Printed(c); shown {
+				return err
+			}
+			src, err := config.Load(c, args)
 			if err != nil {
 				return usageError{err}
 			}
-			w, err := worker.New(cfg, logger)
-			if err != nil {
-				return usageError{err}
+			if c.Bool("print-config") {
+				return src.Print(stdout, c)
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-			defer stop()
-			go func() {
-				<-ctx.Done()
-				stop() // a second signal gets the default action: exit now
-			}()
-			return w.Run(ctx)
+			// A value the file gave and the worker refuses is named with
+			// its file, line and key.
+			return src.Annotate(serve(c, stderr))
 		},
 	}
 	if err := app.Run(args); err != nil {
@@ -126,6 +134,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// serve runs the worker until a signal.
+func serve(c *cli.Context, stderr io.Writer) error {
+	cfg, logger, err := configFrom(c, stderr)
+	if err != nil {
+		return usageError{err}
+	}
+	w, err := worker.New(cfg, logger)
+	if err != nil {
+		return usageError{err}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal gets the default action: exit now
+	}()
+	return w.Run(ctx)
 }
 
 // usageError is a bad flag or input: exit status 2.
