@@ -18,10 +18,12 @@ import (
 )
 
 // bin holds the paths of the built master, worker and berth; piBin that of
-// the example job, examples/pi.
+// the example job, examples/pi; healthBin that of testkit/healthsrv, a
+// checked service.
 var (
-	bin   testcluster.Binaries
-	piBin string
+	bin       testcluster.Binaries
+	piBin     string
+	healthBin string
 )
 
 func TestMain(m *testing.M) {
@@ -29,11 +31,13 @@ func TestMain(m *testing.M) {
 	if err == nil {
 		bin, err = testcluster.Build("..", dir)
 	}
-	if err == nil {
-		piBin = filepath.Join(dir, "pi")
-		pi := exec.Command("go", "build", "-o", piBin, "../examples/pi")
-		pi.Stdout, pi.Stderr = os.Stderr, os.Stderr
-		err = pi.Run()
+	piBin, healthBin = filepath.Join(dir, "pi"), filepath.Join(dir, "healthsrv")
+	for out, pkg := range map[string]string{piBin: "../examples/pi", healthBin: "../testkit/healthsrv"} {
+		if err == nil {
+			build := exec.Command("go", "build", "-o", out, pkg)
+			build.Stdout, build.Stderr = os.Stderr, os.Stderr
+			err = build.Run()
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "building binaries:", err)

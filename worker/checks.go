@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -67,16 +68,22 @@ func (w *Worker) startChecks(p *proc, ident identity, home string) func() {
 
 // run runs check i every interval, the first one interval after the start.
 func (ac *attemptChecks) run(ctx context.Context, i int, c wire.Check) {
-	t := time.NewTicker(c.IntervalD())
+	interval := c.IntervalD()
+	next := time.Now()
+	t := time.NewTimer(time.Hour)
 	defer t.Stop()
+	var web httpProbe // this check's connection, kept from check to check
+	defer web.close()
 	for {
+		next = onTheGrid(next.Add(interval), checkGrid(interval))
+		t.Reset(time.Until(next))
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 		cctx, cancel := context.WithTimeout(ctx, c.TimeoutD())
-		ok, reason := ac.probe(cctx, c)
+		ok, reason := ac.probe(cctx, c, &web)
 		cancel()
 		if ctx.Err() != nil {
 			return // stopped while it ran: its result is not the process's
@@ -93,6 +100,22 @@ func (ac *attemptChecks) run(ctx context.Context, i int, c wire.Check) {
 	}
 }
 
+// checkGrid is what the checks' times are rounded up to: a tenth of the
+// interval, at most 100 ms. The checks due within one step go together,
+// one wake-up of the worker for many checks rather than one each (1,000
+// checks a second cost 15% of a core when each woke the worker apart, 4%
+// on the grid: docs/BENCHMARKS.md). A check comes at most a tenth of its
+// interval late.
+func checkGrid(interval time.Duration) time.Duration { return min(100*time.Millisecond, interval/10) }
+
+// onTheGrid is t rounded up to the next step of grid.
+func onTheGrid(t time.Time, grid time.Duration) time.Time {
+	if r := t.Truncate(grid); r.Before(t) {
+		return r.Add(grid)
+	}
+	return t
+}
+
 func result(ok bool) string {
 	if ok {
 		return "pass"
@@ -102,10 +125,10 @@ func result(ok bool) string {
 
 // probe runs c once within ctx: whether it passed, and if not why (with
 // at most wire.CheckOutputKept bytes of what it answered).
-func (ac *attemptChecks) probe(ctx context.Context, c wire.Check) (bool, string) {
+func (ac *attemptChecks) probe(ctx context.Context, c wire.Check, web *httpProbe) (bool, string) {
 	switch c.Type {
 	case wire.CheckHTTP:
-		return probeHTTP(ctx, ac.p.ports[c.Port], c.Path)
+		return web.probe(ctx, ac.p.ports[c.Port], c.Path)
 	case wire.CheckTCP:
 		return probeTCP(ctx, ac.p.ports[c.Port])
 	default:
@@ -113,31 +136,82 @@ func (ac *attemptChecks) probe(ctx context.Context, c wire.Check) (bool, string)
 	}
 }
 
-func probeHTTP(ctx context.Context, port int, path string) (bool, string) {
+// httpProbe is one http check's connection to its process, kept open
+// from check to check and used from the check's own goroutine: a new
+// connection per check, or net/http's Transport and its goroutines per
+// connection, cost several times the CPU (docs/BENCHMARKS.md: 1,000
+// checked processes on one worker). A process that hangs still fails: its
+// answer does not come within the timeout, on this connection or a new
+// one; one that closed the connection gets a new one at once.
+type httpProbe struct {
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+func (h *httpProbe) close() {
+	if h.conn != nil {
+		h.conn.Close()
+		h.conn, h.r = nil, nil
+	}
+}
+
+func (h *httpProbe) probe(ctx context.Context, port int, path string) (bool, string) {
 	if path == "" {
 		path = "/"
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(port)+path, nil)
-	if err != nil {
-		return false, err.Error()
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	req := "GET " + path + " HTTP/1.1\r\nHost: " + addr + "\r\nUser-Agent: berth-check\r\n\r\n"
+	for attempt := 0; ; attempt++ {
+		fresh := h.conn == nil
+		if fresh {
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				return false, timedOut(ctx, err)
+			}
+			h.conn, h.r = conn, bufio.NewReader(conn)
+		}
+		if deadline, ok := ctx.Deadline(); ok {
+			h.conn.SetDeadline(deadline)
+		}
+		ok, reason, err := h.exchange(req, path)
+		if err == nil {
+			return ok, reason
+		}
+		h.close()
+		if fresh || attempt > 0 || ctx.Err() != nil || isTimeout(err) {
+			return false, timedOut(ctx, err)
+		}
+		// The kept connection was closed by the process (an idle timeout,
+		// a restart of its server): once more on a new one.
 	}
-	resp, err := checkClient.Do(req)
-	if err != nil {
-		return false, timedOut(ctx, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, wire.CheckOutputKept))
-	if resp.StatusCode < 200 || resp.StatusCode > 399 {
-		return false, fmt.Sprintf("GET %s answered %d: %q", path, resp.StatusCode, body)
-	}
-	return true, ""
 }
 
-// checkClient follows no redirect (a 3xx passes) and keeps no connection
-// (each check is a new look).
-var checkClient = &http.Client{
-	Transport:     &http.Transport{DisableKeepAlives: true, Proxy: nil},
-	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+// exchange sends req and reads the answer: whether it passed (2xx, 3xx)
+// and why not; err when the connection failed.
+func (h *httpProbe) exchange(req, path string) (bool, string, error) {
+	if _, err := io.WriteString(h.conn, req); err != nil {
+		return false, "", err
+	}
+	resp, err := http.ReadResponse(h.r, nil)
+	if err != nil {
+		return false, "", err
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, wire.CheckOutputKept))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // to its end, for the next answer
+	resp.Body.Close()
+	if resp.Close {
+		h.close()
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 399 {
+		return false, fmt.Sprintf("GET %s answered %d: %q", path, resp.StatusCode, body), nil
+	}
+	return true, "", nil
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 func probeTCP(ctx context.Context, port int) (bool, string) {
@@ -152,7 +226,7 @@ func probeTCP(ctx context.Context, port int) (bool, string) {
 
 // timedOut words a probe's error, saying so when its timeout ran out.
 func timedOut(ctx context.Context, err error) string {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || isTimeout(err) {
 		return "no answer within its timeout"
 	}
 	return err.Error()

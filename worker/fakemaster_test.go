@@ -44,7 +44,7 @@ type fakeMaster struct {
 	beatIntervalMs int64
 }
 
-func newFakeMaster(t *testing.T) *fakeMaster {
+func newFakeMaster(t testing.TB) *fakeMaster {
 	fm := &fakeMaster{epoch: 5, intervalMs: 100}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/workers", answer(fm, "register", func(req wire.RegisterWorker) (any, error) {
@@ -202,7 +202,7 @@ func (fm *fakeMaster) callLog() []string {
 }
 
 // waitRegistered waits until the worker has registered and sent its state.
-func (fm *fakeMaster) waitRegistered(t *testing.T) {
+func (fm *fakeMaster) waitRegistered(t testing.TB) {
 	t.Helper()
 	testproc.Eventually(t, 10*time.Second, "registration and latest state", func() bool { return fm.count("state") > 0 })
 }

@@ -1,8 +1,12 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -172,5 +176,53 @@ func TestLaunchesWithBadPortsOrChecksRefused(t *testing.T) {
 	badCheck.Checks = []wire.Check{{Name: "web", Type: wire.CheckHTTP, Port: "grpc"}}
 	if code, body := w.call("POST", "/v1/executors", badCheck); code != 400 || !strings.Contains(body, `port \"grpc\"`) {
 		t.Errorf("a check on an unknown port: %d %s", code, body)
+	}
+}
+
+// An http check keeps its connection from check to check; one the process
+// closed (an idle timeout, a restart of its server) is made anew at once,
+// not counted as a failure; an answer outside 2xx-3xx fails, quoted.
+func TestHTTPProbeKeepsAndRemakesItsConnection(t *testing.T) {
+	status := 200
+	conns := 0
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(status)
+		fmt.Fprint(w, "db down")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns++
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	port, _ := strconv.Atoi(portStr)
+	var web httpProbe
+	defer web.close()
+	probe := func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		return web.probe(ctx, port, "/health")
+	}
+	for range 3 {
+		if ok, why := probe(); !ok {
+			t.Fatalf("probe: %s", why)
+		}
+	}
+	if conns != 1 {
+		t.Errorf("3 checks made %d connections, want 1 kept", conns)
+	}
+	srv.CloseClientConnections()
+	if ok, why := probe(); !ok {
+		t.Errorf("after the server closed the connection: %s; want a new one, and a pass", why)
+	}
+	status = 302
+	if ok, why := probe(); !ok {
+		t.Errorf("a 302: %s, want a pass", why)
+	}
+	status = 503
+	if ok, why := probe(); ok || why != `GET /health answered 503: "db down"` {
+		t.Errorf("a 503: %v %q", ok, why)
 	}
 }

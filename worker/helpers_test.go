@@ -47,6 +47,8 @@ func TestMain(m *testing.M) {
 //	fail-once       exit 1 unless ./marker exists (then exit 0); creates it
 //	serve           answer GET /health on 127.0.0.1:$BERTH_PORT_HTTP with
 //	                200; print "pid N" once listening
+//	serve-ports A B answer every GET on 127.0.0.1, ports A to B; print
+//	                "listening" once they all are
 func helperMain(args []string) int {
 	if len(args) < 1 {
 		fmt.Fprintln(os.Stderr, "helper: no mode")
@@ -77,6 +79,20 @@ func helperMain(args []string) int {
 		}
 		fmt.Printf("pid %d\n", os.Getpid())
 		_ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") }))
+	case "serve-ports":
+		first, _ := strconv.Atoi(args[1])
+		last, _ := strconv.Atoi(args[2])
+		ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+		for port := first; port <= last; port++ {
+			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			go http.Serve(ln, ok)
+		}
+		fmt.Println("listening")
+		time.Sleep(time.Hour)
 	case "fail-once":
 		if _, err := os.Stat("marker"); err == nil {
 			return 0
@@ -92,7 +108,7 @@ func helperMain(args []string) int {
 }
 
 // helperCmd is the argv of a helper child.
-func helperCmd(t *testing.T, mode string, args ...string) []string {
+func helperCmd(t testing.TB, mode string, args ...string) []string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -108,7 +124,7 @@ var helperEnvMap = map[string]string{helperEnv: "1", "GORACE": "atexit_sleep_ms=
 // logWriter sends the worker's log to t.Log until the test ends.
 type logWriter struct {
 	mu   sync.Mutex
-	t    *testing.T
+	t    testing.TB
 	done bool
 }
 
@@ -126,14 +142,14 @@ const testSecret = "s3cret"
 // testWorker is a running Worker under test.
 type testWorker struct {
 	*Worker
-	t      *testing.T
+	t      testing.TB
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
 }
 
 // startWorker runs a worker registered (eventually) with the given masters.
-func startWorker(t *testing.T, masters []string, mod func(*Config)) *testWorker {
+func startWorker(t testing.TB, masters []string, mod func(*Config)) *testWorker {
 	t.Helper()
 	cfg := Config{
 		Masters: masters, Secret: testSecret, WorkDir: t.TempDir(),
@@ -171,7 +187,7 @@ func startWorker(t *testing.T, masters []string, mod func(*Config)) *testWorker 
 
 // startRegistered runs a worker against a fake master of its own and
 // waits until it has registered.
-func startRegistered(t *testing.T, mod func(*Config)) (*fakeMaster, *testWorker) {
+func startRegistered(t testing.TB, mod func(*Config)) (*fakeMaster, *testWorker) {
 	t.Helper()
 	fm := newFakeMaster(t)
 	w := startWorker(t, []string{fm.URL()}, mod)
@@ -208,7 +224,7 @@ func (tw *testWorker) call(method, path string, body any) (int, string) {
 	return callWith(tw.t, testSecret, method, tw.URL()+path, body)
 }
 
-func callWith(t *testing.T, secret, method, url string, body any) (int, string) {
+func callWith(t testing.TB, secret, method, url string, body any) (int, string) {
 	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -290,7 +306,7 @@ func (tw *testWorker) execDir(appID string, execID int) string {
 }
 
 // pidOf waits for a helper child to print its pid in dir/stdout.
-func pidOf(t *testing.T, dir string) int {
+func pidOf(t testing.TB, dir string) int {
 	t.Helper()
 	pid := 0
 	testproc.Eventually(t, 10*time.Second, "the child's pid in "+dir, func() bool {

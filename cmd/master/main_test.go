@@ -31,6 +31,8 @@ func TestBadFlagsAreRefusedNamingTheFlag(t *testing.T) {
 	cases := []testproc.BadFlag{
 		{Args: []string{"--port", "abc"}, Flag: "port"},
 		{Args: []string{"--worker-timeout", "-1s"}, Flag: "--worker-timeout"},
+		{Args: []string{"--exclude-duration", "-1m"}, Flag: "--exclude-duration"},
+		{Args: []string{"--preemption-grace", "11m"}, Flag: "--preemption-grace"},
 		{Args: []string{"--worker-timeout", "soon"}, Flag: "worker-timeout"},
 		{Args: []string{"--placement", "no-such-policy"}, Flag: "--placement"},
 		{Args: []string{"--worker-order", "by-mood"}, Flag: "--worker-order"},

@@ -144,7 +144,8 @@ func (c *Cluster) AddWorker(spec WorkerSpec) (*Worker, error) {
 	}
 	dir := filepath.Join(c.opt.Dir, "work-"+spec.ID)
 	args := []string{"--master", strings.Join(c.URLs(), ","), "--id", spec.ID, "--port", strconv.Itoa(port),
-		"--cores", strconv.Itoa(spec.Cores), "--memory", spec.Memory, "--work-dir", dir, "--kill-grace", spec.KillGrace.String()}
+		"--cores", strconv.Itoa(spec.Cores), "--memory", spec.Memory, "--work-dir", dir, "--kill-grace", spec.KillGrace.String(),
+		"--port-range", portRange()}
 	tlsFlags, err := c.PKI.WorkerFlags(spec.ID, "127.0.0.1", spec.UID)
 	if err != nil {
 		return nil, err
@@ -182,3 +183,27 @@ func (c *Cluster) AddWorker(spec WorkerSpec) (*Worker, error) {
 func (c *Cluster) waitHealthy(p *Proc, url string) error {
 	return WaitHealthy(context.Background(), p, url, 15*time.Second)
 }
+
+// portRange is a --port-range of its own for each worker a test starts:
+// the workers of a test share one machine, and two processes given the
+// same port by their two workers could not both bind it. 100 ports each,
+// from 20000 up to below the kernel's ephemeral ports (32768: the test's
+// own connections take those), starting at a place of this process's own
+// (tests of several packages run at once).
+func portRange() string {
+	rangeMu.Lock()
+	defer rangeMu.Unlock()
+	const first, size, slots = 20000, 100, 127
+	if nextRange == 0 {
+		nextRange = os.Getpid()%slots + 1
+	}
+	k := nextRange % slots
+	nextRange++
+	base := first + k*size
+	return fmt.Sprintf("%d-%d", base, base+size-1)
+}
+
+var (
+	rangeMu   sync.Mutex
+	nextRange int
+)

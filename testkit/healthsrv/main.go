@@ -1,0 +1,54 @@
+// Command healthsrv is a test process for the health checks' end-to-end
+// tests: it answers GET /health on 127.0.0.1:$BERTH_PORT_HTTP, as a
+// service an executor runs would.
+//
+//	healthsrv [--fail-on WORKER] [--slow D]
+//
+// --fail-on: exit 1 at once when run on that worker ($BERTH_WORKER_ID);
+// --slow: listen only after D (a slow starter). SIGUSR1 makes it stop
+// answering (its handler hangs, the process runs on).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+func main() {
+	failOn := flag.String("fail-on", "", "exit 1 when run on this worker")
+	slow := flag.Duration("slow", 0, "listen only after this long")
+	flag.Parse()
+	if *failOn != "" && os.Getenv("BERTH_WORKER_ID") == *failOn {
+		fmt.Fprintln(os.Stderr, "healthsrv: failing on", *failOn)
+		os.Exit(1)
+	}
+	var hung atomic.Bool
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	go func() {
+		<-usr1
+		hung.Store(true)
+	}()
+	time.Sleep(*slow)
+	ln, err := net.Listen("tcp", "127.0.0.1:"+os.Getenv("BERTH_PORT_HTTP"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "healthsrv:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("healthsrv pid %d on %s\n", os.Getpid(), ln.Addr())
+	err = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hung.Load() {
+			select {} // a deadlock, as far as its callers can tell
+		}
+		fmt.Fprintln(w, "ok")
+	}))
+	fmt.Fprintln(os.Stderr, "healthsrv:", err)
+	os.Exit(1)
+}
