@@ -71,8 +71,14 @@ func (c *core) reclaim(rnd *shareRound) {
 			add([]share.Need{rnd.needOf(cd, index[cd.qr], c.cfg.MinCoreUnit)}, now.Sub(a.waitingSince) >= c.cfg.PreemptionDelay)
 		}
 	}
+	needs, due = c.possibleNeeds(rnd, needs, due)
 	c.owing = len(needs) > 0
 	if len(needs) == 0 {
+		for _, n := range names {
+			if q := rnd.queues[n].q; !q.starvedSince.IsZero() {
+				q.view.reclaiming = describeReclaim(rnd, nil, 0)
+			}
+		}
 		return
 	}
 	cluster, running := c.preemptionView(rnd, byIndex, needs)
@@ -236,4 +242,31 @@ func (c *core) settleQueues() {
 	for _, q := range c.queues {
 		q.view.reclaiming, q.view.held = "", ""
 	}
+}
+
+// possibleNeeds keeps the needs preemption could ever serve: an executor
+// no worker could hold even empty waits for a larger worker, not for a
+// kill; and with no executor running that could be taken at all (none in
+// a queue that allows preemption), there is nothing to plan. Either way
+// the view of every worker is not built: at 100,000 workers it is tens
+// of milliseconds, and an owed queue asks for a round every tick.
+func (c *core) possibleNeeds(rnd *shareRound, needs []share.Need, due []bool) ([]share.Need, []bool) {
+	takeable := false
+	for _, qr := range rnd.queues {
+		if qr.q.rec.Preempt && qr.usage[0] > 0 {
+			takeable = true
+			break
+		}
+	}
+	if !takeable {
+		return nil, nil
+	}
+	r := c.room()
+	keptNeeds, keptDue := needs[:0], due[:0]
+	for i, n := range needs {
+		if n.Shape[0] <= float64(r.maxCores) && n.Shape[1] <= float64(r.maxMemory) {
+			keptNeeds, keptDue = append(keptNeeds, n), append(keptDue, due[i])
+		}
+	}
+	return keptNeeds, keptDue
 }
