@@ -348,3 +348,24 @@ func BenchmarkApplyAppEnd(b *testing.B) {
 		})
 	}
 }
+
+// One audit entry written to a full audit log: every write of a busy
+// cluster once MaxAuditEntries are kept (100,000 worker registrations fill
+// it). A copy of the log per write made this O(entries).
+func BenchmarkApplyAuditAtCap(b *testing.B) {
+	s := NewState()
+	for i := range MaxAuditEntries {
+		s.Audit = append(s.Audit, wire.AuditEntry{Time: t0.Add(time.Duration(i)), Principal: "worker", Route: "POST /v1/workers", Outcome: "ok"})
+	}
+	s.AuditCount = MaxAuditEntries
+	b.ResetTimer()
+	for i := range b.N {
+		e := wire.AuditEntry{Time: t0.Add(time.Hour + time.Duration(i)), Principal: "secret", Route: "POST /v1/apps", Outcome: "ok"}
+		if err := s.Apply(Audit(AuditRecord{Entry: e}), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if len(s.Audit) != MaxAuditEntries {
+		b.Fatalf("%d entries kept, want %d", len(s.Audit), MaxAuditEntries)
+	}
+}
