@@ -28,7 +28,7 @@ func newPortPool(r *wire.PortRange) *portPool {
 	if r != nil {
 		pr = *r
 	}
-	return &portPool{r: pr, used: map[int]bool{}, next: pr.First}
+	return &portPool{r: pr, next: pr.First} // used made on first use: most workers never give a port
 }
 
 // free counts the ports not taken.
@@ -41,6 +41,9 @@ func (p *portPool) take(labels []string) (map[string]int, bool) {
 	}
 	if p.free() < len(labels) {
 		return nil, false
+	}
+	if p.used == nil {
+		p.used = map[int]bool{}
 	}
 	out := make(map[string]int, len(labels))
 	for _, l := range labels {
@@ -65,6 +68,9 @@ func (p *portPool) advance() {
 func (p *portPool) hold(ports map[string]int) {
 	if p == nil {
 		return
+	}
+	if p.used == nil && len(ports) > 0 {
+		p.used = map[int]bool{}
 	}
 	for _, port := range ports {
 		p.used[port] = true

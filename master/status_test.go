@@ -237,3 +237,21 @@ func BenchmarkTick(b *testing.B) {
 		b.Fatalf("%d workers after the ticks", n)
 	}
 }
+
+// BenchmarkRoundNothingFits is a scheduling round at 100,000 workers with
+// one app that fits no worker (the floor benchmark's probe): what every
+// registration, launch and end costs the loop while an app waits.
+//
+//	go test -run XXX -bench RoundNothingFits -benchmem ./master
+func BenchmarkRoundNothingFits(b *testing.B) {
+	h := newLeader(b, nil)
+	h.addWorkers(100000, 8, 16384)
+	a := h.addApp(wire.AppDescription{MaxCores: 1, MemoryPerExecutorMB: 1 << 29})
+	b.ReportAllocs()
+	for b.Loop() {
+		h.c.scheduleNow()
+	}
+	if len(a.executors) != 0 {
+		b.Fatalf("%d executors placed", len(a.executors))
+	}
+}

@@ -279,7 +279,10 @@ func (x *Index) walkUsable(first, memory int, app App, fn func(*slot) bool) {
 	case byMemoryAsc:
 		c, i = x.order.seek(Worker{MemoryFreeMB: memory})
 	}
-	x.order.walk(c, i, func(s *slot) bool {
+	// A chunk where no worker has first cores and memory free holds no
+	// usable worker; skipping it never skips a worker whose order ends the
+	// walk (those have fewer cores or less memory than first or memory).
+	x.order.walkPeaks(c, i, first, memory, func(s *slot) bool {
 		switch {
 		case x.step.kind == byCoresDesc && s.w.CoresFree < first,
 			x.step.kind == byMemoryDesc && s.w.MemoryFreeMB < memory:

@@ -1,6 +1,9 @@
 package placement
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // ordered keeps workers sorted by a policy's order (whose ties end with the
 // worker ID, so no two differ by nothing) in chunks of at most 2*chunkSize:
@@ -10,7 +13,22 @@ import "sort"
 type ordered struct {
 	cmp    compareFunc
 	chunks [][]*slot
+	peaks  []peak // peaks[c]: the most any worker of chunks[c] has free
 	n      int
+}
+
+// peak is at least the most cores and memory any worker of a chunk has
+// free: a walk for an executor no worker of the chunk can hold skips the
+// chunk whole (an app that fits nowhere costs a 100,000-worker round 400
+// chunk checks, not 100,000 worker checks).
+type peak struct{ cores, memory int }
+
+func peakOf(ch []*slot) peak {
+	var p peak
+	for _, s := range ch {
+		p.cores, p.memory = max(p.cores, s.w.CoresFree), max(p.memory, s.w.MemoryFreeMB)
+	}
+	return p
 }
 
 // slot is one indexed worker. Its Worker is the index's own copy (its
@@ -21,10 +39,11 @@ const chunkSize = 256
 
 // build fills o from slots already sorted by o.cmp.
 func (o *ordered) build(sorted []*slot) {
-	o.chunks, o.n = nil, len(sorted)
+	o.chunks, o.peaks, o.n = nil, nil, len(sorted)
 	for len(sorted) > 0 {
 		n := min(chunkSize, len(sorted))
 		o.chunks = append(o.chunks, append(make([]*slot, 0, 2*chunkSize), sorted[:n]...))
+		o.peaks = append(o.peaks, peakOf(sorted[:n]))
 		sorted = sorted[n:]
 	}
 }
@@ -46,6 +65,7 @@ func (o *ordered) insert(s *slot) {
 	o.n++
 	if len(o.chunks) == 0 {
 		o.chunks = [][]*slot{append(make([]*slot, 0, 2*chunkSize), s)}
+		o.peaks = []peak{peakOf(o.chunks[0])}
 		return
 	}
 	c, i := o.seek(s.w)
@@ -57,12 +77,13 @@ func (o *ordered) insert(s *slot) {
 	copy(ch[i+1:], ch[i:])
 	ch[i] = s
 	o.chunks[c] = ch
+	o.peaks[c] = peak{max(o.peaks[c].cores, s.w.CoresFree), max(o.peaks[c].memory, s.w.MemoryFreeMB)}
 	if len(ch) >= 2*chunkSize { // split
 		right := append(make([]*slot, 0, 2*chunkSize), ch[chunkSize:]...)
 		o.chunks[c] = ch[:chunkSize]
-		o.chunks = append(o.chunks, nil)
-		copy(o.chunks[c+2:], o.chunks[c+1:])
-		o.chunks[c+1] = right
+		o.chunks = slices.Insert(o.chunks, c+1, right)
+		o.peaks[c] = peakOf(o.chunks[c])
+		o.peaks = slices.Insert(o.peaks, c+1, peakOf(right))
 	}
 }
 
@@ -80,7 +101,12 @@ func (o *ordered) remove(s *slot) {
 	o.chunks[c] = ch[:len(ch)-1]
 	if len(o.chunks[c]) == 0 {
 		o.chunks = append(o.chunks[:c], o.chunks[c+1:]...)
+		o.peaks = append(o.peaks[:c], o.peaks[c+1:]...)
 	}
+	// A removal leaves the chunk's peak as it was: still at least what its
+	// workers have (a walk skips nothing it should not), made exact again
+	// by the next walk over the whole chunk. Worked out here, it cost a
+	// spread round a scan of the chunk per launch.
 }
 
 // walk calls fn on each worker in order from position (c, i) until fn
@@ -91,6 +117,26 @@ func (o *ordered) walk(c, i int, fn func(*slot) bool) {
 			if !fn(s) {
 				return
 			}
+		}
+	}
+}
+
+// walkPeaks is walk over the chunks whose peak could hold cores and
+// memory; the others are skipped whole.
+func (o *ordered) walkPeaks(c, i, cores, memory int, fn func(*slot) bool) {
+	for ; c < len(o.chunks); c, i = c+1, 0 {
+		if p := o.peaks[c]; p.cores < cores || p.memory < memory {
+			continue
+		}
+		var seen peak // over the whole chunk: its exact peak
+		for _, s := range o.chunks[c][i:] {
+			seen = peak{max(seen.cores, s.w.CoresFree), max(seen.memory, s.w.MemoryFreeMB)}
+			if !fn(s) {
+				return
+			}
+		}
+		if i == 0 {
+			o.peaks[c] = seen
 		}
 	}
 }
