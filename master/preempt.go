@@ -67,7 +67,7 @@ func (c *core) reclaim(rnd *shareRound) {
 		if a.waitingSince.IsZero() {
 			a.waitingSince = now
 		}
-		if c.reclaiming[cd.qr.q.rec.Name] == 0 && c.lowerPriorityIn(cd.qr.q.rec.Name, a.rec.Desc.Priority) {
+		if c.reclaiming[cd.qr.q.rec.Name] == 0 && preemptible(a) && c.lowerPriorityIn(cd.qr.q.rec.Name, a.rec.Desc.Priority) {
 			add([]share.Need{rnd.needOf(cd, index[cd.qr], c.cfg.MinCoreUnit)}, now.Sub(a.waitingSince) >= c.cfg.PreemptionDelay)
 		}
 	}
@@ -134,7 +134,7 @@ func describeReclaim(rnd *shareRound, from map[string]share.Vec, wait time.Durat
 func (rnd *shareRound) needsOf(qr *queueRound, i, unit int) []share.Need {
 	var out []share.Need
 	for _, cd := range rnd.cands {
-		if cd.qr == qr && rnd.placed[cd.a] < cd.need {
+		if cd.qr == qr && rnd.placed[cd.a] < cd.need && preemptible(cd.a) {
 			out = append(out, rnd.needOf(cd, i, unit))
 		}
 	}
@@ -270,3 +270,9 @@ func (c *core) possibleNeeds(rnd *shareRound, needs []share.Need, due []bool) ([
 	}
 	return keptNeeds, keptDue
 }
+
+// preemptible reports whether preemption may make room for a's executors.
+// Not for an app with constraints: the plan does not know which workers
+// satisfy them, and an executor killed on a worker the app may not use
+// frees nothing it can use (docs/QUEUES.md).
+func preemptible(a *appInfo) bool { return len(a.rec.Desc.Constraints) == 0 }

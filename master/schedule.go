@@ -74,7 +74,7 @@ func (c *core) scheduleDrivers(alive []*workerInfo, rnd *shareRound) {
 		for range len(alive) {
 			w := alive[c.driverCursor%len(alive)]
 			c.driverCursor++
-			if w.coresFree() < d.rec.Desc.Cores || w.memoryFree() < d.rec.Desc.MemoryMB {
+			if w.coresFree() < d.rec.Desc.Cores || w.memoryFree() < d.rec.Desc.MemoryMB || !wire.Satisfies(w.rec.Labels, d.rec.Desc.Constraints) {
 				continue
 			}
 			picked, ok := placement.PickResources(w.resourcesFree(), want)
@@ -279,17 +279,18 @@ func executorsWanted(a *appInfo, alive, coresFree int) int {
 const maxExecutorsPerPass = 1 << 16
 
 // workersFor is the placement filter of a's executors: the workers it is
-// not excluded from (exclusions.go) that have the ports it asks for. nil
-// when neither applies (the common case costs nothing).
+// not excluded from (exclusions.go) that have the ports it asks for and
+// labels that satisfy its constraints. nil when none applies (the common
+// case costs nothing).
 func (c *core) workersFor(a *appInfo) func(string) bool {
-	ports := len(a.rec.Desc.Ports)
+	ports, constraints := len(a.rec.Desc.Ports), a.rec.Desc.Constraints
 	excluding := c.excluding(a)
-	if !excluding && ports == 0 {
+	if !excluding && ports == 0 && len(constraints) == 0 {
 		return nil
 	}
 	now := c.now()
 	return func(id string) bool {
 		w := c.workers[id]
-		return w != nil && (!excluding || !a.excludes(id, now)) && w.ports.free() >= ports
+		return w != nil && (!excluding || !a.excludes(id, now)) && w.ports.free() >= ports && wire.Satisfies(w.rec.Labels, constraints)
 	}
 }

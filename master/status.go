@@ -24,6 +24,7 @@ func appStatus(a *appInfo) *wire.AppStatus {
 		ResourcesPerExecutor: a.rec.Desc.ResourcesPerExecutor, Executors: []wire.ExecutorStatus{},
 		Queue: queueName(a.rec.Desc.Queue), Priority: a.rec.Desc.Priority, Tenant: a.rec.Tenant,
 		Ports: a.rec.Desc.Ports, Checks: a.rec.Desc.Checks, Restart: a.rec.Desc.Restart, Excluded: a.exclusionList(),
+		Constraints: a.rec.Desc.Constraints,
 	}
 	if a.state.Finished() {
 		ended := a.endedAt
@@ -49,6 +50,7 @@ func driverStatus(d *driverInfo) *wire.DriverStatus {
 		RelaunchOf: d.rec.RelaunchOf, RelaunchedAs: d.relaunchedAs, WorkerID: d.rec.WorkerID,
 		KillRequested: d.rec.KillRequested, ResourcesAsked: d.rec.Desc.Resources,
 		Queue: queueName(d.rec.Desc.Queue), Priority: d.rec.Desc.Priority, Tenant: d.rec.Tenant,
+		Constraints: d.rec.Desc.Constraints,
 	}
 	if d.state.Finished() && !d.endedAt.IsZero() { // zero: ended before records kept the time
 		ended := d.endedAt
@@ -72,6 +74,7 @@ func workerStatus(w *workerInfo) wire.WorkerStatus {
 		Cores: w.rec.Cores, CoresUsed: cores, MemoryMB: w.rec.MemoryMB, MemoryUsedMB: memory,
 		State: w.state, LastHeartbeat: w.lastHeartbeat, DrainDeadline: w.rec.DrainDeadline, Limits: w.limits,
 		Resources: w.resourceStatus(), DiskFull: w.diskFull, Unhealthy: w.unhealthy,
+		Labels: w.rec.Labels,
 	}
 	if !w.unhealthySince.IsZero() {
 		since := w.unhealthySince
@@ -191,7 +194,7 @@ func followerStatus(id string, status wire.MasterStatus, leaderID, leader string
 	for _, r := range sortedRecords(s.Workers, func(r *persistence.WorkerRecord) string { return r.ID }) {
 		ws := wire.WorkerStatus{
 			ID: r.ID, Host: r.Host, Port: r.Port, Address: r.Address, Cores: r.Cores, MemoryMB: r.MemoryMB,
-			State: wire.WorkerUnknown, Resources: (&workerInfo{rec: *r}).resourceUse(),
+			State: wire.WorkerUnknown, Resources: (&workerInfo{rec: *r}).resourceUse(), Labels: r.Labels,
 		}
 		out.WorkerSummary.Add(ws)
 		if listWorkers {

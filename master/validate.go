@@ -144,6 +144,9 @@ func validateApp(d wire.AppDescription) error {
 	if err := wire.CheckHealthSpec(d.Ports, d.Checks, d.Restart); err != nil {
 		return badRequest("%v", err)
 	}
+	if err := wire.CheckConstraints(d.Constraints); err != nil {
+		return badRequest("%v", err)
+	}
 	return nil
 }
 
@@ -167,6 +170,9 @@ func validateDriver(d wire.DriverDescription) error {
 		return badRequest("%v", err)
 	}
 	if err := wire.CheckHealthSpec(d.Ports, d.Checks, d.Restart); err != nil {
+		return badRequest("%v", err)
+	}
+	if err := wire.CheckConstraints(d.Constraints); err != nil {
 		return badRequest("%v", err)
 	}
 	return checkRange("memoryMB", d.MemoryMB, 0, wire.MaxMemoryMB)
@@ -209,6 +215,9 @@ func validateRegistration(r wire.RegisterWorker) error {
 	}
 	if err := wire.CheckResourceOffer(r.Resources); err != nil {
 		return badRequest("resources: %v", err)
+	}
+	if err := wire.CheckLabels(r.Labels); err != nil {
+		return badRequest("%v", err)
 	}
 	// The master sends commands (and, without TLS, the secret) to this
 	// address: exactly the registration's own host and port, with no

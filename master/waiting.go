@@ -20,6 +20,10 @@ import (
 // room summarises the schedulable workers: the largest of each quantity,
 // not necessarily on one worker.
 type room struct {
+	// among: "" for every worker; for a constrained app, its constraints
+	// ("with gpu-model in [T4]"), and the room is that of the workers
+	// that satisfy them.
+	among               string
 	alive               int // workers new work may go to
 	diskFull            int // live workers whose disk is full
 	maxCores, maxMemory int // largest worker
@@ -36,10 +40,35 @@ func (c *core) room() room {
 	return r
 }
 
-func (c *core) computeRoom() room {
+// roomFor is the room of the workers that satisfy cs (cached as room is,
+// by the constraints' text).
+func (c *core) roomFor(cs []wire.Constraint) room {
+	if len(cs) == 0 {
+		return c.room()
+	}
+	parts := make([]string, len(cs))
+	for i, x := range cs {
+		parts[i] = x.String()
+	}
+	among := "with " + strings.Join(parts, " and ")
+	if r, ok := c.workerViews.constrained[among]; ok {
+		return r
+	}
+	r := c.computeRoomWhere(func(w *workerInfo) bool { return wire.Satisfies(w.rec.Labels, cs) })
+	r.among = among
+	if c.workerViews.constrained == nil {
+		c.workerViews.constrained = map[string]room{}
+	}
+	c.workerViews.constrained[among] = r
+	return r
+}
+
+func (c *core) computeRoom() room { return c.computeRoomWhere(nil) }
+
+func (c *core) computeRoomWhere(ok func(*workerInfo) bool) room {
 	var r room
 	for _, w := range c.sortedWorkerList() {
-		if !w.schedulable() {
+		if !w.schedulable() || (ok != nil && !ok(w)) {
 			continue
 		}
 		if !w.placeable() {
@@ -58,23 +87,37 @@ func (c *core) computeRoom() room {
 func (r room) fitReason(what string, cores, memory int) string {
 	switch {
 	case r.alive == 0 && r.diskFull > 0:
-		return fmt.Sprintf("waiting: the disk of every live worker is full (%d); berth status shows why", r.diskFull)
+		return fmt.Sprintf("waiting: the disk of every live worker %sis full (%d); berth status shows why", r.with(), r.diskFull)
+	case r.alive == 0 && r.among != "":
+		return fmt.Sprintf("waiting: no live worker %s (berth status shows the workers' labels)", r.among)
 	case r.alive == 0:
 		return "waiting: no worker is alive"
 	case cores > r.maxCores || memory > r.maxMemory:
-		return fmt.Sprintf("cannot start: no worker has %d cores and %d MB for %s (largest: %d cores, %d MB); ask for less or add a larger worker",
-			cores, memory, what, r.maxCores, r.maxMemory)
+		return fmt.Sprintf("cannot start: no worker %shas %d cores and %d MB for %s (largest: %d cores, %d MB); ask for less or add a larger worker",
+			r.with(), cores, memory, what, r.maxCores, r.maxMemory)
 	case cores > r.maxFreeCores || memory > r.maxFreeMemory:
-		return fmt.Sprintf("waiting: no worker has %d free cores and %d MB free for %s (largest free: %d cores, %d MB)",
-			cores, memory, what, r.maxFreeCores, r.maxFreeMemory)
+		return fmt.Sprintf("waiting: no worker %shas %d free cores and %d MB free for %s (largest free: %d cores, %d MB)",
+			r.with(), cores, memory, what, r.maxFreeCores, r.maxFreeMemory)
 	}
 	return ""
+}
+
+// with is the room's constraints for a sentence ("with gpu-model in [T4] "),
+// or "".
+func (r room) with() string {
+	if r.among == "" {
+		return ""
+	}
+	return r.among + " "
 }
 
 // appWaiting says why an active app without executors has none, or why
 // one that has some gets no more while it wants more cores: its executor
 // limit (dynamic allocation) holds it there.
 func (c *core) appWaiting(a *appInfo, r room) string {
+	if cs := a.rec.Desc.Constraints; len(cs) > 0 {
+		r = c.roomFor(cs)
+	}
 	switch {
 	case a.state.Finished() || a.ending != nil:
 		return ""
@@ -85,6 +128,11 @@ func (c *core) appWaiting(a *appInfo, r room) string {
 		if len(a.executors) < a.executorLimit() {
 			if why := c.portsReason("an executor", a.rec.Desc.Ports); why != "" {
 				return why
+			}
+			if r.among != "" { // the workers it may use are full
+				if why := r.fitReason("an executor", c.executorStep(a), a.rec.Desc.MemoryPerExecutorMB); why != "" {
+					return why
+				}
 			}
 			return c.queueWaiting(a.rec.Desc.Queue)
 		}
@@ -103,9 +151,8 @@ func (c *core) appWaiting(a *appInfo, r room) string {
 	case c.backingOff(a):
 		return fmt.Sprintf("waiting: its executors kept ending soon after starting; next try in %s", a.backoffUntil.Sub(c.now()).Round(100*time.Millisecond))
 	}
-	step := a.rec.Desc.CoresPerExecutor
-	if step == 0 {
-		step = min(placement.CoreUnit(c.cfg.MinCoreUnit), a.coresLeft())
+	step := c.executorStep(a)
+	if a.rec.Desc.CoresPerExecutor == 0 {
 		if r.alive > 0 && step > r.maxCores {
 			return fmt.Sprintf("cannot start: the core unit %d fits on no worker (largest: %d cores); lower --min-core-unit or add a larger worker", step, r.maxCores)
 		}
@@ -118,7 +165,9 @@ func (c *core) appWaiting(a *appInfo, r room) string {
 		// queue's doing.
 		why = c.portsReason("an executor", a.rec.Desc.Ports)
 	}
-	if !strings.HasPrefix(why, "cannot start") && !strings.Contains(why, "--port-range") {
+	// A constrained app short of room among the workers it may use waits
+	// for them, whatever its queue says.
+	if !strings.HasPrefix(why, "cannot start") && !strings.Contains(why, "--port-range") && (why == "" || r.among == "") {
 		if q := c.queueWaiting(a.rec.Desc.Queue); q != "" {
 			return q
 		}
@@ -177,6 +226,9 @@ func (c *core) resourceReason(what string, want wire.ResourceAmounts) string {
 
 // driverWaiting says why a submitted driver has not started.
 func (c *core) driverWaiting(d *driverInfo, r room) string {
+	if cs := d.rec.Desc.Constraints; len(cs) > 0 {
+		r = c.roomFor(cs)
+	}
 	switch {
 	case d.state != wire.DriverSubmitted || d.launching || d.ending != nil:
 		return ""
@@ -239,4 +291,13 @@ func driverOverLimit(q *queueInfo, d *driverInfo) string {
 		}
 	}
 	return ""
+}
+
+// executorStep is the fewest cores a's next executor takes: its fixed
+// size, or the core unit (no more than it still wants).
+func (c *core) executorStep(a *appInfo) int {
+	if step := a.rec.Desc.CoresPerExecutor; step > 0 {
+		return step
+	}
+	return min(placement.CoreUnit(c.cfg.MinCoreUnit), a.coresLeft())
 }

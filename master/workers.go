@@ -53,7 +53,7 @@ func (c *core) registerWorker(req wire.RegisterWorker, reply reply[wire.Register
 		return
 	}
 	rec := persistence.WorkerRecord{ID: req.ID, Host: req.Host, Port: req.Port, Address: req.Address, Cores: req.Cores, MemoryMB: req.MemoryMB,
-		Resources: req.Resources, PortRange: req.PortRange}
+		Resources: req.Resources, PortRange: req.PortRange, Labels: req.Labels}
 	gen := c.gen
 	c.fx.persist(c.withAudit([]persistence.Command{persistence.PutWorker(rec)}), func(err error) {
 		if err != nil {
@@ -279,8 +279,9 @@ func (c *core) viewsStale() { c.workerViews = workerViews{} }
 // summary, the room waiting reasons are judged against) until a worker's
 // capacity, use or state changes: a large fleet's heartbeats change none.
 type workerViews struct {
-	summary *wire.WorkerSummary
-	room    *room
+	summary     *wire.WorkerSummary
+	room        *room
+	constrained map[string]room // roomFor, by constraints
 }
 
 // workerSummary counts the workers by state, with their committed use.

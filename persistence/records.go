@@ -116,6 +116,8 @@ type WorkerRecord struct {
 	DrainDeadline *time.Time `json:"drainDeadline,omitempty"`
 	// PortRange: the ports it hands out (absent: wire.DefaultPortRange).
 	PortRange *wire.PortRange `json:"portRange,omitempty"`
+	// Labels: as it registered (--label), for constraints.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // ExecutorRecord is a live executor: where it was placed. It is written at

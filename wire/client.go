@@ -59,6 +59,9 @@ type AppDescription struct {
 	Ports   []string       `json:"ports,omitempty"`
 	Checks  []Check        `json:"checks,omitempty"`
 	Restart *RestartPolicy `json:"restart,omitempty"`
+	// Constraints: its executors go only to workers whose labels satisfy
+	// every one (docs/PLACEMENT.md).
+	Constraints []Constraint `json:"constraints,omitempty"`
 }
 
 // DriverDescription is what `berth submit` sends: a driver run in the cluster.
@@ -81,6 +84,8 @@ type DriverDescription struct {
 	Ports   []string       `json:"ports,omitempty"`
 	Checks  []Check        `json:"checks,omitempty"`
 	Restart *RestartPolicy `json:"restart,omitempty"`
+	// Constraints, as an app's: where the driver may run.
+	Constraints []Constraint `json:"constraints,omitempty"`
 }
 
 // Submitted answers a registration or submission with the new id.
@@ -148,6 +153,8 @@ type AppStatus struct {
 	Checks   []Check        `json:"checks,omitempty"`
 	Restart  *RestartPolicy `json:"restart,omitempty"`
 	Excluded []Exclusion    `json:"excluded,omitempty"`
+	// Constraints as it asked.
+	Constraints []Constraint `json:"constraints,omitempty"`
 }
 
 // DriverStatus is a driver as the master sees it.
@@ -181,6 +188,8 @@ type DriverStatus struct {
 	// Ports and Health of its current run, as an executor's.
 	Ports  map[string]int `json:"ports,omitempty"`
 	Health Health         `json:"health,omitempty"`
+	// Constraints as it asked.
+	Constraints []Constraint `json:"constraints,omitempty"`
 }
 
 // WorkerStatus is a worker as the master sees it.
@@ -210,6 +219,8 @@ type WorkerStatus struct {
 	// (berth worker clear); why, and since when.
 	Unhealthy      string     `json:"unhealthy,omitempty"`
 	UnhealthySince *time.Time `json:"unhealthySince,omitempty"`
+	// Labels: what it was started with (--label), for constraints.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // Exclusion is a worker an app's executors are kept off: they failed

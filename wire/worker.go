@@ -33,6 +33,8 @@ type RegisterWorker struct {
 	// PortRange: the ports it hands out (--port-range); absent:
 	// DefaultPortRange.
 	PortRange *PortRange `json:"portRange,omitempty"`
+	// Labels: what it says of itself for constraints (--label).
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // RegisteredWorker accepts a registration.

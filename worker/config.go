@@ -70,6 +70,9 @@ type Config struct {
 	// Resources: the custom resources offered, name → addresses
 	// (--resource, parsed by ParseResources).
 	Resources map[string][]string
+	// Labels: what the worker says of itself for placement constraints
+	// (--label KEY=VALUE).
+	Labels map[string]string
 	// PortRange is the ports the master hands this worker's processes
 	// (--port-range); zero: wire.DefaultPortRange.
 	PortRange wire.PortRange
@@ -232,7 +235,9 @@ func (c Config) withDefaults() (Config, error) {
 	if err := wire.CheckResourceOffer(c.Resources); err != nil {
 		errs = append(errs, fmt.Errorf("--resource: %w", err))
 	}
-
+	if err := wire.CheckLabels(c.Labels); err != nil {
+		errs = append(errs, fmt.Errorf("--label: %w", err))
+	}
 	if c.WorkDir == "" {
 		c.WorkDir = DefaultWorkDir
 	}

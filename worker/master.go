@@ -95,7 +95,7 @@ func (w *Worker) register(ctx context.Context, hint string) (string, wire.Regist
 	req := wire.RegisterWorker{
 		ID: w.id, Host: w.host, Port: w.port, Address: w.url, Limits: w.limits,
 		Cores: w.cfg.Cores, MemoryMB: w.cfg.MemoryMB, Incarnation: w.incarnation,
-		Resources: w.cfg.Resources, PortRange: &w.cfg.PortRange,
+		Resources: w.cfg.Resources, PortRange: &w.cfg.PortRange, Labels: w.cfg.Labels,
 	}
 	for round := 0; ; round++ {
 		slow := false // a wrong secret will not fix itself soon

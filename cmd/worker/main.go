@@ -89,6 +89,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&cli.StringFlag{Name: "min-free-disk", Value: "64m", Usage: "below this much free space in the work dir the worker reports its disk full and the master places nothing new here until space returns (0: never)", EnvVars: env("MIN_FREE_DISK")},
 			&cli.IntFlag{Name: "log-max-files", Value: worker.DefaultLogMaxFiles, Usage: "rolled log files kept besides the current one: with the defaults at most 100 MiB per stream, 200 MiB per process", EnvVars: env("LOG_MAX_FILES")},
 			&cli.StringSliceFlag{Name: "resource", Usage: "a custom resource offered to executors and drivers (repeatable): NAME=COUNT (addresses 0 to COUNT-1) or NAME:discovery=PATH (a script printing {\"name\":\"gpu\",\"addresses\":[\"0\",\"1\"]})", EnvVars: env("RESOURCES")},
+			&cli.StringSliceFlag{Name: "label", Usage: "a label of this worker that apps and drivers may constrain placement by (repeatable): KEY=VALUE, e.g. gpu-model=T4 (docs/PLACEMENT.md)", EnvVars: env("LABELS")},
 			&cli.IntFlag{Name: "pids-limit", Value: 4096, Usage: "processes each executor and driver may have (its cgroup's pids.max)", EnvVars: env("PIDS_LIMIT")},
 			&cli.DurationFlag{Name: "drain-deadline", Usage: "on SIGTERM, drain first: the master places nothing new here and what runs has this long to end before it is killed and replaced elsewhere (0: kill at once)", EnvVars: env("DRAIN_DEADLINE")},
 			&cli.IntFlag{Name: "max-connections", Usage: "open API connections; at the cap a new one closes the oldest idle one, or, if all are serving requests, takes one of a few reserve connections that answer only /healthz (503 otherwise); beyond those, more wait to be accepted (0: three quarters of the file descriptor limit)", EnvVars: env("MAX_CONNECTIONS")},
@@ -212,6 +213,21 @@ func configFrom(c *cli.Context, stderr io.Writer) (worker.Config, *slog.Logger, 
 		errs = append(errs, err)
 	} else {
 		cfg.Resources = res
+	}
+	for _, l := range c.StringSlice("label") {
+		k, v, err := wire.ParseLabel(l)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--label: %w", err))
+			continue
+		}
+		if _, dup := cfg.Labels[k]; dup {
+			errs = append(errs, fmt.Errorf("--label %s: given twice", k))
+			continue
+		}
+		if cfg.Labels == nil {
+			cfg.Labels = map[string]string{}
+		}
+		cfg.Labels[k] = v
 	}
 	if r, err := wire.ParsePortRange(c.String("port-range")); err != nil {
 		errs = append(errs, fmt.Errorf("--port-range: %w", err))
