@@ -2,7 +2,9 @@ package master
 
 import (
 	"context"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -171,18 +173,17 @@ func (s stateCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descStatus, b2f(st.status == status), string(status))
 		}
 		if st.leading {
-			for state, n := range st.workers {
-				gauge(descWorkers, float64(n), string(state))
-			}
-			for state, n := range st.apps {
-				gauge(descApps, float64(n), string(state))
-			}
-			for state, n := range st.drivers {
-				gauge(descDrivers, float64(n), string(state))
-			}
-			for state, n := range st.executors {
-				gauge(descExecutors, float64(n), string(state))
-			}
+			// Every state an active thing can be in is reported, at 0 when
+			// none is: an alert on berth_workers{state="DEAD"} > 0 sees a
+			// series, not absent data, while all is well.
+			byState(st.workers, func(state string, n int) { gauge(descWorkers, float64(n), state) },
+				wire.WorkerAlive, wire.WorkerDead, wire.WorkerUnknown, wire.WorkerDecommissioned, wire.WorkerDecommissioning)
+			byState(st.apps, func(state string, n int) { gauge(descApps, float64(n), state) },
+				wire.AppWaiting, wire.AppRunning, wire.AppUnknown)
+			byState(st.drivers, func(state string, n int) { gauge(descDrivers, float64(n), state) },
+				wire.DriverSubmitted, wire.DriverRunning, wire.DriverRelaunching, wire.DriverUnknown)
+			byState(st.executors, func(state string, n int) { gauge(descExecutors, float64(n), state) },
+				wire.ExecutorLaunching, wire.ExecutorRunning)
 			gauge(descCores, float64(st.cores), "total")
 			gauge(descCores, float64(st.coresUsed), "used")
 			gauge(descMemory, float64(st.memory)*(1<<20), "total")
@@ -301,4 +302,17 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// byState reports counts through emit: each of always (0 when absent),
+// then any other state counted, in a stable order.
+func byState[S ~string](counts map[S]int, emit func(state string, n int), always ...S) {
+	for _, state := range always {
+		emit(string(state), counts[state])
+	}
+	for _, state := range slices.Sorted(maps.Keys(counts)) {
+		if !slices.Contains(always, state) {
+			emit(string(state), counts[state])
+		}
+	}
 }

@@ -255,3 +255,32 @@ func holdLease(t *testing.T, base string) {
 		io.Copy(io.Discard, resp.Body)
 	}()
 }
+
+// An idle leader reports every state of workers, apps, drivers and
+// executors at 0: alerts on them see data, not an absent series.
+func TestMetricsPresentAtZeroWhenIdle(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	m, err := New(Config{ID: "m1", Advertise: base, WorkerTimeout: time.Second}, persistence.NewMemory(), nil, election.NewSingle("m1"), discardLogger(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go m.Run(t.Context(), ln)
+	var f map[string]*dto.MetricFamily
+	testproc.Eventually(t, 10*time.Second, "the master leading", func() bool {
+		f = scrape(t, base)
+		return value(f, "berth_master_leader") == 1
+	})
+	for _, c := range [][]string{
+		{"berth_workers", "state", "ALIVE"}, {"berth_workers", "state", "DEAD"}, {"berth_workers", "state", "DECOMMISSIONING"},
+		{"berth_apps", "state", "RUNNING"}, {"berth_apps", "state", "WAITING"},
+		{"berth_drivers", "state", "RUNNING"}, {"berth_executors", "state", "RUNNING"},
+	} {
+		if got := value(f, c[0], c[1:]...); got != 0 {
+			t.Errorf("%s{%s=%q} = %v on an idle leader, want 0 (-1: absent)", c[0], c[1], c[2], got)
+		}
+	}
+}

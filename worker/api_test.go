@@ -192,8 +192,11 @@ func TestWorkerMetricsFollowItsProcesses(t *testing.T) {
 		m = scrape()
 		return m("berth_worker_exits_total", "kind", "executor", "state", "KILLED") == 1
 	})
-	if v := m("berth_worker_processes", "kind", "executor", "state", "RUNNING"); v != -1 {
-		t.Errorf("a killed executor still counted running: %v", v)
+	if v := m("berth_worker_processes", "kind", "executor", "state", "RUNNING"); v != 0 {
+		t.Errorf("running executors after the kill: %v, want 0 (-1: absent)", v)
+	}
+	if v := m("berth_worker_processes", "kind", "driver", "state", "RUNNING"); v != 0 {
+		t.Errorf("running drivers on a worker that never ran one: %v, want 0 (-1: absent)", v)
 	}
 	req, _ := http.NewRequest(http.MethodGet, tw.URL()+"/metrics", nil)
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/berth-cluster/berth/internal/version"
+	"github.com/berth-cluster/berth/wire"
 )
 
 // The worker's metrics (docs/METRICS.md), in a registry of its own.
@@ -62,6 +63,13 @@ func (c procCollector) Collect(ch chan<- prometheus.Metric) {
 		counts[key{kindName(p.kind), p.state}]++
 	}
 	c.t.mu.Unlock()
+	// Running processes of each kind are reported at 0 when there are
+	// none: alerts see a series, not absent data, on an idle worker.
+	for _, kind := range []procKind{kindExecutor, kindDriver} {
+		if k := (key{kindName(kind), string(wire.ExecutorRunning)}); counts[k] == 0 {
+			counts[k] = 0
+		}
+	}
 	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(descProcs, prometheus.GaugeValue, float64(n), k.kind, k.state)
 	}
