@@ -31,6 +31,10 @@ func (c *core) drainWorker(id string, deadline time.Duration, reply reply[wire.W
 		reply.fail(conflict("worker %s is %s: only an ALIVE worker can be drained", id, w.state))
 		return
 	}
+	if w.drainKilled && !w.drained() {
+		reply.fail(conflict("worker %s's drain deadline has passed: what ran there is being killed and replaced (%d executors, %d drivers left); drain again once they are gone", id, len(w.executors), len(w.drivers)))
+		return
+	}
 	if deadline <= 0 {
 		deadline = DefaultDrainDeadline
 	}
@@ -49,8 +53,8 @@ func (c *core) undrainWorker(id string, reply reply[wire.WorkerStatus]) {
 		reply.fail(conflict("worker %s is %s, not being drained", id, w.state))
 		return
 	}
-	if w.drainKilled {
-		reply.fail(conflict("worker %s's drain deadline has passed: what ran there is being replaced", id))
+	if w.drainKilled && !w.drained() {
+		reply.fail(conflict("worker %s's drain deadline has passed: what ran there is being killed and replaced (%d executors, %d drivers left); undrain once they are gone", id, len(w.executors), len(w.drivers)))
 		return
 	}
 	c.setDrain(w, nil, reply)
@@ -64,7 +68,7 @@ func (c *core) setDrain(w *workerInfo, until *time.Time, reply reply[wire.Worker
 	c.commit([]persistence.Command{persistence.PutWorker(rec)}, func() {
 		w.rec = rec
 		if until != nil {
-			w.state = wire.WorkerDecommissioning
+			w.state, w.drainKilled = wire.WorkerDecommissioning, false // a new deadline, acted on anew
 			c.touched(w)
 			c.log.Info("draining worker", "worker", w.rec.ID, "deadline", until.Format(time.RFC3339))
 		} else {

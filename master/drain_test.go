@@ -98,8 +98,32 @@ func TestDrainDeadlineMovesWhatIsLeft(t *testing.T) {
 	if lost != 2 {
 		t.Errorf("%d executors LOST to the drain deadline, want 2", lost)
 	}
-	if _, err := run(h, func(reply reply[wire.WorkerStatus]) { h.c.undrainWorker("w1", reply) }); err == nil {
-		t.Error("undrain after the deadline was accepted")
+	// What ran there is replaced: the worker can be put back to work
+	// (it stayed DECOMMISSIONING for ever before).
+	st, err := run(h, func(reply reply[wire.WorkerStatus]) { h.c.undrainWorker("w1", reply) })
+	if err != nil || st.State != wire.WorkerAlive {
+		t.Fatalf("undrain once what ran there was replaced: %+v, %v", st, err)
+	}
+	// And drained again, with a deadline acted on anew.
+	b := h.addApp(wire.AppDescription{MaxCores: 4, CoresPerExecutor: 1, MemoryPerExecutorMB: 100})
+	h.commit()
+	onW1 := 0
+	for _, e := range executors(b) {
+		h.report(e, wire.ExecutorRunning, nil)
+		if e.worker.rec.ID == "w1" {
+			onW1++
+		}
+	}
+	if onW1 == 0 {
+		t.Fatal("nothing placed on w1 after the undrain")
+	}
+	if _, err := h.drain("w1", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	h.takeSent(wire.WorkerAPI.KillExecutor.Pattern)
+	h.pass(11*time.Second, "w1", "w2")
+	if kills := h.takeSent(wire.WorkerAPI.KillExecutor.Pattern); len(kills) != onW1 {
+		t.Errorf("the second drain's deadline killed %d executors, want w1's %d", len(kills), onW1)
 	}
 }
 
