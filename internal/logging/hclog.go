@@ -3,6 +3,7 @@ package logging
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -46,7 +47,27 @@ func toSlog(level hclog.Level) slog.Level {
 }
 
 func (h *hcAdapter) Log(level hclog.Level, msg string, args ...any) {
-	h.l.Log(context.Background(), toSlog(level), msg, args...)
+	h.l.Log(context.Background(), toSlog(level), msg, formatted(args)...)
+}
+
+// formatted renders the values hclog formats itself: hclog.Fmt("%+v", x)
+// is a format and its arguments, which slog would print as they are
+// (Raft's `servers="[%+v [...]]"`).
+func formatted(args []any) []any {
+	copied := false
+	for i, a := range args {
+		f, ok := a.(hclog.Format)
+		if !ok || len(f) == 0 {
+			continue
+		}
+		if format, ok := f[0].(string); ok {
+			if !copied { // args is the caller's
+				args, copied = append([]any(nil), args...), true
+			}
+			args[i] = fmt.Sprintf(format, f[1:]...)
+		}
+	}
+	return args
 }
 func (h *hcAdapter) Trace(msg string, args ...any) { h.Log(hclog.Trace, msg, args...) }
 func (h *hcAdapter) Debug(msg string, args ...any) { h.Log(hclog.Debug, msg, args...) }

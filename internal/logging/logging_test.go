@@ -56,3 +56,21 @@ func TestHCLogBridge(t *testing.T) {
 		t.Errorf("lines %v", lines[1:])
 	}
 }
+
+// hclog.Fmt values (Raft's "initial configuration" servers) are formatted,
+// not printed as a format and its arguments.
+func TestHCLogBridgeFormatsFmt(t *testing.T) {
+	var buf bytes.Buffer
+	l, err := New(&buf, "info", "text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []any{"servers", hclog.Fmt("%+v", []struct{ ID string }{{"m1"}})}
+	HCLog(l, "raft").Info("initial configuration", args...)
+	if out := buf.String(); !strings.Contains(out, `servers=[{ID:m1}]`) || strings.Contains(out, "%+v") {
+		t.Errorf("logged %q", out)
+	}
+	if _, still := args[1].(hclog.Format); !still {
+		t.Error("the caller's arguments were changed")
+	}
+}
