@@ -204,6 +204,7 @@ func configFromFlags(cx *cli.Context) (master.Config, error) {
 func openEngine(cx *cli.Context, cfg master.Config, log *slog.Logger) (persistence.Engine, *persistence.Raft, election.Agent, error) {
 	mode := recoveryMode(cx)
 	dir := cx.String("data-dir")
+	warnUnusedState(dir, mode, log)
 	if mode != "none" {
 		if dir == "" {
 			return nil, nil, nil, fmt.Errorf("--data-dir is required with --recovery-mode %s (or use --recovery-mode none)", mode)

@@ -81,7 +81,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&cli.StringFlag{Name: "host", Value: worker.DefaultHost, Usage: "address the API listens on", EnvVars: env("HOST")},
 			&cli.StringFlag{Name: "advertise-host", Usage: "host given to the master and the children (default: --host, or the hostname if --host is 0.0.0.0 or ::)", EnvVars: env("ADVERTISE_HOST")},
 			&cli.IntFlag{Name: "port", Value: 0, Usage: "port of the API; 0 picks a free one", EnvVars: env("PORT")},
-			&cli.StringFlag{Name: "id", Usage: "worker id (default: worker-YYYYMMDDhhmmss-host-port)", EnvVars: env("NODE_ID")},
+			&cli.StringFlag{Name: "id", Usage: "worker id (default: worker-YYYYMMDDhhmmss-host-port)", EnvVars: append(env("ID"), env("NODE_ID")...)}, // BERTH_WORKER_NODE_ID: its name in earlier releases
 			&cli.StringFlag{Name: "cores", Usage: fmt.Sprintf("cores offered to the master, 1 to %d (default, or 0: the machine's, %d)", wire.MaxCores, runtime.NumCPU()), EnvVars: env("CORES")},
 			&cli.StringFlag{Name: "memory", Usage: "memory offered to the master, e.g. 512m, 2g (default: the machine's memory minus 1g, at least 1g)", EnvVars: env("MEMORY")},
 			&cli.StringFlag{Name: "log-max-size", Value: "10m", Usage: "roll each executor's and driver's stdout and stderr at this size (0: one file each, unbounded)", EnvVars: env("LOG_MAX_SIZE")},

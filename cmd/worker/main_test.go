@@ -96,7 +96,7 @@ func TestHelp(t *testing.T) {
 	}
 	for _, flag := range []string{"--master", "--secret", "--host", "--port", "--cores", "--memory", "--work-dir",
 		"--kill-grace", "--cleanup-ttl", "--run-as", "--cleanup-interval", "--log-level", "--log-format", "--id", "--advertise-host",
-		"BERTH_MASTER", "BERTH_SECRET", "BERTH_WORKER_CORES", "PATH, HOME, TMPDIR and LANG"} {
+		"BERTH_MASTER", "BERTH_SECRET", "BERTH_WORKER_CORES", "BERTH_WORKER_ID", "PATH, HOME, TMPDIR and LANG"} {
 		if !strings.Contains(string(out), flag) {
 			t.Errorf("--help does not mention %s", flag)
 		}
