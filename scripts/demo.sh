@@ -106,6 +106,7 @@ echo "submitted $DRIVER"
 wait_for "RUNNING executors of pi's app" pi_running
 echo "== pi is running; kill -9 the leader $LEADER (pid ${MPID[${LEADER#m}]})"
 kill -KILL "${MPID[${LEADER#m}]}"
+wait "${MPID[${LEADER#m}]}" 2>/dev/null || true # reaped here, quietly: not a "Killed" line from the shell later
 berth wait driver "$DRIVER" --timeout 120s
 
 echo "== the driver's output"
