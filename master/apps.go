@@ -100,11 +100,30 @@ func (c *core) finishApp(a *appInfo, state wire.AppState, msg string, done func(
 	endedAt := c.now()
 	c.updateApp(a, c.cfg.RetainedApps, func(rec *persistence.AppRecord) {
 		rec.State, rec.Message, rec.CoresGranted = state, msg, a.coresShown()
+		rec.Executors = finalExecutors(a)
 		rec.EndedAt = &endedAt
 		rec.Desc.Env = nil // a completed record keeps no environment (secrets, bulk)
 	}, func() {
 		c.appEnded(a, state, msg, endedAt)
 	}, func(err error) { c.endingWritten(&a.ending, err, "app", a.rec.ID) })
+}
+
+// finalExecutors is what an ending app's status lists, for its final
+// record: the executors that ended, then those that run (killed by the
+// end), the last finishedExecutorsKept of them.
+func finalExecutors(a *appInfo) []wire.ExecutorStatus {
+	var out []wire.ExecutorStatus
+	for _, e := range a.finished {
+		out = append(out, *executorStatus(e))
+	}
+	for _, e := range sortedExecutors(a.executors) {
+		if !e.launching {
+			st := *executorStatus(e)
+			st.State = wire.ExecutorKilled
+			out = append(out, st)
+		}
+	}
+	return out[max(len(out)-finishedExecutorsKept, 0):]
 }
 
 // appEnded applies an app's durable end.

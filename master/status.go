@@ -39,6 +39,11 @@ func appStatus(a *appInfo) *wire.AppStatus {
 	for _, e := range a.finished {
 		s.Executors = append(s.Executors, *executorStatus(e))
 	}
+	if a.state.Finished() && len(s.Executors) == 0 {
+		// Loaded from its final record by a later leader: the executors
+		// as the leader that ended it listed them.
+		s.Executors = append(s.Executors, a.rec.Executors...)
+	}
 	return s
 }
 
@@ -229,7 +234,7 @@ func recordAppStatus(r *persistence.AppRecord) wire.AppStatus {
 		ID: r.ID, Name: r.Desc.Name, State: r.State, SubmittedAt: r.SubmittedAt, EndedAt: r.EndedAt,
 		MaxCores: r.Desc.MaxCores, CoresGranted: r.CoresGranted, CoresPerExecutor: r.Desc.CoresPerExecutor,
 		MemoryPerExecutorMB: r.Desc.MemoryPerExecutorMB, ExecutorLimit: r.ExecutorLimit, Message: r.Message,
-		ResourcesPerExecutor: r.Desc.ResourcesPerExecutor, Executors: []wire.ExecutorStatus{},
+		ResourcesPerExecutor: r.Desc.ResourcesPerExecutor, Executors: append([]wire.ExecutorStatus{}, r.Executors...),
 		Queue: queueName(r.Desc.Queue), Priority: r.Desc.Priority, Tenant: r.Tenant,
 	}
 }

@@ -255,3 +255,39 @@ func BenchmarkRoundNothingFits(b *testing.B) {
 		b.Fatalf("%d executors placed", len(a.executors))
 	}
 }
+
+// A completed app lists its executors as they ended, on the leader that
+// ended it, on a follower, and on the next leader (the list was empty
+// after a failover: EXECUTORS "KILLED:1" turned "-").
+func TestCompletedAppKeepsItsExecutorsAcrossAFailover(t *testing.T) {
+	h := newLeader(t, nil, "w1")
+	a := h.addApp(wire.AppDescription{MaxCores: 2, CoresPerExecutor: 1, MemoryPerExecutorMB: 100})
+	for _, e := range executors(a) {
+		h.report(e, wire.ExecutorRunning, nil)
+	}
+	if _, err := run(h, func(reply reply[wire.AppStatus]) { h.c.endApp(a.rec.ID, wire.AppKilled, "killed by request", reply) }); err != nil {
+		t.Fatal(err)
+	}
+	states := func(st *wire.ClusterStatus) []string {
+		var out []string
+		for _, c := range st.CompletedApps {
+			if c.ID == a.rec.ID {
+				for _, e := range c.Executors {
+					out = append(out, fmt.Sprintf("%d:%s@%s", e.ID, e.State, e.WorkerID))
+				}
+			}
+		}
+		return out
+	}
+	before := states(h.c.clusterStatus(true, true))
+	if len(before) != 2 || !strings.Contains(before[0], "KILLED@w1") {
+		t.Fatalf("on the leader that ended it: %v, want its 2 executors KILLED", before)
+	}
+	if got := states(followerStatus("m2", wire.MasterStandby, "m1", "", h.fx.state, true, true)); !slices.Equal(got, before) {
+		t.Errorf("on a follower: %v, want %v", got, before)
+	}
+	h.failover()
+	if got := states(h.c.clusterStatus(true, true)); !slices.Equal(got, before) {
+		t.Errorf("on the next leader: %v, want %v", got, before)
+	}
+}

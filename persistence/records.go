@@ -37,8 +37,11 @@ type AppRecord struct {
 	State   wire.AppState `json:"state"`
 	EndedAt *time.Time    `json:"endedAt,omitempty"`
 	Message string        `json:"message,omitempty"`
-	// Summary of a finished app, kept for status pages.
-	CoresGranted int `json:"coresGranted,omitempty"`
+	// Summary of a finished app, kept for status pages: its cores, and its
+	// last executors as they ended (at most finishedExecutorsKept), so that
+	// a new leader lists them as the old one did.
+	CoresGranted int                   `json:"coresGranted,omitempty"`
+	Executors    []wire.ExecutorStatus `json:"executors,omitempty"`
 	// Owner is the driver that registered the app with its credential, ""
 	// for an operator: that driver may manage it, no other.
 	Owner string `json:"owner,omitempty"`
