@@ -24,6 +24,11 @@ type Index struct {
 	byID   map[string]*slot
 	cores  int // free cores of all indexed workers (saturating)
 	cand   []*slot
+	// Reused by every app of a round (placeApp): the candidates' copies
+	// and the steps' counters. A round of 1,000 large apps allocated them
+	// anew per app, and the collector's work was a third of the round.
+	ws    []Worker
+	steps steps
 }
 
 // NewIndex returns an empty index for policy p.
@@ -148,7 +153,7 @@ func (x *Index) Round(apps []App) []Launch {
 	if x.step == nil && x.fit == nil {
 		return x.roundOverAll(apps, nil)
 	}
-	var launches []Launch
+	launches := make([]Launch, 0, x.launchesAtMost(apps))
 	for _, app := range apps {
 		if x.step != nil {
 			launches = x.placeApp(app, launches)
@@ -157,6 +162,26 @@ func (x *Index) Round(apps []App) []Launch {
 		}
 	}
 	return launches
+}
+
+// launchesAtMost bounds the launches a round of apps can make (each app's
+// executor room and cores, all of them the free cores), so that the
+// launches are allocated once: grown by appending, they were most of a
+// large round's garbage.
+func (x *Index) launchesAtMost(apps []App) int {
+	unit := 1
+	if x.step != nil {
+		unit = x.step.unit
+	}
+	n := 0
+	for _, app := range apps {
+		step := app.CoresPerExecutor
+		if step <= 0 {
+			step = unit
+		}
+		n = addCores(n, min(executorRoom(app), ceilDiv(app.CoresLeft, step)))
+	}
+	return min(n, x.cores/unit, 1<<20)
 }
 
 // roundOverAll runs a round through StartExecutorsOnWorkers over every
@@ -230,11 +255,13 @@ func (x *Index) placeApp(app App, launches []Launch) []Launch {
 	if len(cand) == 0 {
 		return launches
 	}
-	ws := make([]Worker, len(cand))
-	for i, s := range cand {
-		ws[i] = s.w
+	ws := x.ws[:0]
+	for _, s := range cand {
+		ws = append(ws, s.w)
 	}
-	st := newSteps(app, ws, p.unit)
+	x.ws = ws
+	st := &x.steps
+	st.reset(app, ws, p.unit)
 	st.toAssign = min(max(app.CoresLeft, 0), sum)
 	cores := st.run(p.spread)
 	g := newGrant(p, app)

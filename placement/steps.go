@@ -16,21 +16,40 @@ type steps struct {
 	execs    []int // executors started on each worker
 	started  int   // sum of execs
 	resFit   []int // executors each worker's resources hold; nil: no resources asked
+	active   []int // run's workers still taking steps
 }
 
 func newSteps(app App, workers []Worker, unit int) *steps {
-	s := &steps{
+	s := &steps{}
+	s.reset(app, workers, unit)
+	return s
+}
+
+// reset makes s app's assignment over workers, its counters' memory
+// reused.
+func (s *steps) reset(app App, workers []Worker, unit int) {
+	*s = steps{
 		workers:  workers,
 		unit:     unit,
 		fixed:    max(app.CoresPerExecutor, 0),
 		memory:   max(app.MemoryPerExecutorMB, 0),
 		room:     executorRoom(app),
-		assigned: make([]int, len(workers)),
-		execs:    make([]int, len(workers)),
+		assigned: zeroed(s.assigned, len(workers)),
+		execs:    zeroed(s.execs, len(workers)),
+		active:   s.active[:0],
 		resFit:   resourceFits(app, workers),
 	}
 	s.toAssign = min(max(app.CoresLeft, 0), sumCoresFree(workers))
-	return s
+}
+
+// zeroed is buf with n zeroes, reallocated only when too short.
+func zeroed(buf []int, n int) []int {
+	if cap(buf) < n {
+		return make([]int, n)
+	}
+	buf = buf[:n]
+	clear(buf)
+	return buf
 }
 
 // executorRoom is how many more executors app may hold.
@@ -103,7 +122,8 @@ func (s *steps) take(i int) {
 // Spark, a worker that cannot take a step at the end of a pass is dropped for
 // good.
 func (s *steps) run(spread bool) []int {
-	active := make([]int, 0, len(s.workers))
+	active := s.active[:0]
+	defer func() { s.active = active[:0] }()
 	for i := range s.workers {
 		if s.canTake(i) {
 			active = append(active, i)
