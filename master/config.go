@@ -70,6 +70,10 @@ type Config struct {
 	// where two of them failed within ten minutes (--exclude-duration,
 	// exclusions.go); 0: the default.
 	ExcludeDuration time.Duration
+	// GangReserveAfter: how long a gang waits to be placed whole before
+	// capacity is held for it as it frees (--gang-reserve-after, gang.go);
+	// 0: the default.
+	GangReserveAfter time.Duration
 
 	// policy is built by withDefaults from Placement, WorkerOrder and
 	// MinCoreUnit (placementPolicy).
@@ -98,6 +102,9 @@ const (
 	// failures are counted in, lets a worker whose trouble was passing
 	// (a full disk, a bad mount) back sooner.
 	DefaultExcludeDuration = 10 * time.Minute
+	// DefaultGangReserveAfter: a gang waits this long before the apps
+	// behind it are held back for it.
+	DefaultGangReserveAfter = 2 * time.Minute
 	// reaperIterations: DEAD workers stay listed this many worker timeouts
 	// (Spark's spark.dead.worker.persistence).
 	reaperIterations = 15
@@ -143,6 +150,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.PreemptionGrace = cmp.Or(c.PreemptionGrace, DefaultPreemptionGrace)
 	c.AuditRetention = cmp.Or(c.AuditRetention, DefaultAuditRetention)
 	c.ExcludeDuration = cmp.Or(c.ExcludeDuration, DefaultExcludeDuration)
+	c.GangReserveAfter = cmp.Or(c.GangReserveAfter, DefaultGangReserveAfter)
 	if c.MaxExecutorRetries == 0 {
 		c.MaxExecutorRetries = DefaultMaxExecutorRetries
 	}

@@ -86,6 +86,9 @@ type core struct {
 	// (preempt.go): each tick runs a round, so a preemption that comes due
 	// is made without waiting for another event.
 	owing bool
+	// heldForGang: the apps the last round held back for a gang that has
+	// waited long enough, and that gang's app id (gang.go).
+	heldForGang map[*appInfo]string
 	// reclaiming counts, by owed queue, the executors being taken back for
 	// it: a queue waits for them to end before more are taken.
 	reclaiming map[string]int

@@ -102,6 +102,9 @@ func (c *core) executorEnded(e *executorInfo, end executorEnd) {
 		a.retryCount = 0
 	}
 	c.noteExecutorEnd(e)
+	if e.state != wire.ExecutorKilled || preempted != "" {
+		c.restartGang(a, e) // a member gone on its own (or preempted) breaks the gang
+	}
 	if e.state == wire.ExecutorFailed {
 		c.noteFailure(e.worker, a.rec.ID, a, e.message)
 		a.retryCount++

@@ -200,6 +200,10 @@ type appInfo struct {
 	// waitingSince: since when it has wanted executors and got none (a
 	// higher priority preempts within its queue after PreemptionDelay).
 	waitingSince time.Time
+	// gang (gang.go): since when its gang has waited to be placed whole,
+	// and whether its gang is being killed to start again.
+	gangWaitingSince time.Time
+	gangRestarting   bool
 	// ending: the app's end is being committed (or waits for an earlier
 	// write of the app); it gets no more executors, and these wait.
 	ending       *waiters

@@ -274,5 +274,8 @@ func (c *core) possibleNeeds(rnd *shareRound, needs []share.Need, due []bool) ([
 // preemptible reports whether preemption may make room for a's executors.
 // Not for an app with constraints: the plan does not know which workers
 // satisfy them, and an executor killed on a worker the app may not use
-// frees nothing it can use (docs/QUEUES.md).
-func preemptible(a *appInfo) bool { return len(a.rec.Desc.Constraints) == 0 }
+// frees nothing it can use. Nor for a gang still to be placed: the plan
+// makes room one executor at a time, and room for part of a gang is
+// room wasted (a gang waits, then holds capacity as it frees: gang.go).
+// docs/QUEUES.md says so.
+func preemptible(a *appInfo) bool { return len(a.rec.Desc.Constraints) == 0 && !a.gangForming() }

@@ -107,7 +107,7 @@ func (c *core) scheduleExecutors(rnd *shareRound) {
 	alive, coresFree := c.index.Len(), c.index.CoresFree()
 	var cands []candidate
 	for i, a := range c.appOrder {
-		if !wantsCores(a) || c.backingOff(a) {
+		if !wantsCores(a) || c.backingOff(a) || a.gangHeld() {
 			continue
 		}
 		// Never hand out more executor ids than are reserved. An app that
@@ -144,6 +144,14 @@ func (c *core) scheduleExecutors(rnd *shareRound) {
 		return cmp.Or(cmp.Compare(rank[x.qr], rank[y.qr]), cmp.Compare(y.a.rec.Desc.Priority, x.a.rec.Desc.Priority), cmp.Compare(x.order, y.order))
 	})
 	rnd.cands = slices.Clone(cands)
+	position := map[*appInfo]int{}
+	for i, a := range c.appOrder {
+		position[a] = i
+	}
+	cands = c.holdForGang(rnd, cands, func(x, y *appInfo) bool {
+		qx, qy := rnd.queues[queueName(x.rec.Desc.Queue)], rnd.queues[queueName(y.rec.Desc.Queue)]
+		return cmp.Or(cmp.Compare(rank[qx], rank[qy]), cmp.Compare(y.rec.Desc.Priority, x.rec.Desc.Priority), cmp.Compare(position[x], position[y])) < 0
+	})
 	// Pass 1: each queue up to what it is owed.
 	c.placeRound(rnd, cands, func(cd candidate) (share.Vec, bool) { return cd.qr.left, true })
 	// Pass 2: what is left, to whoever still wants it, up to the limits.
@@ -187,8 +195,8 @@ func (c *core) placeRound(rnd *shareRound, cands []candidate, room func(candidat
 				coresCap = step
 			}
 		}
-		if k <= 0 || coresCap <= 0 {
-			continue
+		if k <= 0 || coresCap <= 0 || (a.gangForming() && k < a.rec.Desc.Gang) {
+			continue // a gang this pass cannot hold whole takes nothing
 		}
 		if spend {
 			taken := cd.one.Scale(float64(k))
@@ -213,13 +221,18 @@ func (c *core) placeRound(rnd *shareRound, cands []candidate, room func(candidat
 	if len(apps) == 0 {
 		return
 	}
-	for _, l := range c.index.Round(apps) {
+	launches := c.index.Round(apps)
+	gangPorts, dropped := c.wholeGangs(launches, byID)
+	for i, l := range launches {
 		a, w := c.apps[l.AppID], c.workers[l.WorkerID]
-		if a == nil || w == nil {
+		if a == nil || w == nil || dropped[i] {
 			c.dirty[l.WorkerID] = struct{}{} // not launched: the index took it; put the worker back
 			continue
 		}
-		ports, ok := w.ports.take(a.rec.Desc.Ports)
+		ports, ok := gangPorts[i], true
+		if ports == nil {
+			ports, ok = w.ports.take(a.rec.Desc.Ports)
+		}
 		if !ok {
 			// The index does not count ports: one round may have given
 			// this worker more executors than it has ports left.

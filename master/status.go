@@ -24,7 +24,7 @@ func appStatus(a *appInfo) *wire.AppStatus {
 		ResourcesPerExecutor: a.rec.Desc.ResourcesPerExecutor, Executors: []wire.ExecutorStatus{},
 		Queue: queueName(a.rec.Desc.Queue), Priority: a.rec.Desc.Priority, Tenant: a.rec.Tenant,
 		Ports: a.rec.Desc.Ports, Checks: a.rec.Desc.Checks, Restart: a.rec.Desc.Restart, Excluded: a.exclusionList(),
-		Constraints: a.rec.Desc.Constraints,
+		Constraints: a.rec.Desc.Constraints, Gang: a.rec.Desc.Gang, GangRestart: a.rec.Desc.GangRestart,
 	}
 	if a.state.Finished() {
 		ended := a.endedAt

@@ -147,7 +147,7 @@ func validateApp(d wire.AppDescription) error {
 	if err := wire.CheckConstraints(d.Constraints); err != nil {
 		return badRequest("%v", err)
 	}
-	return nil
+	return checkGang(d)
 }
 
 func validateDriver(d wire.DriverDescription) error {

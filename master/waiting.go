@@ -150,6 +150,13 @@ func (c *core) appWaiting(a *appInfo, r room) string {
 		return "waiting: executor limit reached (0)"
 	case c.backingOff(a):
 		return fmt.Sprintf("waiting: its executors kept ending soon after starting; next try in %s", a.backoffUntil.Sub(c.now()).Round(100*time.Millisecond))
+	case a.rec.Desc.Gang > 0 && (a.gangForming() || a.gangRestarting):
+		if why := r.fitReason("an executor", a.rec.Desc.CoresPerExecutor, a.rec.Desc.MemoryPerExecutorMB); strings.HasPrefix(why, "cannot start") {
+			return why
+		}
+		return c.gangWaiting(a)
+	case c.heldForGang[a] != "":
+		return fmt.Sprintf("waiting: capacity is held for gang app %s, which has waited longer than --gang-reserve-after", c.heldForGang[a])
 	}
 	step := c.executorStep(a)
 	if a.rec.Desc.CoresPerExecutor == 0 {

@@ -62,6 +62,11 @@ type AppDescription struct {
 	// Constraints: its executors go only to workers whose labels satisfy
 	// every one (docs/PLACEMENT.md).
 	Constraints []Constraint `json:"constraints,omitempty"`
+	// Gang: its first Gang executors start together or not at all
+	// (distributed training, MPI); a member lost later is replaced alone,
+	// unless GangRestart, which kills and replaces the whole gang.
+	Gang        int  `json:"gang,omitempty"`
+	GangRestart bool `json:"gangRestart,omitempty"`
 }
 
 // DriverDescription is what `berth submit` sends: a driver run in the cluster.
@@ -155,6 +160,9 @@ type AppStatus struct {
 	Excluded []Exclusion    `json:"excluded,omitempty"`
 	// Constraints as it asked.
 	Constraints []Constraint `json:"constraints,omitempty"`
+	// Gang and GangRestart as it asked.
+	Gang        int  `json:"gang,omitempty"`
+	GangRestart bool `json:"gangRestart,omitempty"`
 }
 
 // DriverStatus is a driver as the master sees it.
