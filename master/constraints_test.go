@@ -45,7 +45,6 @@ func TestConstraintsPlaceOnlyOnMatchingWorkers(t *testing.T) {
 	}
 	wantWaiting(t, "driver V100", d.Waiting, "no live worker with gpu-model in [V100]")
 
-
 	onT4 := h.addApp(wire.AppDescription{MaxCores: 8, CoresPerExecutor: 1, Constraints: []wire.Constraint{{Label: "gpu-model", In: []string{"T4"}}}})
 	h.commit()
 	if n := len(onT4.executors); n != 4 {
