@@ -47,8 +47,10 @@ func (m *Master) membershipChange(r *http.Request, change func(context.Context) 
 	return cs.Masters, nil
 }
 
-// addMasters fills in the Raft servers, when there are several masters.
+// addMasters fills in the Raft servers, when there are several masters,
+// and the masters' versions.
 func (m *Master) addMasters(ctx context.Context, cs *wire.ClusterStatus) {
+	defer m.withVersions(cs)
 	if m.repl == nil {
 		return
 	}

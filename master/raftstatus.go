@@ -17,7 +17,7 @@ import (
 
 // raftFigures is this master's Raft state, term, indexes and last contact.
 func (m *Master) raftFigures() wire.RaftFigures {
-	f := wire.RaftFigures{ID: m.cfg.ID}
+	f := wire.RaftFigures{ID: m.cfg.ID, Version: buildVersion()}
 	if m.repl == nil {
 		return f
 	}
@@ -58,6 +58,7 @@ func (m *Master) withRaftFigures(ctx context.Context, cs *wire.ClusterStatus) {
 			ok := err == nil && f.ID == n.ID // another id: not the master listed there
 			if ok {
 				n.Raft = &f
+				m.peers.sawVersion(n.ID, f.Version)
 			}
 			if ok || parent.Err() == nil { // a page that went away says nothing of the master
 				m.peers.answered(n.ID, ok, now)
@@ -83,6 +84,11 @@ type peerFigures struct {
 	client peerClient
 	mu     sync.Mutex
 	rest   map[string]time.Time // master id → not asked before then
+	// versions: each master's version as it last said (operator.go);
+	// refreshed: when they were last asked, refreshing: they are being.
+	versions   map[string]string
+	refreshed  time.Time
+	refreshing bool
 }
 
 func (p *peerFigures) resting(id string, now time.Time) bool {

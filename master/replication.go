@@ -22,6 +22,9 @@ type Replication interface {
 	// Stats are the engine's figures: state, term, commit and applied
 	// index, last contact.
 	Stats() map[string]string
+	// LoadApplied is the engine's Load with the index and term of the last
+	// log entry the copy includes (an operator's snapshot, snapshot.go).
+	LoadApplied(ctx context.Context) (*persistence.State, uint64, uint64, error)
 	Membership
 }
 

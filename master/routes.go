@@ -93,6 +93,7 @@ func (m *Master) Handler() http.Handler {
 	serve(m, mux, api.RaftStatus, nil, m.serveRaftStatus)
 	serve(m, mux, api.EndUISession, nil, m.serveEndSession)
 	m.sharedRoutes(mux)
+	m.operatorRoutes(mux)
 	mux.Handle(api.Metrics.Mux(), m.metricsHandler())
 	m.mountUI(mux)
 	return m.core.metrics.instrument(mux, m.authorize(mux))

@@ -28,6 +28,10 @@ const (
 	TypePutTenant      Type = 15
 	TypeDeleteTenant   Type = 16
 	TypeAudit          Type = 17
+	// TypeRestore replaces the state with an operator's snapshot (berth
+	// operator snapshot restore). Never marked IgnoreUnknownTypeFlag: a
+	// master that skipped it would drift from the others for good.
+	TypeRestore Type = 18
 
 	// typeBatch tags an encoded entry holding several commands.
 	typeBatch Type = 64
@@ -63,6 +67,7 @@ type Command struct {
 	Queue    *QueueRecord    `json:"queue,omitempty"`
 	Tenant   *TenantRecord   `json:"tenant,omitempty"`
 	Audit    *AuditRecord    `json:"audit,omitempty"`
+	Restore  *RestoreRecord  `json:"restore,omitempty"`
 	ID       string          `json:"id,omitempty"` // of the record a Delete removes
 	// Retain bounds the finished apps (or drivers) kept, when a Put records
 	// one that ended; the oldest beyond it are dropped.
@@ -93,6 +98,7 @@ func DeleteQueue(name string) Command   { return Command{Type: TypeDeleteQueue, 
 func PutTenant(r TenantRecord) Command  { return Command{Type: TypePutTenant, Tenant: &r} }
 func DeleteTenant(name string) Command  { return Command{Type: TypeDeleteTenant, ID: name} }
 func Audit(r AuditRecord) Command       { return Command{Type: TypeAudit, Audit: &r} }
+func Restore(r RestoreRecord) Command   { return Command{Type: TypeRestore, Restore: &r} }
 
 // ErrUnknownType is returned for a command whose type this version does not
 // know and which is not marked with IgnoreUnknownTypeFlag.

@@ -26,6 +26,7 @@ var commandKinds = []commandKind{
 	{TypePutTenant, "PutTenant", tenantPayload, (*State).putTenant},
 	{TypeDeleteTenant, "DeleteTenant", idPayload, (*State).deleteTenant},
 	{TypeAudit, "Audit", auditPayload, (*State).audit},
+	{TypeRestore, "Restore", restorePayload, (*State).restore},
 }
 
 // commandKind is everything the package knows about one command type.
@@ -48,15 +49,19 @@ var (
 	noPayload = payload{"none", func(Command) bool { return true }}
 	// A Delete of an id the state does not hold changes nothing, so any id
 	// (even "") is valid.
-	idPayload       = payload{"id", func(Command) bool { return true }}
-	appPayload      = payload{"app", func(c Command) bool { return c.App != nil && c.App.ID != "" }}
-	driverPayload   = payload{"driver", func(c Command) bool { return c.Driver != nil && c.Driver.ID != "" }}
-	workerPayload   = payload{"worker", func(c Command) bool { return c.Worker != nil && c.Worker.ID != "" }}
-	masterPayload   = payload{"master", func(c Command) bool { return c.Master != nil && c.Master.ID != "" }}
-	sessionPayload  = payload{"session", func(c Command) bool { return c.Session != nil && c.Session.ID != "" }}
-	queuePayload    = payload{"queue", func(c Command) bool { return c.Queue != nil && c.Queue.Name != "" }}
-	tenantPayload   = payload{"tenant", func(c Command) bool { return c.Tenant != nil && c.Tenant.Name != "" }}
-	auditPayload    = payload{"audit", func(c Command) bool { return c.Audit != nil }}
+	idPayload      = payload{"id", func(Command) bool { return true }}
+	appPayload     = payload{"app", func(c Command) bool { return c.App != nil && c.App.ID != "" }}
+	driverPayload  = payload{"driver", func(c Command) bool { return c.Driver != nil && c.Driver.ID != "" }}
+	workerPayload  = payload{"worker", func(c Command) bool { return c.Worker != nil && c.Worker.ID != "" }}
+	masterPayload  = payload{"master", func(c Command) bool { return c.Master != nil && c.Master.ID != "" }}
+	sessionPayload = payload{"session", func(c Command) bool { return c.Session != nil && c.Session.ID != "" }}
+	queuePayload   = payload{"queue", func(c Command) bool { return c.Queue != nil && c.Queue.Name != "" }}
+	tenantPayload  = payload{"tenant", func(c Command) bool { return c.Tenant != nil && c.Tenant.Name != "" }}
+	auditPayload   = payload{"audit", func(c Command) bool { return c.Audit != nil }}
+	// A restore must carry a state Apply can build on (restore.go).
+	restorePayload = payload{"restore", func(c Command) bool {
+		return c.Restore != nil && c.Restore.State != nil && c.Restore.State.Validate() == nil
+	}}
 	executorPayload = payload{"executor", func(c Command) bool {
 		return c.Executor != nil && c.Executor.AppID != "" && c.Executor.ID >= 0
 	}}

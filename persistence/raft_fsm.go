@@ -26,6 +26,9 @@ type fsm struct {
 	log     *slog.Logger
 	fatal   func(error) // nil: only logged
 	stopped error       // the entry it could not read
+	// index and term of the last command entry applied to state; 0 after
+	// a Restore until the next (the snapshot's, which Raft knows).
+	index, term uint64
 }
 
 // ErrUnreadableEntry: the FSM met a log entry it cannot read and stopped.
@@ -40,6 +43,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if f.stopped != nil {
 		return f.stopped
 	}
+	f.index, f.term = l.Index, l.Term
 	cmds, err := Decode(l.Data)
 	if err != nil {
 		f.stopped = fmt.Errorf("%w (index %d, term %d): %w; stopped applying the log rather than drift from the other masters", ErrUnreadableEntry, l.Index, l.Term, err)
@@ -78,6 +82,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.state = s
+	f.index, f.term = 0, 0
 	f.mu.Unlock()
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -69,6 +70,23 @@ func (r *Raft) Barrier(ctx context.Context) error {
 
 // Load returns a copy of the state as applied on this master.
 func (r *Raft) Load(context.Context) (*State, error) { return r.fsm.snapshotState(), nil }
+
+// LoadApplied is Load with the index and term of the last log entry the
+// copy includes. Call Barrier first for a state that holds every write
+// committed before the call.
+func (r *Raft) LoadApplied(context.Context) (*State, uint64, uint64, error) {
+	r.fsm.mu.RLock()
+	s, index, term := r.fsm.state.Clone(), r.fsm.index, r.fsm.term
+	r.fsm.mu.RUnlock()
+	if index == 0 {
+		// Nothing applied since the state came from a snapshot: it is
+		// that snapshot's.
+		stats := r.raft.Stats()
+		index, _ = strconv.ParseUint(stats["last_snapshot_index"], 10, 64)
+		term, _ = strconv.ParseUint(stats["last_snapshot_term"], 10, 64)
+	}
+	return s, index, term, nil
+}
 
 // Read runs f on the FSM's state under its read lock.
 func (r *Raft) Read(_ context.Context, f func(*State)) error {

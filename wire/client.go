@@ -254,6 +254,10 @@ type MasterNode struct {
 	APIAddr  string `json:"apiAddr,omitempty"`
 	Leader   bool   `json:"leader"`
 	Voter    bool   `json:"voter"`
+	// Version is the master's build (internal/version), as it last said
+	// when asked; "" until it has answered (or a master too old to say).
+	// Masters of one cluster on different versions: an upgrade under way.
+	Version string `json:"version,omitempty"`
 	// Raft: the master's own figures, when asked for (the UI's overview).
 	Raft *RaftFigures `json:"raft,omitempty"`
 }
@@ -265,13 +269,17 @@ type RaftFigures struct {
 	Term         uint64 `json:"term"`
 	CommitIndex  uint64 `json:"commitIndex"`
 	AppliedIndex uint64 `json:"appliedIndex"`
-	LastContact  string `json:"lastContact"` // since it last heard the leader: "0" on the leader, "never"
+	LastContact  string `json:"lastContact"`       // since it last heard the leader: "0" on the leader, "never"
+	Version      string `json:"version,omitempty"` // the master's build
 }
 
 // ClusterStatus is GET /v1/cluster.
 type ClusterStatus struct {
 	MasterID string       `json:"masterId"`
 	Status   MasterStatus `json:"status"`
+	// Version is the build of the master that answered (each master's is
+	// in Masters).
+	Version string `json:"version,omitempty"`
 	// View is "leader" when this master leads, "follower" when the answer is
 	// a follower's replica (durable state only: no executors, no heartbeats).
 	View     string `json:"view"`

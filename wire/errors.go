@@ -88,6 +88,14 @@ const (
 	// CodeMembershipFailed (503): Raft refused or did not finish the
 	// membership change.
 	CodeMembershipFailed ErrorCode = "membership_failed"
+	// CodeUnknownMaster (404): no master of that id is in the Raft
+	// configuration.
+	CodeUnknownMaster ErrorCode = "unknown_master"
+	// CodeBadSnapshot (400): the file given to restore is not a snapshot
+	// this master can restore (not a berth snapshot, a newer format,
+	// truncated, corrupt, or too large); the message says which. Nothing
+	// changed.
+	CodeBadSnapshot ErrorCode = "bad_snapshot"
 
 	// CodeStaleEpoch (409, worker API): the command comes from a master of
 	// an older epoch than the newest this worker has seen: a newer leader
@@ -106,6 +114,6 @@ var ErrorCodes = []ErrorCode{
 	CodeBadRequest, CodeTooLarge, CodeUnauthorized, CodeForbidden, CodeLimitReached,
 	CodeNotLeader, CodeNoLeader, CodeLeaderPreparing, CodeNotCommitted, CodeOutcomeUnknown, CodeShuttingDown,
 	CodeUnknownWorker, CodeUnknownApp, CodeUnknownExecutor, CodeUnknownDriver, CodeUnknownQueue, CodeUnknownTenant, CodeEnded, CodeKeyReused, CodeAddressTaken, CodeWrongState,
-	CodeLogsUnreachable, CodeWorkerUnreachable, CodeNotReplicated, CodeMembershipFailed,
+	CodeLogsUnreachable, CodeWorkerUnreachable, CodeNotReplicated, CodeMembershipFailed, CodeUnknownMaster, CodeBadSnapshot,
 	CodeStaleEpoch, CodeUnknownProcess, CodeInternal,
 }

@@ -102,6 +102,12 @@ var MasterAPI = struct {
 	LeaveMaster Route[LeaveRequest, []MasterNode]
 	RaftStatus  Route[None, RaftFigures] // this master's own Raft figures
 
+	// An operator's snapshots and Raft membership (berth operator).
+	SnapshotSave    Route[None, SnapshotFile]      // the leader's state, as a snapshot file
+	SnapshotRestore Route[RestoreRequest, Restore] // replace the state with a snapshot's
+	RaftPeers       Route[None, RaftPeers]         // the Raft configuration, each master asked
+	RemoveRaftPeer  Route[None, RaftPeers]         // {id}: a master other than the leader
+
 	// EndUISession is open: the session's own value in the body proves the
 	// right to end it (a stolen copy can end it, nothing more).
 	EndUISession Route[EndSession, None]
@@ -150,6 +156,11 @@ var MasterAPI = struct {
 	JoinMaster:  route[JoinRequest, []MasterNode]("POST", "/v1/raft/join", AccessMaster),
 	LeaveMaster: route[LeaveRequest, []MasterNode]("POST", "/v1/raft/leave", AccessMaster),
 	RaftStatus:  route[None, RaftFigures]("GET", "/v1/raft/status", AccessMaster),
+
+	SnapshotSave:    route[None, SnapshotFile]("GET", "/v1/operator/snapshot", AccessOperator),
+	SnapshotRestore: route[RestoreRequest, Restore]("POST", "/v1/operator/snapshot/restore", AccessOperator),
+	RaftPeers:       route[None, RaftPeers]("GET", "/v1/operator/raft/peers", AccessOperator),
+	RemoveRaftPeer:  route[None, RaftPeers]("DELETE", "/v1/operator/raft/peers/{id}", AccessOperator),
 
 	EndUISession: route[EndSession, None]("POST", "/v1/ui/sessions/end", AccessOpen),
 

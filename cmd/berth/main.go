@@ -123,6 +123,7 @@ BERTH_TOKEN instead of the secret.`,
 			queueCommand(),
 			tenantCommand(),
 			auditCommand(),
+			operatorCommand(),
 			tlsCommand(),
 		},
 	}
@@ -150,8 +151,9 @@ func usageError(c *cli.Context, err error, _ bool) error {
 // "for flag cores".
 var flagName = regexp.MustCompile(`flag -{0,2}([a-z][a-z0-9-]*)`)
 
-// newClient builds the client from the global flags.
-func newClient(c *cli.Context) (*client.Client, error) {
+// newClient builds the client from the global flags; extra options come
+// last.
+func newClient(c *cli.Context, extra ...client.Option) (*client.Client, error) {
 	logger, err := logging.New(c.App.ErrWriter, c.String("log-level"), "text")
 	if err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
@@ -168,10 +170,10 @@ func newClient(c *cli.Context) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return client.New(masters, secret, append(opts,
+	return client.New(masters, secret, append(append(opts,
 		client.WithRetryBudget(timeout),
 		client.WithRequestTimeout(min(timeout, client.DefaultRequestTimeout)),
-		client.WithLogger(logger))...)
+		client.WithLogger(logger)), extra...)...)
 }
 
 // callCtx bounds a one-shot command by --timeout.

@@ -68,8 +68,8 @@ func printStatus(out io.Writer, st wire.ClusterStatus, now time.Time) error {
 	if leader == "" {
 		leader = "unknown"
 	}
-	fmt.Fprintf(w, "Master %s\tstatus %s\tview %s\tleader %s\tepoch %d\n",
-		termtext.Escape(st.MasterID), termtext.Escape(st.Status), termtext.Escape(st.View), termtext.Escape(leader), st.Epoch)
+	fmt.Fprintf(w, "Master %s\tstatus %s\tview %s\tleader %s\tepoch %d\tversion %s\n",
+		termtext.Escape(st.MasterID), termtext.Escape(st.Status), termtext.Escape(st.View), termtext.Escape(leader), st.Epoch, termtext.Escape(orDash(st.Version)))
 	if st.View == wire.ViewFollower {
 		fmt.Fprintln(w, "(a follower's replica: no executors, no heartbeats)")
 	}
@@ -81,7 +81,10 @@ func printStatus(out io.Writer, st wire.ClusterStatus, now time.Time) error {
 		if !m.Voter {
 			role += ", non-voter"
 		}
-		fmt.Fprintf(w, "  %s\t%s\traft %s\t%s\n", termtext.Escape(m.ID), termtext.Escape(orDash(m.APIAddr)), termtext.Escape(m.RaftAddr), role)
+		fmt.Fprintf(w, "  %s\t%s\traft %s\t%s\tversion %s\n", termtext.Escape(m.ID), termtext.Escape(orDash(m.APIAddr)), termtext.Escape(m.RaftAddr), role, termtext.Escape(orDash(m.Version)))
+	}
+	if mixedVersions(st.Masters) {
+		fmt.Fprintln(w, "(the masters run different versions: an upgrade under way?)")
 	}
 
 	ws := st.WorkerSummary

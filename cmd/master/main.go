@@ -72,6 +72,13 @@ func run(cx *cli.Context) error {
 	if cx.Bool("print-config") {
 		return src.Print(cx.App.Writer, cx)
 	}
+	if cx.Bool("recover") {
+		log, err := logging.New(os.Stderr, cx.String("log-level"), cx.String("log-format"))
+		if err != nil {
+			return fmt.Errorf("--log-level/--log-format: %w", err)
+		}
+		return src.Annotate(recoverData(cx, log))
+	}
 	// A value the file gave and the master refuses is named with its
 	// file, line and key.
 	return src.Annotate(serve(cx))
@@ -320,6 +327,7 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "raft-addr", EnvVars: env("RAFT_ADDR"), Usage: "host:port for Raft traffic between masters (default: this --node-id's address in --peers)"},
 		&cli.StringFlag{Name: "peers", EnvVars: env("PEERS"), Usage: "every master of a new cluster as id=host:port of its Raft address, comma-separated; the cluster bootstraps from it once"},
 		&cli.StringFlag{Name: "join", EnvVars: env("JOIN"), Usage: "API URLs of masters of a running cluster to join (comma-separated), instead of --peers"},
+		recoverFlag(),
 		&cli.StringFlag{Name: "raft-profile", Value: persistence.RaftProfileDefault, EnvVars: env("RAFT_PROFILE"), Usage: "Raft timeouts: default (hashicorp/raft's, 1 s heartbeat and election timeouts: safe on a slow or WAN-ish network) or lan (200 ms and 100 ms lease: masters on one LAN, failover in well under a second; docs/HA.md)"},
 		&cli.IntFlag{Name: "raft-multiplier", Value: 1, EnvVars: env("RAFT_MULTIPLIER"), Usage: "scales Raft's timeouts, 1-10 (1: 1 s heartbeat and election timeouts, failover in about 1-2 s)"},
 		&cli.IntFlag{Name: "raft-snapshot-threshold", Value: 8192, EnvVars: env("RAFT_SNAPSHOT_THRESHOLD"), Usage: "log entries between Raft snapshots"},

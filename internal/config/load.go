@@ -25,8 +25,9 @@ func PrintFlag() cli.Flag {
 }
 
 // meta are the flags that say how to run rather than what: no key names
-// them (a file naming another file would be a chain to follow).
-var meta = []string{"config", "print-config", "version", "help"}
+// them (a file naming another file would be a chain to follow; a file
+// saying recover would recover at every start).
+var meta = []string{"config", "print-config", "version", "help", "recover"}
 
 // sensitive are the flags whose values --print-config never shows.
 var sensitive = []string{"secret", "token"}

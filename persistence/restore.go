@@ -1,0 +1,123 @@
+package persistence
+
+// An operator's snapshots (berth operator snapshot save, restore): the
+// file that holds one (package snapfile's envelope around the state's
+// JSON, as a Raft snapshot holds it), and the command that replaces the
+// cluster's state with one, through the log like every change.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+
+	"github.com/berth-cluster/berth/persistence/snapfile"
+)
+
+// RestoreRecord is an operator's restore: the state to put in place of the
+// cluster's, and where it comes from (for the logs).
+type RestoreRecord struct {
+	State *State `json:"state"`
+	// From is the snapshot's metadata: its index, term and time in the
+	// cluster it was taken from.
+	From snapfile.Meta `json:"from"`
+}
+
+// restore replaces the state with the restored one, but for what belongs
+// to this cluster rather than to its contents:
+//   - the masters (their API addresses are this cluster's, whatever the
+//     snapshot's cluster had);
+//   - the audit log: it records what was done to this cluster, the
+//     restore included, and a restore does not rewrite it;
+//   - the web UI's signed-out sessions, merged: a session signed out here
+//     stays refused;
+//   - the epoch and the next app and driver numbers go no lower than
+//     they were: workers refuse an older epoch, and an id this cluster
+//     handed out is never handed out again.
+//
+// Every record either state holds is reported to touched, so that an
+// engine that keeps records one by one (Bolt) rewrites them all.
+func (s *State) restore(c Command, touched func(Key)) {
+	in := c.Restore.State
+	n := in.Clone()
+	n.Epoch = max(s.Epoch, in.Epoch)
+	n.NextAppNumber = max(s.NextAppNumber, in.NextAppNumber)
+	n.NextDriverNumber = max(s.NextDriverNumber, in.NextDriverNumber)
+	n.Masters = s.Masters
+	n.Audit, n.AuditCount = s.Audit, s.AuditCount
+	n.EndedSessions = mergeSessions(s.EndedSessions, in.EndedSessions)
+	if n.Queues == nil {
+		n.Queues = map[string]*QueueRecord{}
+	}
+	if n.Tenants == nil {
+		n.Tenants = map[string]*TenantRecord{}
+	}
+	touchAll(BucketApps, s.Apps, n.Apps, touched)
+	touchAll(BucketDrivers, s.Drivers, n.Drivers, touched)
+	touchAll(BucketWorkers, s.Workers, n.Workers, touched)
+	touchAll(BucketExecutors, s.Executors, n.Executors, touched)
+	touchAll(BucketQueues, s.Queues, n.Queues, touched)
+	touchAll(BucketTenants, s.Tenants, n.Tenants, touched)
+	*s = *n
+}
+
+// touchAll tells touched of every key of a and b.
+func touchAll[V any](b Bucket, old, now map[string]V, touched func(Key)) {
+	for k := range old {
+		touched(Key{b, k})
+	}
+	for k := range now {
+		if _, ok := old[k]; !ok {
+			touched(Key{b, k})
+		}
+	}
+}
+
+// mergeSessions is the union of two sets of signed-out sessions, each kept
+// until the later of its expiries.
+func mergeSessions(a, b map[string]int64) map[string]int64 {
+	if len(a) == 0 && len(b) == 0 {
+		return nil
+	}
+	out := maps.Clone(a)
+	if out == nil {
+		out = map[string]int64{}
+	}
+	for id, exp := range b {
+		out[id] = max(out[id], exp)
+	}
+	return out
+}
+
+// EncodeSnapshotFile makes an operator's snapshot file of s with meta
+// (snapfile.Write sets its format and size) and returns it with its
+// checksum.
+func EncodeSnapshotFile(s *State, meta snapfile.Meta) ([]byte, string, error) {
+	body, err := json.Marshal(s)
+	if err != nil {
+		return nil, "", fmt.Errorf("encoding the state: %w", err)
+	}
+	return snapfile.Encode(meta, body)
+}
+
+// DecodeSnapshotFile reads an operator's snapshot file whole and checks
+// it: its envelope (snapfile.Read: foreign, newer, truncated or corrupt),
+// then the state inside, decoded and checked as a Raft snapshot's is (a
+// state that breaks an invariant is corrupt). A body over maxSize bytes is
+// refused unread. The counts are of the state as the file holds it.
+func DecodeSnapshotFile(r io.Reader, maxSize int64) (snapfile.Meta, snapfile.Counts, *State, error) {
+	meta, body, err := snapfile.Read(r, maxSize)
+	if err != nil {
+		return meta, snapfile.Counts{}, nil, err
+	}
+	counts, err := snapfile.Count(body) // one JSON object, nothing after it
+	if err != nil {
+		return meta, counts, nil, err
+	}
+	s, err := decodeSnapshot(bytes.NewReader(body))
+	if err != nil {
+		return meta, counts, nil, fmt.Errorf("%w: %w", snapfile.ErrCorrupt, err)
+	}
+	return meta, counts, s, nil
+}
