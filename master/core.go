@@ -21,6 +21,11 @@ type effects interface {
 	// delivered in the order sent. A command that cannot be delivered comes
 	// back through core.commandFailed.
 	send(w *workerInfo, cmd workerCommand)
+	// resend abandons a command in flight to the worker, if any, and sends
+	// it again at once on a new connection: the worker has just been heard
+	// from again (it registered), while an attempt made during its outage
+	// may sit on a connection in TCP's retransmission backoff.
+	resend(w *workerInfo)
 	// prepareLeadership runs, off the loop, what a new leader does before
 	// acting: Barrier, bump the epoch (and record this master's address)
 	// through the log, and read the state; it ends in core.leadershipReady.

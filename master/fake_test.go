@@ -28,6 +28,7 @@ type fakeFx struct {
 	state    *persistence.State // what the writes built
 	pending  []proposal
 	sent     []sentCommand
+	resent   []string // workers resend was asked for
 	prepared []uint64
 	dropped  int
 	leader   string
@@ -45,6 +46,8 @@ func (f *fakeFx) persist(cmds []persistence.Command, then func(error)) {
 func (f *fakeFx) send(w *workerInfo, cmd workerCommand) {
 	f.sent = append(f.sent, sentCommand{w.rec.ID, cmd})
 }
+
+func (f *fakeFx) resend(w *workerInfo) { f.resent = append(f.resent, w.rec.ID) }
 
 // harness is a core with its fakes.
 type harness struct {

@@ -284,6 +284,8 @@ func (m *Master) send(w *workerInfo, cmd workerCommand) {
 	m.out.send(w.rec.ID, w.rec.Address, cmd)
 }
 
+func (m *Master) resend(w *workerInfo) { m.out.kick(w.rec.ID) }
+
 // dropOutbound runs in the loop at a revocation: commands still queued for
 // workers are dropped, and writes still queued will be refused.
 func (m *Master) dropOutbound() {
@@ -315,6 +317,13 @@ func (m *Master) prepareLeadership(gen uint64) {
 }
 
 func (m *Master) prepare(ctx context.Context) (*persistence.State, error) {
+	if m.repl != nil && m.repl.DiskFull() {
+		m.log.Warn("elected with a full disk: handing leadership to another master")
+		if err := m.repl.TransferLeadership(ctx); err != nil {
+			return nil, fmt.Errorf("elected with a full disk, and %w", err)
+		}
+		return nil, errors.New("elected with a full disk: leadership handed over")
+	}
 	if err := m.engine.Barrier(ctx); err != nil {
 		return nil, fmt.Errorf("barrier: %w", err)
 	}

@@ -46,6 +46,10 @@ type workerQueue struct {
 	cmds        []workerCommand
 	held        bool // in ready, with a deliverer, or waiting to retry
 	tries       int  // failed attempts of cmds[0] (only its holder touches it)
+	// abandon cancels the attempt in flight (nil: none); kicked: it was
+	// cancelled by kick, to be sent again at once.
+	abandon context.CancelFunc
+	kicked  bool
 }
 
 // maxDeliverers bounds the workers sent to at once (and the connections
@@ -79,6 +83,20 @@ func (o *outbox) send(workerID, address string, cmd workerCommand) {
 	if !q.held {
 		q.held = true
 		o.readyLocked(q)
+	}
+}
+
+// kick abandons the attempt in flight to workerID, which is then sent
+// again at once, on a new connection (cancelling a request closes its
+// connection): the worker was just heard from, and the attempt may sit
+// on a connection whose packets were dropped while the worker was cut
+// off, in TCP's retransmission backoff for a second or more.
+func (o *outbox) kick(workerID string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if q := o.queues[workerID]; q != nil && q.abandon != nil {
+		q.kicked = true
+		q.abandon()
 	}
 }
 
@@ -157,9 +175,24 @@ func (o *outbox) deliver(ctx context.Context) {
 // deliverer waits meanwhile. It reports whether it got through cmds.
 func (o *outbox) sendAll(ctx context.Context, q *workerQueue, cmds []workerCommand) bool {
 	for i, cmd := range cmds {
-		retry, err := o.post(httpx.ExpectPeer(ctx, q.id), q.address, cmd)
+		attempt, abandon := context.WithCancel(ctx)
+		o.mu.Lock()
+		q.abandon, q.kicked = abandon, false
+		o.mu.Unlock()
+		retry, err := o.post(httpx.ExpectPeer(attempt, q.id), q.address, cmd)
+		o.mu.Lock()
+		kicked := q.kicked
+		q.abandon, q.kicked = nil, false
+		o.mu.Unlock()
+		abandon()
 		if ctx.Err() != nil {
 			return false
+		}
+		if err != nil && kicked {
+			retry, err = o.post(httpx.ExpectPeer(ctx, q.id), q.address, cmd) // at once, on a new connection
+			if ctx.Err() != nil {
+				return false
+			}
 		}
 		if err != nil && retry && q.tries < len(o.delays) {
 			delay := o.delays[q.tries]

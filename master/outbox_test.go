@@ -205,3 +205,48 @@ func TestOutboxRetriesDoNotHoldADeliverer(t *testing.T) {
 		t.Errorf("failing command sent %d times, want %d", n, 1+len(outboxRetryDelays))
 	}
 }
+
+// kick (a worker registered again) abandons an attempt stuck in flight
+// and sends the command again at once on a new connection, instead of
+// after the request's timeout and a retry delay.
+func TestOutboxKickResendsAStuckCommandAtOnce(t *testing.T) {
+	stuck := make(chan struct{})
+	var calls atomic.Int64
+	delivered := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			select { // the first attempt: as a connection whose packets are dropped
+			case <-stuck:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		w.Write([]byte("{}"))
+		delivered <- struct{}{}
+	}))
+	defer srv.Close()
+	defer close(stuck)
+	failed := make(chan error, 1)
+	o := newOutbox(httpx.NewClient("", time.Hour), discardLogger(), func(_ string, _ workerCommand, err error) { failed <- err })
+	o.delays = []time.Duration{time.Hour} // a retry after a failure would come too late for this test
+	defer o.close()
+	o.send("w1", srv.URL, killFor("w1", 0))
+	testproc.Eventually(t, 10*time.Second, "the first attempt in flight", func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		q := o.queues["w1"]
+		return calls.Load() == 1 && q != nil && q.abandon != nil
+	})
+	o.kick("w1")
+	select {
+	case <-delivered:
+	case err := <-failed:
+		t.Fatalf("the kicked command failed: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the kicked command was not sent again")
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d attempts, want 2", n)
+	}
+	o.kick("w1") // nothing in flight: nothing happens
+}

@@ -25,6 +25,13 @@ type Replication interface {
 	// LoadApplied is the engine's Load with the index and term of the last
 	// log entry the copy includes (an operator's snapshot, snapshot.go).
 	LoadApplied(ctx context.Context) (*persistence.State, uint64, uint64, error)
+	// DiskFull reports whether this master's data directory is out of
+	// space; TransferLeadership hands leadership to another voter. A
+	// master elected with a full disk gives way at once (prepare): it
+	// could store no entry, and its log being as long as the others' it
+	// would otherwise win election after election.
+	DiskFull() bool
+	TransferLeadership(ctx context.Context) error
 	Membership
 }
 

@@ -81,6 +81,7 @@ func (c *core) registerWorker(req wire.RegisterWorker, reply reply[wire.Register
 		}
 		c.addWorker(rec, req.Incarnation)
 		c.workers[req.ID].limits = req.Limits
+		c.fx.resend(c.workers[req.ID])
 		reply(c.registered(false), nil)
 	})
 }
@@ -97,6 +98,7 @@ func restarted(w *workerInfo, req wire.RegisterWorker) bool {
 func (c *core) acceptKnownWorker(w *workerInfo, req wire.RegisterWorker) {
 	w.lastHeartbeat = c.now()
 	w.limits = req.Limits
+	c.fx.resend(w) // it is back: what was being sent goes now, not after TCP's backoff
 	if w.incarnation == "" {
 		w.incarnation = req.Incarnation
 	}

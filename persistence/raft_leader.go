@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -151,6 +152,21 @@ func (r *Raft) silentLeaderAfter() time.Duration {
 
 // IsLeader reports whether this master is the Raft leader.
 func (r *Raft) IsLeader() bool { return r.raft.State() == raft.Leader }
+
+// minFreeBytes: below this much free space in its directory, the log is
+// full for Raft's purposes (an entry and bbolt's pages need a few KiB;
+// what is left is not worth winning an election for).
+const minFreeBytes = 1 << 20
+
+// DiskFull reports whether the Raft directory's file system has less
+// than minFreeBytes free for this process.
+func (r *Raft) DiskFull() bool {
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(r.cfg.Dir, &fs); err != nil {
+		return false // not known: try, and let a failed write say so
+	}
+	return fs.Bavail*uint64(fs.Bsize) < minFreeBytes
+}
 
 // TransferLeadership hands leadership to another voter and waits for it,
 // or until ctx ends. hashicorp/raft cannot cancel a transfer: when ctx ends

@@ -21,11 +21,21 @@ import (
 // repeated AppendEntries, vote or TimeoutNow as they answered the first,
 // and the process that may have seen the first attempt is gone.
 //
-// AppendEntriesPipeline and InstallSnapshot are left as they are: a failed
-// pipeline falls back to AppendEntries, and a snapshot is sent on a
-// connection of its own.
+// InstallSnapshot is left as it is: a snapshot is sent on a connection of
+// its own. AppendEntriesPipeline is turned off: after a "peer has newer
+// term" answer, hashicorp/raft's pipeline can leave a replication
+// goroutine blocked in netPipeline.AppendEntries for good, and then the
+// leader silently stops replicating to that follower and a SIGTERM'd
+// master never finishes shutting down (seen in the fault suite; also
+// grafana/pyroscope#5518). Plain AppendEntries, one in flight per
+// follower, costs a little throughput under heavy write load.
 type redialTransport struct {
 	*raft.NetworkTransport
+}
+
+// AppendEntriesPipeline tells Raft to replicate without a pipeline.
+func (t redialTransport) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
 }
 
 // maxPool is the connections the transport pools per peer.

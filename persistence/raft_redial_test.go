@@ -1,9 +1,11 @@
 package persistence
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -233,5 +235,27 @@ func TestDeadConnectionErrors(t *testing.T) {
 		if got := deadConnection(c.err); got != c.dead {
 			t.Errorf("deadConnection(%v) = %v, want %v", c.err, got, c.dead)
 		}
+	}
+}
+
+// Replication runs without a pipeline (see redialTransport): Raft falls
+// back to one AppendEntries at a time when the transport says so.
+func TestReplicationWithoutAPipeline(t *testing.T) {
+	var tr redialTransport
+	if _, err := tr.AppendEntriesPipeline("m2", "127.0.0.2:1"); !errors.Is(err, raft.ErrPipelineReplicationNotSupported) {
+		t.Fatalf("AppendEntriesPipeline: %v, want raft.ErrPipelineReplicationNotSupported", err)
+	}
+}
+
+// DiskFull reads the Raft directory's free space: a directory on a file
+// system with room is not full, and one that is gone is not known full.
+func TestRaftDiskFull(t *testing.T) {
+	r := &Raft{cfg: RaftConfig{Dir: t.TempDir()}}
+	if r.DiskFull() {
+		t.Error("a temporary directory with room says full")
+	}
+	r.cfg.Dir = filepath.Join(t.TempDir(), "gone")
+	if r.DiskFull() {
+		t.Error("a directory that does not exist says full")
 	}
 }
