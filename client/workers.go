@@ -26,3 +26,10 @@ func (c *Client) DrainWorker(ctx context.Context, id string, deadline time.Durat
 func (c *Client) UndrainWorker(ctx context.Context, id string) (wire.WorkerStatus, error) {
 	return onEntity(ctx, c, wire.MasterAPI.Undrain, "undrain worker", id)
 }
+
+// ClearWorker forgets the processes that failed on a worker: it is no
+// longer unhealthy, and no app's executors are kept off it any more
+// (docs/HEALTH.md). Clearing twice does what clearing once does.
+func (c *Client) ClearWorker(ctx context.Context, id string) (wire.WorkerStatus, error) {
+	return onEntity(ctx, c, wire.MasterAPI.ClearWorker, "clear worker", id)
+}

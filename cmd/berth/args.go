@@ -77,7 +77,11 @@ func findFlag(flags []cli.Flag, name string) cli.Flag {
 func argv(c *cli.Context, what string) ([]string, error) {
 	args := c.Args().Slice()
 	if len(args) == 0 {
-		return nil, fmt.Errorf("no command: put the %s's command line after --, e.g. berth %s -- /opt/jobs/pi --tasks 100", what, c.Command.Name)
+		orFile := ""
+		if findFlag(c.Command.Flags, "file") != nil {
+			orFile = ` (or in the "command" of --file)`
+		}
+		return nil, fmt.Errorf("no command: put the %s's command line after --, e.g. berth %s -- /opt/jobs/pi --tasks 100%s", what, c.Command.Name, orFile)
 	}
 	return args, nil
 }

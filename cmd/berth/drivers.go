@@ -22,6 +22,11 @@ starts ARGV there, with BERTH_MASTER and its own credential (BERTH_TOKEN) in
 its environment so the driver can register its app. ARGV must exist on the
 workers. --queue and --priority place it among the cluster's queues.
 
+--port, --check-* and --restart-* give the driver ports, health checks and
+a restart policy, as berth run does for executors (docs/HEALTH.md); --file
+takes the whole driver as the API's JSON (a DriverDescription), the flags
+given overriding its values and ARGV, if given, its command.
+
 With --wait, berth polls until the driver ends, prints its final state and
 exits 0 only if it is FINISHED.
 
@@ -46,7 +51,7 @@ if the first attempt did submit it.`,
 			pollFlag("submit"),
 			&cli.StringFlag{Name: "idempotency-key", EnvVars: env("submit", "idempotency-key"),
 				Usage: "`KEY` that makes this submission safe to repeat: the same key gets the same driver (default: a random key)"},
-		}, runSubmitFlags("submit")...),
+		}, append(runSubmitFlags("submit"), healthFlags("submit", "driver (a DriverDescription)")...)...),
 		Action: func(c *cli.Context) error {
 			desc, err := driverDescription(c)
 			if err != nil {
@@ -78,16 +83,33 @@ if the first attempt did submit it.`,
 	}
 }
 
-// driverDescription is the driver berth submit asks for, from its flags.
+// driverDescription is the driver berth submit asks for: --file's, if
+// given, with the flags given over it (a flag's default fills what the
+// file leaves out).
 func driverDescription(c *cli.Context) (wire.DriverDescription, error) {
-	f := &flagReader{c: c}
-	d := wire.DriverDescription{
-		Cores: f.count("cores", 1), MemoryMB: f.memory("memory"), Env: f.env("env"),
-		Resources: f.resources("resource"), Queue: f.queue("queue"), Priority: f.priority("priority"),
-		StopAfterDisconnect: f.stopAfterDisconnect("stop-after-disconnect"),
-		Command:             f.argv("driver"), Supervise: c.Bool("supervise"),
+	var d wire.DriverDescription
+	file, err := readSpecFile(c, &d)
+	if err != nil {
+		return d, err
 	}
-	return d, f.err
+	f := &flagReader{c: c}
+	overrideFrom(c, "cores", &d.Cores, func(n string) int { return f.count(n, 1) })
+	overrideFrom(c, "memory", &d.MemoryMB, f.memory)
+	overrideFrom(c, "queue", &d.Queue, f.queue)
+	overrideFrom(c, "priority", &d.Priority, f.priority)
+	overrideFrom(c, "stop-after-disconnect", &d.StopAfterDisconnect, f.stopAfterDisconnect)
+	d.Env = mergeMap(d.Env, f.env("env"))
+	d.Resources = mergeMap(d.Resources, f.resources("resource"))
+	if c.IsSet("supervise") {
+		d.Supervise = c.Bool("supervise")
+	}
+	if c.NArg() > 0 || len(d.Command) == 0 {
+		d.Command = f.argv("driver")
+	}
+	if f.err != nil {
+		return d, f.err
+	}
+	return d, readHealth(c, file, &d.Ports, &d.Checks, &d.Restart)
 }
 
 func waitCommand() *cli.Command {

@@ -103,6 +103,13 @@ func newFakeMaster(t *testing.T) *fakeMaster {
 		w.WriteHeader(200)
 	})
 	mux.HandleFunc("GET /v1/apps/{id}/events", f.events)
+	mux.HandleFunc(wire.MasterAPI.ClearWorker.Mux(), func(w http.ResponseWriter, r *http.Request) {
+		if id := r.PathValue("id"); id == "worker-a" {
+			httpx.WriteJSON(w, 200, wire.WorkerStatus{ID: id, State: wire.WorkerAlive})
+			return
+		}
+		httpx.WriteErr(w, r, httpx.Errorf(http.StatusNotFound, "unknown worker %s", r.PathValue("id")))
+	})
 	f.srv = httptest.NewServer(httpx.RequireSecret(testSecret, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.requests = append(f.requests, r.Method+" "+r.URL.RequestURI())

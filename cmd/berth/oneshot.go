@@ -94,11 +94,11 @@ func showCommand[T any](name, what string, get func(*client.Client, context.Cont
 	}
 }
 
-// workerCommand is `berth worker drain|undrain ID`.
+// workerCommand is `berth worker drain|undrain|clear ID`.
 func workerCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "worker",
-		Usage: "drain a worker, or end its drain",
+		Usage: "drain a worker, end its drain, or clear its failures",
 		Subcommands: []*cli.Command{
 			{
 				Name:      "drain",
@@ -125,6 +125,22 @@ func workerCommand() *cli.Command {
 				ArgsUsage: "ID",
 				Action: func(c *cli.Context) error {
 					return onID(c, "berth worker undrain ID", (*client.Client).UndrainWorker, printWorker(c))
+				},
+			},
+			{
+				Name:      "clear",
+				Usage:     "forget the processes that failed on a worker: it is no longer unhealthy, and no app's executors are kept off it",
+				ArgsUsage: "ID",
+				Description: `A worker where processes of 3 or more apps failed within 10 minutes is
+unhealthy: nothing new is placed there. An app whose processes failed twice on
+a worker is kept off it for the master's --exclude-duration. Both pass on
+their own; berth worker clear ends them now, once the worker is fixed
+(docs/HEALTH.md).`,
+				Action: func(c *cli.Context) error {
+					return onID(c, "berth worker clear ID", (*client.Client).ClearWorker, func(_ string, st wire.WorkerStatus) error {
+						_, err := fmt.Fprintf(c.App.Writer, "cleared worker %s (%s): no longer unhealthy, no app kept off it\n", termtext.Escape(st.ID), termtext.Escape(st.State))
+						return err
+					})
 				},
 			},
 		},

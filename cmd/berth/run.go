@@ -32,7 +32,18 @@ second one leaves at once. berth run exits when the master removes the app:
 0 if it FINISHED, 1 if it ended FAILED or KILLED.
 
 ARGV may use the placeholders {{APP_ID}}, {{EXECUTOR_ID}}, {{CORES}} and
-{{HOSTNAME}}, substituted by the worker.`,
+{{HOSTNAME}}, substituted by the worker, and {{PORT_<LABEL>}} for each --port.
+
+Health (docs/HEALTH.md): --port gives each executor a port by label,
+--check-http, --check-tcp and --check-exec make its worker check it
+(--check-interval and the other --check-* flags apply to each of them), and
+--restart-* set the app's restart policy. E.g.
+
+  berth run --port http --check-http http:/health --check-failures 3 \
+    --restart-attempts 3 --restart-interval 10m -- /opt/svc --listen {{PORT_HTTP}}
+
+--file takes the whole app as the API's JSON (an AppDescription); the flags
+given override its values, and ARGV, if given, its command.`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "name", EnvVars: env("run", "name"), Usage: "the app's name (default: the base name of ARGV[0])"},
 			&cli.IntFlag{Name: "max-cores", EnvVars: env("run", "max-cores"), Usage: "most cores the app holds (0: the master's default)"},
@@ -41,7 +52,7 @@ ARGV may use the placeholders {{APP_ID}}, {{EXECUTOR_ID}}, {{CORES}} and
 			&cli.IntFlag{Name: "executor-limit", EnvVars: env("run", "executor-limit"), Usage: "most executors the app starts with (unset: no bound)"},
 			&cli.StringSliceFlag{Name: "env", EnvVars: env("run", "env"), Usage: "`NAME=VALUE` added to the executors' environment; repeat it"},
 			&cli.StringSliceFlag{Name: "executor-resource", EnvVars: env("run", "executor-resource"), Usage: "`NAME=AMOUNT` of a custom resource each executor needs, e.g. gpu=1, or gpu=0.5 to share one; repeat it"},
-		}, runSubmitFlags("run")...),
+		}, append(runSubmitFlags("run"), healthFlags("run", "app (an AppDescription)")...)...),
 		Action: runApp,
 	}
 }
@@ -137,22 +148,40 @@ func appOutcome(id string, final *wire.AppStatus, unregistered bool) error {
 	return cli.Exit(msg, 1)
 }
 
+// appDescription is the app berth run registers: --file's, if given, with
+// the flags given over it (a flag's default fills what the file leaves
+// out).
 func appDescription(c *cli.Context) (wire.AppDescription, error) {
-	f := &flagReader{c: c}
-	d := wire.AppDescription{
-		MaxCores: f.count("max-cores", 0), CoresPerExecutor: f.count("cores-per-executor", 0),
-		MemoryPerExecutorMB: f.memory("executor-memory"), Queue: f.queue("queue"), Priority: f.priority("priority"),
-		StopAfterDisconnect: f.stopAfterDisconnect("stop-after-disconnect"),
+	var d wire.AppDescription
+	file, err := readSpecFile(c, &d)
+	if err != nil {
+		return d, err
 	}
+	f := &flagReader{c: c}
+	overrideFrom(c, "max-cores", &d.MaxCores, func(n string) int { return f.count(n, 0) })
+	overrideFrom(c, "cores-per-executor", &d.CoresPerExecutor, func(n string) int { return f.count(n, 0) })
+	overrideFrom(c, "executor-memory", &d.MemoryPerExecutorMB, f.memory)
+	overrideFrom(c, "queue", &d.Queue, f.queue)
+	overrideFrom(c, "priority", &d.Priority, f.priority)
+	overrideFrom(c, "stop-after-disconnect", &d.StopAfterDisconnect, f.stopAfterDisconnect)
 	if c.IsSet("executor-limit") {
 		n := f.count("executor-limit", 0)
 		d.InitialExecutorLimit = &n
 	}
-	d.Env, d.ResourcesPerExecutor, d.Command = f.env("env"), f.resources("executor-resource"), f.argv("executor")
+	d.Env = mergeMap(d.Env, f.env("env"))
+	d.ResourcesPerExecutor = mergeMap(d.ResourcesPerExecutor, f.resources("executor-resource"))
+	if c.NArg() > 0 || len(d.Command) == 0 {
+		d.Command = f.argv("executor")
+	}
 	if f.err != nil {
 		return d, f.err
 	}
-	d.Name = c.String("name")
+	if err := readHealth(c, file, &d.Ports, &d.Checks, &d.Restart); err != nil {
+		return d, err
+	}
+	if c.IsSet("name") || d.Name == "" {
+		d.Name = c.String("name")
+	}
 	if d.Name == "" {
 		// Escaped: the master refuses a name with control characters,
 		// which a program's path may hold; its visible form is a fine name.
@@ -188,6 +217,12 @@ func formatEvent(ev wire.AppEvent, received time.Time) string {
 		line += fmt.Sprintf("  exec=%d worker=%s cores=%d state=%s", e.ID, orDash(e.WorkerID), e.Cores, e.State)
 		if e.ExitCode != nil {
 			line += fmt.Sprintf(" exit=%d", *e.ExitCode)
+		}
+		if e.Health != "" {
+			line += fmt.Sprintf(" health=%s", e.Health)
+		}
+		if len(e.Ports) > 0 {
+			line += " ports=" + formatPorts(e.Ports)
 		}
 		if e.Message != "" && ev.Message == "" {
 			line += "  " + e.Message

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -97,12 +99,20 @@ func printStatus(out io.Writer, st wire.ClusterStatus, now time.Time) error {
 		fmt.Fprintf(w, "(not listed: berth status --workers lists them all)\n")
 	}
 	section(w, fmt.Sprintf("Workers (%d)", len(st.Workers)), "ID\tADDRESS\tSTATE\tCORES\tMEMORY\tRESOURCES\tLAST HEARTBEAT\tLIMITS")
-	var full []string
+	var full, unhealthy []string
 	for _, wk := range st.Workers {
 		state := string(wk.State)
 		if wk.DiskFull != "" {
 			state += ", DISK FULL"
 			full = append(full, fmt.Sprintf("  %s: %s", termtext.Escape(wk.ID), termtext.Escape(wk.DiskFull)))
+		}
+		if wk.Unhealthy != "" {
+			state += ", UNHEALTHY"
+			since := ""
+			if wk.UnhealthySince != nil {
+				since = fmt.Sprintf(" since %s (%s)", clock(*wk.UnhealthySince, now), ago(*wk.UnhealthySince, now))
+			}
+			unhealthy = append(unhealthy, fmt.Sprintf("  %s%s: %s", termtext.Escape(wk.ID), since, termtext.Escape(wk.Unhealthy)))
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s/%s\t%s\t%s\t%s\n", termtext.Escape(wk.ID), termtext.Escape(wk.Address), termtext.Escape(state),
 			wk.CoresUsed, wk.Cores, mem(wk.MemoryUsedMB), mem(wk.MemoryMB), termtext.Escape(wire.DescribeFree(wk.Resources)), ago(wk.LastHeartbeat, now),
@@ -111,7 +121,12 @@ func printStatus(out io.Writer, st wire.ClusterStatus, now time.Time) error {
 	if len(full) > 0 {
 		fmt.Fprintf(w, "Disk full (nothing new is placed there):\n%s\n", strings.Join(full, "\n"))
 	}
+	if len(unhealthy) > 0 {
+		fmt.Fprintf(w, "Unhealthy (nothing new is placed there until it passes or berth worker clear ID):\n%s\n", strings.Join(unhealthy, "\n"))
+	}
 	printApps(w, "Active apps", st.ActiveApps)
+	printExclusions(w, st.ActiveApps, now)
+	printCheckedExecutors(w, st.ActiveApps)
 	printApps(w, "Completed apps", st.CompletedApps)
 	printDrivers(w, "Active drivers", st.ActiveDrivers)
 	printDrivers(w, "Completed drivers", st.CompletedDrivers)
@@ -134,16 +149,106 @@ func printApps(w io.Writer, title string, apps []wire.AppStatus) {
 	}
 }
 
+// printDrivers lists drivers; with HEALTH and PORTS columns when one of
+// them has ports or checks.
 func printDrivers(w io.Writer, title string, drivers []wire.DriverStatus) {
-	section(w, fmt.Sprintf("%s (%d)", title, len(drivers)), "ID\tSTATE\tWORKER\tCORES\tMEMORY\tQUEUE\tMESSAGE")
+	checked := slices.ContainsFunc(drivers, func(d wire.DriverStatus) bool { return len(d.Ports) > 0 || d.Health != "" })
+	header := "ID\tSTATE\tWORKER\tCORES\tMEMORY\tQUEUE\tMESSAGE"
+	if checked {
+		header = "ID\tSTATE\tWORKER\tCORES\tMEMORY\tQUEUE\tHEALTH\tPORTS\tMESSAGE"
+	}
+	section(w, fmt.Sprintf("%s (%d)", title, len(drivers)), header)
 	for _, d := range drivers {
 		msg := strings.TrimSpace(d.Waiting + " " + d.Message)
 		if d.RelaunchedAs != "" {
 			msg = strings.TrimSpace("relaunched as " + d.RelaunchedAs + " " + msg)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", termtext.Escape(d.ID), termtext.Escape(d.State), termtext.Escape(orDash(d.WorkerID)), d.Cores,
-			mem(d.MemoryMB), inQueue(d.Queue, d.Priority), termtext.Escape(msg))
+		health := ""
+		if checked {
+			health = termtext.Escape(orDash(string(d.Health))) + "\t" + termtext.Escape(formatPorts(d.Ports)) + "\t"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s%s\n", termtext.Escape(d.ID), termtext.Escape(d.State), termtext.Escape(orDash(d.WorkerID)), d.Cores,
+			mem(d.MemoryMB), inQueue(d.Queue, d.Priority), health, termtext.Escape(msg))
 	}
+}
+
+// printExclusions lists the workers the apps' executors are kept off, if
+// any: "app-1  kept off w3 until 14:05:10 (in 9m50s): 2 executors failed
+// there ...".
+func printExclusions(w io.Writer, apps []wire.AppStatus, now time.Time) {
+	var lines []string
+	for _, a := range apps {
+		for _, x := range a.Excluded {
+			lines = append(lines, fmt.Sprintf("  %s kept off %s until %s (in %s): %s", termtext.Escape(a.ID), termtext.Escape(x.WorkerID),
+				clock(x.Until, now), max(x.Until.Sub(now), 0).Round(time.Second), termtext.Escape(x.Reason)))
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintf(w, "Exclusions (berth worker clear ID ends a worker's):\n%s\n", strings.Join(lines, "\n"))
+	}
+}
+
+// listedExecutors: berth status lists at most this many executors with
+// ports or checks (berth app ID has them all).
+const listedExecutors = 50
+
+// printCheckedExecutors lists the executors of the apps that ask for ports
+// or checks: their worker, state, health and ports. Those that run come
+// first; the ended ones after (an unhealthy one ended FAILED).
+func printCheckedExecutors(w io.Writer, apps []wire.AppStatus) {
+	type row struct {
+		app string
+		e   wire.ExecutorStatus
+	}
+	var live, ended []row
+	for _, a := range apps {
+		for _, e := range a.Executors {
+			if len(e.Ports) == 0 && e.Health == "" {
+				continue
+			}
+			if e.State.Finished() {
+				ended = append(ended, row{a.ID, e})
+			} else {
+				live = append(live, row{a.ID, e})
+			}
+		}
+	}
+	rows := append(live, ended...)
+	if len(rows) == 0 {
+		return
+	}
+	section(w, fmt.Sprintf("Executors with ports or checks (%d)", len(rows)), "APP\tEXECUTOR\tWORKER\tSTATE\tHEALTH\tPORTS")
+	for i, r := range rows {
+		if i == listedExecutors {
+			fmt.Fprintf(w, "(%d more: berth app ID lists an app's)\n", len(rows)-i)
+			break
+		}
+		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\n", termtext.Escape(r.app), r.e.ID, termtext.Escape(orDash(r.e.WorkerID)),
+			termtext.Escape(r.e.State), termtext.Escape(orDash(string(r.e.Health))), termtext.Escape(formatPorts(r.e.Ports)))
+	}
+}
+
+// formatPorts is a process's ports by label, "http=20001,admin=20002"
+// (sorted by label; not escaped), or "-".
+func formatPorts(ports map[string]int) string {
+	if len(ports) == 0 {
+		return "-"
+	}
+	pairs := make([]string, 0, len(ports))
+	for _, label := range slices.Sorted(maps.Keys(ports)) {
+		pairs = append(pairs, fmt.Sprintf("%s=%d", label, ports[label]))
+	}
+	return strings.Join(pairs, ",")
+}
+
+// clock is t in now's zone: its time of day when on now's day, else its
+// date and time.
+func clock(t, now time.Time) string {
+	t = t.In(now.Location())
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return t.Format("15:04:05")
+	}
+	return t.Format("2006-01-02 15:04:05")
 }
 
 // inQueue is an app's or a driver's queue, escaped, with its priority when
