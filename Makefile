@@ -49,11 +49,13 @@ test: test-deps
 test-deps:
 	scripts/test-deps.sh
 
-# The fault-injection run: 100 faults on a 3-master cluster under load
-# (about 10 minutes), then its report; CHAOS_FAULTS=n for another count.
+# The fault-injection run: 100 faults on a 3-master cluster under load,
+# then its report; CHAOS_FAULTS=n for another count. Then 5 minutes of
+# health checks under load, none of which may fail a healthy process.
 CHAOS_FAULTS ?= 100
 chaos: test-deps
 	$(GO) test -count=1 -timeout 60m -run TestChaos -v ./e2e/chaos -args -chaos.faults=$(CHAOS_FAULTS) -chaos.report=$(CURDIR)/out/chaos-report.md
+	BERTH_HEALTH_SOAK=5m $(GO) test -count=1 -run TestHealthNoFalsePositivesUnderLoad ./e2e
 	@echo "report: out/chaos-report.md"
 
 # Go micro-benchmarks (placement round at 100..100,000 workers).

@@ -229,6 +229,9 @@ type auditFigures struct {
 	checked                int // acknowledged writes matched with their entries
 	refusals, refusalsSeen int // refusals made under one steady leader; of them audited
 	refusalsElse           int // refusals made around a leader change (not required)
+	// deletesFoundGone: deletes answered as done whose retry found the
+	// queue or tenant gone (recorded as that 404), none recorded ok.
+	deletesFoundGone int
 }
 
 // checkAudit checks the history against the audit log: every acknowledged
@@ -333,9 +336,28 @@ func (aw *auditWatch) checkAudit(history []porcupine.Operation, rec *recorder, l
 			// One write, made by this request or by an earlier one that
 			// the answer joined (a kill in flight, a delete of unknown
 			// outcome, a creation whose answer was lost).
-			if len(okAny[rt{route, k.target}]) == 0 {
-				miss("%s acknowledged at %s, but no entry %s %s ok", model.DescribeOperation(in, out), rec.at(op.Return).Format("15:04:05.000"), route, k.target)
+			if len(okAny[rt{route, k.target}]) > 0 {
+				break
 			}
+			// A kill of a driver that had ended otherwise (ERROR, its
+			// worker lost) is answered with that end and writes nothing.
+			if in.kind == opKillDriver && out.ended && out.state != string(wire.DriverKilled) {
+				break
+			}
+			// A delete whose first attempt's outcome was unknown, and
+			// whose retry found the queue or tenant gone, is answered as
+			// done (the client takes the earlier attempt to have done
+			// it): when that attempt had not, its retry's refusal (404)
+			// is all there is to record.
+			if in.kind == opDeleteQueue || in.kind == opDeleteTenant {
+				k404 := fmt.Sprintf("%s|%s|%s|%d", in.by, route, k.target, 404)
+				call, ret := rec.at(op.Call), rec.at(op.Return)
+				if slices.ContainsFunc(refused[k404], func(t time.Time) bool { return !t.Before(call) && !t.After(ret) }) {
+					fig.deletesFoundGone++
+					break
+				}
+			}
+			miss("%s acknowledged at %s, but no entry %s %s ok", model.DescribeOperation(in, out), rec.at(op.Return).Format("15:04:05.000"), route, k.target)
 		default: // limits and queue settings: each request writes
 			if ackedBy[k] >= len(ok[k]) {
 				miss("%s acknowledged at %s, but %d entries %s %s %s ok for %d such writes acknowledged",

@@ -9,15 +9,21 @@
 // tenants' bursts that the master preempts for; and faults injected one
 // after another: kill -9, SIGTERM handover, SIGSTOP shorter and longer
 // than every timeout, kill -9 of a follower, an asymmetric partition of
-// the leader's Raft traffic (nftables), and a restart of each master. The
-// whole history is checked with porcupine for linearizability; and every
-// acknowledged write must still be there and be in the audit log (which
-// every master must answer alike), no refused write be recorded as done,
-// every watched executor keep its pid unless preempted (once, saying
-// why), every client stay alive, no two masters answer as the leader at
-// once, and no daemon panic.
+// the leader's Raft traffic (nftables), a restart of each master, a power
+// loss of every master at once, the leader's and a follower's disk
+// filling up (a small tmpfs each), a worker frozen and a worker cut off
+// from the masters (nftables) for longer than the worker timeout; and,
+// between two faults, a follower restarted, so that the next fault meets
+// connections pooled to its previous process. The whole history is
+// checked with porcupine for linearizability; and every acknowledged
+// write must still be there and be in the audit log (which every master
+// must answer alike), no refused write be recorded as done, every watched
+// executor keep its pid unless preempted (once, saying why) or lost with
+// its worker (and then be replaced, its copy killed once the worker is
+// back, never counted twice), every client stay alive, no two masters
+// answer as the leader at once, and no daemon panic.
 //
-// `go test ./e2e/chaos` runs two faults of each kind; `make chaos` runs 100
+// `go test ./e2e/chaos` runs one fault of each kind; `make chaos` runs 100
 // and prints the report (-chaos.faults, -chaos.report).
 package chaos
 
@@ -25,11 +31,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -41,11 +49,12 @@ import (
 )
 
 var (
-	faultsFlag = flag.Int("chaos.faults", 2*len(faultKinds), "faults to inject, round robin over the kinds")
-	reportFlag = flag.String("chaos.report", "", "also write the report (markdown) to this file")
-	onlyFlag   = flag.String("chaos.only", "", "inject only the fault kinds whose name contains this")
-	keepFlag   = flag.Bool("chaos.keep", false, "keep the cluster's logs and data even if the run passes")
-	debugFlag  = flag.Bool("chaos.debug", false, "run the masters with --log-level debug (Raft's messages included)")
+	faultsFlag   = flag.Int("chaos.faults", len(faultKinds), "faults to inject, round robin over the kinds")
+	reportFlag   = flag.String("chaos.report", "", "also write the report (markdown) to this file")
+	onlyFlag     = flag.String("chaos.only", "", "inject only the fault kinds whose name contains this")
+	keepFlag     = flag.Bool("chaos.keep", false, "keep the cluster's logs and data even if the run passes")
+	debugFlag    = flag.Bool("chaos.debug", false, "run the masters with --log-level debug (Raft's messages included)")
+	restartsFlag = flag.Bool("chaos.restarts", true, "restart a follower between two faults (SIGTERM and kill -9 in turn)")
 )
 
 var bin testcluster.Binaries
@@ -87,8 +96,18 @@ type chaos struct {
 	cl     *testcluster.Cluster
 	cut    *testcluster.NetCut // nil when no partition can be made here
 	cutErr error
-	long   []*longApp
-	faults [][2]time.Time // when each fault began and the cluster was restored
+	// disksErr says why the masters' data directories are not each on a
+	// small file system of its own (nil: they are, and can be filled).
+	disksErr error
+	long     []*longApp
+	marker   string // every process of this run's apps and drivers has it on its command line
+	watch    *pidWatch
+	faults   [][2]time.Time // when each fault began and the cluster was restored
+	// outs are the workers' outages (worker freeze, worker cut).
+	outs []*workerOut
+	// diskFull counts the answers 503 disk_full the workload's clients
+	// were given (and retried).
+	diskFull atomic.Int64
 }
 
 // longApp is an app whose `berth run` client stays connected all along. A
@@ -130,20 +149,27 @@ func TestChaos(t *testing.T) {
 	})
 	ch := &chaos{t: t}
 	var uids []uint32
+	workers := []testcluster.WorkerSpec{{Cores: 8, Memory: "4g"}, {Cores: 8, Memory: "4g"}}
 	if ch.cut, ch.cutErr = testcluster.NewNetCut(t); ch.cutErr == nil {
 		uids = []uint32{64101, 64102, 64103}
+		workers[1].UID = cutWorkerUID // the worker that can be cut off (worker cut)
 	}
+	ch.disksErr = mountSmallDisks(t, dir, 3)
 	masterFlags := []string{
 		"--worker-timeout", workerTimeout.String(), "--recovery-timeout", recoveryTimeout.String(),
 		"--app-timeout", appTimeout.String(), "--retained-apps", "100000", "--retained-drivers", "100000",
 		"--preemption-delay", preemptionDelay.String(), "--preemption-grace", preemptionGrace.String(),
+		// Snapshots are taken, but no log entry is dropped after one: the
+		// Raft log only grows, so that a full disk fails the next write
+		// (bolt would otherwise reuse the pages of dropped entries, and a
+		// leader whose disk filled could go on for minutes).
+		"--raft-trailing-logs", "10000000",
 	}
 	if *debugFlag {
 		masterFlags = append(masterFlags, "--log-level", "debug")
 	}
 	ch.cl, err = testcluster.StartCluster(t, testcluster.Options{
-		Bin: bin, Dir: dir, Secret: secret, Masters: 3, UIDs: uids, MasterFlags: masterFlags,
-		Workers: []testcluster.WorkerSpec{{Cores: 8, Memory: "4g"}, {Cores: 8, Memory: "4g"}},
+		Bin: bin, Dir: dir, Secret: secret, Masters: 3, UIDs: uids, MasterFlags: masterFlags, Workers: workers,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -151,15 +177,18 @@ func TestChaos(t *testing.T) {
 	// Markers tell this run's processes apart; sleep adds up its
 	// arguments, so they are numbers (a fraction of a second more).
 	marker := fmt.Sprintf("0.0%d", os.Getpid())
+	ch.marker = marker
 	t.Cleanup(func() { killMarked(marker) })
 	pw := newPidWatch()
+	ch.watch = pw
+	pw.setWorkers(ch.cl.Workers)
 	w := &workload{rec: &recorder{start: time.Now()}, marker: marker + "9", burstMarker: marker + "8", watch: pw,
 		operator: &actor{by: operator}}
 	for _, m := range ch.cl.Masters {
 		w.masters = append(w.masters, m.ID)
 	}
 	for i := range workloads {
-		w.operator.clients = append(w.operator.clients, ch.client(i))
+		w.operator.clients = append(w.operator.clients, ch.client(i, client.WithLogger(slog.New(&diskFullCounter{n: &ch.diskFull}))))
 	}
 	sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
 	tokens, err := w.setupShared(sctx)
@@ -170,7 +199,7 @@ func TestChaos(t *testing.T) {
 	for _, st := range sharedTenants {
 		a := &actor{tenant: st.name, by: "tenant:" + st.name, queues: st.queues, bursts: st.bursts}
 		for i := range workloads {
-			a.clients = append(a.clients, ch.clientAs(i, "", client.WithToken(tokens[st.name])))
+			a.clients = append(a.clients, ch.clientAs(i, "", client.WithToken(tokens[st.name]), client.WithLogger(slog.New(&diskFullCounter{n: &ch.diskFull}))))
 		}
 		for _, m := range ch.cl.Masters {
 			c, err := client.New([]string{m.URL}, "", client.WithToken(tokens[st.name]), client.WithRequestTimeout(2*time.Second),
@@ -226,15 +255,33 @@ func TestChaos(t *testing.T) {
 	var faultErr error
 	for i := 0; i < *faultsFlag && faultErr == nil && len(kinds) > 0; i++ {
 		k := kinds[i%len(kinds)]
-		if k.name == "partition leader's Raft" && ch.cut == nil {
-			t.Logf("fault %d: %s not possible here (%v): skipped", i+1, k.name, ch.cutErr)
-			continue
+		if k.possible != nil {
+			if err := k.possible(ch); err != nil {
+				t.Logf("fault %d: %s not possible here (%v): skipped", i+1, k.name, err)
+				continue
+			}
+		}
+		if i > 0 && *restartsFlag {
+			// A follower restarted just before the fault: the others'
+			// connections pooled to its previous process are stale
+			// when the fault makes them elect (issue 21).
+			began := time.Now()
+			rs, err := ch.restartBetween(i)
+			ch.faults = append(ch.faults, [2]time.Time{began, time.Now()})
+			for _, r := range rs {
+				t.Logf("before fault %d: %s: back in %s", i+1, r.kind, r.failover.Round(time.Millisecond))
+			}
+			results = append(results, rs...)
+			if err != nil {
+				faultErr = fmt.Errorf("before fault %d (%s): %w", i+1, k.name, err)
+				break
+			}
 		}
 		began := time.Now()
 		rs, err := k.run(ch)
 		ch.faults = append(ch.faults, [2]time.Time{began, time.Now()})
 		for _, r := range rs {
-			t.Logf("fault %d: %s: back in %s (%s after the election)", i+1, r.kind, r.failover.Round(time.Millisecond), r.sinceElection.Round(time.Millisecond))
+			t.Logf("fault %d: %s: back in %s (%s after the election)%s", i+1, r.kind, r.failover.Round(time.Millisecond), r.sinceElection.Round(time.Millisecond), r.describeMore())
 		}
 		results = append(results, rs...)
 		if err != nil {
@@ -333,7 +380,7 @@ func (ch *chaos) startLongApps(dir, marker string, pw *pidWatch) {
 				la.id = a.ID
 			}
 		}
-		pw.add(la.marker, la.name, la.strict)
+		pw.add(la.marker, la.name, la.strict, la.executors)
 		pw.learn(la.marker, la.id)
 	}
 	pw.sample() // the strict apps' baseline
@@ -346,8 +393,10 @@ type verdict struct {
 	acked        int // acknowledged writes
 	lost         []string
 	audit        auditFigures
-	preempted    int // executors of the watched apps preempted
-	inFaults     int // preemptions decided while a fault was being injected or measured
+	preempted    int   // executors of the watched apps preempted
+	inFaults     int   // preemptions decided while a fault was being injected or measured
+	diskFull     int64 // answers 503 disk_full the workload's clients retried
+	driversLost  int   // drivers ended with their worker
 	problems     []string
 }
 
@@ -380,6 +429,24 @@ func (ch *chaos) verify(w *workload, lw *leaderWatch, pw *pidWatch, aw *auditWat
 	for _, b := range breaches {
 		v.problems = append(v.problems, "isolation: "+b)
 	}
+	// A driver ends with its worker only where a fault took the worker out.
+	out := map[string]bool{}
+	for _, o := range ch.outs {
+		out[o.worker] = true
+	}
+	lostDrivers := map[string]bool{}
+	for _, op := range history {
+		in, o := op.Input.(input), op.Output.(output)
+		if !o.lost || lostDrivers[in.key] {
+			continue
+		}
+		lostDrivers[in.key] = true
+		if !out[o.worker] {
+			v.problems = append(v.problems, fmt.Sprintf("driver %s (%s) ended with its worker %q lost, but no fault took that worker out", in.key, in.id, o.worker))
+		}
+	}
+	v.driversLost = len(lostDrivers)
+	v.diskFull = ch.diskFull.Load()
 	var auditProblems []string
 	v.audit, auditProblems = aw.checkAudit(history, w.rec, lw)
 	v.problems = append(v.problems, auditProblems...)

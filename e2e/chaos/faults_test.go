@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -25,33 +27,74 @@ const (
 type faultKind struct {
 	name string
 	run  func(ch *chaos) ([]faultResult, error)
+	// possible says why the fault cannot be made here (nil: always
+	// possible); such a fault is skipped, and the run says so.
+	possible func(ch *chaos) error
 }
 
 // faultResult is one fault's measure. failover runs from the injection to
 // the moment a leader was ALIVE with every worker and every long-running
-// app's client back; sinceElection from the new leader's election to
-// then (leader faults only).
+// app's client back (for a worker's fault: to the moment its executors
+// run elsewhere); sinceElection from the new leader's election to then
+// (leader faults only); more are the fault's other measures, by name.
 type faultResult struct {
 	kind          string
 	failover      time.Duration
 	sinceElection time.Duration
 	newLeader     bool
+	more          []measure
+}
+
+// measure is one of a fault's other figures: how long something it
+// exercises took, or (count) how many times something happened, in d.
+type measure struct {
+	name  string
+	d     time.Duration
+	count bool
+}
+
+// took is a measure of how long something took.
+func took(name string, d time.Duration) measure { return measure{name: name, d: d} }
+
+// counted is a measure of how many times something happened.
+func counted(name string, n int) measure {
+	return measure{name: name, d: time.Duration(n), count: true}
+}
+
+func (m measure) String() string {
+	if m.count {
+		return fmt.Sprint(int64(m.d))
+	}
+	return ms(m.d)
 }
 
 var faultKinds = []faultKind{
-	{"kill -9 leader", func(ch *chaos) ([]faultResult, error) {
+	{name: "kill -9 leader", run: func(ch *chaos) ([]faultResult, error) {
 		return ch.leaderFault("kill -9 leader", func(m *testcluster.Master) error { m.Proc().Kill(); return nil },
 			func(m *testcluster.Master) error { return ch.cl.StartMaster(m) })
 	}},
-	{"SIGTERM handover", func(ch *chaos) ([]faultResult, error) {
+	{name: "SIGTERM handover", run: func(ch *chaos) ([]faultResult, error) {
 		return ch.leaderFault("SIGTERM handover", func(m *testcluster.Master) error { return m.Proc().Signal(syscall.SIGTERM) },
 			func(m *testcluster.Master) error { return ch.restartAfterExit(m) })
 	}},
-	{"SIGSTOP < recovery timeout", func(ch *chaos) ([]faultResult, error) { return ch.freeze("SIGSTOP < recovery timeout", shortFreeze) }},
-	{"SIGSTOP > every timeout", func(ch *chaos) ([]faultResult, error) { return ch.freeze("SIGSTOP > every timeout", longFreeze) }},
-	{"kill -9 follower", func(ch *chaos) ([]faultResult, error) { return ch.followerKill() }},
-	{"partition leader's Raft", func(ch *chaos) ([]faultResult, error) { return ch.partition() }},
-	{"restart each master", func(ch *chaos) ([]faultResult, error) { return ch.restartEach() }},
+	{name: "SIGSTOP < recovery timeout", run: func(ch *chaos) ([]faultResult, error) { return ch.freeze("SIGSTOP < recovery timeout", shortFreeze) }},
+	{name: "SIGSTOP > every timeout", run: func(ch *chaos) ([]faultResult, error) { return ch.freeze("SIGSTOP > every timeout", longFreeze) }},
+	{name: "kill -9 follower", run: func(ch *chaos) ([]faultResult, error) { return ch.followerKill() }},
+	{name: "partition leader's Raft", run: func(ch *chaos) ([]faultResult, error) { return ch.partition() }, possible: needCut},
+	{name: "restart each master", run: func(ch *chaos) ([]faultResult, error) { return ch.restartEach() }},
+	{name: "power loss", run: func(ch *chaos) ([]faultResult, error) { return ch.powerLoss() }},
+	{name: "leader disk full", run: func(ch *chaos) ([]faultResult, error) { return ch.leaderDiskFull() }, possible: needSmallDisks},
+	{name: "follower disk full", run: func(ch *chaos) ([]faultResult, error) { return ch.followerDiskFull() }, possible: needSmallDisks},
+	{name: "worker freeze", run: func(ch *chaos) ([]faultResult, error) { return ch.workerFreeze() }},
+	{name: "worker cut", run: func(ch *chaos) ([]faultResult, error) { return ch.workerCut() }, possible: needCut},
+}
+
+// needCut says why no network cut can be made here (nil: one can).
+func needCut(ch *chaos) error {
+	if ch.cut == nil {
+		return ch.cutErr
+	}
+	return nil
 }
 
 // leaderFault injects a fault into the leader, measures the failover, then
@@ -198,6 +241,86 @@ func (ch *chaos) restartEach() ([]faultResult, error) {
 	return out, nil
 }
 
+// powerLoss kills every master at once (SIGKILL to the three, then waits
+// for them), starts them again together, and measures until everything is
+// back: every acknowledged write must have been on a quorum's disks.
+func (ch *chaos) powerLoss() ([]faultResult, error) {
+	const kind = "power loss"
+	_, st, err := ch.leader()
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	for _, m := range ch.cl.Masters {
+		if err := m.Proc().Signal(syscall.SIGKILL); err != nil {
+			return nil, err
+		}
+	}
+	for _, m := range ch.cl.Masters {
+		<-m.Proc().Done()
+	}
+	down := time.Now()
+	errs := make([]error, len(ch.cl.Masters))
+	var wg sync.WaitGroup
+	for i, m := range ch.cl.Masters {
+		wg.Go(func() { errs[i] = ch.cl.StartMaster(m) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	started := time.Now()
+	res, err := ch.back(kind, t0, st.Epoch+1)
+	if err != nil {
+		return nil, err
+	}
+	res.more = append(res.more, took("all down", down.Sub(t0)), took("started (APIs answer)", started.Sub(t0)))
+	for _, m := range ch.cl.Masters {
+		if err := ch.caughtUp(m); err != nil {
+			return []faultResult{res}, err
+		}
+	}
+	return []faultResult{res}, nil
+}
+
+// restartBetween restarts a follower between two faults (the i-th fault
+// comes next): SIGTERM and kill -9 in turn, each follower in turn; it
+// waits until everything is back and the follower has applied what the
+// leader had committed.
+func (ch *chaos) restartBetween(i int) ([]faultResult, error) {
+	leader, st, err := ch.leader()
+	if err != nil {
+		return nil, err
+	}
+	var followers []*testcluster.Master
+	for _, m := range ch.cl.Masters {
+		if m != leader {
+			followers = append(followers, m)
+		}
+	}
+	f := followers[(i/2)%len(followers)]
+	kind := "restart follower between faults (SIGTERM)"
+	t0 := time.Now()
+	if i%2 == 0 {
+		kind = "restart follower between faults (kill -9)"
+		f.Proc().Kill()
+		err = ch.cl.StartMaster(f)
+	} else if err = f.Proc().Signal(syscall.SIGTERM); err == nil {
+		err = ch.restartAfterExit(f)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res, err := ch.back(kind, t0, st.Epoch)
+	if err != nil {
+		return nil, err
+	}
+	if err := ch.caughtUpLog(f); err != nil {
+		return []faultResult{res}, err
+	}
+	return []faultResult{res}, ch.caughtUp(f)
+}
+
 // leader waits for the current ALIVE leader.
 func (ch *chaos) leader() (*testcluster.Master, wire.ClusterStatus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), backWithin)
@@ -215,9 +338,26 @@ func (ch *chaos) back(kind string, t0 time.Time, minEpoch uint64) (faultResult, 
 // backAt is back; at the start, every long-running app must have an
 // executor RUNNING (later, one that may be preempted may have none).
 func (ch *chaos) backAt(kind string, t0 time.Time, minEpoch uint64, start bool) (faultResult, error) {
-	ctx, cancel := context.WithDeadline(context.Background(), t0.Add(backWithin))
+	at, st, err := ch.until(kind+": cluster not back", t0, t0.Add(backWithin), func(st wire.ClusterStatus) string {
+		return ch.missing(st, minEpoch, start)
+	})
+	if err != nil {
+		return faultResult{}, err
+	}
+	res := faultResult{kind: kind, failover: at.Sub(t0), newLeader: minEpoch > 0 && st.Epoch >= minEpoch}
+	if st.LeaderSince != nil && st.LeaderSince.After(t0) {
+		res.sinceElection = at.Sub(*st.LeaderSince)
+	}
+	return res, nil
+}
+
+// until polls the leader's view until cond finds nothing missing ("") or
+// the deadline passes, and returns when that was (and the view).
+func (ch *chaos) until(what string, t0, deadline time.Time, cond func(wire.ClusterStatus) string) (time.Time, wire.ClusterStatus, error) {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	var res faultResult
+	var at time.Time
+	var found wire.ClusterStatus
 	last := "no leader answered"
 	if poll.Until(ctx, 20*time.Millisecond, func() bool {
 		if ctx.Err() != nil {
@@ -232,20 +372,16 @@ func (ch *chaos) backAt(kind string, t0 time.Time, minEpoch uint64, start bool) 
 			last = err.Error()
 			return false
 		}
-		if why := ch.missing(st, minEpoch, start); why != "" {
+		if why := cond(st); why != "" {
 			last = why
 			return false
 		}
-		now := time.Now()
-		res = faultResult{kind: kind, failover: now.Sub(t0), newLeader: minEpoch > 0 && st.Epoch >= minEpoch}
-		if st.LeaderSince != nil && st.LeaderSince.After(t0) {
-			res.sinceElection = now.Sub(*st.LeaderSince)
-		}
+		at, found = time.Now(), st
 		return true
 	}) {
-		return res, nil
+		return at, found, nil
 	}
-	return faultResult{}, fmt.Errorf("%s: cluster not back within %s: %s", kind, backWithin, last)
+	return time.Time{}, found, fmt.Errorf("%s within %s: %s", what, deadline.Sub(t0).Round(time.Second), last)
 }
 
 // missing says what is not back yet in a leader's status, "" if nothing:
@@ -320,4 +456,16 @@ func (ch *chaos) caughtUp(m *testcluster.Master) error {
 	// Stuck: have it print every goroutine's stack into its log.
 	m.Proc().Signal(syscall.SIGQUIT)
 	return fmt.Errorf("%s did not catch up within %s (its goroutines are in its log): %s", m.ID, backWithin, last)
+}
+
+// describeMore is r's other measures, for the run's log.
+func (r faultResult) describeMore() string {
+	var parts []string
+	for _, m := range r.more {
+		parts = append(parts, fmt.Sprintf("%s %s", m.name, m))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, ", ")
 }

@@ -107,6 +107,16 @@ func TestModelChecksHistories(t *testing.T) {
 		}, true, "a driver killed by its worker after an accepted kill was refused"},
 		{"CatchesADriverEndedWithoutAKill", []hop{sub, readDriver(output{state: "ERROR", ended: true}, 40, 50)},
 			false, "a driver that ended without a kill passed the check"},
+		// A driver whose worker was lost ends in ERROR (verify checks that
+		// a fault took that worker out), and stays so.
+		{"AcceptsADriverLostWithItsWorker", []hop{sub,
+			readDriver(output{state: "ERROR", ended: true, lost: true, worker: "w2"}, 40, 50),
+			{1, input{kind: opKillDriver, key: "d1", id: "driver-1"}, output{state: "ERROR", ended: true, lost: true, worker: "w2"}, 60, 70},
+			readDriver(output{state: "ERROR", ended: true, lost: true, worker: "w2"}, 80, 90),
+		}, true, "a driver ended with its worker was refused"},
+		{"CatchesADriverLostAfterAnAcceptedKill", []hop{sub, driverKill,
+			readDriver(output{state: "ERROR", ended: true, lost: true, worker: "w2"}, 40, 50),
+		}, false, "a driver whose kill was accepted passed as ended with its worker, not KILLED"},
 		// Tenants: a request a tenant may not make changes nothing.
 		{"AcceptsAForbiddenKill", []hop{reg("k1", "app-1", 0, 10), probeKill(output{status: 403}, 20, 30),
 			readApp(2, output{state: "WAITING", limit: -1}, 40, 50)}, true, "a forbidden kill that changed nothing was refused"},

@@ -15,8 +15,9 @@ import (
 // but for the tenants' bursts, whose executors run `sleep`; their leases
 // are kept, so the only way one ends is a kill; workload drivers run
 // `sleep` for longer than the test and are not supervised, so one ends
-// only once its kill was accepted. Anything else a read shows is a broken
-// promise. A request refused as forbidden (403: a tenant on another's app,
+// only once its kill was accepted, or in ERROR when its worker is lost
+// (which only a worker's outage may cause: verify checks that the worker
+// named was out). Anything else a read shows is a broken promise. A request refused as forbidden (403: a tenant on another's app,
 // a tenant writing a queue) changes nothing.
 //
 // A queue and a tenant are each a register: the workload always puts a
@@ -83,6 +84,10 @@ type output struct {
 	limit   int    // read: the executor limit, -1 for none
 	killReq bool   // driver kill, driver read: a kill was accepted
 	spec    string // queue put, queue or tenant read: the value answered
+	// lost: a driver's kill or read answered that it ended with its
+	// worker (ERROR, "worker lost: ..."), on worker.
+	lost   bool
+	worker string
 }
 
 // entity is the model's state of one key: an app, a driver, a queue or a
@@ -160,6 +165,9 @@ func step(e entity, in input, out output) []entity {
 		case e.final == "" && out.ended && out.state == "KILLED":
 			e.final = "KILLED"
 			return []entity{e}
+		case e.final == "" && !e.killReq && out.lost:
+			e.final = out.state // its worker was lost before the kill
+			return []entity{e}
 		case e.final == "" && !out.ended && out.killReq:
 			e.killReq = true
 			return []entity{e}
@@ -176,6 +184,9 @@ func step(e entity, in input, out output) []entity {
 			return []entity{e}
 		case out.ended && e.final == "" && e.killReq && out.state == "KILLED":
 			e.final = "KILLED" // its worker carried out the accepted kill
+			return []entity{e}
+		case e.final == "" && !e.killReq && out.lost:
+			e.final = out.state // its worker was lost
 			return []entity{e}
 		case !out.ended && e.final == "" && out.killReq == e.killReq:
 			return []entity{e}
@@ -318,6 +329,8 @@ var model = porcupine.NondeterministicModel{
 			return what + " → " + o.id
 		case i.kind.onRegister():
 			return what + " → [" + o.spec + "]"
+		case o.lost:
+			return fmt.Sprintf("%s → %s (its worker %s lost) killReq %v", what, o.state, o.worker, o.killReq)
 		default:
 			return fmt.Sprintf("%s → %s limit %d killReq %v", what, o.state, o.limit, o.killReq)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -145,18 +146,24 @@ func (lw *leaderWatch) counts() (answers, asLeader int) {
 // the tenants' bursts, each a `sleep` whose arguments end with its
 // executor id and its app's marker. An executor keeps one pid from its
 // start to its end, and ends once. A strict app's executors (its queue may
-// not be preempted) must never end, nor new ones start; any other
-// executor that ends must have been preempted (the masters' logs, its
-// app's events or its status say so) or its app killed. pidWatch also
-// reads those apps' status from the leader all along: an executor that
-// ended is seen ended one way only, never running again, and one that
-// ended while its app ran says it was preempted, and for what.
+// not be preempted) must never end, nor new ones start, but for those
+// lost with their worker (a worker's outage), each replaced once; any
+// other executor that ends must have been preempted (the masters' logs,
+// its app's events or its status say so), lost with its worker, or its
+// app killed. pidWatch also reads those apps' status from the leader all
+// along: an executor that ended is seen ended one way only, never running
+// again, and one that ended while its app ran says it was preempted, and
+// for what, or that its worker was lost; an app never lists more live
+// executors than it asked for (none is counted twice). An executor lost
+// with its worker must be gone once the worker is back.
 type pidWatch struct {
 	mu      sync.Mutex
 	apps    map[string]*watched // by marker
 	execs   map[execRef]*execSeen
 	sampled bool // the first sample is the strict apps' baseline
 	changes []string
+	workers map[int]string // the workers' pids → their ids
+	outs    []*workerOut   // the workers' outages
 }
 
 type execRef struct {
@@ -169,7 +176,9 @@ type watched struct {
 	name, marker string
 	id           string // once known
 	strict       bool
+	most         int  // the most executors it asked for: it may list no more live
 	ended        bool // its status was read as ended: no more status reads
+	twice        bool // it was seen listing more: said once
 }
 
 // execSeen is what was seen of one executor.
@@ -180,18 +189,62 @@ type execSeen struct {
 	// then active.
 	final, message string
 	appActive      bool
+	worker         string // where it runs: its process's worker, or its status's
+	late           bool   // first seen after the first sample
 }
 
 func newPidWatch() *pidWatch {
-	return &pidWatch{apps: map[string]*watched{}, execs: map[execRef]*execSeen{}}
+	return &pidWatch{apps: map[string]*watched{}, execs: map[execRef]*execSeen{}, workers: map[int]string{}}
 }
 
 // add watches the executors of the app named name, whose executors' command
-// lines end with marker.
-func (pw *pidWatch) add(marker, name string, strict bool) {
+// lines end with marker, and which asks for at most most executors.
+func (pw *pidWatch) add(marker, name string, strict bool, most int) {
 	pw.mu.Lock()
 	defer pw.mu.Unlock()
-	pw.apps[marker] = &watched{name: name, marker: marker, strict: strict}
+	pw.apps[marker] = &watched{name: name, marker: marker, strict: strict, most: most}
+}
+
+// setWorkers tells which processes are the workers, so that each
+// executor's worker is known from its process's ancestors.
+func (pw *pidWatch) setWorkers(ws []*testcluster.Worker) {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	for _, w := range ws {
+		pw.workers[w.Pid()] = w.ID
+	}
+}
+
+// addOut records a worker's outage as it begins.
+func (pw *pidWatch) addOut(o *workerOut) {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	pw.outs = append(pw.outs, o)
+}
+
+// outBack records when the worker of o was seen ALIVE again.
+func (pw *pidWatch) outBack(o *workerOut, at time.Time) {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	o.back = at
+}
+
+// lostWith is the outage e was lost in (nil: none): its worker's, if it
+// ran there when the outage began (it had to end once the worker was
+// back), or if its status says it was LOST with its worker (one placed
+// there during the outage).
+func (pw *pidWatch) lostWith(e *execSeen) *workerOut {
+	for _, o := range pw.outs {
+		if e.worker != o.worker {
+			continue
+		}
+		ranThen := e.pid != 0 && e.first.Before(o.from) && (e.gone.IsZero() || !e.gone.Before(o.from))
+		saysLost := e.final == string(wire.ExecutorLost) && strings.HasPrefix(e.message, "worker lost")
+		if ranThen || saysLost {
+			return o
+		}
+	}
+	return nil
 }
 
 // learn gives the id of the app of marker.
@@ -214,23 +267,43 @@ func pidsContaining(s string) []int {
 	return out
 }
 
+// execProc is an executor's process, and the worker it runs under ("":
+// none found).
+type execProc struct {
+	pid    int
+	worker string
+}
+
 // executorProcs finds the executors of the watched apps: the processes
-// whose command line is `sleep N EXECUTOR_ID MARKER` (a forked child not
-// yet exec'd has its parent's command line: skipped).
-func executorProcs(markers map[string]bool) map[execRef]int {
-	out := map[execRef]int{}
+// whose command line is `sleep N EXECUTOR_ID MARKER` (a root worker runs
+// it by its full path, /usr/bin/sleep; a forked child not
+// yet exec'd has its parent's command line: skipped), each with the
+// worker among its ancestors (workers: the workers' pids).
+func executorProcs(markers map[string]bool, workers map[int]string) map[execRef]execProc {
+	out := map[execRef]execProc{}
 	ps := testcluster.Processes()
-	cmdlineOf := map[int]string{}
+	cmdlineOf, parentOf := map[int]string{}, map[int]int{}
 	for _, p := range ps {
-		cmdlineOf[p.Pid] = p.Cmdline
+		cmdlineOf[p.Pid], parentOf[p.Pid] = p.Cmdline, p.PPid
+	}
+	workerOf := func(pid int) string {
+		for range 8 {
+			if pid = parentOf[pid]; pid <= 1 {
+				break
+			}
+			if id, ok := workers[pid]; ok {
+				return id
+			}
+		}
+		return ""
 	}
 	for _, p := range ps {
 		f := strings.Fields(p.Cmdline)
-		if len(f) != 4 || f[0] != "sleep" || !markers[f[3]] || cmdlineOf[p.PPid] == p.Cmdline {
+		if len(f) != 4 || filepath.Base(f[0]) != "sleep" || !markers[f[3]] || cmdlineOf[p.PPid] == p.Cmdline {
 			continue
 		}
 		if n, err := strconv.Atoi(f[2]); err == nil {
-			out[execRef{f[3], n}] = p.Pid
+			out[execRef{f[3], n}] = execProc{p.Pid, workerOf(p.Pid)}
 		}
 	}
 	return out
@@ -251,22 +324,23 @@ func (pw *pidWatch) sample() {
 	for m := range pw.apps {
 		markers[m] = true
 	}
+	workers := maps.Clone(pw.workers)
 	pw.mu.Unlock()
-	procs := executorProcs(markers)
+	procs := executorProcs(markers, workers)
 	now := time.Now()
 	pw.mu.Lock()
 	defer pw.mu.Unlock()
 	at := now.Format("15:04:05.000")
-	for ref, pid := range procs {
-		a := pw.apps[ref.marker]
+	// A strict app's executor that starts or ends is judged at the end
+	// (violations), once the workers' outages are known.
+	for ref, p := range procs {
+		a, pid := pw.apps[ref.marker], p.pid
 		switch e := pw.execs[ref]; {
 		case e == nil:
-			pw.execs[ref] = &execSeen{pid: pid, first: now}
-			if a.strict && pw.sampled {
-				pw.changes = append(pw.changes, fmt.Sprintf("%s: executor %d started (pid %d) at %s; its executors must never change", a.name, ref.exec, pid, at))
-			}
+			pw.execs[ref] = &execSeen{pid: pid, first: now, worker: p.worker, late: pw.sampled}
 		case e.pid == 0:
-			e.pid, e.first = pid, now
+			e.pid, e.first, e.late = pid, now, pw.sampled
+			e.worker = cmp.Or(p.worker, e.worker)
 		case e.pid != pid:
 			pw.changes = append(pw.changes, fmt.Sprintf("%s: executor %d has pid %d at %s, had %d: started twice", a.name, ref.exec, pid, at, e.pid))
 			e.pid = pid
@@ -280,15 +354,12 @@ func (pw *pidWatch) sample() {
 			continue
 		}
 		e.gone = now
-		if a := pw.apps[ref.marker]; a.strict {
-			pw.changes = append(pw.changes, fmt.Sprintf("%s: executor %d (pid %d) gone at %s; its executors must never end", a.name, ref.exec, e.pid, at))
-		}
 	}
 	pw.sampled = true
 }
 
-// watchStatus reads the status of the watched apps that may be
-// preempted, from the leader, all along.
+// watchStatus reads the status of the watched apps, from the leader, all
+// along.
 func (pw *pidWatch) watchStatus(ctx context.Context, c *client.Client) {
 	poll.Every(ctx, 500*time.Millisecond, func() { pw.readStatus(ctx, c) })
 }
@@ -297,7 +368,7 @@ func (pw *pidWatch) readStatus(ctx context.Context, c *client.Client) {
 	pw.mu.Lock()
 	var apps []*watched
 	for _, a := range pw.apps {
-		if !a.strict && a.id != "" && !a.ended {
+		if a.id != "" && !a.ended {
 			apps = append(apps, a)
 		}
 	}
@@ -311,13 +382,29 @@ func (pw *pidWatch) readStatus(ctx context.Context, c *client.Client) {
 		}
 		pw.mu.Lock()
 		a.ended = st.State.Finished()
+		live := 0
+		for _, x := range st.Executors {
+			if !x.State.Finished() {
+				live++
+			}
+		}
+		if a.most > 0 && live > a.most && !a.twice {
+			a.twice = true
+			var execs []string
+			for _, x := range st.Executors {
+				execs = append(execs, fmt.Sprintf("%d %s on %s", x.ID, x.State, x.WorkerID))
+			}
+			pw.changes = append(pw.changes, fmt.Sprintf("%s lists %d live executors at %s, more than the %d it asked for (%s): one is counted twice",
+				a.name, live, time.Now().Format("15:04:05.000"), a.most, strings.Join(execs, ", ")))
+		}
 		for _, x := range st.Executors {
 			ref := execRef{a.marker, x.ID}
 			e := pw.execs[ref]
 			if e == nil {
-				e = &execSeen{}
+				e = &execSeen{late: true}
 				pw.execs[ref] = e
 			}
+			e.worker = cmp.Or(e.worker, x.WorkerID)
 			switch {
 			case x.State.Finished() && e.final == "":
 				e.final, e.message, e.appActive = string(x.State), x.Message, !st.State.Finished()
@@ -395,12 +482,43 @@ func (pw *pidWatch) violations(pre map[string]*preemption, killedAt func(marker 
 	refs := slices.SortedFunc(maps.Keys(pw.execs), func(a, b execRef) int {
 		return cmp.Or(strings.Compare(a.marker, b.marker), a.exec-b.exec)
 	})
+	// A strict app's executors: none ends but with its worker, and no more
+	// start than were lost so.
+	lostStrict, lateStrict := map[string]int{}, map[string][]string{}
+	for _, ref := range refs {
+		e, a := pw.execs[ref], pw.apps[ref.marker]
+		if !a.strict {
+			continue
+		}
+		lost := pw.lostWith(e)
+		if lost != nil {
+			lostStrict[a.marker]++
+		}
+		if !e.gone.IsZero() && lost == nil {
+			out = append(out, fmt.Sprintf("%s: executor %d (pid %d, on %s) gone at %s; its executors must never end but with their worker",
+				a.name, ref.exec, e.pid, cmp.Or(e.worker, "?"), e.gone.Format("15:04:05.000")))
+		}
+		if e.late {
+			lateStrict[a.marker] = append(lateStrict[a.marker], fmt.Sprintf("%d (pid %d, on %s, at %s)", ref.exec, e.pid, cmp.Or(e.worker, "?"), e.first.Format("15:04:05.000")))
+		}
+	}
+	for marker, late := range lateStrict {
+		if len(late) > lostStrict[marker] {
+			out = append(out, fmt.Sprintf("%s: executors %s started, %d more than its %d lost with their worker; its executors must never change otherwise",
+				pw.apps[marker].name, strings.Join(late, ", "), len(late)-lostStrict[marker], lostStrict[marker]))
+		}
+	}
 	for _, ref := range refs {
 		e, a := pw.execs[ref], pw.apps[ref.marker]
 		if a.id == "" {
 			continue // a registration of unknown outcome: its app may end by its lease
 		}
 		name := fmt.Sprintf("%s (%s): executor %d", a.name, a.id, ref.exec)
+		lost := pw.lostWith(e)
+		if lost != nil && e.pid != 0 && e.gone.IsZero() {
+			out = append(out, fmt.Sprintf("%s (pid %d) lost with %s (%s at %s) still runs, its worker ALIVE again since %s",
+				name, e.pid, lost.worker, lost.kind, lost.from.Format("15:04:05.000"), lost.back.Format("15:04:05.000")))
+		}
 		p := pre[a.id+"/"+strconv.Itoa(ref.exec)]
 		saysPreempted := e.final == string(wire.ExecutorKilled) && strings.HasPrefix(e.message, "preempted ")
 		if p != nil {
@@ -411,13 +529,13 @@ func (pw *pidWatch) violations(pre map[string]*preemption, killedAt func(marker 
 				out = append(out, fmt.Sprintf("%s: its app was told executorPreempted %d times", name, p.events))
 			}
 		}
-		if e.final != "" && e.appActive && !saysPreempted {
+		if e.final != "" && e.appActive && !saysPreempted && lost == nil {
 			out = append(out, fmt.Sprintf("%s ended %s while its app ran, not preempted: %q", name, e.final, e.message))
 		}
 		isPreempted := p != nil || saysPreempted
 		if isPreempted {
 			preempted++
-			if e.final != "" && !saysPreempted {
+			if e.final != "" && !saysPreempted && lost == nil {
 				out = append(out, fmt.Sprintf("%s was preempted, but its record says %s: %q", name, e.final, e.message))
 			}
 		}
@@ -428,7 +546,7 @@ func (pw *pidWatch) violations(pre map[string]*preemption, killedAt func(marker 
 			out = append(out, fmt.Sprintf("%s (pid %d) preempted at %s still runs", name, e.pid, times(p.decided)))
 		case e.gone.IsZero() && !kill.IsZero():
 			out = append(out, fmt.Sprintf("%s (pid %d) still runs, its app killed at %s", name, e.pid, kill.Format("15:04:05.000")))
-		case e.gone.IsZero(), a.strict, isPreempted, !known:
+		case e.gone.IsZero(), a.strict, isPreempted, !known, lost != nil:
 		case kill.IsZero() || e.gone.Before(kill):
 			out = append(out, fmt.Sprintf("%s (pid %d) gone at %s, neither preempted nor its app killed (its status: %s %q)",
 				name, e.pid, e.gone.Format("15:04:05.000"), cmp.Or(e.final, "not seen ended"), e.message))

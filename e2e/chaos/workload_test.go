@@ -256,7 +256,7 @@ func (w *workload) startBurst(ctx context.Context, i int, rng *rand.Rand, a *act
 	key := fmt.Sprintf("%s-burst-%d", a.tenant, n)
 	b := &burst{marker: fmt.Sprintf("%s%d", w.burstMarker, n), queue: a.queues[0],
 		due: time.Now().Add(time.Duration(5000+rng.IntN(4000)) * time.Millisecond)}
-	w.watch.add(b.marker, key, false)
+	w.watch.add(b.marker, key, false, burstCores)
 	w.register(ctx, i, a, key, burstDesc(key, b, 5*rng.IntN(2)), b)
 }
 
@@ -532,7 +532,7 @@ func (w *workload) kill(ctx context.Context, i int, a *actor, t *tracked, probe 
 func (w *workload) killDriver(ctx context.Context, i int, c *client.Client, t *tracked) {
 	w.end(ctx, i, input{kind: opKillDriver, key: t.key, id: t.id, by: operator}, t, func(ctx context.Context) (output, error) {
 		st, err := c.KillDriver(ctx, t.id)
-		return output{state: string(st.State), ended: st.State.Finished(), killReq: st.KillRequested}, err
+		return driverOutput(st), err
 	})
 }
 
@@ -558,8 +558,17 @@ func (w *workload) readApp(ctx context.Context, i int, a *actor, t *tracked) {
 func (w *workload) readDriver(ctx context.Context, i int, c *client.Client, t *tracked) {
 	w.read(ctx, i, input{kind: opReadDriver, key: t.key, id: t.id, by: operator}, func(ctx context.Context) (output, error) {
 		st, err := c.Driver(ctx, t.id)
-		return output{state: string(st.State), ended: st.State.Finished(), killReq: st.KillRequested}, err
+		return driverOutput(st), err
 	})
+}
+
+// driverOutput is what a driver's kill or read was answered.
+func driverOutput(st wire.DriverStatus) output {
+	out := output{state: string(st.State), ended: st.State.Finished(), killReq: st.KillRequested}
+	if st.State == wire.DriverError && strings.HasPrefix(st.Message, "worker lost") {
+		out.lost, out.worker = true, st.WorkerID
+	}
+	return out
 }
 
 // keepLeases heartbeats every workload app that may be active, as a client

@@ -17,8 +17,33 @@ import (
 // all leave from 127.0.0.1, so a master's outgoing Raft connections are
 // told apart by their socket's owner: each master must run as its own user
 // (Options.UIDs). Its Raft listener is matched by address.
+//
+// A socket's owner is known only while a process holds it: a connection
+// the process closed with data still unsent (a request that timed out)
+// lives on in the kernel, owned by nobody, and its retransmissions would
+// slip through a rule on the owner. So the first packet a cut drops by its
+// owner also marks its connection (conntrack), and every later packet of
+// a marked connection is dropped too. Each cut has a mark of its own: a
+// connection marked by an earlier cut, healed since, is not cut again.
 type NetCut struct {
 	table string
+	cuts  int // cuts made so far: the next one's mark
+}
+
+// mark is the conntrack mark of a new cut.
+func (n *NetCut) mark() string {
+	n.cuts++
+	return fmt.Sprintf("0x%08x", 0x62650000+n.cuts)
+}
+
+// dropOwned returns the rules that drop uid's packets to ports, and every
+// later packet of a connection so dropped (see NetCut).
+func (n *NetCut) dropOwned(uid uint32, ports []string) [][]string {
+	set, mark := "{ "+strings.Join(ports, ", ")+" }", n.mark()
+	return [][]string{
+		{"meta", "skuid", fmt.Sprint(uid), "tcp", "dport", set, "ct", "mark", "set", mark, "drop"},
+		{"ct", "mark", mark, "tcp", "dport", set, "drop"},
+	}
 }
 
 // ErrNoNetCut says why a cut cannot be made here.
@@ -40,6 +65,17 @@ func NewNetCut(h Host) (*NetCut, error) {
 	}
 	h.Cleanup(func() { _ = nft("delete", "table", "inet", n.table) })
 	if err := nft("add", "chain", "inet", n.table, "out", "{ type filter hook output priority 0 ; policy accept ; }"); err != nil {
+		return nil, err
+	}
+	// Connection tracking, on from now, before the cluster connects: a
+	// connection made while nothing used it would be untracked, and the
+	// mark of a cut would not stay on it (see NetCut). A rule that reads a
+	// connection's state turns it on for this network namespace; it lives
+	// in a chain of its own, which Heal leaves alone.
+	if err := nft("add", "chain", "inet", n.table, "track", "{ type filter hook output priority 0 ; policy accept ; }"); err != nil {
+		return nil, err
+	}
+	if err := nft("add", "rule", "inet", n.table, "track", "ct", "state", "invalid", "counter"); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -65,11 +101,10 @@ func (n *NetCut) CutRaft(m *Master, all []*Master) error {
 			others = append(others, p)
 		}
 	}
-	rules := [][]string{
-		{"meta", "skuid", fmt.Sprint(m.UID), "tcp", "dport", "{ " + strings.Join(others, ", ") + " }", "drop"},
-		{"ip", "daddr", host, "tcp", "dport", port, "drop"},
-		{"ip", "saddr", host, "tcp", "sport", port, "drop"},
-	}
+	rules := append(n.dropOwned(m.UID, others),
+		[]string{"ip", "daddr", host, "tcp", "dport", port, "drop"},
+		[]string{"ip", "saddr", host, "tcp", "sport", port, "drop"},
+	)
 	for _, r := range rules {
 		if err := nft(append([]string{"add", "rule", "inet", n.table, "out"}, r...)...); err != nil {
 			return err
@@ -99,10 +134,7 @@ func (n *NetCut) CutWorker(w *Worker, masters []*Master) error {
 		}
 		apis = append(apis, mu.Port())
 	}
-	rules := [][]string{
-		{"meta", "skuid", fmt.Sprint(w.UID), "tcp", "dport", "{ " + strings.Join(apis, ", ") + " }", "drop"},
-		{"tcp", "dport", u.Port(), "drop"},
-	}
+	rules := append(n.dropOwned(w.UID, apis), []string{"tcp", "dport", u.Port(), "drop"})
 	for _, r := range rules {
 		if err := nft(append([]string{"add", "rule", "inet", n.table, "out"}, r...)...); err != nil {
 			return err

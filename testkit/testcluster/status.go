@@ -95,3 +95,25 @@ func (c *Cluster) WaitLeader(ctx context.Context) (*Master, wire.ClusterStatus, 
 	}
 	return m, st, nil
 }
+
+// RaftStatus asks one master for its own Raft figures (GET
+// /v1/raft/status): its state, term, commit and applied indexes.
+func (c *Cluster) RaftStatus(ctx context.Context, m *Master) (wire.RaftFigures, error) {
+	var f wire.RaftFigures
+	r := wire.MasterAPI.RaftStatus
+	url := m.URL + r.Path()
+	req, err := http.NewRequestWithContext(ctx, r.Method, url, nil)
+	if err != nil {
+		return f, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.opt.Secret)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return f, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return f, fmt.Errorf("%s %s: %s", r.Method, url, resp.Status)
+	}
+	return f, json.NewDecoder(resp.Body).Decode(&f)
+}
