@@ -173,7 +173,7 @@ func (c Config) withDefaults() (Config, error) {
 		v    time.Duration
 	}{{"--worker-timeout", c.WorkerTimeout}, {"--app-timeout", c.AppTimeout}, {"--recovery-timeout", c.RecoveryTimeout}, {"command timeout", c.CommandTimeout},
 		{"--preemption-delay", c.PreemptionDelay}, {"--preemption-grace", c.PreemptionGrace}, {"--audit-retention", c.AuditRetention},
-		{"--exclude-duration", c.ExcludeDuration}} {
+		{"--exclude-duration", c.ExcludeDuration}, {"--gang-reserve-after", c.GangReserveAfter}} {
 		if d.v < 0 {
 			return c, fmt.Errorf("%s %s is negative", d.flag, d.v)
 		}

@@ -51,7 +51,7 @@ if the first attempt did submit it.`,
 			pollFlag("submit"),
 			&cli.StringFlag{Name: "idempotency-key", EnvVars: env("submit", "idempotency-key"),
 				Usage: "`KEY` that makes this submission safe to repeat: the same key gets the same driver (default: a random key)"},
-		}, append(runSubmitFlags("submit"), healthFlags("submit", "driver (a DriverDescription)")...)...),
+		}, append(append(runSubmitFlags("submit"), constraintFlag("submit")), healthFlags("submit", "driver (a DriverDescription)")...)...),
 		Action: func(c *cli.Context) error {
 			desc, err := driverDescription(c)
 			if err != nil {
@@ -109,7 +109,10 @@ func driverDescription(c *cli.Context) (wire.DriverDescription, error) {
 	if f.err != nil {
 		return d, f.err
 	}
-	return d, readHealth(c, file, &d.Ports, &d.Checks, &d.Restart)
+	if err := readHealth(c, file, &d.Ports, &d.Checks, &d.Restart); err != nil {
+		return d, err
+	}
+	return d, readConstraints(c, &d.Constraints)
 }
 
 func waitCommand() *cli.Command {

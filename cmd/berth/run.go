@@ -52,7 +52,7 @@ given override its values, and ARGV, if given, its command.`,
 			&cli.IntFlag{Name: "executor-limit", EnvVars: env("run", "executor-limit"), Usage: "most executors the app starts with (unset: no bound)"},
 			&cli.StringSliceFlag{Name: "env", EnvVars: env("run", "env"), Usage: "`NAME=VALUE` added to the executors' environment; repeat it"},
 			&cli.StringSliceFlag{Name: "executor-resource", EnvVars: env("run", "executor-resource"), Usage: "`NAME=AMOUNT` of a custom resource each executor needs, e.g. gpu=1, or gpu=0.5 to share one; repeat it"},
-		}, append(runSubmitFlags("run"), healthFlags("run", "app (an AppDescription)")...)...),
+		}, append(append(runSubmitFlags("run"), append(gangFlags("run"), constraintFlag("run"))...), healthFlags("run", "app (an AppDescription)")...)...),
 		Action: runApp,
 	}
 }
@@ -177,6 +177,12 @@ func appDescription(c *cli.Context) (wire.AppDescription, error) {
 		return d, f.err
 	}
 	if err := readHealth(c, file, &d.Ports, &d.Checks, &d.Restart); err != nil {
+		return d, err
+	}
+	if err := readConstraints(c, &d.Constraints); err != nil {
+		return d, err
+	}
+	if err := readGang(c, &d); err != nil {
 		return d, err
 	}
 	if c.IsSet("name") || d.Name == "" {

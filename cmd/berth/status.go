@@ -98,7 +98,12 @@ func printStatus(out io.Writer, st wire.ClusterStatus, now time.Time) error {
 	if len(st.Workers) < ws.Total {
 		fmt.Fprintf(w, "(not listed: berth status --workers lists them all)\n")
 	}
-	section(w, fmt.Sprintf("Workers (%d)", len(st.Workers)), "ID\tADDRESS\tSTATE\tCORES\tMEMORY\tRESOURCES\tLAST HEARTBEAT\tLIMITS")
+	labelled := slices.ContainsFunc(st.Workers, func(wk wire.WorkerStatus) bool { return len(wk.Labels) > 0 })
+	header := "ID\tADDRESS\tSTATE\tCORES\tMEMORY\tRESOURCES\tLAST HEARTBEAT\tLIMITS"
+	if labelled { // a column only where some worker has labels (constraints)
+		header += "\tLABELS"
+	}
+	section(w, fmt.Sprintf("Workers (%d)", len(st.Workers)), header)
 	var full, unhealthy []string
 	for _, wk := range st.Workers {
 		state := string(wk.State)
@@ -114,9 +119,13 @@ func printStatus(out io.Writer, st wire.ClusterStatus, now time.Time) error {
 			}
 			unhealthy = append(unhealthy, fmt.Sprintf("  %s%s: %s", termtext.Escape(wk.ID), since, termtext.Escape(wk.Unhealthy)))
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s/%s\t%s\t%s\t%s\n", termtext.Escape(wk.ID), termtext.Escape(wk.Address), termtext.Escape(state),
+		labels := ""
+		if labelled {
+			labels = "\t" + termtext.Escape(orDash(wire.LabelList(wk.Labels)))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s/%s\t%s\t%s\t%s%s\n", termtext.Escape(wk.ID), termtext.Escape(wk.Address), termtext.Escape(state),
 			wk.CoresUsed, wk.Cores, mem(wk.MemoryUsedMB), mem(wk.MemoryMB), termtext.Escape(wire.DescribeFree(wk.Resources)), ago(wk.LastHeartbeat, now),
-			termtext.Escape(orDash(wk.Limits)))
+			termtext.Escape(orDash(wk.Limits)), labels)
 	}
 	if len(full) > 0 {
 		fmt.Fprintf(w, "Disk full (nothing new is placed there):\n%s\n", strings.Join(full, "\n"))

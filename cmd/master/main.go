@@ -193,6 +193,7 @@ func configFromFlags(cx *cli.Context) (master.Config, error) {
 		PreemptionDelay:        cx.Duration("preemption-delay"),
 		PreemptionGrace:        cx.Duration("preemption-grace"),
 		ExcludeDuration:        cx.Duration("exclude-duration"),
+		GangReserveAfter:       cx.Duration("gang-reserve-after"),
 		AuditRetention:         cx.Duration("audit-retention"),
 		MaxHeartbeatsPerSecond: cx.Int("max-heartbeats-per-second"),
 	}
@@ -346,6 +347,7 @@ func flags() []cli.Flag {
 		&cli.IntFlag{Name: "max-heartbeats-per-second", Value: master.DefaultMaxHeartbeatsPerSecond, EnvVars: env("MAX_HEARTBEATS_PER_SECOND"), Usage: "the heartbeat rate the master aims at: workers heartbeat every --worker-timeout/4, or less often in a fleet large enough to exceed this rate, but at least every --worker-timeout/3"},
 		&cli.DurationFlag{Name: "preemption-delay", Value: master.DefaultPreemptionDelay, EnvVars: env("PREEMPTION_DELAY"), Usage: "how long a queue owed capacity (below its guarantee or fair share) waits before the master takes it back from queues above theirs (docs/QUEUES.md)"},
 		&cli.DurationFlag{Name: "preemption-grace", Value: master.DefaultPreemptionGrace, EnvVars: env("PREEMPTION_GRACE"), Usage: "time between a preempted executor's SIGTERM and its SIGKILL"},
+		&cli.DurationFlag{Name: "gang-reserve-after", Value: master.DefaultGangReserveAfter, EnvVars: env("GANG_RESERVE_AFTER"), Usage: "how long a gang (an app's \"gang\": N executors started together) waits to be placed whole before the apps behind it are held back so that capacity freed goes to it (docs/PLACEMENT.md)"},
 		&cli.DurationFlag{Name: "exclude-duration", Value: master.DefaultExcludeDuration, EnvVars: env("EXCLUDE_DURATION"), Usage: "how long an app's executors are kept off a worker where two of them failed within ten minutes (docs/HEALTH.md)"},
 		&cli.DurationFlag{Name: "audit-retention", Value: master.DefaultAuditRetention, EnvVars: env("AUDIT_RETENTION"), Usage: "how long the audit log keeps an entry (at most 100,000 entries are kept whatever this says)"},
 		&cli.IntFlag{Name: "max-drivers", EnvVars: env("MAX_DRIVERS"), Usage: "drivers running at once; more wait SUBMITTED, so drivers cannot take every core from their own apps (Spark's spark.deploy.maxDrivers; 0: no bound)"},
