@@ -586,21 +586,41 @@ func (w *workload) keepLeases(ctx context.Context, c *client.Client) {
 			}
 		}
 		w.mu.Unlock()
-		for _, t := range ts {
-			hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			err := c.HeartbeatApp(hctx, t.id)
-			cancel()
-			if client.StatusCode(err) == 409 { // ended
-				w.mu.Lock()
-				t.leaseDone = true
-				w.mu.Unlock()
-			}
-			if ctx.Err() != nil {
-				return
-			}
+		// Several at once: a long run has tens of thousands of apps to
+		// keep, and one after the other a sweep outlasted the app
+		// timeout (10 s), so that apps ended by their lease, which the
+		// history has no operation for.
+		next := make(chan *tracked)
+		var wg sync.WaitGroup
+		for range leaseKeepers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for t := range next {
+					hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+					err := c.HeartbeatApp(hctx, t.id)
+					cancel()
+					if client.StatusCode(err) == 409 { // ended
+						w.mu.Lock()
+						t.leaseDone = true
+						w.mu.Unlock()
+					}
+				}
+			}()
 		}
+		for _, t := range ts {
+			if ctx.Err() != nil {
+				break
+			}
+			next <- t
+		}
+		close(next)
+		wg.Wait()
 	})
 }
+
+// leaseKeepers is the heartbeats keepLeases sends at once.
+const leaseKeepers = 16
 
 // finalReads reads every app and driver the workload knows, and the
 // queues and tenants, after the faults: the history then shows whether
