@@ -155,3 +155,34 @@ func mustAppStatus(t *testing.T, h *harness, id string) *wire.AppStatus {
 	}
 	return &st
 }
+
+// A driver whose kill was accepted ends KILLED when its worker is lost
+// while the kill's write is still in flight, not ERROR (the fault suite
+// saw "killReq true" answered, then ERROR "worker lost"), and a supervised
+// one is not relaunched.
+func TestDriverKilledWhenItsWorkerIsLostDuringTheKill(t *testing.T) {
+	for _, supervise := range []bool{false, true} {
+		h := newLeader(t, nil, "w1", "w2")
+		id := h.addDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 100, Supervise: supervise})
+		h.commit()
+		d := h.c.drivers[id]
+		if d == nil || d.worker == nil {
+			t.Fatalf("driver %s not placed", id)
+		}
+		var killed *wire.DriverStatus
+		h.c.removeWorker(d.worker, "silent", nil) // proposed first: it commits while the kill's write is in flight
+		h.c.killDriver(id, func(st wire.DriverStatus, err error) {
+			if err == nil {
+				killed = &st
+			}
+		})
+		h.commit()
+		if killed == nil || !killed.KillRequested {
+			t.Fatalf("supervise=%v: the kill answered %+v", supervise, killed)
+		}
+		st, _ := h.c.driver(id)
+		if st.State != wire.DriverKilled || st.RelaunchedAs != "" {
+			t.Errorf("supervise=%v: the driver after its worker was lost during its kill: %s (%s), relaunched as %q; want KILLED, not relaunched", supervise, st.State, st.Message, st.RelaunchedAs)
+		}
+	}
+}

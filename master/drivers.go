@@ -245,6 +245,23 @@ func (c *core) driverEnded(d *driverInfo, endedAt time.Time) {
 // failover): a supervised one is relaunched, one whose kill was requested
 // ends KILLED, any other ends in ERROR. done, if set, learns the outcome.
 func (c *core) driverLost(d *driverInfo, msg string, done func(error)) {
+	if d.writes.busy {
+		// A write of the driver is in flight, perhaps its kill: decide
+		// once it is done, on the record as it then is (a kill accepted
+		// before the worker was lost makes the driver KILLED, not ERROR,
+		// and is not relaunched).
+		d.writes.do(func() {
+			d.writes.done()
+			if c.drivers[d.rec.ID] != d || d.ending != nil {
+				if done != nil {
+					done(nil)
+				}
+				return
+			}
+			c.driverLost(d, msg, done)
+		})
+		return
+	}
 	switch {
 	case d.rec.KillRequested:
 		c.finishDriver(d, wire.DriverKilled, "killed by request; "+msg, nil, done)

@@ -237,7 +237,17 @@ func TestChaos(t *testing.T) {
 	spawn(func() { pw.run(ctx) })
 	spawn(func() { pw.watchStatus(ctx, ch.client(workloads+1, client.WithRequestTimeout(time.Second))) })
 	spawn(func() { aw.run(ctx) })
-	spawn(func() { w.keepLeases(ctx, ch.client(workloads, client.WithRequestTimeout(time.Second))) })
+	// The leases are kept until the final reads are done: apps the
+	// workload registered last and never killed would end by their lease
+	// while the bursts are killed after the run, and the history has no
+	// operation for that.
+	kctx, kstop := context.WithCancel(context.Background())
+	defer kstop()
+	keeperDone := make(chan struct{})
+	go func() {
+		defer close(keeperDone)
+		w.keepLeases(kctx, ch.client(workloads, client.WithRequestTimeout(time.Second)))
+	}()
 	for i := range workloads {
 		spawn(func() { w.run(ctx, i, 1_000_000) })
 	}
@@ -297,6 +307,8 @@ func TestChaos(t *testing.T) {
 	fctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	w.killBursts(fctx)
 	w.finalReads(fctx)
+	kstop()
+	<-keeperDone
 	w.finalProbes(fctx)
 	probed := time.Now()
 	sctx, scancel = context.WithTimeout(fctx, 15*time.Second)
