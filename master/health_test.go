@@ -201,3 +201,22 @@ func TestRestartPolicies(t *testing.T) {
 		t.Errorf("mode delay, past the interval: %d executors, want one again (%s, waiting %q)", len(b.executors), b.state, mustAppStatus(t, h2, b.rec.ID).Waiting)
 	}
 }
+
+// An app that waits because every worker is unhealthy says so (it said
+// "the disk of every live worker is full").
+func TestWaitingOnUnhealthyWorkersSaysSo(t *testing.T) {
+	h := newLeader(t, nil, "w1")
+	w := h.c.workers["w1"]
+	w.unhealthy, w.unhealthySince = "processes of 3 apps or drivers failed here", h.c.now()
+	h.c.touched(w)
+	a := h.addApp(oneCoreApp("default", 0))
+	st := mustAppStatus(t, h, a.rec.ID)
+	if !strings.Contains(st.Waiting, "every live worker is unhealthy (1") || strings.Contains(st.Waiting, "disk") {
+		t.Errorf("waiting %q, want it to say the workers are unhealthy", st.Waiting)
+	}
+	w.diskFull = "12 MB free"
+	h.c.touched(w)
+	if st := mustAppStatus(t, h, a.rec.ID); !strings.Contains(st.Waiting, "disk of every live worker is full") {
+		t.Errorf("waiting %q on a worker with a full disk", st.Waiting)
+	}
+}

@@ -113,6 +113,10 @@ func (s uiSource) UndrainWorker(ctx context.Context, id string) error {
 	return uiAct(ctx, s.m, "worker id", id, func(c *core, r reply[wire.WorkerStatus]) { c.undrainWorker(id, r) })
 }
 
+func (s uiSource) ClearWorker(ctx context.Context, id string) error {
+	return uiAct(ctx, s.m, "worker id", id, func(c *core, r reply[wire.WorkerStatus]) { r(c.clearWorker(id)) })
+}
+
 // uiAct checks the id of kind, then runs the action in the loop.
 func uiAct[T any](ctx context.Context, m *Master, kind, id string, fn func(c *core, r reply[T])) error {
 	if err := checkID(kind, id); err != nil {

@@ -26,6 +26,7 @@ type room struct {
 	among               string
 	alive               int // workers new work may go to
 	diskFull            int // live workers whose disk is full
+	unhealthy           int // live workers marked unhealthy (exclusions.go), disk not full
 	maxCores, maxMemory int // largest worker
 	maxFreeCores        int // most free cores on one worker
 	maxFreeMemory       int // most free memory on one worker
@@ -72,7 +73,11 @@ func (c *core) computeRoomWhere(ok func(*workerInfo) bool) room {
 			continue
 		}
 		if !w.placeable() {
-			r.diskFull++
+			if w.diskFull != "" {
+				r.diskFull++
+			} else {
+				r.unhealthy++
+			}
 			continue
 		}
 		r.alive++
@@ -86,6 +91,10 @@ func (c *core) computeRoomWhere(ok func(*workerInfo) bool) room {
 // a worker has the room), naming what asks (an executor, the driver).
 func (r room) fitReason(what string, cores, memory int) string {
 	switch {
+	case r.alive == 0 && r.unhealthy > 0 && r.diskFull == 0:
+		return fmt.Sprintf("waiting: every live worker %sis unhealthy (%d: processes of several apps failed there lately); berth status shows why, berth worker clear ID puts one back", r.with(), r.unhealthy)
+	case r.alive == 0 && r.unhealthy > 0:
+		return fmt.Sprintf("waiting: no live worker %stakes work: %d with a full disk, %d unhealthy; berth status shows why", r.with(), r.diskFull, r.unhealthy)
 	case r.alive == 0 && r.diskFull > 0:
 		return fmt.Sprintf("waiting: the disk of every live worker %sis full (%d); berth status shows why", r.with(), r.diskFull)
 	case r.alive == 0 && r.among != "":

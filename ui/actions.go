@@ -122,7 +122,14 @@ func (u *server) target(ctx context.Context, a Action) (string, role, error) {
 		return "", roleOf(c), unknown(wire.CodeUnknownWorker, "worker", a.ID)
 	}
 	wk := c.Workers[i]
-	return fmt.Sprintf("Worker %s: %s, %d of %d cores in use.", wk.ID, wk.State, wk.CoresUsed, wk.Cores), roleOf(c), nil
+	target := fmt.Sprintf("Worker %s: %s, %d of %d cores in use.", wk.ID, wk.State, wk.CoresUsed, wk.Cores)
+	if wk.Unhealthy != "" {
+		target += " Unhealthy: " + wk.Unhealthy + "."
+	}
+	if n := len(keptOff(c, wk.ID)); n > 0 {
+		target += fmt.Sprintf(" %d apps are kept off it.", n)
+	}
+	return target, roleOf(c), nil
 }
 
 // question is what an action's confirmation asks; withLimit: the limit is

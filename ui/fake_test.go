@@ -88,6 +88,9 @@ func (f *fakeSource) DrainWorker(_ context.Context, id string) error {
 func (f *fakeSource) UndrainWorker(_ context.Context, id string) error {
 	return f.act(Action{Kind: ActionUndrain, ID: id})
 }
+func (f *fakeSource) ClearWorker(_ context.Context, id string) error {
+	return f.act(Action{Kind: ActionClearWorker, ID: id})
+}
 func (f *fakeSource) Log(context.Context, LogTarget, int) (string, error) {
 	return f.logText, f.notLeader
 }

@@ -51,6 +51,9 @@ type summary struct {
 	// Resources: the custom resources of the workers counted as their
 	// cores are (DEAD ones left out), wholly free on ALIVE ones.
 	Resources []wire.ResourceTotal
+	// Unhealthy: workers nothing new is placed on, for the failures of
+	// several apps there (docs/HEALTH.md), whatever their state.
+	Unhealthy int
 }
 
 func summarize(c *wire.ClusterStatus) summary {
@@ -67,6 +70,9 @@ func summarize(c *wire.ClusterStatus) summary {
 			s.Decommissioned++
 		default:
 			s.Other++
+		}
+		if w.Unhealthy != "" {
+			s.Unhealthy++
 		}
 		if w.State != wire.WorkerDead {
 			s.Cores, s.CoresUsed, s.Memory, s.MemoryUsed = s.Cores+w.Cores, s.CoresUsed+w.CoresUsed, s.Memory+w.MemoryMB, s.MemoryUsed+w.MemoryUsedMB
@@ -112,6 +118,27 @@ type workerData struct {
 	W         wire.WorkerStatus
 	Executors []placed
 	Drivers   []wire.DriverStatus
+	// KeptOff: the active apps whose executors are kept off it.
+	KeptOff []exclusionOf
+}
+
+// exclusionOf is an app kept off a worker.
+type exclusionOf struct {
+	App, Name string
+	X         wire.Exclusion
+}
+
+// keptOff is the exclusions of c's active apps from worker id.
+func keptOff(c *wire.ClusterStatus, id string) []exclusionOf {
+	var out []exclusionOf
+	for _, a := range c.ActiveApps {
+		for _, x := range a.Excluded {
+			if x.WorkerID == id {
+				out = append(out, exclusionOf{a.ID, a.Name, x})
+			}
+		}
+	}
+	return out
 }
 
 // placed is an executor with its app.
@@ -131,7 +158,7 @@ func (u *server) worker(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, roleOf(c), unknown(wire.CodeUnknownWorker, "worker", id))
 		return
 	}
-	d := workerData{W: c.Workers[i]}
+	d := workerData{W: c.Workers[i], KeptOff: keptOff(c, id)}
 	for _, a := range c.ActiveApps {
 		for _, e := range a.Executors {
 			if e.WorkerID == id && !e.State.Finished() {
@@ -152,6 +179,13 @@ type appData struct {
 	A      *wire.AppStatus
 	Events []wire.AppEvent
 	Shape  appShape
+	// Checked: its executors have ports or checks (their columns show).
+	Checked bool
+}
+
+// checked reports whether a's executors have ports or checks.
+func checked(a *wire.AppStatus) bool {
+	return len(a.Ports) > 0 || len(a.Checks) > 0 || slices.ContainsFunc(a.Executors, func(e wire.ExecutorStatus) bool { return len(e.Ports) > 0 || e.Health != "" })
 }
 
 // app is an app's page: the leader's view, with its events; a follower
@@ -180,6 +214,7 @@ func (u *server) app(w http.ResponseWriter, r *http.Request) {
 		workers = c.Workers
 	}
 	d.Shape = shapeOf(*d.A, capacities(workers))
+	d.Checked = checked(d.A)
 	u.render(w, http.StatusOK, "app", roleOf(c), d)
 }
 

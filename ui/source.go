@@ -35,6 +35,10 @@ type Source interface {
 	SetExecutorLimit(ctx context.Context, appID string, limit int) error
 	DrainWorker(ctx context.Context, id string) error // with the master's default deadline
 	UndrainWorker(ctx context.Context, id string) error
+	// ClearWorker (berth worker clear, POST /v1/workers/{id}/clear): its
+	// unhealthy mark ends, and so does every app's exclusion from it
+	// (docs/HEALTH.md).
+	ClearWorker(ctx context.Context, id string) error
 	// Log is the last tail bytes of a process's stdout or stderr.
 	Log(ctx context.Context, t LogTarget, tail int) (string, error)
 }
@@ -54,6 +58,7 @@ const (
 	ActionSetLimit     ActionKind = "set-limit"
 	ActionDecommission ActionKind = "decommission" // a drain with the master's default deadline
 	ActionUndrain      ActionKind = "undrain"
+	ActionClearWorker  ActionKind = "clear-worker" // its unhealthy mark and the apps' exclusions from it end
 )
 
 // actionKind is everything about one kind of action, in one place: what
@@ -91,6 +96,11 @@ var actionKinds = map[ActionKind]actionKind{
 	ActionUndrain: {on: entityWorker,
 		question: func(a Action, _ bool) string { return fmt.Sprintf("End the drain of %s? It takes work again.", a.ID) },
 		do:       func(ctx context.Context, s Source, a Action) error { return s.UndrainWorker(ctx, a.ID) }},
+	ActionClearWorker: {on: entityWorker,
+		question: func(a Action, _ bool) string {
+			return fmt.Sprintf("Clear worker %s? Its failures are forgotten: it is no longer unhealthy, no app is kept off it, and new work is placed there again.", a.ID)
+		},
+		do: func(ctx context.Context, s Source, a Action) error { return s.ClearWorker(ctx, a.ID) }},
 }
 
 // entity is what an action acts on.

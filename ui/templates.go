@@ -86,6 +86,9 @@ var funcs = template.FuncMap{
 	"live":  func(e wire.ExecutorStatus) bool { return !e.State.Finished() },
 	"join":  strings.Join,
 	"short": func(s string, n int) string { return shorten(s, n) },
+	// An app's checks and restart policy (health.go).
+	"check":   checkText,
+	"restart": restartText,
 }
 
 func mb(mb int) string {

@@ -257,6 +257,7 @@ func TestEveryActionAsksFirst(t *testing.T) {
 		{url.Values{"kind": {"kill-driver"}, "id": {"driver-1"}}, Action{Kind: ActionKillDriver, ID: "driver-1"}, "Kill driver driver-1?", "RUNNING, 1 cores, pi"},
 		{url.Values{"kind": {"decommission"}, "id": {"w00000"}}, Action{Kind: ActionDecommission, ID: "w00000"}, "Decommission worker w00000?", "ALIVE, 0 of 4 cores in use"},
 		{url.Values{"kind": {"undrain"}, "id": {"w00001"}}, Action{Kind: ActionUndrain, ID: "w00001"}, "End the drain of w00001?", "DECOMMISSIONING"},
+		{url.Values{"kind": {"clear-worker"}, "id": {"w00000"}}, Action{Kind: ActionClearWorker, ID: "w00000"}, "Clear worker w00000?", "ALIVE, 0 of 4 cores in use"},
 	} {
 		f.acted = nil
 		if rec := post(h, "/ui/act", c.form); rec.Code != http.StatusForbidden {
