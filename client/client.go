@@ -51,6 +51,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
@@ -93,6 +94,12 @@ type Client struct {
 	streamOpenTimeout time.Duration
 	minBackoff        time.Duration
 	maxBackoff        time.Duration
+	// waitForMaster: WithWaitForMaster's (failfast.go); reached: some
+	// master has answered this client (an HTTP answer, any status).
+	waitForMaster time.Duration
+	reached       atomic.Bool
+	// sendsSecret: the client sends the operator secret (not a token).
+	sendsSecret bool
 
 	mu     sync.Mutex
 	leader string // last master known to lead; "" when unknown
@@ -173,7 +180,8 @@ func New(masters []string, secret string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.api = (&httpx.Client{Secret: cred, HTTP: newHTTPClient(c.requestTimeout)}).WithTLS(c.tls)
+	c.sendsSecret = secret != ""
+	c.api = (&httpx.Client{Secret: cred, HTTP: newHTTPClient(c.requestTimeout)}).WithTLS(verifiedTLS(c.tls))
 	return c, nil
 }
 

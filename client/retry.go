@@ -87,12 +87,17 @@ func (c *Client) roundTrip(ctx context.Context, r request, stream bool) (*http.R
 	if budget <= 0 {
 		budget = c.retryBudget
 	}
-	deadline := time.Now().Add(budget)
+	start := time.Now()
+	deadline := start.Add(budget)
 	target := c.target()
 	backoff := c.minBackoff
 	redirects := 0
 	var lastErr error // the last failure that was not our own context's
 	unknown := false  // a write attempt may have reached the master
+	// broken: masters this call leaves out, for what retrying cannot fix
+	// (failfast.go); down: the run of attempts that reached no master.
+	broken := map[string]*ConfigError{}
+	var down outage
 	for attempt := 1; ; attempt++ {
 		var actx context.Context
 		var cancel context.CancelFunc
@@ -114,6 +119,7 @@ func (c *Client) roundTrip(ctx context.Context, r request, stream bool) (*http.R
 			err = fmt.Errorf("%s %s%s: no answer within %s: %w", r.method, target, r.path, c.streamOpenTimeout, context.DeadlineExceeded)
 		}
 		if err == nil {
+			c.reached.Store(true)
 			if r.leaderOnly || r.method != http.MethodGet {
 				c.setLeader(target)
 			}
@@ -132,14 +138,38 @@ func (c *Client) roundTrip(ctx context.Context, r request, stream bool) (*http.R
 			}
 			return nil, nil, fmt.Errorf("%w (not repeated: a repeat could do it twice): %w", ErrUnknownOutcome, err)
 		}
+		var se *httpx.StatusError
+		answered := errors.As(err, &se)
+		if answered {
+			c.reached.Store(true)
+		}
+		down.add(target, err, answered)
 
-		next, wait, err := c.classify(r, target, err)
-		if next == "" {
-			if unknown && !errors.Is(err, ErrUnknownOutcome) {
-				// An earlier attempt may have done it all the same.
-				err = fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
+		var next string
+		wait := false
+		if ce := configProblem(target, err); !answered && ce != nil {
+			// Retrying cannot fix it: leave this master out of the call,
+			// and fail at once if that leaves none.
+			broken[target] = ce
+			next = c.nextUsable(target, false, broken)
+		} else {
+			next, wait, err = c.classify(r, target, err)
+			if next == "" {
+				if unknown && !errors.Is(err, ErrUnknownOutcome) {
+					// An earlier attempt may have done it all the same.
+					err = fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
+				}
+				return nil, nil, err
 			}
-			return nil, nil, err
+			if broken[next] != nil {
+				next = c.nextUsable(next, false, broken)
+			}
+		}
+		if next == "" {
+			return nil, nil, c.allBroken(r, broken, unknown)
+		}
+		if c.hopeless(&down, broken) {
+			return nil, nil, c.notDone(r, &NoMasterError{Refused: down.refused, Waited: time.Since(start)}, unknown)
 		}
 		if wait {
 			redirects = 0
@@ -149,12 +179,7 @@ func (c *Client) roundTrip(ctx context.Context, r request, stream bool) (*http.R
 			wait, redirects = true, 0
 		}
 		if time.Now().After(deadline) {
-			err = fmt.Errorf("%s %s: no master could serve it within %s (%d attempts): %w",
-				r.method, r.path, budget, attempt, err)
-			if unknown {
-				err = fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
-			}
-			return nil, nil, err
+			return nil, nil, c.outOfBudget(r, budget, attempt, err, unknown)
 		}
 		c.log.Debug("retrying", "method", r.method, "path", r.path, "next", next, "err", err)
 		if wait {
@@ -162,9 +187,49 @@ func (c *Client) roundTrip(ctx context.Context, r request, stream bool) (*http.R
 				return nil, nil, c.gaveUp(ctx, r, lastErr, nil, unknown)
 			}
 			backoff = min(2*backoff, c.maxBackoff)
+			if !time.Now().Before(deadline) {
+				// The pause took what was left: an attempt begun now
+				// would be cut short, its outcome unknown.
+				return nil, nil, c.outOfBudget(r, budget, attempt, err, unknown)
+			}
 		}
 		target = next
 	}
+}
+
+// outOfBudget is the error of a call whose retry budget ran out after
+// attempt attempts, the last failing with err.
+func (c *Client) outOfBudget(r request, budget time.Duration, attempt int, err error, unknown bool) error {
+	err = fmt.Errorf("%s %s: no master could serve it within %s (%d attempts): %w",
+		r.method, r.path, budget, attempt, err)
+	return c.notDone(r, err, unknown)
+}
+
+// notDone marks err, the end of a call, with what is known of a write's
+// outcome: unknown when an attempt may have reached a master, else
+// certainly not done (ErrNotDone). A read's error is left as it is.
+func (c *Client) notDone(r request, err error, unknown bool) error {
+	switch {
+	case unknown:
+		return fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
+	case r.method != http.MethodGet:
+		return fmt.Errorf("%w: %w", ErrNotDone, err)
+	}
+	return err
+}
+
+// allBroken is the error of a call that found every master broken: the
+// first master's problem (they are usually the same).
+func (c *Client) allBroken(r request, broken map[string]*ConfigError, unknown bool) error {
+	for _, m := range c.masters {
+		if ce := broken[m]; ce != nil {
+			return c.notDone(r, ce, unknown)
+		}
+	}
+	for _, ce := range broken {
+		return c.notDone(r, ce, unknown)
+	}
+	return c.notDone(r, errors.New("no usable master"), unknown)
 }
 
 // gaveUp explains why ctx ended the call: with the last failure seen, more
@@ -179,10 +244,7 @@ func (c *Client) gaveUp(ctx context.Context, r request, lastErr, cutErr error, u
 	} else {
 		err = fmt.Errorf("%s %s: %w (last error: %v)", r.method, r.path, ctx.Err(), lastErr)
 	}
-	if unknown || (cutErr != nil && mayHaveReached(r, cutErr)) {
-		err = fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
-	}
-	return err
+	return c.notDone(r, err, unknown || (cutErr != nil && mayHaveReached(r, cutErr)))
 }
 
 // mayHaveReached reports whether a failed write attempt may have been
@@ -196,7 +258,7 @@ func mayHaveReached(r request, err error) bool {
 	if errors.As(err, &se) {
 		return se.Status == http.StatusGatewayTimeout
 	}
-	return !notSent(err)
+	return !preSend(err)
 }
 
 // classify decides what to do after err from target: the master to try next

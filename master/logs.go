@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"strconv"
 	"time"
 
@@ -42,13 +43,17 @@ func (m *Master) executorLogs(w http.ResponseWriter, r *http.Request) {
 
 func (m *Master) proxyLogs(w http.ResponseWriter, r *http.Request, target func(c *core) (string, error)) {
 	tail, err := wire.ParseLogTail(r.URL.Query().Get(wire.LogTailParam))
+	after := r.URL.Query().Get(wire.LogAfterParam)
+	if err == nil && after != "" {
+		_, err = wire.ParseLogCursor(after)
+	}
 	if err != nil {
 		httpx.WriteErr(w, r, badRequest("%v", err))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	resp, err := m.openLog(ctx, target, tail)
+	resp, err := m.openLogAfter(ctx, target, tail, after)
 	if err != nil {
 		var se *httpx.StatusError
 		if errors.As(err, &se) {
@@ -60,6 +65,11 @@ func (m *Master) proxyLogs(w http.ResponseWriter, r *http.Request, target func(c
 	}
 	defer resp.Body.Close()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	for _, h := range []string{wire.LogCursorHeader, wire.LogGapHeader} { // for berth logs --follow
+		if v := resp.Header.Get(h); v != "" {
+			w.Header().Set(h, v)
+		}
+	}
 	io.Copy(w, resp.Body)
 }
 
@@ -68,12 +78,24 @@ func (m *Master) proxyLogs(w http.ResponseWriter, r *http.Request, target func(c
 // lookup error is the loop's (404, a redirect); a transport error is left
 // to the caller.
 func (m *Master) openLog(ctx context.Context, target func(c *core) (string, error), tail int64) (*http.Response, error) {
+	return m.openLogAfter(ctx, target, tail, "")
+}
+
+// openLogAfter is openLog from a cursor (wire.LogAfterParam; "": none).
+func (m *Master) openLogAfter(ctx context.Context, target func(c *core) (string, error), tail int64, after string) (*http.Response, error) {
 	url, err := query(ctx, m, target)
 	if err != nil {
 		return nil, err
 	}
+	q := neturl.Values{}
 	if tail >= 0 {
-		url += "?" + wire.LogTailParam + "=" + strconv.FormatInt(tail, 10)
+		q.Set(wire.LogTailParam, strconv.FormatInt(tail, 10))
+	}
+	if after != "" {
+		q.Set(wire.LogAfterParam, after)
+	}
+	if len(q) > 0 {
+		url += "?" + q.Encode()
 	}
 	return m.cfg.workerClient(0).Open(ctx, http.MethodGet, url, nil)
 }

@@ -39,6 +39,10 @@ type Master struct {
 	repl Replication
 	// peers asks the other masters for their Raft figures (the UI's list).
 	peers peerFigures
+	// watch is which masters answer (peerwatch.go).
+	watch peerWatch
+	// links are the web UI's one-time sign-in links (uilinks.go).
+	links signInLinks
 	// leaderClient asks the leader for what a follower cannot write.
 	leaderClient peerClient
 	// sessions are the web UI's (sessions.go).
@@ -85,6 +89,7 @@ func (m *Master) Run(ctx context.Context, ln net.Listener) error {
 	go w.run(loopCtx)
 	go m.loop(loopCtx)
 	go m.lease.refresh(loopCtx)
+	go m.watchPeers(loopCtx)
 
 	srv := httpx.NewServer(httpx.Guard(m.Handler(), m.cfg.Secret == "" && m.cfg.TLS == nil), m.log)
 	served := make(chan error, 1)

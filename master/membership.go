@@ -71,4 +71,5 @@ func (m *Master) addMasters(ctx context.Context, cs *wire.ClusterStatus) {
 	for _, srv := range servers {
 		cs.Masters = append(cs.Masters, wire.MasterNode{ID: srv.ID, RaftAddr: srv.RaftAddr, APIAddr: api[srv.ID], Leader: srv.ID == cs.LeaderID, Voter: srv.Voter})
 	}
+	m.withReachability(cs)
 }

@@ -70,7 +70,11 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 		if rec.Finished() {
 			continue
 		}
-		a := newAppInfo(*rec, wire.AppUnknown, now)
+		state := wire.AppUnknown
+		if rec.Desc.Detached { // no client to wait for
+			state = wire.AppWaiting
+		}
+		a := newAppInfo(*rec, state, now)
 		// Ids below the reservation may have been used by the previous
 		// leader; start above them (a fresh block is reserved below).
 		a.nextExecID = rec.ExecutorIDsReserved

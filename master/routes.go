@@ -92,6 +92,7 @@ func (m *Master) Handler() http.Handler {
 	serve(m, mux, api.LeaveMaster, validateLeave, m.leave)
 	serve(m, mux, api.RaftStatus, nil, m.serveRaftStatus)
 	serve(m, mux, api.EndUISession, nil, m.serveEndSession)
+	serve(m, mux, api.SignInLink, nil, m.serveSignInLink)
 	m.sharedRoutes(mux)
 	m.operatorRoutes(mux)
 	mux.Handle(api.Metrics.Mux(), m.metricsHandler())

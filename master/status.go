@@ -25,6 +25,7 @@ func appStatus(a *appInfo) *wire.AppStatus {
 		Queue: queueName(a.rec.Desc.Queue), Priority: a.rec.Desc.Priority, Tenant: a.rec.Tenant,
 		Ports: a.rec.Desc.Ports, Checks: a.rec.Desc.Checks, Restart: a.rec.Desc.Restart, Excluded: a.exclusionList(),
 		Constraints: a.rec.Desc.Constraints, Gang: a.rec.Desc.Gang, GangRestart: a.rec.Desc.GangRestart,
+		Detached: a.rec.Desc.Detached,
 	}
 	if a.state.Finished() {
 		ended := a.endedAt
@@ -208,6 +209,17 @@ func followerStatus(id string, status wire.MasterStatus, leaderID, leader string
 	}
 	byEnd(sortedRecords(s.Apps, func(r *persistence.AppRecord) string { return sortTime(r.SubmittedAt) + r.ID }),
 		recordAppStatus, completed, &out.ActiveApps, &out.CompletedApps)
+	// An active app's record says WAITING whatever it does: whether it
+	// runs is the leader's to know (its executors' states are not in the
+	// log). UNKNOWN, with the cores its placements on record hold.
+	placed := map[string]int{}
+	for _, e := range s.Executors {
+		placed[e.AppID] += e.Cores
+	}
+	for i := range out.ActiveApps {
+		a := &out.ActiveApps[i]
+		a.State, a.CoresGranted = wire.AppUnknown, placed[a.ID]
+	}
 	byEnd(sortedRecords(s.Drivers, func(r *persistence.DriverRecord) string { return sortTime(r.SubmittedAt) + r.ID }),
 		recordDriverStatus, completed, &out.ActiveDrivers, &out.CompletedDrivers)
 	for _, r := range sortedRecords(s.Masters, func(r *persistence.MasterRecord) string { return r.ID }) {
@@ -235,7 +247,7 @@ func recordAppStatus(r *persistence.AppRecord) wire.AppStatus {
 		MaxCores: r.Desc.MaxCores, CoresGranted: r.CoresGranted, CoresPerExecutor: r.Desc.CoresPerExecutor,
 		MemoryPerExecutorMB: r.Desc.MemoryPerExecutorMB, ExecutorLimit: r.ExecutorLimit, Message: r.Message,
 		ResourcesPerExecutor: r.Desc.ResourcesPerExecutor, Executors: append([]wire.ExecutorStatus{}, r.Executors...),
-		Queue: queueName(r.Desc.Queue), Priority: r.Desc.Priority, Tenant: r.Tenant,
+		Queue: queueName(r.Desc.Queue), Priority: r.Desc.Priority, Tenant: r.Tenant, Detached: r.Desc.Detached,
 	}
 }
 

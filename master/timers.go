@@ -101,7 +101,7 @@ func (c *core) expireApps() {
 	// Runs every tick: collect first (removing edits appOrder), then remove.
 	var gone []*appInfo
 	for _, a := range c.appOrder {
-		if a.ending == nil && len(a.subs) == 0 && now.Sub(a.lastSeen) > c.cfg.AppTimeout {
+		if a.ending == nil && len(a.subs) == 0 && now.Sub(a.lastSeen) > c.cfg.AppTimeout && !a.rec.Desc.Detached {
 			gone = append(gone, a)
 		}
 	}

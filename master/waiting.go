@@ -130,6 +130,11 @@ func (c *core) appWaiting(a *appInfo, r room) string {
 	switch {
 	case a.state.Finished() || a.ending != nil:
 		return ""
+	case len(a.executors) > a.executorLimit():
+		// The limit was lowered under what runs: nothing is killed for it.
+		n, limit := len(a.executors), a.executorLimit()
+		return fmt.Sprintf("over its executor limit (%d): %d executors run; the %d beyond it run on until they end or are killed (its client's kill-executors, berth app kill-executors); none new starts until fewer than %d run",
+			limit, n, n-limit, limit)
 	case len(a.executors) > 0:
 		if a.coresLeft() <= 0 {
 			return ""

@@ -146,10 +146,13 @@ func question(a Action, withLimit bool) string {
 type signInData struct {
 	Next, Error string
 	HasSecret   bool
+	// Code: a one-time sign-in link's (berth ui), to post.
+	Code string
 }
 
 func (u *server) signInPage(w http.ResponseWriter, r *http.Request) {
-	u.render(w, http.StatusOK, "signin", role{}, signInData{Next: safeNext(r.URL.Query().Get("next")), HasSecret: u.o.Secret != ""})
+	u.render(w, http.StatusOK, "signin", role{}, signInData{Next: safeNext(r.URL.Query().Get("next")), HasSecret: u.o.Secret != "",
+		Code: r.URL.Query().Get(wire.SignInCodeParam)})
 }
 
 // signIn checks the operator secret and sets the session cookie: a new
@@ -158,6 +161,10 @@ func (u *server) signIn(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	_ = r.ParseForm()
 	next := safeNext(r.PostFormValue("next"))
+	if code := r.PostFormValue(wire.SignInCodeParam); code != "" {
+		u.signInWithCode(w, r, next, code)
+		return
+	}
 	token := r.PostFormValue("token")
 	if u.o.Secret == "" || u.o.Sessions == nil || subtle.ConstantTimeCompare([]byte(token), []byte(u.o.Secret)) != 1 {
 		u.render(w, http.StatusUnauthorized, "signin", role{}, signInData{Next: next, HasSecret: u.o.Secret != "", Error: "That token is not this cluster's operator secret."})

@@ -38,6 +38,9 @@ type Options struct {
 	// or a client certificate (false in the loopback dev mode).
 	SignInNeeded bool
 	Log          *slog.Logger
+	// SignInCode, when set, spends a one-time sign-in code (berth ui,
+	// signinlink.go): true if it was good, and a session starts.
+	SignInCode func(code string) bool
 }
 
 // routes are the UI's routes as wire declares them: the same on master

@@ -67,6 +67,11 @@ type AppDescription struct {
 	// unless GangRestart, which kills and replaces the whole gang.
 	Gang        int  `json:"gang,omitempty"`
 	GangRestart bool `json:"gangRestart,omitempty"`
+	// Detached: no client holds the app (berth run --detach). The master
+	// keeps it without one, for as long as it is not killed (berth kill
+	// app) or unregistered, instead of finishing it after --app-timeout;
+	// a new leader schedules it at once instead of waiting for a client.
+	Detached bool `json:"detached,omitempty"`
 }
 
 // DriverDescription is what `berth submit` sends: a driver run in the cluster.
@@ -163,6 +168,8 @@ type AppStatus struct {
 	// Gang and GangRestart as it asked.
 	Gang        int  `json:"gang,omitempty"`
 	GangRestart bool `json:"gangRestart,omitempty"`
+	// Detached as it asked: no client holds it.
+	Detached bool `json:"detached,omitempty"`
 }
 
 // DriverStatus is a driver as the master sees it.
@@ -260,6 +267,18 @@ type MasterNode struct {
 	Version string `json:"version,omitempty"`
 	// Raft: the master's own figures, when asked for (the UI's overview).
 	Raft *RaftFigures `json:"raft,omitempty"`
+	// Reachable: whether the master that answered reached this one when
+	// it last asked (every master asks the others every second); absent
+	// until it has asked. UnreachableSince: since when it has not
+	// answered (the first ask it failed); LastSeen: when it last answered
+	// (absent: not since the answering master started); Unreachable:
+	// what the last failed ask got. A master that does not answer keeps
+	// its place in the Raft configuration (Voter) but says nothing of
+	// its role: Leader is false.
+	Reachable        *bool      `json:"reachable,omitempty"`
+	UnreachableSince *time.Time `json:"unreachableSince,omitempty"`
+	LastSeen         *time.Time `json:"lastSeen,omitempty"`
+	Unreachable      string     `json:"unreachable,omitempty"`
 }
 
 // RaftFigures is one master's Raft state as it sees it (GET /v1/raft/status).
@@ -288,6 +307,10 @@ type ClusterStatus struct {
 	Epoch    uint64 `json:"epoch"`
 	// LeaderSince is when this master's leadership began (leader view only).
 	LeaderSince *time.Time `json:"leaderSince,omitempty"`
+	// LeaderContact is when this master last heard from a leader
+	// (follower view only; absent if it never has since it started): its
+	// replica holds what was committed until about then.
+	LeaderContact *time.Time `json:"leaderContact,omitempty"`
 
 	// WorkerSummary counts the workers by state, with their cores and
 	// memory; always set. Workers lists them, unless ?workers=false asked

@@ -111,6 +111,9 @@ var MasterAPI = struct {
 	// EndUISession is open: the session's own value in the body proves the
 	// right to end it (a stolen copy can end it, nothing more).
 	EndUISession Route[EndSession, None]
+	// SignInLink makes a one-time link that signs a browser in to the web
+	// UI of the master that answers (berth ui).
+	SignInLink Route[None, SignInLink]
 
 	Queues       Route[None, Queues]
 	PutQueue     Route[QueueSpec, QueueStatus] // {id}: the queue's name
@@ -163,6 +166,7 @@ var MasterAPI = struct {
 	RemoveRaftPeer:  route[None, RaftPeers]("DELETE", "/v1/operator/raft/peers/{id}", AccessOperator),
 
 	EndUISession: route[EndSession, None]("POST", "/v1/ui/sessions/end", AccessOpen),
+	SignInLink:   route[None, SignInLink]("POST", "/v1/ui/sign-in-links", AccessOperator),
 
 	Queues:       route[None, Queues]("GET", "/v1/queues", AccessTenant),
 	PutQueue:     route[QueueSpec, QueueStatus]("PUT", "/v1/queues/{id}", AccessOperator),

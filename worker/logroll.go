@@ -215,8 +215,16 @@ func (c *logCopier) wait(grace time.Duration) {
 // has no file at all, and refuses a name that is not a file the worker
 // made (dirHandle.openFile).
 func openLogStream(dir *dirHandle, stream string, tail int64) (io.Reader, func(), error) {
+	r, closeAll, _, err := openLogFrom(dir, stream, tail, nil)
+	return r, closeAll, err
+}
+
+// openLogFrom is openLogStream from after (nil: from the start, or the
+// tail), with where the reader ends (logcursor.go).
+func openLogFrom(dir *dirHandle, stream string, tail int64, after *wire.LogCursor) (io.Reader, func(), logEnd, error) {
 	var files []*os.File
 	var sizes []int64
+	var ids []uint64
 	closeAll := func() {
 		for _, f := range files {
 			f.Close()
@@ -234,15 +242,23 @@ func openLogStream(dir *dirHandle, stream string, tail int64) (io.Reader, func()
 				continue // rolled away meanwhile
 			}
 			closeAll()
-			return nil, nil, err
+			return nil, nil, logEnd{}, err
 		}
 		st, err := f.Stat()
 		if err != nil {
 			f.Close()
 			closeAll()
-			return nil, nil, err
+			return nil, nil, logEnd{}, err
 		}
 		files, sizes = append(files, f), append(sizes, st.Size())
+		ids = append(ids, fileID(st))
+	}
+	last := len(files) - 1
+	end := logEnd{cursor: wire.LogCursor{File: ids[last], Offset: sizes[last], Sum: sumBefore(files[last], sizes[last])}}
+	if after != nil {
+		parts, gap := partsAfter(files, sizes, ids, *after)
+		end.gap = gap
+		return io.MultiReader(parts...), closeAll, end, nil
 	}
 	var total int64
 	for _, s := range sizes {
@@ -261,7 +277,7 @@ func openLogStream(dir *dirHandle, stream string, tail int64) (io.Reader, func()
 		parts = append(parts, io.NewSectionReader(f, skip, sizes[i]-skip))
 		skip = 0
 	}
-	return io.MultiReader(parts...), closeAll, nil
+	return io.MultiReader(parts...), closeAll, end, nil
 }
 
 // pipeLogs routes cmd's stdout and stderr through pipes into rolling files

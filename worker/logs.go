@@ -47,6 +47,12 @@ func (w *Worker) handleDriverLog(rw http.ResponseWriter, r *http.Request) {
 func (w *Worker) serveLog(rw http.ResponseWriter, r *http.Request, rel []string, what string) {
 	stream := r.PathValue("stream")
 	tail, err := wire.ParseLogTail(r.URL.Query().Get(wire.LogTailParam))
+	var after *wire.LogCursor
+	if s := r.URL.Query().Get(wire.LogAfterParam); s != "" && err == nil {
+		var c wire.LogCursor
+		c, err = wire.ParseLogCursor(s)
+		after = &c
+	}
 	if err = errors.Join(wire.CheckLogStream(stream), err); err != nil {
 		httpx.WriteError(rw, http.StatusBadRequest, "%v", err)
 		return
@@ -54,9 +60,10 @@ func (w *Worker) serveLog(rw http.ResponseWriter, r *http.Request, rel []string,
 	// Across the rolled files, oldest first (--log-max-size).
 	dir, err := w.openProcDirToRead(rel...)
 	var body io.Reader
+	var end logEnd
 	closeAll := func() {}
 	if err == nil {
-		body, closeAll, err = openLogStream(dir, stream, tail)
+		body, closeAll, end, err = openLogFrom(dir, stream, tail, after)
 		dir.Close()
 	}
 	if errors.Is(err, fs.ErrNotExist) {
@@ -75,6 +82,10 @@ func (w *Worker) serveLog(rw http.ResponseWriter, r *http.Request, rel []string,
 	defer closeAll()
 	rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	rw.Header().Set("X-Content-Type-Options", "nosniff")
+	rw.Header().Set(wire.LogCursorHeader, end.cursor.String())
+	if end.gap {
+		rw.Header().Set(wire.LogGapHeader, "true")
+	}
 	rw.WriteHeader(http.StatusOK)
 	_, _ = io.Copy(rw, body)
 }

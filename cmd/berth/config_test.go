@@ -89,7 +89,7 @@ func TestBadConfigIsRefusedNamingFileLineAndKey(t *testing.T) {
 		{"timeout = 30\n", `:1: key timeout: want a duration as a string`},
 		{"master = [\"http://127.0.0.1:7077\"]\n", `:1: key master: want a string, not an array`},
 		{"timeout = \"5s\"\ntimeout = \"6s\"\n", `:2: key timeout given twice (first on line 1)`},
-		{"timeout = \"5s\"\nmaster = \"127.0.0.1:7077\"\n", `:2: key master: --master "127.0.0.1:7077": no scheme`},
+		{"timeout = \"5s\"\nmaster = \"ftp://127.0.0.1:7077\"\n", `:2: key master: --master "ftp://127.0.0.1:7077": scheme must be http or https`},
 		{"timeout = \"-1s\"\n", `:1: key timeout: --timeout -1s: must be positive`},
 		{"log-level = \"loud\"\n", `:1: key log-level: --log-level`},
 		{"cores = 2\n", `:1: unknown key "cores": berth has no flag --cores`}, // a command's flag has no key

@@ -72,7 +72,7 @@ if the first attempt did submit it.`,
 				return hinted{err, "the driver may have been submitted; to retry safely, run the same command with --idempotency-key " + key}
 			}
 			if err != nil {
-				return err
+				return submissionFailed(err)
 			}
 			fmt.Fprintln(c.App.Writer, termtext.Escape(id))
 			if !c.Bool("wait") {
@@ -143,7 +143,7 @@ func waitCommand() *cli.Command {
 				}
 				return waitDriver(c, ctx, args[0])
 			},
-		}},
+		}, waitAppCommand()},
 	}
 }
 

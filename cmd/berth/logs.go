@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -21,9 +23,11 @@ func logsCommand() *cli.Command {
 			Flags: []cli.Flag{
 				&cli.BoolFlag{Name: "stderr", EnvVars: env("logs", name, "stderr"), Usage: "show stderr instead of stdout"},
 				&cli.IntFlag{Name: "tail", EnvVars: env("logs", name, "tail"), Usage: "show only the last `N` lines (0: all)"},
+				&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, EnvVars: env("logs", name, "follow"),
+					Usage: "keep printing the output as it grows, until the process ends (or Ctrl-C)"},
 			},
 			Action: func(c *cli.Context) error {
-				args, err := positional(c, "berth logs "+name+" "+argsUsage+" [--stderr] [--tail N]", len(strings.Fields(argsUsage)))
+				args, err := positional(c, "berth logs "+name+" "+argsUsage+" [--stderr] [--tail N] [--follow]", len(strings.Fields(argsUsage)))
 				if err != nil {
 					return err
 				}
@@ -47,6 +51,10 @@ func logsCommand() *cli.Command {
 					last: func(cl *client.Client, stream string, n int) ([]byte, error) {
 						return cl.DriverLogLines(c.Context, args[0], stream, n)
 					},
+					follow: func(cl *client.Client, stream string, f client.Follow) error {
+						f.Ended = cl.DriverEnded(args[0])
+						return cl.FollowDriverLog(c.Context, args[0], stream, f, c.App.Writer)
+					},
 				}, nil
 			}),
 			sub("executor", "an executor's", "APP_ID EXEC_ID", func(c *cli.Context, args []string) (logSource, error) {
@@ -61,6 +69,10 @@ func logsCommand() *cli.Command {
 					last: func(cl *client.Client, stream string, n int) ([]byte, error) {
 						return cl.ExecutorLogLines(c.Context, args[0], execID, stream, n)
 					},
+					follow: func(cl *client.Client, stream string, f client.Follow) error {
+						f.Ended = cl.ExecutorEnded(args[0], execID)
+						return cl.FollowExecutorLog(c.Context, args[0], execID, stream, f, c.App.Writer)
+					},
 				}, nil
 			}),
 		},
@@ -71,6 +83,9 @@ func logsCommand() *cli.Command {
 type logSource struct {
 	whole func(cl *client.Client, stream string) (io.ReadCloser, error)
 	last  func(cl *client.Client, stream string, lines int) ([]byte, error)
+	// follow copies it as it grows, from its last f.TailLines lines
+	// (all: 0), until the process ends.
+	follow func(cl *client.Client, stream string, f client.Follow) error
 }
 
 // copyLogs fetches a log with the command's flags and copies it to stdout.
@@ -92,6 +107,15 @@ func copyLogs(c *cli.Context, src logSource) error {
 	}
 	cl, err := newClient(c)
 	if err != nil {
+		return err
+	}
+	if c.Bool("follow") {
+		err := src.follow(cl, stream, client.Follow{TailLines: tail, Gap: func() {
+			fmt.Fprintln(c.App.ErrWriter, "berth: (some output was rolled away by the worker before it could be read)")
+		}})
+		if errors.Is(err, context.Canceled) {
+			return nil // Ctrl-C: following ends there
+		}
 		return err
 	}
 	if tail > 0 {

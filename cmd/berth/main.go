@@ -33,7 +33,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	app := newApp(os.Stdout, os.Stderr)
-	err := annotateConfig(app, app.RunContext(ctx, os.Args))
+	err := explainFailure(annotateConfig(app, app.RunContext(ctx, os.Args)))
 	stop()
 	if err != nil && !errors.Is(err, errHelpShown) && !errors.Is(err, errVersionShown) {
 		fmt.Fprintln(os.Stderr, "berth:", errorText(err))
@@ -51,7 +51,7 @@ func main() {
 // driver's message) and the ids the user typed. A hinted error keeps its
 // hint on a line of its own.
 func errorText(err error) string {
-	if h, ok := err.(hinted); ok {
+	if h := (hinted{}); errors.As(err, &h) && h.Error() == err.Error() {
 		return termtext.Escape(h.err.Error()) + "\n" + termtext.Escape(h.hint)
 	}
 	return termtext.Escape(err.Error())
@@ -101,7 +101,7 @@ BERTH_TOKEN instead of the secret.`,
 		OnUsageError: usageError,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "master", Value: "http://127.0.0.1:7077", EnvVars: env("master"),
-				Usage: "API `URLS` of the masters, comma-separated (http(s)://host[:port], port 7077 by default)"},
+				Usage: "API `URLS` of the masters, comma-separated (http(s)://host[:port], port 7077 by default; host:port alone is taken as https:// when --tls-ca-file or --tls-cert-file is given, else http://)"},
 			&cli.StringFlag{Name: "secret", EnvVars: env("secret"),
 				Usage: "the operator secret (prefer --secret-file: argv and environments are visible)"},
 			tokenFlag(),
@@ -109,6 +109,7 @@ BERTH_TOKEN instead of the secret.`,
 				Usage: "how long one request may take, retries and leader failover included"},
 			&cli.StringFlag{Name: "log-level", Value: "warn", EnvVars: env("log-level"),
 				Usage: "logging on stderr: debug, info, warn or error (debug shows retries)"},
+			waitForMasterFlag(),
 		}, append(credentials.Flags(), configFlags()...)...),
 		Commands: []*cli.Command{
 			submitCommand(),
@@ -117,13 +118,15 @@ BERTH_TOKEN instead of the secret.`,
 			killCommand(),
 			logsCommand(),
 			waitCommand(),
-			showCommand("app", "an app's", (*client.Client).App),
+			appCommand(),
 			showCommand("driver", "a driver's", (*client.Client).Driver),
 			workerCommand(),
 			queueCommand(),
 			tenantCommand(),
 			auditCommand(),
 			operatorCommand(),
+			masterCommand(),
+			uiCommand(),
 			tlsCommand(),
 		},
 	}
@@ -162,7 +165,10 @@ func newClient(c *cli.Context, extra ...client.Option) (*client.Client, error) {
 	if timeout <= 0 {
 		return nil, fmt.Errorf("--timeout %s: must be positive", timeout)
 	}
-	masters, err := wire.ParseMasterURLs("--master", c.String("master"))
+	if d := c.Duration("wait-for-master"); d < 0 {
+		return nil, fmt.Errorf("--wait-for-master %s: must not be negative", d)
+	}
+	masters, err := wire.ParseMasterURLs("--master", masterList(c))
 	if err != nil {
 		return nil, err
 	}
@@ -173,13 +179,21 @@ func newClient(c *cli.Context, extra ...client.Option) (*client.Client, error) {
 	return client.New(masters, secret, append(append(opts,
 		client.WithRetryBudget(timeout),
 		client.WithRequestTimeout(min(timeout, client.DefaultRequestTimeout)),
+		client.WithWaitForMaster(max(c.Duration("wait-for-master"), time.Nanosecond)),
 		client.WithLogger(logger)), extra...)...)
 }
 
-// callCtx bounds a one-shot command by --timeout.
+// callCtx bounds a one-shot command by --timeout, and a little more: the
+// client stops retrying at --timeout, and the attempt under way then may
+// finish, so that a write's outcome is known (cut short, it would be
+// unknown).
 func callCtx(c *cli.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(c.Context, globalTimeout(c))
+	return context.WithTimeout(c.Context, globalTimeout(c)+lastAttemptGrace)
 }
+
+// lastAttemptGrace is how long the last attempt of a call may run past
+// --timeout: a follower holds a request up to a second for an election.
+const lastAttemptGrace = 2 * time.Second
 
 // globalTimeout is the global --timeout, which `wait driver --timeout`
 // shadows in a plain lookup: Before keeps it in the app's metadata.

@@ -52,6 +52,7 @@ given override its values, and ARGV, if given, its command.`,
 			&cli.IntFlag{Name: "executor-limit", EnvVars: env("run", "executor-limit"), Usage: "most executors the app starts with (unset: no bound)"},
 			&cli.StringSliceFlag{Name: "env", EnvVars: env("run", "env"), Usage: "`NAME=VALUE` added to the executors' environment; repeat it"},
 			&cli.StringSliceFlag{Name: "executor-resource", EnvVars: env("run", "executor-resource"), Usage: "`NAME=AMOUNT` of a custom resource each executor needs, e.g. gpu=1, or gpu=0.5 to share one; repeat it"},
+			detachFlag(),
 		}, append(append(runSubmitFlags("run"), append(gangFlags("run"), constraintFlag("run"))...), healthFlags("run", "app (an AppDescription)")...)...),
 		Action: runApp,
 	}
@@ -72,19 +73,24 @@ func runApp(c *cli.Context) error {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
+	desc.Detached = desc.Detached || c.Bool("detach")
 	// Not cut short by a signal: an interrupted registration could leave an
 	// app registered that we know nothing of. The signal waits in sigs.
 	base := context.WithoutCancel(c.Context)
-	regCtx, cancel := context.WithTimeout(base, globalTimeout(c))
+	regCtx, cancel := context.WithTimeout(base, globalTimeout(c)+lastAttemptGrace)
 	id, err := cl.RegisterApp(regCtx, desc)
 	cancel()
 	if err != nil {
-		return err
+		return submissionFailed(err)
+	}
+	if desc.Detached {
+		return runDetached(c, id)
 	}
 	fmt.Fprintf(c.App.ErrWriter, "registered app %s; Ctrl-C unregisters it\n", termtext.Escape(id))
 
 	evCtx, stopEvents := context.WithCancel(base)
 	defer stopEvents()
+	go reportWaiting(evCtx, cl, id, c.App.Writer)
 	var final *wire.AppStatus
 	done := make(chan error, 1)
 	go func() {

@@ -140,7 +140,7 @@ func TestTenantCreateUnknownOutcome(t *testing.T) {
 	}))
 	defer drop.Close()
 	res := berth(t, []string{"BERTH_MASTER=" + drop.URL}, "tenant", "create", "acme", "--queues", "etl")
-	if res.Code != 1 || res.Stdout != "" || !strings.Contains(res.Stderr, "outcome unknown") ||
+	if res.Code != exitUnknown || res.Stdout != "" || !strings.Contains(res.Stderr, "outcome unknown") ||
 		!strings.Contains(res.Stderr, "\nthe tenant may have been created") || !strings.Contains(res.Stderr, "berth tenant delete acme") {
 		t.Fatalf("tenant create against a master that drops it: %+v", res)
 	}

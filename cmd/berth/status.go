@@ -49,6 +49,7 @@ listed one by one when there are at most 50 of them, or with --workers.`,
 			if err != nil {
 				return err
 			}
+			st.Masters = sortedMasters(st.Masters)
 			if c.Bool("json") {
 				return printJSON(c.App.Writer, st)
 			}
@@ -66,25 +67,7 @@ const listedWorkers = 50
 // break the table's columns.
 func printStatus(out io.Writer, st wire.ClusterStatus, now time.Time) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	leader := st.Leader
-	if leader == "" {
-		leader = "unknown"
-	}
-	fmt.Fprintf(w, "Master %s\tstatus %s\tview %s\tleader %s\tepoch %d\tversion %s\n",
-		termtext.Escape(st.MasterID), termtext.Escape(st.Status), termtext.Escape(st.View), termtext.Escape(leader), st.Epoch, termtext.Escape(orDash(st.Version)))
-	if st.View == wire.ViewFollower {
-		fmt.Fprintln(w, "(a follower's replica: no executors, no heartbeats)")
-	}
-	for _, m := range st.Masters {
-		role := "follower"
-		if m.Leader {
-			role = "leader"
-		}
-		if !m.Voter {
-			role += ", non-voter"
-		}
-		fmt.Fprintf(w, "  %s\t%s\traft %s\t%s\tversion %s\n", termtext.Escape(m.ID), termtext.Escape(orDash(m.APIAddr)), termtext.Escape(m.RaftAddr), role, termtext.Escape(orDash(m.Version)))
-	}
+	printMasters(w, st, now) // statustruth.go
 	if mixedVersions(st.Masters) {
 		fmt.Fprintln(w, "(the masters run different versions: an upgrade under way?)")
 	}

@@ -261,7 +261,8 @@ func openEngine(cx *cli.Context, cfg master.Config, log *slog.Logger) (persisten
 		if cfg.TLS == nil {
 			// Even on loopback: any local process could otherwise speak
 			// Raft to this master and rewrite the cluster's state.
-			return nil, nil, nil, errors.New("--recovery-mode raft needs --tls-ca-file, --tls-cert-file and --tls-key-file: Raft runs only over mutual TLS between master certificates (see berth tls --help)")
+			return nil, nil, nil, fmt.Errorf("%s needs --tls-ca-file, --tls-cert-file and --tls-key-file, a master certificate (berth tls cert create --role master --name %s --host HOST): Raft runs only over mutual TLS between master certificates (see berth tls --help)",
+				raftFlagGiven(cx), cmp.Or(cfg.ID, "ID"))
 		}
 		engine, err := persistence.OpenRaft(persistence.RaftConfig{
 			ID: cfg.ID, Addr: raftAddr, Dir: filepath.Join(dir, "raft"), Peers: peers,
@@ -280,6 +281,17 @@ func openEngine(cx *cli.Context, cfg master.Config, log *slog.Logger) (persisten
 	default:
 		return nil, nil, nil, fmt.Errorf("--recovery-mode %q: want raft, bolt or none", mode)
 	}
+}
+
+// raftFlagGiven names the flag that made this master run Raft, for its
+// refusals: the one the user gave.
+func raftFlagGiven(cx *cli.Context) string {
+	for _, f := range []string{"join", "peers", "raft-addr"} {
+		if cx.String(f) != "" {
+			return "--" + f
+		}
+	}
+	return "--recovery-mode raft"
 }
 
 // recoveryMode is --recovery-mode, or raft when any Raft flag is given and

@@ -55,6 +55,17 @@ type UISessions struct {
 // NewUISessions makes the sessions of scope, keyed by secret; its Ended and
 // End are left to the caller. now is the clock (nil: time.Now).
 func NewUISessions(cookie, secret, scope string, now func() time.Time) *UISessions {
+	if secret == "" {
+		// No secret (TLS alone): a key of this process's own, never one
+		// everybody can compute, which would let anyone forge a session.
+		// Its sessions are then this server's alone, for as long as it
+		// runs.
+		key := make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			panic(err) // crypto/rand does not fail on Linux
+		}
+		secret = string(key)
+	}
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte("berth ui session v2\x00" + scope))
 	if now == nil {
