@@ -109,16 +109,22 @@ func leaderRead[Resp any](ctx context.Context, c *Client, route wire.Route[wire.
 	return out, nil
 }
 
+// ErrGoneAfterRetry is a delete whose repeat found the queue or tenant
+// gone after an earlier attempt of unknown outcome: that attempt deleted
+// it, or someone else did meanwhile. Either way it is gone; which of the
+// two is not known (a caller that counts deletes must not count it).
+var ErrGoneAfterRetry = errors.New("gone when the delete was repeated: deleted by an earlier attempt, or by someone else meanwhile")
+
 // deleteNamed deletes the queue or tenant name (kind says which). A
 // delete is retried like any idempotent write; when the master answers
-// gone (code) after an earlier attempt whose outcome is unknown, that
-// attempt did it, and the delete has succeeded.
+// gone (code) after an earlier attempt whose outcome is unknown, it
+// returns ErrGoneAfterRetry.
 func (c *Client) deleteNamed(ctx context.Context, e wire.Endpoint, kind, name string, gone wire.ErrorCode) error {
 	err := c.call(ctx, on(e, nil, name), nil)
 	var se *httpx.StatusError
 	if errors.Is(err, ErrUnknownOutcome) && errors.As(err, &se) && se.Code == gone {
-		c.log.Info("deleted by an earlier attempt", kind, name)
-		return nil
+		c.log.Info("gone when the delete was repeated", kind, name)
+		return fmt.Errorf("delete %s %s: %w", kind, name, ErrGoneAfterRetry)
 	}
 	if err != nil {
 		return fmt.Errorf("delete %s %s: %w", kind, name, err)

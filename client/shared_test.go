@@ -210,15 +210,16 @@ func TestSharedReadsFollowRedirects(t *testing.T) {
 }
 
 // A delete whose first attempt may have done it, and whose repeat finds
-// the queue gone, has succeeded; a queue that was never there is an error.
+// the queue gone, says so (ErrGoneAfterRetry: gone, by that attempt or
+// another client's); a queue that was never there is the 404.
 func TestDeleteAfterUnknownOutcome(t *testing.T) {
 	handle, _ := dropFirst(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteErr(w, r, httpx.Coded(http.StatusNotFound, wire.CodeUnknownQueue, "no queue %q", "etl"))
 	})
 	m := newFakeMaster(t, "", handle)
 	c := newTestClient(t, []string{m.URL()}, "")
-	if err := c.DeleteQueue(context.Background(), "etl"); err != nil || m.count() != 2 {
-		t.Fatalf("DeleteQueue dropped, then gone: %v after %d attempts; want success after 2", err, m.count())
+	if err := c.DeleteQueue(context.Background(), "etl"); !errors.Is(err, ErrGoneAfterRetry) || m.count() != 2 {
+		t.Fatalf("DeleteQueue dropped, then gone: %v after %d attempts; want ErrGoneAfterRetry after 2", err, m.count())
 	}
 	err := c.DeleteQueue(context.Background(), "etl")
 	if StatusCode(err) != http.StatusNotFound || errors.Is(err, ErrUnknownOutcome) {

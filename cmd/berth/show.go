@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -74,10 +75,19 @@ func deleteCommand(kind, usage string, del func(*client.Client, context.Context,
 		Name: "delete", Usage: usage, ArgsUsage: "NAME",
 		Action: func(c *cli.Context) error {
 			// onID prints what its call answers: a delete answers nothing.
+			gone := false
 			call := func(cl *client.Client, ctx context.Context, name string) (struct{}, error) {
-				return struct{}{}, del(cl, ctx, name)
+				err := del(cl, ctx, name)
+				if errors.Is(err, client.ErrGoneAfterRetry) {
+					gone, err = true, nil // it is gone, which is what was asked
+				}
+				return struct{}{}, err
 			}
 			return onID(c, "berth "+kind+" delete NAME", call, func(name string, _ struct{}) error {
+				if gone {
+					_, err := fmt.Fprintf(c.App.Writer, "deleted %s %s (gone when the request was repeated: by its first attempt, or by someone else)\n", kind, termtext.Escape(name))
+					return err
+				}
 				_, err := fmt.Fprintf(c.App.Writer, "deleted %s %s\n", kind, termtext.Escape(name))
 				return err
 			})

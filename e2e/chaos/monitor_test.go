@@ -529,13 +529,17 @@ func (pw *pidWatch) violations(pre map[string]*preemption, killedAt func(marker 
 				out = append(out, fmt.Sprintf("%s: its app was told executorPreempted %d times", name, p.events))
 			}
 		}
-		if e.final != "" && e.appActive && !saysPreempted && lost == nil {
+		// An executor whose launch was committed but never reached its
+		// worker before the leader changed (no process was ever seen) is
+		// LOST by the next leader's recovery: nothing ran.
+		neverRan := e.final == string(wire.ExecutorLost) && e.pid == 0 && e.message == "not running on its worker after the master changed"
+		if e.final != "" && e.appActive && !saysPreempted && lost == nil && !neverRan {
 			out = append(out, fmt.Sprintf("%s ended %s while its app ran, not preempted: %q", name, e.final, e.message))
 		}
 		isPreempted := p != nil || saysPreempted
 		if isPreempted {
 			preempted++
-			if e.final != "" && !saysPreempted && lost == nil {
+			if e.final != "" && !saysPreempted && lost == nil && e.appActive { // an app killed meanwhile ends it KILLED by its own end
 				out = append(out, fmt.Sprintf("%s was preempted, but its record says %s: %q", name, e.final, e.message))
 			}
 		}

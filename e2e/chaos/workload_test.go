@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -386,6 +387,9 @@ func (w *workload) pick(rng *rand.Rand, list *[]*tracked, keep func(*tracked) bo
 // outcome turns a failed call into what the history records: a definite
 // refusal (403, 404, 409, 422) or an unknown outcome.
 func outcome(err error) output {
+	if errors.Is(err, client.ErrGoneAfterRetry) {
+		return output{unknown: true} // deleted by this op or by another: the history cannot say which
+	}
 	switch s := client.StatusCode(err); s {
 	case 403, 404, 409, 422:
 		return output{status: s}
