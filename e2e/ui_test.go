@@ -175,7 +175,13 @@ func TestWebUIInABrowser(t *testing.T) {
 		for _, e := range liveExecutors(a) {
 			cores += e.Cores
 		}
-		return wantText(s, appID, "RUNNING", fmt.Sprintf("%d executors holding %d cores", len(liveExecutors(a)), cores))
+		count := func(n int, one, many string) string {
+			if n == 1 {
+				return "1 " + one
+			}
+			return fmt.Sprintf("%d %s", n, many)
+		}
+		return wantText(s, appID, "RUNNING", count(len(liveExecutors(a)), "executor", "executors")+" holding "+count(cores, "core", "cores"))
 	})
 	survivor := slices.DeleteFunc([]string{"w1", "w2", "w3"}, func(w string) bool { return w == victim })[0]
 	for _, m := range hc.others(leader, newLeader) {

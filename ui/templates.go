@@ -86,6 +86,13 @@ var funcs = template.FuncMap{
 	"live":  func(e wire.ExecutorStatus) bool { return !e.State.Finished() },
 	"join":  strings.Join,
 	"short": func(s string, n int) string { return shorten(s, n) },
+	// "1 core", "2 cores": counts in sentences.
+	"count": func(n int, one, many string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return fmt.Sprintf("%d %s", n, many)
+	},
 	// An app's checks and restart policy (health.go).
 	"check":   checkText,
 	"restart": restartText,

@@ -78,7 +78,7 @@ func TestPagesShowTheCluster(t *testing.T) {
 	}
 
 	_, body = get(t, h, "/ui/apps/app-20261124120000-0001")
-	contains(t, "the app page", body, "Kill application", "executor limit", "LOST", "worker w00002 lost", "stdout", "1 executors holding 1 cores", "1 cores × 1",
+	contains(t, "the app page", body, "Kill application", "executor limit", "LOST", "worker w00002 lost", "stdout", "1 executor holding 1 core", "1 core × 1",
 		"executorLimitChanged", "executor limit set to 3 (was none)")
 	_, body = get(t, h, "/ui/drivers/driver-2")
 	if strings.Index(body, "driver-1") > strings.Index(body, `class="current"`) || !strings.Contains(body, "worker lost") {
