@@ -47,6 +47,9 @@ func main() {
 		Flags:           flags(),
 		Action:          run,
 		HideHelpCommand: true,
+		// A bad flag is one line on stderr, "master: ...", as the worker's
+		// and berth's, not urfave's "Incorrect Usage:" and the whole help.
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
 	}
 	if err := app.Run(os.Args); err != nil {
 		fmt.Fprintln(os.Stderr, "master:", err)

@@ -33,6 +33,8 @@ func TestBadFlagsAreRefusedNamingTheFlag(t *testing.T) {
 		{Args: []string{"--worker-timeout", "-1s"}, Flag: "--worker-timeout"},
 		{Args: []string{"--exclude-duration", "-1m"}, Flag: "--exclude-duration"},
 		{Args: []string{"--gang-reserve-after", "-1m"}, Flag: "--gang-reserve-after"},
+		{Args: []string{"--version", "extra"}, Flag: `master: unexpected argument "extra"`},
+		{Args: []string{"--version=maybe"}, Flag: "master: invalid boolean value"},
 		{Args: []string{"--preemption-grace", "11m"}, Flag: "--preemption-grace"},
 		{Args: []string{"--worker-timeout", "soon"}, Flag: "worker-timeout"},
 		{Args: []string{"--placement", "no-such-policy"}, Flag: "--placement"},

@@ -112,6 +112,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// Keep the exit status ours: urfave would call os.Exit itself.
 		ExitErrHandler: func(*cli.Context, error) {},
 		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 { // as the master: a stray word is a mistake, not ignored
+				return usageError{fmt.Errorf("unexpected argument %q (flags only; see --help)", c.Args().First())}
+			}
 			if shown, err := version.Printed(c); shown {
 				return err
 			}

@@ -58,6 +58,8 @@ func TestBadInputsAreRefusedNamingTheFlag(t *testing.T) {
 		{Args: append(ok, "--cleanup-interval", "-1s"), Flag: "--cleanup-interval"},
 		{Args: append(ok, "--log-level", "loud"), Flag: "--log-level"},
 		{Args: append(ok, "--label", "gpu-model"), Flag: "--label"},
+		{Args: []string{"--version", "extra"}, Flag: `worker: unexpected argument "extra"`},
+		{Args: []string{"--version=maybe"}, Flag: "worker: invalid boolean value"},
 		{Args: append(ok, "--label", "gpu model=T4"), Flag: "--label"},
 		{Args: append(ok, "--label", "zone=a", "--label", "zone=b"), Flag: "--label"},
 		{Args: append(ok, "--no-such-flag"), Flag: "no-such-flag"},
