@@ -23,7 +23,13 @@ GPU capacity (random tasks removed, or random tasks of the list appended);
 the tasks then arrive one by one and each is placed on arrival by the policy
 (placement.PlaceOne over every node, with Options{Seed: seed, MinCoreUnit: 1,
 Workload: the task list}) or fails; nothing departs. CPU is in milli-cores,
-GPUs are the resource "gpu" (a task's share of one GPU, or whole GPUs).
+GPUs are the resource "gpu" (a task's share of one GPU, or whole GPUs). A
+node's GPU model is its label gpu-model, and a task's gpu_spec (any of the
+models named) a constraint on it, for GPU tasks (as the simulator's filter);
+fgd and frag-fit also get the task list with its memory and constraints
+(gpushare.WorkloadSetter). fgd and frag-fit decide through gpushare.Fleet,
+which makes PlaceOne's decisions without scoring every node each time
+(--exhaustive: through PlaceOne).
 
 The measure is the GPU allocation ratio: GPU thousandths allocated / the
 cluster's, as the arrived demand (GPU thousandths asked by the tasks arrived
@@ -31,9 +37,9 @@ so far, placed or not) grows from 0 to 130% of the capacity.
 
 Prints per policy the ratio at 100% and at 130% arrived (every task): mean,
 standard deviation and range over the seeds, and the time per placement
-decision; beside them the paper's figure where the task list is one of its
-four. Writes the CSV rows policy,seed,arrived_pct,gpu_alloc_pct for every 1%
-of arrived demand (--csv) and the mean curves as an SVG (--svg).
+decision; beside them the paper's figure where the task list has a row in
+its table. Writes the CSV rows policy,seed,arrived_pct,gpu_alloc_pct for
+every 1% of arrived demand (--csv) and the mean curves as an SVG (--svg).
 
 The data: bench/openb/data (see its README for the source and terms).`
 
@@ -52,6 +58,8 @@ func Command(stdout io.Writer) *cli.Command {
 			&cli.StringFlag{Name: "csv", Value: "openb.csv", Usage: "CSV `FILE` of policy,seed,arrived_pct,gpu_alloc_pct (empty: none)"},
 			&cli.StringFlag{Name: "svg", Value: "openb.svg", Usage: "SVG `FILE` of the mean curves (empty: none)"},
 			&cli.IntFlag{Name: "parallel", Value: runtime.NumCPU(), Usage: "replays run at once"},
+			&cli.IntFlag{Name: "scale", Usage: "replay on a cluster of `N` nodes built from the node list's mix (node i is node i mod the list's length, renamed), the tasks tuned to its capacity (0: the list as it is)"},
+			&cli.BoolFlag{Name: "exhaustive", Usage: "decide every task with placement.PlaceOne over every node, also for fgd and frag-fit (by default they decide through gpushare.Fleet: the same decisions, near their floor)"},
 		},
 		Action: func(c *cli.Context) error { return run(c, stdout) },
 	}
@@ -96,18 +104,31 @@ func run(c *cli.Context, stdout io.Writer) error {
 		return err
 	}
 	seeds, policies, nodes, tasks := in.seeds, in.policies, in.nodes, in.tasks
+	if n := c.Int("scale"); n < 0 {
+		return fmt.Errorf("--scale %d: want a number of nodes, or 0", n)
+	} else if n > 0 {
+		nodes = Scale(nodes, n)
+	}
 	capacity := 0
 	for _, n := range nodes {
 		capacity += n.GPUs * placement.Whole
 	}
 	list := listName(c.String("pods"))
-	fmt.Fprintf(stdout, "placebench openb: %d nodes (%d GPUs), task list %s (%d tasks), seeds %s, tune %.2f; %s, %d cores\n",
-		len(nodes), capacity/placement.Whole, list, len(tasks), c.String("seeds"), c.Float64("tune"), runtime.Version(), runtime.NumCPU())
-	runs, err := replayAll(nodes, tasks, capacity, c.Float64("tune"), policies, seeds, c.Int("parallel"))
+	how := "fgd and frag-fit through gpushare.Fleet"
+	if c.Bool("exhaustive") {
+		how = "every decision through placement.PlaceOne"
+	}
+	fmt.Fprintf(stdout, "placebench openb: %d nodes (%d GPUs), task list %s (%d tasks), seeds %s, tune %.2f, %s; %s, %d cores\n",
+		len(nodes), capacity/placement.Whole, list, len(tasks), c.String("seeds"), c.Float64("tune"), how, runtime.Version(), runtime.NumCPU())
+	runs, err := replayAll(nodes, tasks, capacity, c.Float64("tune"), policies, seeds, c.Int("parallel"), c.Bool("exhaustive"))
 	if err != nil {
 		return err
 	}
-	if err := WriteTable(stdout, list, policies, runs); err != nil {
+	paper := list
+	if c.Int("scale") > 0 {
+		paper = "" // the paper's figures are of the trace's cluster
+	}
+	if err := WriteTable(stdout, paper, policies, runs); err != nil {
 		return err
 	}
 	if path := c.String("csv"); path != "" {
@@ -125,7 +146,7 @@ func run(c *cli.Context, stdout io.Writer) error {
 }
 
 // replayAll replays every (policy, seed), parallel at once.
-func replayAll(nodes []Node, tasks []Task, capacity int, tune float64, policies []string, seeds []uint64, parallel int) ([]*Run, error) {
+func replayAll(nodes []Node, tasks []Task, capacity int, tune float64, policies []string, seeds []uint64, parallel int, exhaustive bool) ([]*Run, error) {
 	type job struct {
 		policy string
 		seed   uint64
@@ -141,7 +162,6 @@ func replayAll(nodes []Node, tasks []Task, capacity int, tune float64, policies 
 	for _, s := range seeds {
 		arrivals[s] = Arrivals(tasks, capacity, tune, s)
 	}
-	workload := Workload(tasks)
 	runs := make([]*Run, len(jobs))
 	errs := make([]error, len(jobs))
 	ch := make(chan job)
@@ -151,9 +171,9 @@ func replayAll(nodes []Node, tasks []Task, capacity int, tune float64, policies 
 		go func() {
 			defer wg.Done()
 			for j := range ch {
-				p, err := placement.New(j.policy, placement.Options{MinCoreUnit: 1, Seed: j.seed, Workload: workload})
+				p, err := NewPolicy(j.policy, j.seed, tasks, nodes)
 				if err == nil {
-					runs[j.at], err = Replay(nodes, arrivals[j.seed], p, j.seed)
+					runs[j.at], err = replay(nodes, arrivals[j.seed], p, j.seed, exhaustive)
 				}
 				errs[j.at] = err
 			}

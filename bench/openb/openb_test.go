@@ -2,6 +2,7 @@ package openb
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -35,6 +36,17 @@ func TestLoad(t *testing.T) {
 	if len(tasks) != 8 || tasks[4] != (Task{Name: "p4", MilliCPU: 16000, MemMiB: 32768, GPUs: 2, GPUMilli: 1000}) || tasks[4].TotalGPUMilli() != 2000 {
 		t.Errorf("tasks %+v", tasks)
 	}
+	// gpu_spec: any of the models named, as a constraint on the node's
+	// gpu-model label; a task without GPUs is not constrained (the
+	// simulator checks the model in its GPU filter only).
+	for i, want := range []string{`[{"label":"gpu-model","in":["T4"]}]`, `[{"label":"gpu-model","in":["G2","T4"]}]`, `null`, `null`, `null`} {
+		if got, _ := json.Marshal(tasks[i].Constraints()); string(got) != want {
+			t.Errorf("task %s (gpu_spec %q): constraints %s, want %s", tasks[i].Name, tasks[i].Spec, got, want)
+		}
+	}
+	if got := nodes[0].Labels(); !reflect.DeepEqual(got, map[string]string{"gpu-model": "T4"}) {
+		t.Errorf("node %s: labels %v", nodes[0].Name, got)
+	}
 	dir := t.TempDir()
 	for name, body := range map[string]string{
 		"missing-column.csv": "name,cpu_milli\np,1\n",
@@ -42,6 +54,7 @@ func TestLoad(t *testing.T) {
 		"negative.csv":       "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,-1,1000\n",
 		"share-of-two.csv":   "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,2,500\n",
 		"over-1000.csv":      "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,1,1500\n",
+		"bad-model.csv":      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\np,1,1,1,1000,T4|a b\n",
 	} {
 		path := filepath.Join(dir, name)
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
@@ -101,14 +114,16 @@ func TestArrivalsTuneDeterministically(t *testing.T) {
 
 // A replay of the fixture with every registered policy: the curve starts
 // at 0, never decreases, never exceeds the demand that arrived nor the
-// cluster, and the figures add up; replays of one seed are identical.
+// cluster, and the figures add up; replays of one seed are identical. (The
+// replay itself checks that no launch over-commits a node or lands on one
+// that a task's gpu_spec excludes.)
 func TestReplay(t *testing.T) {
 	nodes, tasks := fixture(t)
 	capacity := 11 * placement.Whole
 	arrivals := Arrivals(tasks, capacity, 1.3, 42)
 	for _, name := range placement.Names() {
 		run := func() *Run {
-			p, err := placement.New(name, placement.Options{MinCoreUnit: 1, Seed: 42, Workload: Workload(tasks)})
+			p, err := NewPolicy(name, 42, tasks, nodes)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,5 +241,51 @@ func TestReplayPresentsEveryNodeOnce(t *testing.T) {
 	}
 	if len(orders) < 15 {
 		t.Errorf("20 seeds gave %d orders", len(orders))
+	}
+}
+
+// fgd and frag-fit decide through a fleet: the same decisions as
+// placement.PlaceOne over every node (the same curve, every task placed
+// alike), on the fixture scaled to 300 nodes, with its constraints.
+func TestFleetReplaysAsPlaceOne(t *testing.T) {
+	nodes, tasks := fixture(t)
+	nodes = Scale(nodes, 300)
+	capacity := 0
+	for _, n := range nodes {
+		capacity += n.GPUs * placement.Whole
+	}
+	for _, name := range []string{"fgd", "frag-fit"} {
+		for seed := range uint64(3) {
+			arrivals := Arrivals(tasks, capacity, TuneRatio, seed)
+			p1, _ := NewPolicy(name, seed, tasks, nodes)
+			fast, err := Replay(nodes, arrivals, p1, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p2, _ := NewPolicy(name, seed, tasks, nodes)
+			slow, err := ReplayExhaustive(nodes, arrivals, p2, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(fast.Curve, slow.Curve) || fast.Placed != slow.Placed || fast.Placed == 0 || fast.Failed == 0 {
+				t.Errorf("%s seed %d: fleet placed %d (curve %v), PlaceOne %d (%v)", name, seed, fast.Placed, fast.Curve, slow.Placed, slow.Curve)
+			}
+		}
+	}
+}
+
+// Scale keeps the node list's mix and gives every node a name of its own.
+func TestScale(t *testing.T) {
+	nodes, _ := fixture(t)
+	big := Scale(nodes, 7)
+	names := map[string]bool{}
+	for i, n := range big {
+		names[n.Name] = true
+		if want := nodes[i%len(nodes)]; n.GPUs != want.GPUs || n.Model != want.Model || n.MilliCPU != want.MilliCPU || !strings.HasPrefix(n.Name, want.Name+"-") {
+			t.Errorf("node %d: %+v, want one like %+v", i, n, want)
+		}
+	}
+	if len(big) != 7 || len(names) != 7 {
+		t.Errorf("%d nodes, %d names", len(big), len(names))
 	}
 }

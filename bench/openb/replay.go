@@ -9,6 +9,7 @@ import (
 
 	"github.com/berth-cluster/berth/placement"
 	"github.com/berth-cluster/berth/placement/gpushare"
+	"github.com/berth-cluster/berth/wire"
 )
 
 // TuneRatio is the paper's workload: tasks until their GPU demand is 130%
@@ -67,6 +68,53 @@ func Workload(tasks []Task) []placement.TaskShape {
 	return out
 }
 
+// Shapes is the task list as the fragmentation-aware policies take it
+// through gpushare.WorkloadSetter: Workload's shapes with each task's
+// memory and GPU-model constraint (Constraint is the trace's gpu_spec, as the
+// simulator groups its typical tasks by it), checked against the nodes'
+// labels.
+func Shapes(tasks []Task, nodes []Node) []gpushare.Shape {
+	labels := labelsOf(nodes)
+	base := Workload(tasks)
+	out := make([]gpushare.Shape, len(tasks))
+	for i, t := range tasks {
+		out[i] = gpushare.Shape{TaskShape: base[i], MemoryMB: t.MemMiB}
+		if cs := t.Constraints(); cs != nil {
+			out[i].Constraint, out[i].Fits = t.Spec, fitsOf(cs, labels)
+		}
+	}
+	return out
+}
+
+// labelsOf is each node's labels by its name (the worker's id).
+func labelsOf(nodes []Node) map[string]map[string]string {
+	out := make(map[string]map[string]string, len(nodes))
+	for _, n := range nodes {
+		out[n.Name] = n.Labels()
+	}
+	return out
+}
+
+// fitsOf is placement.App.Fits for constraints: the workers whose labels
+// satisfy every one.
+func fitsOf(cs []wire.Constraint, labels map[string]map[string]string) func(string) bool {
+	return func(id string) bool { return wire.Satisfies(labels[id], cs) }
+}
+
+// NewPolicy makes a replay's policy: name with the replay's options (the
+// seed, unit 1, the task list as the workload), and for the policies that
+// measure fragmentation the task list with its constraints (Shapes).
+func NewPolicy(name string, seed uint64, tasks []Task, nodes []Node) (placement.Policy, error) {
+	p, err := placement.New(name, placement.Options{MinCoreUnit: 1, Seed: seed, Workload: Workload(tasks)})
+	if err != nil {
+		return nil, err
+	}
+	if ws, ok := p.(gpushare.WorkloadSetter); ok {
+		ws.SetWorkload(Shapes(tasks, nodes))
+	}
+	return p, nil
+}
+
 // Run is one policy's replay of one seed.
 type Run struct {
 	Policy string
@@ -103,8 +151,20 @@ func (r *Run) PerDecision() time.Duration {
 // demand. The nodes are given to the policy in an order drawn from the seed:
 // the paper's simulator names each node with a random prefix per seed and
 // breaks ties between equal scores by name, so that order is which of
-// equals a scoring policy takes.
+// equals a scoring policy takes. A policy that has a gpushare.Fleet (fgd,
+// frag-fit) decides through it: the decisions of placement.PlaceOne over
+// every node, without scoring every node each time.
 func Replay(nodes []Node, arrivals []Task, policy placement.Policy, seedOf uint64) (*Run, error) {
+	return replay(nodes, arrivals, policy, seedOf, false)
+}
+
+// ReplayExhaustive is Replay with every decision made by placement.PlaceOne
+// over every node (the same decisions, each scoring every node).
+func ReplayExhaustive(nodes []Node, arrivals []Task, policy placement.Policy, seedOf uint64) (*Run, error) {
+	return replay(nodes, arrivals, policy, seedOf, true)
+}
+
+func replay(nodes []Node, arrivals []Task, policy placement.Policy, seedOf uint64, exhaustive bool) (*Run, error) {
 	nodes = presentOrder(nodes, seedOf)
 	workers := make([]placement.Worker, len(nodes))
 	capacity := 0
@@ -122,12 +182,29 @@ func Replay(nodes []Node, arrivals []Task, policy placement.Policy, seedOf uint6
 	if capacity == 0 {
 		return nil, fmt.Errorf("the nodes have no GPU")
 	}
+	if m, ok := policy.(gpushare.WorkerMeeter); ok {
+		m.MeetWorkers(workers)
+	}
+	place := func(app placement.App, _ string) (placement.Launch, int) {
+		return placement.PlaceOne(app, workers, policy)
+	}
+	if fleet, err := gpushare.NewFleet(policy); err == nil && !exhaustive {
+		for _, w := range workers {
+			fleet.Add(w)
+		}
+		place = fleet.Place
+	}
 	run := &Run{Policy: policy.Name(), Seed: seedOf, Curve: []float64{0}}
 	arrived, allocated := 0, 0
+	labels := labelsOf(nodes)
 	for _, t := range arrivals {
 		app := t.app()
+		constraint := ""
+		if cs := t.Constraints(); cs != nil {
+			app.Fits, constraint = fitsOf(cs, labels), t.Spec
+		}
 		start := time.Now()
-		l, i := placement.PlaceOne(app, workers, policy)
+		l, i := place(app, constraint)
 		run.Decisions += time.Since(start)
 		arrived += t.TotalGPUMilli()
 		if i < 0 {
@@ -166,6 +243,9 @@ func presentOrder(nodes []Node, seed uint64) []Node {
 func apply(w *placement.Worker, app placement.App, l placement.Launch) error {
 	if l.Cores != app.CoresPerExecutor || l.MemoryMB != app.MemoryPerExecutorMB || w.CoresFree < l.Cores || w.MemoryFreeMB < l.MemoryMB {
 		return fmt.Errorf("launch %+v does not fit worker %s (%d cores, %d MB free)", l, w.ID, w.CoresFree, w.MemoryFreeMB)
+	}
+	if app.Fits != nil && !app.Fits(w.ID) {
+		return fmt.Errorf("launch %+v on worker %s, which the task's constraints exclude", l, w.ID)
 	}
 	w.CoresFree -= l.Cores
 	w.MemoryFreeMB -= l.MemoryMB

@@ -10,12 +10,33 @@ import (
 )
 
 // Paper is the FGD paper's GPU allocation ratio at 100% arrived (mean of
-// seeds 42–51), by task list and by the berth name of its policy.
+// seeds 42–51, its simulator's expected results), by task list and by the
+// berth name of its policy.
 var Paper = map[string]map[string]float64{
-	"default":    {"random": 86.3, "dot-product": 90.6, "gpu-clustering": 91.7, "gpu-packing": 91.8, "gpu-best-fit": 92.9, "fgd": 95.2},
-	"cpu050":     {"random": 89.0, "dot-product": 93.0, "gpu-clustering": 93.5, "gpu-packing": 93.5, "gpu-best-fit": 93.6, "fgd": 95.0},
-	"gpushare40": {"random": 84.9, "dot-product": 89.3, "gpu-clustering": 89.8, "gpu-packing": 89.8, "gpu-best-fit": 91.4, "fgd": 94.0},
-	"multigpu20": {"random": 86.9, "dot-product": 91.8, "gpu-clustering": 93.3, "gpu-packing": 93.5, "gpu-best-fit": 93.7, "fgd": 95.5},
+	"default":     paperRow(86.3, 90.6, 91.7, 91.8, 92.9, 95.2),
+	"cpu050":      paperRow(89.0, 93.0, 93.5, 93.5, 93.6, 95.0),
+	"cpu100":      paperRow(87.4, 91.7, 92.4, 92.5, 93.3, 95.2),
+	"cpu200":      paperRow(83.0, 87.5, 89.7, 90.0, 92.2, 94.8),
+	"gpushare40":  paperRow(84.9, 89.3, 89.8, 89.8, 91.4, 94.0),
+	"gpushare60":  paperRow(82.8, 86.8, 86.9, 87.1, 89.1, 91.3),
+	"gpushare100": paperRow(78.9, 82.0, 82.2, 82.1, 84.6, 86.6),
+	"multigpu20":  paperRow(86.9, 91.8, 93.3, 93.5, 93.7, 95.5),
+	"multigpu30":  paperRow(86.6, 93.1, 94.6, 94.7, 94.6, 96.4),
+	"multigpu40":  paperRow(85.4, 94.0, 95.3, 95.6, 95.1, 96.9),
+	"gpuspec10":   paperRow(86.3, 90.2, 92.0, 92.2, 93.1, 94.7),
+	"gpuspec20":   paperRow(85.9, 88.3, 89.1, 89.3, 88.5, 94.7),
+}
+
+// paperPolicies are the paper's six policies by their berth names, in the
+// order of its table.
+var paperPolicies = []string{"random", "dot-product", "gpu-clustering", "gpu-packing", "gpu-best-fit", "fgd"}
+
+func paperRow(figures ...float64) map[string]float64 {
+	row := make(map[string]float64, len(figures))
+	for i, f := range figures {
+		row[paperPolicies[i]] = f
+	}
+	return row
 }
 
 // Summary is one policy's figures over its seeds.

@@ -8,11 +8,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/berth-cluster/berth/placement"
 	"github.com/berth-cluster/berth/placement/gpushare"
+	"github.com/berth-cluster/berth/wire"
 )
+
+// ModelLabel is the label a node's GPU model is given (worker --label
+// gpu-model=T4), and the one a task's gpu_spec constrains.
+const ModelLabel = "gpu-model"
 
 // Node is one machine of the trace.
 type Node struct {
@@ -30,6 +37,42 @@ type Task struct {
 	MemMiB   int
 	GPUs     int // number of GPUs
 	GPUMilli int // per GPU: below 1000 a share of one
+	// Spec is the GPU models the task accepts, as the trace writes them
+	// ("T4", "P100|T4|V100M16": any of them); "" for any model.
+	Spec string
+}
+
+// Models are the GPU models the task accepts (Spec's), nil for any.
+func (t Task) Models() []string {
+	var out []string
+	for _, m := range strings.Split(t.Spec, "|") {
+		if m != "" && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Constraints are the task's as an app's: gpu-model in its models, for a
+// task that asks GPUs and names models (the paper's simulator checks the
+// model of GPU tasks only, in its GPU-sharing filter); nil otherwise.
+func (t Task) Constraints() []wire.Constraint {
+	if t.GPUs == 0 || t.GPUMilli == 0 {
+		return nil
+	}
+	if models := t.Models(); len(models) > 0 {
+		return []wire.Constraint{{Label: ModelLabel, In: models}}
+	}
+	return nil
+}
+
+// Labels are a node's labels: its GPU model as gpu-model (none when the
+// trace gives no model).
+func (n Node) Labels() map[string]string {
+	if n.Model == "" {
+		return nil
+	}
+	return map[string]string{ModelLabel: n.Model}
 }
 
 // GPUMilli is the GPU thousandths the task takes in all.
@@ -46,6 +89,21 @@ func (t Task) app() placement.App {
 	return a
 }
 
+// Scale is a cluster of n nodes with nodes' mix: node i is nodes[i mod
+// len(nodes)], named after it with "-" and the round it is of (the
+// trace's 1,213 nodes make 100,000 in 83 rounds, the last one short).
+func Scale(nodes []Node, n int) []Node {
+	if len(nodes) == 0 {
+		return nil
+	}
+	out := make([]Node, n)
+	for i := range out {
+		out[i] = nodes[i%len(nodes)]
+		out[i].Name = fmt.Sprintf("%s-%d", out[i].Name, i/len(nodes))
+	}
+	return out
+}
+
 // LoadNodes reads a node list (sn, cpu_milli, memory_mib, gpu, model).
 func LoadNodes(path string) ([]Node, error) {
 	rows, err := readCSV(path, "sn", "cpu_milli", "memory_mib", "gpu")
@@ -60,6 +118,9 @@ func LoadNodes(path string) ([]Node, error) {
 				n.GPUs, err = r.int("gpu")
 			}
 		}
+		if err == nil && n.Model != "" {
+			err = wire.CheckLabelValue(ModelLabel, n.Model)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s row %d: %w", path, i+2, err)
 		}
@@ -69,7 +130,8 @@ func LoadNodes(path string) ([]Node, error) {
 }
 
 // LoadTasks reads a task list (name, cpu_milli, memory_mib, num_gpu,
-// gpu_milli; other columns are ignored).
+// gpu_milli, and gpu_spec where the list has it; other columns are
+// ignored).
 func LoadTasks(path string) ([]Task, error) {
 	rows, err := readCSV(path, "name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 	if err != nil {
@@ -87,6 +149,14 @@ func LoadTasks(path string) ([]Task, error) {
 		}
 		if err == nil && (t.GPUMilli > 1000 || (t.GPUMilli < 1000 && t.GPUs > 1)) {
 			err = fmt.Errorf("task %s asks %d GPUs of %d thousandths: a share is of one GPU", t.Name, t.GPUs, t.GPUMilli)
+		}
+		if t.Spec = r.text("gpu_spec"); err == nil {
+			for _, m := range t.Models() {
+				if err = wire.CheckLabelValue(ModelLabel, m); err != nil {
+					err = fmt.Errorf("task %s: gpu_spec %q: %w", t.Name, t.Spec, err)
+					break
+				}
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s row %d: %w", path, i+2, err)

@@ -17,6 +17,11 @@
 // an executor asks for a share of one (below placement.Whole) or for whole
 // GPUs. CPU is the worker's free cores, in whatever unit the caller uses
 // (the trace replay uses milli-cores).
+//
+// fgd and frag-fit also take a workload with memory and constraints
+// (WorkloadSetter, Shape) and the workers before the first decision
+// (WorkerMeeter); Fleet makes their one-at-a-time decisions, the same as
+// placement.PlaceOne's, without scoring every worker each time (fleet.go).
 package gpushare
 
 import "github.com/berth-cluster/berth/placement"

@@ -5,82 +5,76 @@ import (
 )
 
 // frag-fit is berth's own policy for GPU-sharing workloads: FGD's score
-// (100·sigmoid(−Δ/1000), ties to the first in the order given) of a
-// measure that sees what limits allocation on a production trace and FGD
-// does not. docs/PLACEMENT.md says what, and by how much it wins.
+// (100·sigmoid(−Δ/1000), ties to the first in the order given) of FGD's
+// fragmentation plus what FGD does not see. docs/PLACEMENT.md says why,
+// and by how much it wins.
 //
-// The measure blends two views of a worker's fragmentation against the
-// workload's typical shapes, both counting cores, GPUs and memory:
+// Δ is the increase of two views of a worker's fragmentation against the
+// workload's typical shapes, added:
 //
 //   - next, FGD's (fgdFragment): the free GPU the next executor of each
-//     shape could not use;
-//   - fill (fillFragment): the free GPU that executors of each shape could
-//     not use once as many of them as the worker's cores, memory and GPUs
-//     hold were placed. FGD's view cannot see that a worker with three free
-//     GPUs and cores (or memory) for one typical executor strands two, nor
-//     that six free GPUs serve 4-GPU executors only four at a time.
+//     shape could not use, for lack of GPU, of cores, or because the shape
+//     does not accept the worker's GPU model;
+//   - strand (strandFragment): the free GPU that the worker's free cores
+//     and memory could not feed, were its GPUs filled by the workload's
+//     mix: GPUs need, on average, the cores and memory per GPU that the
+//     workload's GPU executors ask. FGD's view asks only whether one more
+//     executor fits, and finds a worker with three free GPUs and cores for
+//     one executor as good as one with cores for three.
 //
-// Memory: the workload's shapes carry none (placement.TaskShape), so each
-// asks the most memory an app of its kind asked so far.
-//
-// The blend depends on the executor placed. For a share, next weighs
-// shareNext: a share's placement is above all the choice of the GPU whose
-// leftover it shapes, which is what FGD's view measures; fill then sends
-// it, among GPUs FGD finds alike, where it strands no GPU behind the cores
-// or memory it takes. (With fill weighing half, shares go to idle workers
-// whose cores do not bind, and break up the whole workers that 8-GPU
-// executors need.) For whole GPUs and none, the GPUs left are whole either
-// way, and the two views weigh alike.
+// And a shape constrained to some workers (a GPU model) weighs its share
+// of the workload times the cluster's GPUs over the GPUs it may use: its
+// demand falls on those workers only. FGD weighs every shape by its share,
+// and lets executors that could go anywhere take the GPUs that only some
+// shapes may use.
 type fragFit struct {
 	base
 	frag fragMeasure
 }
 
-const (
-	shareNext = 0.9
-	otherNext = 0.5
-)
+// strandWeight weighs the strand view against FGD's, both in GPU
+// thousandths.
+const strandWeight = 1.0
 
 func newFragFit(opts placement.Options) (placement.Policy, error) {
-	return &fragFit{base: newBase("frag-fit", opts), frag: newFragMeasure(opts, true, fragFitMeasure)}, nil
+	p := &fragFit{base: newBase("frag-fit", opts), frag: newFragMeasure(opts, fragFitMeasure)}
+	p.frag.memory, p.frag.hostWeighted = true, true
+	return p, nil
 }
 
 // fragFitMeasure is both views.
-func fragFitMeasure(shapes []shape, n node) fragments {
-	return fragments{next: fgdFragment(shapes, n), fill: fillFragment(shapes, n)}
+func fragFitMeasure(m *fragMeasure, n node) fragments { return views(m, n, true) }
+
+// strandFragment is the strand view: for each shape that may use the
+// worker and asks GPUs, the free GPU thousandths its free cores and memory
+// could not feed at the workload's ratios (all of them for the others, as
+// in FGD's view).
+func strandFragment(shapes []shape, ratio strandRatios, n node) float64 {
+	return fragment(shapes, n, func(_ shape, total int) float64 { return float64(total) - fed(ratio, n, total) })
 }
 
-// fillFragment is the fill view: for each shape, the free GPU thousandths
-// that executors of that shape alone, as many as the worker's cores,
-// memory and GPUs hold, would leave unused.
-func fillFragment(shapes []shape, n node) float64 {
-	return fragment(shapes, n.free, func(s shape, total int) int {
-		slots := 0
-		if s.milli < placement.Whole {
-			for _, f := range n.free {
-				slots += f / s.milli
-			}
-		} else {
-			slots = fullyFree(n.free) / s.gpus
-		}
-		if s.cores > 0 {
-			slots = min(slots, n.cores/s.cores)
-		}
-		if s.mem > 0 {
-			slots = min(slots, n.mem/s.mem)
-		}
-		return total - slots*s.milli*s.gpus
-	})
-}
-
-// increase is frag-fit's Δ: the views' increases d blended for r.
-func increase(r request, d fragments) float64 {
-	a := otherNext
-	if r.share() {
-		a = shareNext
+// fed is how much of total free GPU thousandths n's free cores and memory
+// feed at the workload's ratios.
+func fed(ratio strandRatios, n node, total int) float64 {
+	fed := float64(total)
+	if ratio.cores > 0 {
+		fed = min(fed, float64(n.cores)/ratio.cores)
 	}
-	return a*d.next + (1-a)*d.fill
+	if ratio.mem > 0 {
+		fed = min(fed, float64(n.mem)/ratio.mem)
+	}
+	return fed
 }
+
+// increase is frag-fit's Δ of the views' increases d.
+func increase(d fragments) float64 { return d.next + strandWeight*d.strand }
+
+// SetWorkload measures against workload instead of Options.Workload.
+func (p *fragFit) SetWorkload(workload []Shape) { p.frag.setWorkload(workload) }
+
+// MeetWorkers tells the policy the workers it will place on (constrained
+// shapes are weighed by the GPUs they may use from the first decision).
+func (p *fragFit) MeetWorkers(ws []placement.Worker) { p.frag.meet(ws) }
 
 func (p *fragFit) Assign(app placement.App, ws []placement.Worker) []int {
 	return p.frag.assign(p, p.unit, app, ws)
@@ -88,20 +82,31 @@ func (p *fragFit) Assign(app placement.App, ws []placement.Worker) []int {
 
 func (p *fragFit) scores(_ placement.App, r request, ws []placement.Worker, out []int64) {
 	for i, w := range ws {
-		var d float64
-		if r.share() {
-			_, d = p.bestShare(r, w)
-		} else {
-			d = increase(r, p.frag.delta(r, w, -1))
-		}
-		out[i] = fgdScore(d)
+		n := p.frag.nodeOf(w)
+		out[i] = p.score(r, n, p.frag.of(n))
 	}
+}
+
+// measure is the policy's fragmentation measure (Fleet).
+func (p *fragFit) measure() *fragMeasure { return &p.frag }
+
+// score is the score of a worker in state n (fragmentation before) for
+// one executor of r.
+func (p *fragFit) score(r request, n node, before fragments) int64 {
+	var d float64
+	if r.share() {
+		_, d = p.frag.bestGPU(r, n, before, increase)
+	} else {
+		d = increase(p.frag.deltaFrom(before, r, n, -1))
+	}
+	return fgdScore(d)
 }
 
 // bestShare is the GPU a share of r should take on w (the least increase,
 // the lowest index among equals) and that increase.
 func (p *fragFit) bestShare(r request, w placement.Worker) (int, float64) {
-	return p.frag.bestGPU(r, w, func(d fragments) float64 { return increase(r, d) })
+	n := p.frag.nodeOf(w)
+	return p.frag.bestGPU(r, n, p.frag.of(n), increase)
 }
 
 // PickResources gives a share the GPU whose use increases the measure

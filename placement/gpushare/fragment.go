@@ -19,10 +19,10 @@ import (
 // shape is one typical executor.
 type shape struct {
 	cores, milli, gpus int
-	// mem is the memory it asks (MB), 0 where memory is not looked at:
-	// TaskShape has none, so frag-fit learns it from the apps it places.
-	mem    int
-	weight float64
+	weight             float64
+	// group is the constraint on the workers it may use: 0 for none (every
+	// worker), else g for fragMeasure.groups[g-1].
+	group int
 }
 
 // kind is what groups executors into one shape: cores, share, GPUs.
@@ -31,76 +31,221 @@ type kind [3]int
 func (s shape) kind() kind   { return kind{s.cores, s.milli, s.gpus} }
 func (r request) kind() kind { return kind{r.cores, r.milli, r.gpus} }
 
+// Shape is one kind of executor of a workload with what a
+// placement.TaskShape cannot say: its memory and which workers it may use. The policies
+// that measure fragmentation (fgd, frag-fit) take a workload of these
+// through SetWorkload instead of Options.Workload; the trace replay gives
+// each task's GPU-model constraint this way.
+type Shape struct {
+	placement.TaskShape
+	// MemoryMB is the memory it asks (0: not known; frag-fit then learns
+	// the workload's memory from the apps it places).
+	MemoryMB int
+	// Constraint names the set of workers the shape may use (shapes are
+	// grouped by it as by their size); "" for every worker. Shapes with
+	// the same Constraint must have the same Fits.
+	Constraint string
+	// Fits reports whether the shape may use a worker, by id; nil for
+	// every worker. It must not change for a worker (its answer is kept).
+	Fits func(workerID string) bool
+}
+
+// WorkloadSetter is implemented by the policies that measure
+// fragmentation against a workload (fgd, frag-fit). SetWorkload replaces
+// Options.Workload: for each typical shape that may not use a worker, all
+// of the worker's free GPU is fragment (the paper's simulator counts a
+// node whose GPU model a typical task does not accept that way).
+type WorkloadSetter interface {
+	SetWorkload(shapes []Shape)
+}
+
+// WorkerMeeter is implemented by the policies that weigh the workload by
+// the workers it may use (frag-fit; fgd takes it and ignores it):
+// MeetWorkers tells them, before the first decision, the workers they
+// will place on. Without it they learn the workers as they see them.
+type WorkerMeeter interface {
+	MeetWorkers(ws []placement.Worker)
+}
+
+// maxGroups is how many distinct constraints the typical shapes may carry;
+// a shape beyond them is taken as unconstrained.
+const maxGroups = 64
+
 // popularity is the share of the workload the typical shapes cover (the
 // paper's 95%): the rarest shapes beyond it are left out.
 const popularity = 0.95
 
-// typicalShapes groups the workload by (cores, GPU request), keeps the most
-// frequent ones covering popularity of it, and normalises their weights.
-func typicalShapes(workload []placement.TaskShape) []shape {
-	byKind := map[kind]float64{}
+// typicalShapes groups the workload by (cores, GPU request, constraint),
+// keeps the most frequent ones covering popularity of it, and normalises
+// their weights. Each constraint of a kept shape becomes a group, whose
+// Fits it returns (a shape's group g is groups[g-1]).
+func typicalShapes(workload []Shape) ([]shape, []func(string) bool) {
+	type key struct {
+		kind
+		constraint string
+	}
+	byKey := map[key]float64{}
+	fits := map[string]func(string) bool{}
 	total := 0.0
 	for _, t := range workload {
 		if t.Weight <= 0 {
 			continue
 		}
-		byKind[requestOf(placement.App{ResourcesPerExecutor: t.Resources}, t.Cores).kind()] += t.Weight
+		k := key{requestOf(placement.App{ResourcesPerExecutor: t.Resources}, t.Cores).kind(), t.Constraint}
+		if t.Fits == nil || k.kind[2] == 0 {
+			k.constraint = "" // a CPU-only shape's fragment is all free GPU anyway
+		} else if _, ok := fits[k.constraint]; !ok {
+			fits[k.constraint] = t.Fits
+		}
+		byKey[k] += t.Weight
 		total += t.Weight
 	}
-	shapes := make([]shape, 0, len(byKind))
-	for k, w := range byKind {
-		shapes = append(shapes, shape{cores: k[0], milli: k[1], gpus: k[2], weight: w})
+	type entry struct {
+		shape
+		constraint string
+	}
+	entries := make([]entry, 0, len(byKey))
+	for k, w := range byKey {
+		entries = append(entries, entry{shape{cores: k.kind[0], milli: k.kind[1], gpus: k.kind[2], weight: w}, k.constraint})
 	}
 	// The most frequent first; among equals the larger first (the paper's
-	// order), so that the cut is deterministic.
-	slices.SortFunc(shapes, func(a, b shape) int {
-		return cmp.Or(cmp.Compare(b.weight, a.weight), cmp.Compare(b.cores, a.cores), cmp.Compare(b.milli, a.milli), cmp.Compare(b.gpus, a.gpus))
+	// order), then by constraint, so that the cut is deterministic.
+	slices.SortFunc(entries, func(a, b entry) int {
+		return cmp.Or(cmp.Compare(b.weight, a.weight), cmp.Compare(b.cores, a.cores), cmp.Compare(b.milli, a.milli), cmp.Compare(b.gpus, a.gpus), cmp.Compare(a.constraint, b.constraint))
 	})
 	cum := 0.0
-	for i, s := range shapes {
+	for i, e := range entries {
 		if cum >= popularity*total {
-			shapes = shapes[:i]
+			entries = entries[:i]
 			break
 		}
-		cum += s.weight
+		cum += e.weight
 	}
-	for i := range shapes {
+	shapes := make([]shape, len(entries))
+	var groups []func(string) bool
+	index := map[string]int{}
+	for i, e := range entries {
+		shapes[i] = e.shape
 		shapes[i].weight /= cum
+		if e.constraint == "" {
+			continue
+		}
+		g, ok := index[e.constraint]
+		if !ok && len(groups) < maxGroups {
+			g = len(groups)
+			index[e.constraint] = g
+			groups = append(groups, fits[e.constraint])
+			ok = true
+		}
+		if ok {
+			shapes[i].group = g + 1
+		}
 	}
-	return shapes
+	return shapes, groups
 }
 
-// node is a worker's free capacity as fragmentation sees it.
+// taskShapes are Options.Workload's shapes, none constrained.
+func taskShapes(workload []placement.TaskShape) []Shape {
+	out := make([]Shape, len(workload))
+	for i, t := range workload {
+		out[i] = Shape{TaskShape: t}
+	}
+	return out
+}
+
+// node is a worker's free capacity as fragmentation sees it, and which
+// groups of constrained shapes may use it (bit g-1 for group g).
 type node struct {
 	cores, mem int
 	free       []int
+	access     uint64
 }
 
-// fragments is a worker's fragmentation seen two ways: next, FGD's (what
-// the next executor of each shape could not use), and fill, frag-fit's
-// (what executors of each shape could not use once the worker is filled
-// with them). FGD computes next only.
-type fragments struct{ next, fill float64 }
+// reaches reports whether shape s may use n.
+func (n node) reaches(s shape) bool { return s.group == 0 || n.access&(1<<(s.group-1)) != 0 }
 
-func (f fragments) minus(g fragments) fragments { return fragments{f.next - g.next, f.fill - g.fill} }
+// fragments is a worker's fragmentation seen two ways: next, FGD's (what
+// the next executor of each shape could not use), and strand, frag-fit's
+// (what the cores and memory the worker has left could not feed). FGD
+// computes next only.
+type fragments struct{ next, strand float64 }
+
+func (f fragments) minus(g fragments) fragments {
+	return fragments{f.next - g.next, f.strand - g.strand}
+}
 
 // fragment weighs, over the shapes, the free GPU thousandths each leaves
-// unusable (unused: all of them for a shape without GPUs; else what
-// unusable says of the shape, given the worker's total free).
-func fragment(shapes []shape, free []int, unusable func(s shape, total int) int) float64 {
-	total := gpuLeft(free)
+// unusable on n: all of them for a shape without GPUs or one that may not
+// use n; else what unusable says of the shape, given the worker's total
+// free.
+func fragment(shapes []shape, n node, unusable func(s shape, total int) float64) float64 {
+	total := gpuLeft(n.free)
 	if total == 0 {
 		return 0
 	}
 	frag := 0.0
 	for _, s := range shapes {
-		if s.gpus == 0 {
+		if s.gpus == 0 || !n.reaches(s) {
 			frag += s.weight * float64(total)
 			continue
 		}
-		frag += s.weight * float64(unusable(s, total))
+		frag += s.weight * unusable(s, total)
 	}
 	return frag
+}
+
+// maxMillis is how many distinct shares of a GPU views counts at once;
+// with more, it measures shape by shape.
+const maxMillis = 32
+
+// views is FGD's view of n and, with strand, frag-fit's strand view: the
+// same sums as fgdFragment and strandFragment, shape by shape in the same
+// order (the same figures to the last bit), with the GPUs counted once per
+// distinct share instead of once per shape.
+func views(m *fragMeasure, n node, strand bool) fragments {
+	total := gpuLeft(n.free)
+	if total == 0 {
+		return fragments{}
+	}
+	if len(m.millis) > maxMillis {
+		f := fragments{next: fgdFragment(m.shapes, n)}
+		if strand {
+			f.strand = strandFragment(m.shapes, m.strand, n)
+		}
+		return f
+	}
+	var holds, small [maxMillis]int
+	for j, milli := range m.millis {
+		for _, g := range n.free {
+			if g >= milli {
+				holds[j]++
+			} else {
+				small[j] += g
+			}
+		}
+	}
+	stranded := 0.0
+	if strand {
+		stranded = float64(total) - fed(m.strand, n, total)
+	}
+	var f fragments
+	for i, s := range m.shapes {
+		if s.gpus == 0 || !n.reaches(s) {
+			f.next += s.weight * float64(total)
+			f.strand += s.weight * float64(total)
+			continue
+		}
+		if j := m.shapeMilli[i]; holds[j] >= s.gpus && n.cores >= s.cores {
+			f.next += s.weight * float64(small[j])
+		} else {
+			f.next += s.weight * float64(total)
+		}
+		f.strand += s.weight * stranded
+	}
+	if !strand {
+		f.strand = 0
+	}
+	return f
 }
 
 // after is a worker's free GPUs once one executor of r took the GPUs the
@@ -110,16 +255,22 @@ func after(r request, free []int, at int, out []int) []int {
 	out = append(out[:0], free...)
 	switch {
 	case r.gpus == 0:
-	case r.share() && at >= 0:
-		out[at] -= r.milli
+	case r.share():
+		if at < 0 {
+			for i, f := range free {
+				if f >= r.milli && (at < 0 || f < free[at]) {
+					at = i
+				}
+			}
+		}
+		if at >= 0 {
+			out[at] -= r.milli
+		}
 	default:
 		need := r.gpus
-		for _, a := range ascendingFree(free) {
-			if need == 0 {
-				break
-			}
-			if out[a] >= r.milli {
-				out[a] -= r.milli
+		for i := 0; i < len(out) && need > 0; i++ {
+			if out[i] >= placement.Whole {
+				out[i] -= r.milli
 				need--
 			}
 		}
@@ -130,87 +281,179 @@ func after(r request, free []int, at int, out []int) []int {
 // fragMeasure measures fragmentation against a workload: the one given, or
 // the shapes of the apps it has seen.
 type fragMeasure struct {
-	measure func(shapes []shape, n node) fragments
-	shapes  []shape
+	measure func(m *fragMeasure, n node) fragments
+	// shapes are the typical shapes with the weights the measure uses;
+	// counts their own weights (their share of the workload), which
+	// frag-fit weighs by where they may go (hostWeighted).
+	shapes []shape
+	counts []float64
+	// groups are the constraints of the typical shapes (shape.group), and
+	// access what each worker met so far may use of them (by id).
+	groups  []func(string) bool
+	access  map[string]uint64
 	learn   bool
 	seen    map[kind]float64
 	changed bool
-	// memory: the shapes ask memory too, each the most that an app of its
-	// kind asked so far (the largest, so that a worker is not counted on
-	// for executors it could not hold).
-	memory bool
-	mem    map[kind]int
-	memo   map[memoKey]fragments
-	buf    []int
+	memo    map[memoKey]fragments
+	buf     []int
+	// gen counts the changes of the measure (shapes, weights, ratios):
+	// what was measured under an earlier one is stale.
+	gen uint64
+	// millis are the shapes' distinct shares of a GPU, shapeMilli each
+	// shape's index in them (views).
+	millis, shapeMilli []int
+
+	// frag-fit. memory: the measure looks at free memory (the strand
+	// view). hostWeighted: a constrained shape weighs its share times the
+	// GPUs of all workers over the GPUs of those it may use (gpus,
+	// groupGPUs: of the workers met so far; weighedAt: gpus when last
+	// weighed).
+	memory          bool
+	hostWeighted    bool
+	gpus, weighedAt int
+	groupGPUs       []int
+	strand          strandRatios
+}
+
+// strandRatios are the cores and memory the workload's GPU executors ask
+// per GPU thousandth (frag-fit's strand view). Memory comes from the
+// workload when it says (memGiven), else from the GPU apps placed so far
+// (memSum, milliSum over apps), updated when their number is a power of
+// two.
+type strandRatios struct {
+	cores, mem       float64
+	memGiven         bool
+	memSum, milliSum float64
+	apps             int
 }
 
 // memoKey is a worker's state as fragmentation sees it (the free GPUs as a
 // multiset, sorted), for workers of at most 8 GPUs.
 type memoKey struct {
 	cores, mem int
+	access     uint64
 	n          int8
 	gpus       [8]int16
 }
 
 const memoLimit = 1 << 20
 
-func newFragMeasure(opts placement.Options, memory bool, measure func([]shape, node) fragments) fragMeasure {
-	m := fragMeasure{measure: measure, memory: memory, mem: map[kind]int{}, memo: map[memoKey]fragments{}}
+func newFragMeasure(opts placement.Options, measure func(*fragMeasure, node) fragments) fragMeasure {
+	m := fragMeasure{measure: measure, memo: map[memoKey]fragments{}, access: map[string]uint64{}}
 	if len(opts.Workload) > 0 {
-		m.shapes = typicalShapes(opts.Workload)
+		m.setWorkload(taskShapes(opts.Workload))
 	} else {
 		m.learn, m.seen = true, map[kind]float64{}
 	}
 	return m
 }
 
+// setWorkload measures against workload from now on (SetWorkload).
+func (m *fragMeasure) setWorkload(workload []Shape) {
+	m.learn, m.seen, m.changed = false, nil, false
+	m.setShapes(typicalShapes(workload))
+	m.strand = strandRatios{}
+	var cores, mem, milli float64
+	for _, t := range workload {
+		if r := requestOf(placement.App{ResourcesPerExecutor: t.Resources}, t.Cores); r.gpus > 0 && t.Weight > 0 {
+			cores += t.Weight * float64(t.Cores)
+			mem += t.Weight * float64(t.MemoryMB)
+			milli += t.Weight * float64(r.total())
+		}
+	}
+	if milli > 0 {
+		m.strand.cores = cores / milli
+		m.strand.mem = mem / milli
+		m.strand.memGiven = mem > 0
+	}
+	clear(m.access)
+	m.gpus, m.weighedAt, m.groupGPUs = 0, 0, make([]int, len(m.groups))
+}
+
+// setShapes installs the typical shapes and their groups.
+func (m *fragMeasure) setShapes(shapes []shape, groups []func(string) bool) {
+	m.shapes, m.groups = shapes, groups
+	m.counts = make([]float64, len(shapes))
+	m.millis, m.shapeMilli = m.millis[:0], make([]int, len(shapes))
+	for i, s := range shapes {
+		m.counts[i] = s.weight
+		j := slices.Index(m.millis, s.milli)
+		if j < 0 {
+			j = len(m.millis)
+			m.millis = append(m.millis, s.milli)
+		}
+		m.shapeMilli[i] = j
+	}
+	m.weighedAt = 0
+	m.stale()
+}
+
+// stale marks what was measured so far as out of date.
+func (m *fragMeasure) stale() {
+	m.gen++
+	clear(m.memo)
+}
+
 // observe counts app's shape when learning the workload, and its memory
-// when the measure sees memory.
+// when the measure learns the workload's memory.
 func (m *fragMeasure) observe(app placement.App) {
 	r := requestOf(app, app.CoresPerExecutor)
-	k := r.kind()
 	if m.learn {
-		m.seen[k]++
+		m.seen[r.kind()]++
 		m.changed = true
 	}
-	if m.memory && r.memory > m.mem[k] {
-		m.mem[k] = r.memory
-		for i := range m.shapes {
-			if m.shapes[i].kind() == k {
-				m.shapes[i].mem = r.memory
-			}
+	if !m.memory || m.strand.memGiven || r.gpus == 0 {
+		return
+	}
+	m.strand.memSum += float64(r.memory)
+	m.strand.milliSum += float64(r.total())
+	if m.strand.apps++; m.strand.apps&(m.strand.apps-1) == 0 {
+		if mem := m.strand.memSum / m.strand.milliSum; mem != m.strand.mem {
+			m.strand.mem = mem
+			m.stale()
 		}
-		clear(m.memo)
 	}
 }
 
-// refresh rebuilds the shapes from what was observed.
+// refresh rebuilds the shapes from what was observed (learning), and
+// frag-fit's weights from the workers met.
 func (m *fragMeasure) refresh() {
-	if !m.changed {
-		return
-	}
-	m.changed = false
-	workload := make([]placement.TaskShape, 0, len(m.seen))
-	for k, w := range m.seen {
-		var res map[string]int
-		if k[2] > 0 {
-			res = map[string]int{GPU: k[1] * k[2]}
+	if m.changed {
+		m.changed = false
+		workload := make([]placement.TaskShape, 0, len(m.seen))
+		var cores, milli float64
+		for k, w := range m.seen {
+			var res map[string]int
+			if k[2] > 0 {
+				res = map[string]int{GPU: k[1] * k[2]}
+				cores += w * float64(k[0])
+				milli += w * float64(k[1]*k[2])
+			}
+			workload = append(workload, placement.TaskShape{Cores: k[0], Resources: res, Weight: w})
 		}
-		workload = append(workload, placement.TaskShape{Cores: k[0], Resources: res, Weight: w})
+		m.setShapes(typicalShapes(taskShapes(workload)))
+		if milli > 0 {
+			m.strand.cores = cores / milli
+		}
 	}
-	m.shapes = typicalShapes(workload)
-	for i := range m.shapes {
-		m.shapes[i].mem = m.mem[m.shapes[i].kind()]
+	if m.hostWeighted && len(m.groups) > 0 && m.gpus > 0 && m.gpus >= m.weighedAt+m.weighedAt/16+1 {
+		m.weighedAt = m.gpus
+		for i, s := range m.shapes {
+			m.shapes[i].weight = m.counts[i]
+			if g := s.group; g > 0 && m.groupGPUs[g-1] > 0 {
+				m.shapes[i].weight *= float64(m.gpus) / float64(m.groupGPUs[g-1])
+			}
+		}
+		m.stale()
 	}
-	clear(m.memo)
 }
 
 // of is the fragmentation of a worker in state n, memoised.
 func (m *fragMeasure) of(n node) fragments {
 	if len(n.free) > 8 {
-		return m.measure(m.shapes, n)
+		return m.measure(m, n)
 	}
-	k := memoKey{cores: n.cores, mem: n.mem, n: int8(len(n.free))}
+	k := memoKey{cores: n.cores, mem: n.mem, access: n.access, n: int8(len(n.free))}
 	for i, f := range n.free {
 		k.gpus[i] = int16(f)
 	}
@@ -218,7 +461,7 @@ func (m *fragMeasure) of(n node) fragments {
 	if v, ok := m.memo[k]; ok {
 		return v
 	}
-	v := m.measure(m.shapes, n)
+	v := m.measure(m, n)
 	if len(m.memo) >= memoLimit {
 		clear(m.memo)
 	}
@@ -226,27 +469,47 @@ func (m *fragMeasure) of(n node) fragments {
 	return v
 }
 
-// delta is how much one executor of r placed on w (a share on GPU at, -1
-// for the simulator's choice) increases w's fragmentation.
-func (m *fragMeasure) delta(r request, w placement.Worker, at int) fragments {
-	return m.deltaFrom(m.before(w), r, w, at)
-}
-
-// before is w's fragmentation as it is: what a share's GPUs on one worker
-// are compared from, measured once for all of them.
-func (m *fragMeasure) before(w placement.Worker) fragments { return m.of(m.nodeOf(w)) }
-
 func (m *fragMeasure) nodeOf(w placement.Worker) node {
-	n := node{cores: w.CoresFree, free: w.Resources[GPU]}
+	n := node{cores: w.CoresFree, free: w.Resources[GPU], access: m.accessOf(w)}
 	if m.memory {
 		n.mem = w.MemoryFreeMB
 	}
 	return n
 }
 
-// deltaFrom is delta from w's fragmentation before, already measured.
-func (m *fragMeasure) deltaFrom(before fragments, r request, w placement.Worker, at int) fragments {
-	n := m.nodeOf(w)
+// accessOf is which groups of constrained shapes may use w (by its id,
+// kept), and counts its GPUs when it is new.
+func (m *fragMeasure) accessOf(w placement.Worker) uint64 {
+	if len(m.groups) == 0 {
+		return 0
+	}
+	a, ok := m.access[w.ID]
+	if !ok {
+		n := len(w.Resources[GPU])
+		m.gpus += n
+		for g, fits := range m.groups {
+			if fits(w.ID) {
+				a |= 1 << g
+				m.groupGPUs[g] += n
+			}
+		}
+		m.access[w.ID] = a
+	}
+	return a
+}
+
+// meet counts workers the measure will see (MeetWorkers), so that
+// frag-fit weighs its shapes by the whole cluster from the first decision.
+func (m *fragMeasure) meet(ws []placement.Worker) {
+	for _, w := range ws {
+		m.accessOf(w)
+	}
+}
+
+// deltaFrom is how much one executor of r placed on a worker in state n
+// (a share on GPU at, -1 for the simulator's choice) increases its
+// fragmentation, before: n's, already measured.
+func (m *fragMeasure) deltaFrom(before fragments, r request, n node, at int) fragments {
 	m.buf = after(r, n.free, at, m.buf)
 	n.cores, n.free = n.cores-r.cores, m.buf
 	if m.memory {
@@ -255,15 +518,16 @@ func (m *fragMeasure) deltaFrom(before fragments, r request, w placement.Worker,
 	return m.of(n).minus(before)
 }
 
-// bestGPU is the GPU of w a share of r takes by cost: the one whose use
-// costs least (the lowest index among equals), and that cost; -1 and +Inf
-// where the share fits on no GPU.
-func (m *fragMeasure) bestGPU(r request, w placement.Worker, cost func(fragments) float64) (int, float64) {
+// bestGPU is the GPU of a worker in state n (fragmentation before) a
+// share of r takes by cost: the one whose use costs least (the lowest
+// index among equals), and that cost; -1 and +Inf where the share fits on
+// no GPU. GPUs with as much free as one already tried leave the same
+// worker, and cost the same.
+func (m *fragMeasure) bestGPU(r request, n node, before fragments, cost func(fragments) float64) (int, float64) {
 	at, least := -1, math.Inf(1)
-	before := m.before(w)
-	for i, f := range w.Resources[GPU] {
-		if f >= r.milli {
-			if c := cost(m.deltaFrom(before, r, w, i)); c < least {
+	for i, f := range n.free {
+		if f >= r.milli && !slices.Contains(n.free[:i], f) {
+			if c := cost(m.deltaFrom(before, r, n, i)); c < least {
 				at, least = i, c
 			}
 		}
@@ -271,10 +535,16 @@ func (m *fragMeasure) bestGPU(r request, w placement.Worker, cost func(fragments
 	return at, least
 }
 
-// assign places app's executors on ws by s's scores, once the measure has
-// learnt from app and caught up with the workload it saw.
-func (m *fragMeasure) assign(s scorer, unit int, app placement.App, ws []placement.Worker) []int {
+// prepare readies the measure for placing app: it learns from app and
+// catches up with the workload it saw and the workers it met.
+func (m *fragMeasure) prepare(app placement.App) {
 	m.observe(app)
 	m.refresh()
+}
+
+// assign places app's executors on ws by s's scores, once the measure is
+// prepared for app.
+func (m *fragMeasure) assign(s scorer, unit int, app placement.App, ws []placement.Worker) []int {
+	m.prepare(app)
 	return assignByScore(s, unit, app, ws)
 }

@@ -2,6 +2,7 @@ package gpushare
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/berth-cluster/berth/placement"
@@ -9,67 +10,59 @@ import (
 
 // FGD's fragmentation on the paper's own kind of example: typical shapes
 // of a 500-share and a 1-GPU executor (half each, 8 cores), and frag-fit's
-// fill view of the same workers.
+// strand view of the same workers at 6 cores and 30 GB per GPU.
 func TestFragment(t *testing.T) {
 	shapes := []shape{{cores: 8, milli: 500, gpus: 1, weight: 0.5}, {cores: 8, milli: W, gpus: 1, weight: 0.5}}
+	ratio := strandRatios{cores: 6.0 / W, mem: 30.0 / W}
 	for _, tc := range []struct {
-		cores int
-		free  []int
-		fgd   float64
-		fill  float64
+		cores, mem int
+		free       []int
+		fgd        float64
+		strand     float64
 	}{
-		{16, []int{W, W}, 0, 0.5 * 1000},                      // both fit; but cores for two shares only: a GPU idle for them
-		{16, []int{300, W}, 0.5 * 300 * 2, 0.5*300 + 0.5*300}, // 300 suits neither shape
-		{4, []int{W, W}, 2000, 2000},                          // too few cores: everything is fragment
-		{8, []int{W, W}, 0, 0.5*1500 + 0.5*1000},              // cores for one executor: fill sees the rest stranded
-		{16, []int{}, 0, 0},
+		{16, 60, []int{W, W}, 0, 0},                // both fit; 16 cores feed 2.67 GPUs, 60 GB exactly 2
+		{12, 60, []int{W, W}, 0, 0},                // cores and memory for both GPUs at the mix's ratios
+		{12, 30, []int{W, W}, 0, 1000},             // memory for one GPU: the other is stranded
+		{16, 60, []int{300, W}, 0.5 * 300 * 2, 0},  // 300 suits neither shape; 1.3 GPUs are fed
+		{4, 60, []int{W, W}, 2000, 2000 - 4.0/6*W}, // too few cores for any executor: all is fragment to FGD
+		{6, 1000, []int{W, W}, 2000, 1000},         // cores for one GPU's worth: FGD sees no executor fit, strand half
+		{16, 60, []int{}, 0, 0},
 	} {
-		n := node{cores: tc.cores, free: tc.free}
+		n := node{cores: tc.cores, mem: tc.mem, free: tc.free}
 		if got := fgdFragment(shapes, n); math.Abs(got-tc.fgd) > 1e-9 {
 			t.Errorf("fgdFragment(%d cores, %v) = %v, want %v", tc.cores, tc.free, got, tc.fgd)
 		}
-		if got := fillFragment(shapes, n); math.Abs(got-tc.fill) > 1e-9 {
-			t.Errorf("fillFragment(%d cores, %v) = %v, want %v", tc.cores, tc.free, got, tc.fill)
+		want := max(tc.strand, 0)
+		if got := strandFragment(shapes, ratio, n); math.Abs(got-want) > 1e-6 {
+			t.Errorf("strandFragment(%d cores, %d GB, %v) = %v, want %v", tc.cores, tc.mem, tc.free, got, want)
 		}
+	}
+	// frag-fit's Δ adds the views' increases.
+	if got := increase(fragments{next: 100, strand: 300}); math.Abs(got-400) > 1e-9 {
+		t.Errorf("increase = %v, want 100 + 300", got)
 	}
 }
 
-// frag-fit's shapes ask memory: a worker with the GPUs and cores but not
-// the memory for a shape strands the GPU for it, in both views. Shapes: a
-// 400-share asking 10 GB (weight 0.6) and a 1-GPU executor asking 40 GB
-// (0.4), 4 cores each.
-func TestFragmentSeesMemory(t *testing.T) {
-	shapes := []shape{{cores: 4, milli: 400, gpus: 1, mem: 10, weight: 0.6}, {cores: 4, milli: W, gpus: 1, mem: 40, weight: 0.4}}
+// A shape constrained to some workers: where it may not go, all the free
+// GPU is fragment for it (in both views), as the paper's simulator counts
+// a node whose GPU model a typical task does not accept.
+func TestFragmentOfConstrainedShapes(t *testing.T) {
+	shapes := []shape{{cores: 4, milli: W, gpus: 1, weight: 0.5}, {cores: 4, milli: W, gpus: 1, weight: 0.5, group: 1}}
+	ratio := strandRatios{cores: 4.0 / W}
 	for _, tc := range []struct {
-		mem        int
-		free       []int
-		next, fill float64
+		access       uint64
+		next, strand float64
 	}{
-		// Memory for everything: next sees, for the 1-GPU shape, the 700
-		// of GPU 0; fill fits three shares (1 + 2: 500 left) and one 1-GPU
-		// executor (700 left).
-		{100, []int{700, W}, 0.4 * 700, 0.6*500 + 0.4*700},
-		// 20 GB: the 1-GPU shape does not fit (all 1,700 fragment for it),
-		// and memory holds two shares, not three (900 left).
-		{20, []int{700, W}, 0.4 * 1700, 0.6*900 + 0.4*1700},
-		// 5 GB: nothing fits.
-		{5, []int{700, W}, 1700, 1700},
+		{1, 0, 0},
+		{0, 0.5 * 2000, 0.5 * 2000},
 	} {
-		n := node{cores: 64, mem: tc.mem, free: tc.free}
-		if got := fgdFragment(shapes, n); math.Abs(got-tc.next) > 1e-9 {
-			t.Errorf("fgdFragment(%d MB, %v) = %v, want %v", tc.mem, tc.free, got, tc.next)
+		n := node{cores: 64, free: []int{W, W}, access: tc.access}
+		if got := fgdFragment(shapes, n); got != tc.next {
+			t.Errorf("access %b: fgdFragment = %v, want %v", tc.access, got, tc.next)
 		}
-		if got := fillFragment(shapes, n); math.Abs(got-tc.fill) > 1e-9 {
-			t.Errorf("fillFragment(%d MB, %v) = %v, want %v", tc.mem, tc.free, got, tc.fill)
+		if got := strandFragment(shapes, ratio, n); got != tc.strand {
+			t.Errorf("access %b: strandFragment = %v, want %v", tc.access, got, tc.strand)
 		}
-	}
-	// The blend: a share weighs FGD's view 0.9, whole GPUs and none 0.5.
-	d := fragments{next: 100, fill: 300}
-	if got := increase(request{milli: 400, gpus: 1}, d); math.Abs(got-120) > 1e-9 {
-		t.Errorf("a share's increase of %+v = %v, want 0.9·100 + 0.1·300", d, got)
-	}
-	if got := increase(request{milli: W, gpus: 2}, d); math.Abs(got-200) > 1e-9 {
-		t.Errorf("whole GPUs' increase of %+v = %v, want the mean", d, got)
 	}
 }
 
@@ -90,7 +83,7 @@ func TestTypicalShapes(t *testing.T) {
 	add(30, 4, 500)
 	add(6, 16, 0)
 	add(4, 64, 8*W) // beyond the 95%: left out
-	shapes := typicalShapes(workload)
+	shapes, groups := typicalShapes(taskShapes(workload))
 	if len(shapes) != 3 {
 		t.Fatalf("shapes %+v, want the three most frequent", shapes)
 	}
@@ -98,21 +91,38 @@ func TestTypicalShapes(t *testing.T) {
 	for _, s := range shapes {
 		sum += s.weight
 	}
-	if math.Abs(sum-1) > 1e-9 || shapes[0].cores != 8 || math.Abs(shapes[0].weight-60.0/96) > 1e-9 {
-		t.Errorf("shapes %+v: want weights normalised over the 96 kept, 8-core first", shapes)
+	if math.Abs(sum-1) > 1e-9 || shapes[0].cores != 8 || math.Abs(shapes[0].weight-60.0/96) > 1e-9 || groups != nil {
+		t.Errorf("shapes %+v: want weights normalised over the 96 kept, 8-core first, no group", shapes)
+	}
+	// Constrained shapes are grouped by their constraint as by their size:
+	// the simulator keys its typical tasks by GPU model too.
+	fits := func(string) bool { return true }
+	var constrained []Shape
+	for i, t := range workload {
+		c := Shape{TaskShape: t}
+		if i%2 == 1 && t.Resources != nil {
+			c.Constraint, c.Fits = "T4", fits
+		}
+		constrained = append(constrained, c)
+	}
+	shapes, groups = typicalShapes(constrained)
+	if len(shapes) != 5 || len(groups) != 1 {
+		t.Errorf("constrained shapes %+v, %d groups: want the three kinds split by constraint, one group", shapes, len(groups))
 	}
 }
 
-// frag-fit learns how much memory a shape asks from the apps it places, and
-// then keeps a CPU-only executor off the worker whose GPUs its memory would
-// strand; FGD, blind to memory, takes the first worker.
+// frag-fit's strand view: the workload's cores and memory per GPU come
+// from the workload when it says them (SetWorkload), else the memory from
+// the GPU apps placed so far. With 30 GB per GPU learnt, a CPU-only
+// executor goes where its memory strands no GPU; FGD, blind to memory,
+// takes the first worker.
 func TestFragFitLearnsMemory(t *testing.T) {
 	workload := []placement.TaskShape{{Cores: 8000, Resources: map[string]int{GPU: W}, Weight: 9}, {Cores: 16000, Weight: 1}}
 	gpuApp := placement.App{ID: "g", CoresLeft: 8000, CoresPerExecutor: 8000, MemoryPerExecutorMB: 30000, ExecutorLimit: 1, ResourcesPerExecutor: map[string]int{GPU: W}}
 	cpuApp := placement.App{ID: "c", CoresLeft: 16000, CoresPerExecutor: 16000, MemoryPerExecutorMB: 30000, ExecutorLimit: 1}
 	elsewhere := []placement.Worker{{ID: "x", CoresFree: 64000, MemoryFreeMB: 1 << 20, Resources: map[string][]int{GPU: {W}}}}
 	workers := []placement.Worker{
-		{ID: "memory-poor", CoresFree: 64000, MemoryFreeMB: 40000, Resources: map[string][]int{GPU: {W, W}}},
+		{ID: "memory-poor", CoresFree: 64000, MemoryFreeMB: 60000, Resources: map[string][]int{GPU: {W, W}}},
 		{ID: "memory-rich", CoresFree: 64000, MemoryFreeMB: 200000, Resources: map[string][]int{GPU: {W, W}}},
 	}
 	for name, want := range map[string]string{"frag-fit": "memory-rich", "fgd": "memory-poor"} {
@@ -122,12 +132,62 @@ func TestFragFitLearnsMemory(t *testing.T) {
 			t.Errorf("%s put 30 GB of CPU-only executor on %s, want %s", name, l.WorkerID, want)
 		}
 	}
-	if shapes := func() []shape {
-		p, _ := placement.New("frag-fit", placement.Options{Workload: workload})
-		placement.PlaceOne(gpuApp, elsewhere, p)
-		return p.(*fragFit).frag.shapes
-	}(); shapes[0].mem != 30000 || shapes[1].mem != 0 {
-		t.Errorf("shapes after one 30 GB 1-GPU app: %+v, want that shape at 30,000 MB and the other unknown (0)", shapes)
+	p, _ := placement.New("frag-fit", placement.Options{Workload: workload})
+	if r := p.(*fragFit).frag.strand; r.cores != 8 || r.mem != 0 {
+		t.Errorf("ratios before any app: %+v, want 8 cores per thousandth and no memory", r)
+	}
+	placement.PlaceOne(gpuApp, elsewhere, p)
+	if r := p.(*fragFit).frag.strand; r.mem != 30 {
+		t.Errorf("ratios after one 30 GB 1-GPU app: %+v, want 30 MB per thousandth", r)
+	}
+	p.(WorkloadSetter).SetWorkload([]Shape{{TaskShape: workload[0], MemoryMB: 20000}, {TaskShape: workload[1], MemoryMB: 90000}})
+	placement.PlaceOne(gpuApp, elsewhere, p)
+	if r := p.(*fragFit).frag.strand; r.mem != 20 || !r.memGiven {
+		t.Errorf("ratios from a workload that says its memory: %+v, want 20 MB per thousandth, kept", r)
+	}
+}
+
+// frag-fit weighs a constrained shape by the GPUs it may use: a tenth of
+// the workload constrained to the one small worker ("t4", 2 of the 18
+// GPUs) weighs 0.1·18/2. Both policies keep an unconstrained executor off
+// "t4" (a worker the constrained shape may not use counts all its free
+// GPU as fragment for it, and the executor lessens that).
+func TestFragFitWeighsConstrainedShapes(t *testing.T) {
+	onT4 := func(id string) bool { return id == "t4" }
+	one := placement.TaskShape{Cores: 4000, Resources: map[string]int{GPU: W}, Weight: 9}
+	rare := one
+	rare.Weight = 1
+	shapes := []Shape{{TaskShape: one}, {TaskShape: rare, Constraint: "T4", Fits: onT4}}
+	workers := []placement.Worker{
+		{ID: "t4", CoresFree: 64000, MemoryFreeMB: 1 << 20, Resources: map[string][]int{GPU: {W, W}}},
+		{ID: "g2a", CoresFree: 64000, MemoryFreeMB: 1 << 20, Resources: map[string][]int{GPU: {W, W, W, W, W, W, W, W}}},
+		{ID: "g2b", CoresFree: 64000, MemoryFreeMB: 1 << 20, Resources: map[string][]int{GPU: {W, W, W, W, W, W, W, W}}},
+	}
+	any := placement.App{ID: "a", CoresLeft: 4000, CoresPerExecutor: 4000, ExecutorLimit: 1, ResourcesPerExecutor: map[string]int{GPU: W}}
+	for name, want := range map[string]string{"frag-fit": "g2a", "fgd": "g2a"} {
+		p, _ := placement.New(name, placement.Options{})
+		p.(WorkloadSetter).SetWorkload(shapes)
+		p.(WorkerMeeter).MeetWorkers(workers)
+		if l, _ := placement.PlaceOne(any, workers, p); l.WorkerID != want {
+			t.Errorf("%s put an unconstrained executor on %s, want %s", name, l.WorkerID, want)
+		}
+	}
+	p, _ := placement.New("frag-fit", placement.Options{})
+	p.(WorkloadSetter).SetWorkload(shapes)
+	p.(WorkerMeeter).MeetWorkers(workers)
+	placement.PlaceOne(any, workers, p)
+	m := p.(*fragFit).frag
+	if len(m.shapes) != 2 || m.shapes[0].group+m.shapes[1].group != 1 {
+		t.Fatalf("shapes %+v, want one constrained", m.shapes)
+	}
+	for _, s := range m.shapes {
+		want := 0.9
+		if s.group == 1 {
+			want = 0.1 * 18 / 2 // 18 GPUs in all, 2 it may use
+		}
+		if math.Abs(s.weight-want) > 1e-9 {
+			t.Errorf("shape %+v weighs %v, want %v", s, s.weight, want)
+		}
 	}
 }
 
@@ -141,5 +201,59 @@ func TestLearnsTheWorkload(t *testing.T) {
 	}
 	if shapes := p.(*fragFit).frag.shapes; len(shapes) != 1 || shapes[0].milli != W || shapes[0].cores != 8000 {
 		t.Errorf("learnt shapes %+v", shapes)
+	}
+}
+
+// fgdScore's table gives the simulator's int(100·sigmoid(−d/1000)).
+func TestFGDScore(t *testing.T) {
+	for d := -20000.0; d <= 20000; d += 0.37 {
+		if got, want := fgdScore(-d), int64(100/(1+math.Exp(-d/1000))); got != want {
+			t.Fatalf("fgdScore(%v) = %d, want %d", -d, got, want)
+		}
+		if got, want := fgdScore(d), int64(100/(1+math.Exp(d/1000))); got != want {
+			t.Fatalf("fgdScore(%v) = %d, want %d", d, got, want)
+		}
+	}
+	for k := 1; k <= 99; k++ {
+		b := 1000 * math.Log(100/float64(k)-1) // the bound between scores k and k-1
+		for _, d := range []float64{b, math.Nextafter(b, 0), math.Nextafter(b, math.Inf(1)), b - 1e-7, b + 1e-7, math.Floor(b), math.Ceil(b)} {
+			if got, want := fgdScore(d), int64(100/(1+math.Exp(d/1000))); got != want {
+				t.Fatalf("fgdScore(%v) = %d, want %d", d, got, want)
+			}
+		}
+	}
+}
+
+// views gives fgdFragment's and strandFragment's figures to the last bit,
+// on random workers, shapes and constraints (so that the measures can use
+// it without changing a decision).
+func TestViewsAreTheViews(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 2000 {
+		m := fragMeasure{strand: strandRatios{cores: float64(r.IntN(20)) / W, mem: float64(r.IntN(60)) / W}}
+		var shapes []shape
+		for range 1 + r.IntN(40) {
+			s := shape{cores: r.IntN(16) * 1000, weight: r.Float64(), group: r.IntN(3)}
+			switch r.IntN(3) {
+			case 1:
+				s.milli, s.gpus = []int{110, 250, 460, 810}[r.IntN(4)], 1
+			case 2:
+				s.milli, s.gpus = W, []int{1, 2, 4, 8}[r.IntN(4)]
+			}
+			shapes = append(shapes, s)
+		}
+		m.setShapes(shapes, nil)
+		free := make([]int, r.IntN(9))
+		for g := range free {
+			free[g] = []int{0, 90, 190, 540, W, W}[r.IntN(6)]
+		}
+		n := node{cores: r.IntN(64) * 1000, mem: r.IntN(512) * 1024, free: free, access: uint64(r.IntN(4))}
+		got := views(&m, n, true)
+		if want := fgdFragment(m.shapes, n); got.next != want {
+			t.Fatalf("views next %v, fgdFragment %v", got.next, want)
+		}
+		if want := strandFragment(m.shapes, m.strand, n); got.strand != want {
+			t.Fatalf("views strand %v, strandFragment %v", got.strand, want)
+		}
 	}
 }
