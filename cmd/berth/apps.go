@@ -112,14 +112,11 @@ func waitAppCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			ctx := c.Context
-			if d := c.Duration("timeout"); d > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, d)
-				defer cancel()
-			} else if d < 0 {
-				return fmt.Errorf("invalid value %s for flag --timeout: must not be negative", d)
+			ctx, cancel, err := waitContext(c)
+			if err != nil {
+				return err
 			}
+			defer cancel()
 			if p := c.Duration("poll"); p <= 0 {
 				return fmt.Errorf("invalid value %s for flag --poll: must be positive", p)
 			}

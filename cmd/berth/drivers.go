@@ -133,14 +133,11 @@ func waitCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				ctx := c.Context
-				if d := c.Duration("timeout"); d > 0 {
-					var cancel context.CancelFunc
-					ctx, cancel = context.WithTimeout(ctx, d)
-					defer cancel()
-				} else if d < 0 {
-					return fmt.Errorf("invalid value %s for flag --timeout: must not be negative", d)
+				ctx, cancel, err := waitContext(c)
+				if err != nil {
+					return err
 				}
+				defer cancel()
 				return waitDriver(c, ctx, args[0])
 			},
 		}, waitAppCommand()},
@@ -173,4 +170,17 @@ func waitDriver(c *cli.Context, ctx context.Context, id string) error {
 		return cli.Exit(fmt.Sprintf("driver %s ended %s", st.ID, st.State), 1)
 	}
 	return nil
+}
+
+// waitContext is berth wait's context: bounded by --timeout when it is
+// positive (0: as long as it takes; negative: refused).
+func waitContext(c *cli.Context) (context.Context, context.CancelFunc, error) {
+	switch d := c.Duration("timeout"); {
+	case d < 0:
+		return nil, nil, fmt.Errorf("invalid value %s for flag --timeout: must not be negative", d)
+	case d > 0:
+		ctx, cancel := context.WithTimeout(c.Context, d)
+		return ctx, cancel, nil
+	}
+	return c.Context, func() {}, nil
 }
