@@ -52,6 +52,21 @@ var funcs = template.FuncMap{
 		}
 		return duration(d)
 	},
+	// mixedVersions: masters that said their version do not all say the
+	// same (an upgrade under way, or one forgotten).
+	"mixedVersions": func(ms []wire.MasterNode) bool {
+		seen := ""
+		for _, m := range ms {
+			if m.Version == "" {
+				continue
+			}
+			if seen != "" && m.Version != seen {
+				return true
+			}
+			seen = m.Version
+		}
+		return false
+	},
 	// ask is the confirmation of an action's button (see question).
 	"ask": func(kind ActionKind, id string) string { return question(Action{Kind: kind, ID: id}, false) },
 	"mb":  mb,

@@ -383,3 +383,26 @@ func TestMountServesTheUIBehindItsSignIn(t *testing.T) {
 		t.Errorf("/: %d %q", rec.Code, rec.Header().Get("Location"))
 	}
 }
+
+// A master that does not answer is shown as such with since when and what
+// the last ask got; the masters' versions are shown, and differing ones
+// are called out (an upgrade under way).
+func TestOverviewShowsUnreachableMastersAndVersions(t *testing.T) {
+	c := cluster(1, 0)
+	c.Masters[0].Raft = &wire.RaftFigures{State: "Leader", LastContact: "0"}
+	c.Masters[0].Version = "v0.9.0"
+	since, seen := t0.Add(-time.Minute), t0.Add(-61*time.Second)
+	c.Masters[1].UnreachableSince, c.Masters[1].LastSeen = &since, &seen
+	c.Masters[1].Unreachable = "dial tcp 10.0.0.2:7077: connect: connection refused"
+	c.Masters[1].Version = "v0.9.0"
+	h := Handler(Options{Source: &fakeSource{c: c}, Log: discard()})
+	_, body := get(t, h, "/ui/")
+	contains(t, "the overview", body, "not answering since "+when(since), "(last seen "+when(seen)+")",
+		`title="dial tcp 10.0.0.2:7077: connect: connection refused"`, `<td class="version">v0.9.0</td>`)
+	if strings.Contains(body, "different versions") {
+		t.Error("the overview calls one version mixed")
+	}
+	c.Masters[1].Version = "v0.10.0"
+	_, body = get(t, h, "/ui/")
+	contains(t, "the overview of a mixed cluster", body, "Masters run different versions", `<td class="version">v0.10.0</td>`)
+}
