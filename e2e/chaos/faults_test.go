@@ -43,6 +43,10 @@ type faultResult struct {
 	sinceElection time.Duration
 	newLeader     bool
 	more          []measure
+	// steps is what was still missing over time, until nothing was:
+	// "+12ms no leader answered; +40ms 1 of 2 workers ALIVE; ..." (where
+	// a failover's time goes).
+	steps string
 }
 
 // measure is one of a fault's other figures: how long something it
@@ -338,13 +342,14 @@ func (ch *chaos) back(kind string, t0 time.Time, minEpoch uint64) (faultResult, 
 // backAt is back; at the start, every long-running app must have an
 // executor RUNNING (later, one that may be preempted may have none).
 func (ch *chaos) backAt(kind string, t0 time.Time, minEpoch uint64, start bool) (faultResult, error) {
-	at, st, err := ch.until(kind+": cluster not back", t0, t0.Add(backWithin), func(st wire.ClusterStatus) string {
+	var steps timeline
+	at, st, err := ch.until(kind+": cluster not back", t0, t0.Add(backWithin), &steps, func(st wire.ClusterStatus) string {
 		return ch.missing(st, minEpoch, start)
 	})
 	if err != nil {
 		return faultResult{}, err
 	}
-	res := faultResult{kind: kind, failover: at.Sub(t0), newLeader: minEpoch > 0 && st.Epoch >= minEpoch}
+	res := faultResult{kind: kind, failover: at.Sub(t0), newLeader: minEpoch > 0 && st.Epoch >= minEpoch, steps: steps.String()}
 	if st.LeaderSince != nil && st.LeaderSince.After(t0) {
 		res.sinceElection = at.Sub(*st.LeaderSince)
 	}
@@ -353,7 +358,8 @@ func (ch *chaos) backAt(kind string, t0 time.Time, minEpoch uint64, start bool) 
 
 // until polls the leader's view until cond finds nothing missing ("") or
 // the deadline passes, and returns when that was (and the view).
-func (ch *chaos) until(what string, t0, deadline time.Time, cond func(wire.ClusterStatus) string) (time.Time, wire.ClusterStatus, error) {
+// Each answer's first sight goes into steps (unless nil).
+func (ch *chaos) until(what string, t0, deadline time.Time, steps *timeline, cond func(wire.ClusterStatus) string) (time.Time, wire.ClusterStatus, error) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	var at time.Time
@@ -370,12 +376,15 @@ func (ch *chaos) until(what string, t0, deadline time.Time, cond func(wire.Clust
 		qcancel()
 		if err != nil {
 			last = err.Error()
+			steps.saw(t0, "no leader answered")
 			return false
 		}
 		if why := cond(st); why != "" {
 			last = why
+			steps.saw(t0, why)
 			return false
 		}
+		steps.saw(t0, "")
 		at, found = time.Now(), st
 		return true
 	}) {
@@ -459,10 +468,43 @@ func (ch *chaos) caughtUp(m *testcluster.Master) error {
 }
 
 // describeMore is r's other measures, for the run's log.
+// timeline notes when each new answer of a poll was first seen.
+type timeline struct {
+	parts []string
+	last  string
+}
+
+func (tl *timeline) saw(t0 time.Time, why string) {
+	if tl == nil {
+		return
+	}
+	if why == "" {
+		why = "back"
+	}
+	// The counts in an answer change while it is the same step: compare
+	// without digits.
+	key := strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return -1
+		}
+		return r
+	}, why)
+	if key == tl.last {
+		return
+	}
+	tl.last = key
+	tl.parts = append(tl.parts, fmt.Sprintf("+%s %s", ms(time.Since(t0)), why))
+}
+
+func (tl *timeline) String() string { return strings.Join(tl.parts, "; ") }
+
 func (r faultResult) describeMore() string {
 	var parts []string
 	for _, m := range r.more {
 		parts = append(parts, fmt.Sprintf("%s %s", m.name, m))
+	}
+	if r.steps != "" {
+		parts = append(parts, "steps: "+r.steps)
 	}
 	if len(parts) == 0 {
 		return ""

@@ -124,7 +124,7 @@ func (ch *chaos) workerOutage(kind string, w *testcluster.Worker, inject, restor
 	if err := inject(); err != nil {
 		return nil, err
 	}
-	replaced, _, err := ch.until(kind+": its executors LOST and replaced", t0, t0.Add(workerTimeout+backWithin), ch.replacedWithout(w.ID))
+	replaced, _, err := ch.until(kind+": its executors LOST and replaced", t0, t0.Add(workerTimeout+backWithin), nil, ch.replacedWithout(w.ID))
 	if rerr := restore(); rerr != nil {
 		return nil, errors.Join(err, rerr)
 	}
@@ -132,7 +132,7 @@ func (ch *chaos) workerOutage(kind string, w *testcluster.Worker, inject, restor
 		return nil, err
 	}
 	t1 := time.Now()
-	alive, _, err := ch.until(kind+": the worker ALIVE again", t1, t1.Add(backWithin), func(st wire.ClusterStatus) string {
+	alive, _, err := ch.until(kind+": the worker ALIVE again", t1, t1.Add(backWithin), nil, func(st wire.ClusterStatus) string {
 		for _, x := range st.Workers {
 			if x.ID == w.ID && x.State == wire.WorkerAlive {
 				return ""
