@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"reflect"
 	"slices"
 	"strings"
@@ -143,7 +144,9 @@ func configProblem(master string, err error) *ConfigError {
 		if v := reflect.ValueOf(op.Err); v.IsValid() && v.Kind() == reflect.Uint8 {
 			p = alertProblem(uint8(v.Uint()))
 		}
-	case errors.As(err, &record):
+	case errors.As(err, &record), errors.Is(err, http.ErrSchemeMismatch):
+		// net/http turns the record header error of a plain HTTP
+		// answer ("HTTP/") into ErrSchemeMismatch.
 		p = ProblemNotTLS
 	case errors.As(err, &dnsErr):
 		if dnsErr.IsNotFound {

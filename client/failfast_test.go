@@ -40,6 +40,21 @@ func TestUnknownAuthorityFailsAtOnce(t *testing.T) {
 	}
 }
 
+// An https URL to a server that speaks plain HTTP (a master started
+// without TLS) fails at once: net/http's scheme mismatch is a problem
+// retrying cannot fix.
+func TestHTTPSToPlainHTTPFailsAtOnce(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	c := newTestClient(t, []string{strings.Replace(srv.URL, "http://", "https://", 1)}, "", WithTLS(&tls.Config{MinVersion: tls.VersionTLS12}))
+	start := time.Now()
+	_, err := c.Cluster(context.Background())
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Problem != ProblemNotTLS || time.Since(start) > time.Second {
+		t.Fatalf("after %s: %v, want a ConfigError: not TLS, at once", time.Since(start), err)
+	}
+}
+
 // Every master refusing connections: a client that never reached one
 // gives up after its wait for a master, not its budget, and a write is
 // certainly not done.

@@ -4,13 +4,18 @@ package e2e
 // cause and the flag to change, instead of retrying for its 30 s budget:
 // a CA that did not sign the masters' certificates, a client certificate
 // the master refuses, a host that does not resolve, a URL that does not
-// parse, an http URL to a TLS master, and no credential at all. When no
+// parse, an http URL to a TLS master, an https URL to a plain-HTTP one, a
+// master whose certificate is for another host name, and no credential
+// at all. When no
 // master answers at all it gives up within a few seconds, unless
 // --wait-for-master asks it to wait longer; a --master without a scheme
 // is taken as https with TLS flags.
 
 import (
+	"crypto/tls"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,6 +54,9 @@ func TestCLIFailsFastOnWhatRetryingCannotFix(t *testing.T) {
 	closed := "https://" + ln.Addr().String() // nobody listens there once closed
 	ln.Close()
 	hostPort := strings.TrimPrefix(url, "https://")
+	misnamed := misnamedMaster(t)
+	plain := httptest.NewServer(http.NotFoundHandler()) // as a master started without TLS answers a TLS hello: not at all
+	t.Cleanup(plain.Close)
 
 	cases := []struct {
 		name string
@@ -75,6 +83,10 @@ func TestCLIFailsFastOnWhatRetryingCannotFix(t *testing.T) {
 			[]string{"--master"}, 1, 2 * time.Second},
 		{"http to a TLS master", []string{"--master", "http://" + hostPort, "--secret", secret, "--tls-ca-file", bin.PKI.CAFile(), "status"},
 			[]string{"--master", "write https://"}, 1, 2 * time.Second},
+		{"a certificate for another host name", []string{"--master", misnamed, "--secret", secret, "--tls-ca-file", bin.PKI.CAFile(), "status"},
+			[]string{"--master: call the master by a name its certificate holds (master.example)", "--host 127.0.0.1"}, 1, 2 * time.Second},
+		{"https to a plain-HTTP master", []string{"--master", strings.Replace(plain.URL, "http://", "https://", 1), "--secret", secret, "--tls-ca-file", bin.PKI.CAFile(), "status"},
+			[]string{"--master: that master speaks plain HTTP: write http://"}, 1, 2 * time.Second},
 		{"a submission without a certificate or the secret", []string{"--master", url, "--tls-ca-file", bin.PKI.CAFile(), "submit", "--", "/bin/true"},
 			[]string{"no client certificate (--tls-cert-file and --tls-key-file"}, 1, 2 * time.Second},
 		{"no master listening", []string{"--master", closed, "--secret", secret, "--tls-ca-file", bin.PKI.CAFile(), "status"},
@@ -109,4 +121,33 @@ func TestCLIFailsFastOnWhatRetryingCannotFix(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "Master m1") {
 		t.Errorf("--master %s (no scheme) with TLS flags: %s", hostPort, r)
 	}
+}
+
+// misnamedMaster serves TLS on 127.0.0.1 with a master certificate of the
+// test CA made for master.example only, and returns its https URL: a
+// master called by a name its certificate does not hold.
+func misnamedMaster(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir() // the test CA copied: the shared one is left as it is
+	for _, f := range []string{"ca.pem", "ca-key.pem"} {
+		data, err := os.ReadFile(filepath.Join(bin.PKI.Dir, f))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, f), data, 0o600)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := runBerth(t, "tls", "cert", "create", "--dir", dir, "--role", "master", "--name", "elsewhere", "--host", "master.example"); r.code != 0 {
+		t.Fatalf("berth tls cert create: %s", r)
+	}
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "elsewhere.pem"), filepath.Join(dir, "elsewhere-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
