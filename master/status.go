@@ -197,9 +197,26 @@ func followerStatus(id string, status wire.MasterStatus, leaderID, leader string
 		Workers: []wire.WorkerStatus{}, ActiveApps: []wire.AppStatus{}, CompletedApps: []wire.AppStatus{},
 		ActiveDrivers: []wire.DriverStatus{}, CompletedDrivers: []wire.DriverStatus{},
 	}
+	// What the placements on record hold on each worker: the leader's
+	// figure but for launches not yet durable (never 0 beside running
+	// apps because this master does not lead).
+	type use struct{ cores, memory int }
+	used := map[string]use{}
+	for _, e := range s.Executors {
+		u := used[e.WorkerID]
+		used[e.WorkerID] = use{u.cores + e.Cores, u.memory + e.MemoryMB}
+	}
+	for _, d := range s.Drivers {
+		if d.WorkerID != "" && d.State == wire.DriverRunning {
+			u := used[d.WorkerID]
+			used[d.WorkerID] = use{u.cores + d.Desc.Cores, u.memory + d.Desc.MemoryMB}
+		}
+	}
 	for _, r := range sortedRecords(s.Workers, func(r *persistence.WorkerRecord) string { return r.ID }) {
+		u := used[r.ID]
 		ws := wire.WorkerStatus{
 			ID: r.ID, Host: r.Host, Port: r.Port, Address: r.Address, Cores: r.Cores, MemoryMB: r.MemoryMB,
+			CoresUsed: u.cores, MemoryUsedMB: u.memory,
 			State: wire.WorkerUnknown, Resources: (&workerInfo{rec: *r}).resourceUse(), Labels: r.Labels,
 		}
 		out.WorkerSummary.Add(ws)

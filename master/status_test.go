@@ -291,3 +291,27 @@ func TestCompletedAppKeepsItsExecutorsAcrossAFailover(t *testing.T) {
 		t.Errorf("on the next leader: %v, want %v", got, before)
 	}
 }
+
+// A follower counts what the placements on record hold on each worker
+// (executors and running drivers), as the leader does once they are
+// durable: not 0 beside running apps because it does not lead.
+func TestFollowerCountsWorkersUseFromTheRecords(t *testing.T) {
+	h := newLeader(t, nil, "w1", "w2")
+	h.addApp(wire.AppDescription{MaxCores: 6, CoresPerExecutor: 2, MemoryPerExecutorMB: 512})
+	h.addDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 256})
+	h.commit()
+	leader := h.c.clusterStatus(false, true)
+	follower := followerStatus("m2", wire.MasterStandby, "m1", "", h.fx.state, false, true)
+	if leader.WorkerSummary.CoresUsed != 7 {
+		t.Fatalf("the leader counts %d cores used, want 7 (3 executors of 2 and a driver of 1)", leader.WorkerSummary.CoresUsed)
+	}
+	for i, lw := range leader.Workers {
+		fw := follower.Workers[i]
+		if fw.ID != lw.ID || fw.CoresUsed != lw.CoresUsed || fw.MemoryUsedMB != lw.MemoryUsedMB {
+			t.Errorf("a follower's %s: %d cores %d MB used, the leader's %s: %d cores %d MB", fw.ID, fw.CoresUsed, fw.MemoryUsedMB, lw.ID, lw.CoresUsed, lw.MemoryUsedMB)
+		}
+	}
+	if follower.WorkerSummary.CoresUsed != 7 || follower.WorkerSummary.MemoryUsedMB != leader.WorkerSummary.MemoryUsedMB {
+		t.Errorf("a follower's summary: %+v, the leader's %+v", follower.WorkerSummary, leader.WorkerSummary)
+	}
+}
