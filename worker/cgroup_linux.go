@@ -36,7 +36,9 @@ var v1Controllers = []string{"memory", "cpu", "pids"}
 
 // setupCgroups makes the worker's parent groups, or says why it cannot.
 // workerID is an id (checkID, defaultID): fit for a directory name.
-func setupCgroups(workerID string, pidsMax int) (*cgroups, error) {
+// movers are the pids that share the worker's cgroup and move with it
+// into a leaf if need be (the worker and its guardian; see setupV2).
+func setupCgroups(workerID string, pidsMax int, movers ...int) (*cgroups, error) {
 	name := fmt.Sprintf("berth-%s-%d", workerID, os.Getpid())
 	own, err := ownCgroups()
 	if err != nil {
@@ -45,13 +47,11 @@ func setupCgroups(workerID string, pidsMax int) (*cgroups, error) {
 	c := &cgroups{base: map[string]string{}, pids: pidsMax}
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
 		c.v2 = true
-		dir := filepath.Join("/sys/fs/cgroup", own[""], name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		dir, err := setupV2(osCgroupFS{}, "/sys/fs/cgroup", own[""], name, movers)
+		if err != nil {
 			return nil, fmt.Errorf("cgroup v2: %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+memory +cpu +pids"), 0); err != nil {
-			return nil, fmt.Errorf("cgroup v2: enabling memory, cpu and pids under %s: %w", dir, err)
-		}
+		sweepStale(filepath.Dir(dir), fmt.Sprintf("berth-%s-", workerID), name)
 		c.base[""] = dir
 		c.sweep()
 		return c, nil
@@ -69,6 +69,114 @@ func setupCgroups(workerID string, pidsMax int) (*cgroups, error) {
 	}
 	c.sweep()
 	return c, nil
+}
+
+// leafGroup is the group the worker (and its guardian) move into when
+// their own group must pass controllers down (setupV2); no executor's or
+// driver's group has this name.
+const leafGroup = "worker"
+
+// cgroupFS is the cgroup file system as setupV2 uses it (a fake in the
+// tests enforces cgroup v2's rules).
+type cgroupFS interface {
+	MkdirAll(dir string) error
+	Mkdir(dir string) error
+	WriteFile(path, data string) error
+	Remove(dir string) error
+}
+
+type osCgroupFS struct{}
+
+func (osCgroupFS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
+func (osCgroupFS) Mkdir(dir string) error {
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return nil
+}
+func (osCgroupFS) WriteFile(path, data string) error { return os.WriteFile(path, []byte(data), 0) }
+func (osCgroupFS) Remove(dir string) error           { return os.Remove(dir) }
+
+// setupV2 makes root/own/name, the parent of the worker's groups, with
+// the memory, cpu and pids controllers given to its children, and returns
+// it.
+//
+// Where the worker's own group does not pass those controllers down, it
+// must first enable them there, which cgroup v2 allows only in a group
+// that holds no process itself (the "no internal processes" rule; the
+// root group is exempt). That is a worker run by systemd with
+// Delegate=yes: its unit's group holds the worker and its guardian. So
+// they move into a leaf of their own, name/worker (movers are their
+// pids), the controllers are enabled in the unit's group and in name, and
+// the executors' groups become the leaf's siblings. The same holds in a
+// container with a cgroup namespace of its own, whose root group is not
+// the machine's (only that one is exempt). If some other process shares
+// the group, the worker moves back and says why.
+func setupV2(fs cgroupFS, root, own, name string, movers []int) (string, error) {
+	ownDir := filepath.Join(root, own)
+	dir := filepath.Join(ownDir, name)
+	if err := fs.MkdirAll(dir); err != nil {
+		return "", err
+	}
+	const enable = "+memory +cpu +pids"
+	first := fs.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), enable)
+	if first == nil {
+		return dir, nil
+	}
+	if len(movers) == 0 {
+		fs.Remove(dir)
+		return "", fmt.Errorf("enabling memory, cpu and pids under %s: %w", dir, first)
+	}
+	leaf := filepath.Join(dir, leafGroup)
+	moveAll := func(to string) error {
+		for _, pid := range movers {
+			if err := fs.WriteFile(filepath.Join(to, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+				return fmt.Errorf("moving pid %d into %s: %w", pid, to, err)
+			}
+		}
+		return nil
+	}
+	err := fs.Mkdir(leaf)
+	if err == nil {
+		err = moveAll(leaf)
+	}
+	if err == nil {
+		err = fs.WriteFile(filepath.Join(ownDir, "cgroup.subtree_control"), enable)
+		if err != nil {
+			err = fmt.Errorf("enabling memory, cpu and pids in the worker's own group %s, which must hold no other process (systemd: Delegate=yes, nothing else in the unit): %w", ownDir, err)
+		}
+	}
+	if err == nil {
+		err = fs.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), enable)
+	}
+	if err != nil {
+		_ = moveAll(ownDir) // back where they were
+		fs.Remove(leaf)
+		fs.Remove(dir)
+		return "", fmt.Errorf("%w (after: enabling memory, cpu and pids under %s: %v)", err, dir, first)
+	}
+	return dir, nil
+}
+
+// sweepStale removes the empty parents (and their empty groups) that
+// earlier runs of this worker id left under parent, prefix-<pid>, all but
+// ours: a run whose worker moved into a leaf could not remove its own.
+// rmdir takes only empty groups: one that holds a process stays.
+func sweepStale(parent, prefix, ours string) {
+	entries, _ := os.ReadDir(parent)
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == ours || !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		dir := filepath.Join(parent, e.Name())
+		children, _ := os.ReadDir(dir)
+		for _, ch := range children {
+			if ch.IsDir() {
+				_ = os.Remove(filepath.Join(dir, ch.Name()))
+			}
+		}
+		_ = os.Remove(dir)
+	}
 }
 
 // sweep removes the groups an earlier run of this worker left (it was
@@ -240,7 +348,7 @@ func killCgroups(parents []string) {
 	for _, parent := range parents {
 		entries, _ := os.ReadDir(parent)
 		for _, e := range entries {
-			if e.IsDir() {
+			if e.IsDir() && e.Name() != leafGroup { // the leaf: the dead worker's and this guardian's
 				g := &cgroup{dirs: map[string]string{"": filepath.Join(parent, e.Name())}}
 				g.kill()
 				g.remove()

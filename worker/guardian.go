@@ -85,6 +85,7 @@ func (g *guardian) cgroupParent(dir string) {
 type guardian struct {
 	mu   sync.Mutex
 	pipe io.WriteCloser // nil when no guardian runs
+	pid  int            // the guardian's; 0 when none runs
 	done chan struct{}
 	log  *slog.Logger
 }
@@ -106,6 +107,7 @@ func startGuardian(log *slog.Logger) *guardian {
 			err = cmd.Start()
 			r.Close()
 			if err == nil {
+				g.pid = cmd.Process.Pid
 				go func() { _ = cmd.Wait(); close(g.done) }()
 				return g
 			}

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 )
 
@@ -9,7 +10,11 @@ import (
 // registration, so in the cluster's status) that the limits are not
 // enforced and why.
 func (w *Worker) setupLimits() {
-	cg, err := setupCgroups(w.id, w.cfg.PidsLimit)
+	movers := []int{os.Getpid()} // the worker and its guardian share its cgroup
+	if w.guard.pid != 0 {
+		movers = append(movers, w.guard.pid)
+	}
+	cg, err := setupCgroups(w.id, w.cfg.PidsLimit, movers...)
 	if err != nil {
 		w.limits = "not enforced: " + err.Error()
 		w.log.Warn("limits not enforced: executors and drivers run without memory, CPU or pids limits, in process groups only", "why", err)
