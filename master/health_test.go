@@ -58,7 +58,7 @@ func TestPortsGivenWithThePlacement(t *testing.T) {
 func TestAnExhaustedPortRangeWaits(t *testing.T) {
 	h := newLeader(t, nil)
 	h.addWorkerNoCommit("w0") // a worker with the default range, to be removed below
-	h.c.workers["w0"].ports = newPortPool(&wire.PortRange{First: 20000, Last: 20001})
+	h.c.workers["w0"].ports = *newPortPool(&wire.PortRange{First: 20000, Last: 20001})
 	h.c.touched(h.c.workers["w0"])
 	desc := oneCoreApp("default", 0)
 	desc.Ports = []string{"http"}

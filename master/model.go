@@ -47,7 +47,7 @@ type workerInfo struct {
 	// nothing new is placed on it meanwhile.
 	diskFull string
 	// ports: the ports it hands out, and those taken (ports.go).
-	ports *portPool
+	ports portPool
 	// unhealthy: processes of several apps failed here lately
 	// (exclusions.go): why, and since when; nothing new goes here.
 	unhealthy      string
@@ -108,10 +108,10 @@ type execKey struct {
 
 func newWorkerInfo(rec persistence.WorkerRecord, state wire.WorkerState, now time.Time) *workerInfo {
 	return &workerInfo{
+		// executors and drivers are made on first use: most of a large
+		// fleet holds none (two empty maps a worker cost ~100 bytes each).
 		rec: rec, state: state, lastHeartbeat: now, resNames: slices.Sorted(maps.Keys(rec.Resources)),
-		executors: map[execKey]*executorInfo{},
-		drivers:   map[string]*driverInfo{},
-		ports:     newPortPool(rec.PortRange),
+		ports: *newPortPool(rec.PortRange),
 	}
 }
 
@@ -126,6 +126,9 @@ func hostPort(host string, port int) string {
 }
 
 func (w *workerInfo) addExecutor(e *executorInfo) {
+	if w.executors == nil {
+		w.executors = map[execKey]*executorInfo{}
+	}
 	w.executors[execKey{e.app.rec.ID, e.id}] = e
 	w.coresUsed += e.cores
 	w.memoryUsed += e.memory
@@ -161,6 +164,9 @@ func (w *workerInfo) removeExecutor(e *executorInfo) {
 func (w *workerInfo) addDriver(d *driverInfo, held wire.ResourceGrants) {
 	if _, ok := w.drivers[d.rec.ID]; ok {
 		return
+	}
+	if w.drivers == nil {
+		w.drivers = map[string]*driverInfo{}
 	}
 	w.drivers[d.rec.ID] = d
 	w.coresUsed += d.rec.Desc.Cores
