@@ -35,6 +35,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,7 +52,7 @@ import (
 var (
 	faultsFlag   = flag.Int("chaos.faults", len(faultKinds), "faults to inject, round robin over the kinds")
 	reportFlag   = flag.String("chaos.report", "", "also write the report (markdown) to this file")
-	onlyFlag     = flag.String("chaos.only", "", "inject only the fault kinds whose name contains this")
+	onlyFlag     = flag.String("chaos.only", "", "inject only the fault kinds whose name contains this (or any of these, comma-separated)")
 	keepFlag     = flag.Bool("chaos.keep", false, "keep the cluster's logs and data even if the run passes")
 	debugFlag    = flag.Bool("chaos.debug", false, "run the masters with --log-level debug (Raft's messages included)")
 	restartsFlag = flag.Bool("chaos.restarts", true, "restart a follower between two faults (SIGTERM and kill -9 in turn)")
@@ -256,7 +257,7 @@ func TestChaos(t *testing.T) {
 	if *onlyFlag != "" {
 		kinds = nil
 		for _, k := range faultKinds {
-			if strings.Contains(k.name, *onlyFlag) {
+			if slices.ContainsFunc(strings.Split(*onlyFlag, ","), func(part string) bool { return strings.Contains(k.name, part) }) {
 				kinds = append(kinds, k)
 			}
 		}

@@ -87,6 +87,7 @@ var faultKinds = []faultKind{
 	{name: "partition leader's Raft", run: func(ch *chaos) ([]faultResult, error) { return ch.partition() }, possible: needCut},
 	{name: "restart each master", run: func(ch *chaos) ([]faultResult, error) { return ch.restartEach() }},
 	{name: "power loss", run: func(ch *chaos) ([]faultResult, error) { return ch.powerLoss() }},
+	{name: "lost quorum, recovered", run: func(ch *chaos) ([]faultResult, error) { return ch.lostQuorum() }},
 	{name: "leader disk full", run: func(ch *chaos) ([]faultResult, error) { return ch.leaderDiskFull() }, possible: needSmallDisks},
 	{name: "follower disk full", run: func(ch *chaos) ([]faultResult, error) { return ch.followerDiskFull() }, possible: needSmallDisks},
 	{name: "worker freeze", run: func(ch *chaos) ([]faultResult, error) { return ch.workerFreeze() }},
@@ -284,6 +285,80 @@ func (ch *chaos) powerLoss() ([]faultResult, error) {
 			return []faultResult{res}, err
 		}
 	}
+	return []faultResult{res}, nil
+}
+
+// lostQuorum is the operator's recovery from losing two of three masters
+// (docs/HA.md): kill -9 both followers and throw their data away, stop the
+// leader (kill -9: nothing can commit without a quorum anyway), turn its
+// data into a one-master cluster (master --recover), start it, and grow
+// back to three with --join and empty data directories. The survivor is
+// the leader, which holds every write it acknowledged: the history must
+// stay linearizable and nothing acknowledged be lost across the recovery.
+func (ch *chaos) lostQuorum() ([]faultResult, error) {
+	const kind = "lost quorum, recovered"
+	survivor, st, err := ch.leader()
+	if err != nil {
+		return nil, err
+	}
+	var lost []*testcluster.Master
+	for _, m := range ch.cl.Masters {
+		if m != survivor {
+			lost = append(lost, m)
+		}
+	}
+	t0 := time.Now()
+	for _, m := range lost {
+		m.Proc().Kill()
+	}
+	for _, m := range lost {
+		<-m.Proc().Done()
+		if err := testcluster.EmptyDir(m.DataDir); err != nil {
+			return nil, err
+		}
+	}
+	survivor.Proc().Kill()
+	<-survivor.Proc().Done()
+	down := time.Now()
+	if _, err := ch.cl.RecoverMaster(survivor); err != nil {
+		return nil, err
+	}
+	if err := ch.cl.StartMaster(survivor); err != nil {
+		return nil, err
+	}
+	recovered := time.Now()
+	res, err := ch.back(kind, t0, st.Epoch+1)
+	if err != nil {
+		return nil, err
+	}
+	res.more = append(res.more, took("recovered (master --recover, started)", recovered.Sub(down)))
+	joined := time.Now()
+	for _, m := range lost {
+		if err := ch.cl.Rejoin(m, survivor); err != nil {
+			return []faultResult{res}, err
+		}
+	}
+	for _, m := range lost {
+		if err := ch.caughtUp(m); err != nil {
+			return []faultResult{res}, err
+		}
+	}
+	// The next fault may take any master: all three must vote again.
+	if _, _, err := ch.until(kind+": three voters again", joined, joined.Add(backWithin), nil, func(st wire.ClusterStatus) string {
+		voters := 0
+		for _, n := range st.Masters {
+			if n.Voter {
+				voters++
+			}
+		}
+		if voters != len(ch.cl.Masters) {
+			return fmt.Sprintf("%d voters", voters)
+		}
+		return ""
+	}); err != nil {
+		return []faultResult{res}, err
+	}
+	res.more = append(res.more, took("grown back to three voters (--join)", time.Since(joined)))
 	return []faultResult{res}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -32,16 +33,8 @@ func (c *Cluster) Rejoin(m *Master, through ...*Master) error {
 	if p := m.Proc(); p != nil && !p.Exited() {
 		return fmt.Errorf("master %s still runs", m.ID)
 	}
-	if err := os.RemoveAll(m.DataDir); err != nil {
+	if err := EmptyDir(m.DataDir); err != nil {
 		return err
-	}
-	if err := os.MkdirAll(m.DataDir, 0o700); err != nil {
-		return err
-	}
-	if m.UID != 0 {
-		if err := os.Chown(m.DataDir, int(m.UID), int(m.UID)); err != nil {
-			return err
-		}
 	}
 	var args []string
 	for i := 0; i < len(m.args); i++ {
@@ -57,4 +50,19 @@ func (c *Cluster) Rejoin(m *Master, through ...*Master) error {
 	}
 	m.args = append(args, "--raft-addr", m.RaftAddr, "--join", strings.Join(urls, ","))
 	return c.StartMaster(m)
+}
+
+// EmptyDir removes what dir holds and keeps dir itself, its owner and
+// mode (it may be a mount point: the chaos suite's small disks).
+func EmptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
