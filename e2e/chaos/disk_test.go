@@ -94,6 +94,24 @@ var (
 	electionWon = regexp.MustCompile(`msg="election won"`)
 )
 
+// firstWriteRefused waits until m's log says a write failed for want of
+// space (a line more than before), and returns when that was seen.
+func (ch *chaos) firstWriteRefused(m *testcluster.Master, before int, full time.Time) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), backWithin)
+	defer cancel()
+	var at time.Time
+	if poll.Until(ctx, 10*time.Millisecond, func() bool {
+		if len(m.Proc().LogMatches(noSpace)) > before {
+			at = time.Now()
+			return true
+		}
+		return false
+	}) {
+		return at, nil
+	}
+	return time.Time{}, fmt.Errorf("%s's disk is full, but its log has no write failed for want of space within %s", m.ID, time.Since(full).Round(time.Second))
+}
+
 // leaderDiskFull fills the leader's data directory under load: a write it
 // cannot store fails, it steps down and another master leads. Then space
 // returns and it must catch up.
@@ -112,12 +130,14 @@ func (ch *chaos) leaderDiskFull() ([]faultResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	t0 := time.Now() // the fault: from the moment the disk is full
-	res, err := ch.back(kind, t0, st.Epoch+1)
+	full := time.Now()
+	// The fault, as clients meet it, begins at the first write the
+	// leader cannot store: until then it writes on into space its files
+	// already hold (after a recovery, bolt's free pages can last seconds).
+	t0, err := ch.firstWriteRefused(m, linesBefore, full)
+	var res faultResult
 	if err == nil {
-		if len(m.Proc().LogMatches(noSpace)) == linesBefore {
-			err = fmt.Errorf("%s: %s's disk is full and another leads, but its log has no write failed for want of space", kind, m.ID)
-		}
+		res, err = ch.back(kind, t0, st.Epoch+1)
 	}
 	if ferr := free(); ferr != nil {
 		return nil, errors.Join(err, ferr)
@@ -128,7 +148,8 @@ func (ch *chaos) leaderDiskFull() ([]faultResult, error) {
 	// Its log is as long as the others' (the entry it could not store
 	// went nowhere), so it may win an election again, and fail again.
 	won := len(m.Proc().LogMatches(electionWon)) - wonBefore
-	res.more = append(res.more, took("filling the disk", t0.Sub(filling)), counted("elections the full master won meanwhile", won))
+	res.more = append(res.more, took("filling the disk", full.Sub(filling)), took("writes stored after it was full", t0.Sub(full)),
+		counted("elections the full master won meanwhile", won))
 	ch.t.Logf("%s: %s's disk (%d of %d MiB in use) filled; the workload's clients were answered 503 disk_full %d times meanwhile (and retried)",
 		kind, m.ID, used, smallDiskMB, ch.diskFull.Load()-refusedBefore)
 	freed := time.Now()
