@@ -69,7 +69,7 @@ demo: build
 
 # The web UI's screenshots in docs/img, taken by its browser test.
 screenshots: test-deps
-	BERTH_UI_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -count=1 -run TestWebUIInABrowser ./e2e
+	BERTH_UI_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -count=1 -run 'TestWebUIInABrowser|TestUIHealthInABrowser' ./e2e
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
