@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"errors"
 
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/wire"
@@ -38,6 +39,11 @@ func (c *core) commandFailed(workerID string, cmd workerCommand, err error) {
 		return
 	}
 	c.log.Warn("command to worker failed", "worker", workerID, "command", cmd, "err", err)
+	var se *httpx.StatusError
+	if errors.As(err, &se) && se.Code == wire.CodeDiskFull {
+		c.launchRefusedForDisk(workerID, cmd, se.Message)
+		return
+	}
 	switch body := cmd.body.(type) {
 	case wire.LaunchExecutor:
 		a := c.apps[body.AppID]
@@ -57,6 +63,33 @@ func (c *core) commandFailed(workerID string, cmd workerCommand, err error) {
 	case wire.LaunchDriver:
 		if d := c.drivers[body.DriverID]; d != nil && d.worker != nil && d.worker.rec.ID == workerID && !d.launching {
 			c.driverLost(d, "launch failed: "+err.Error(), nil)
+		}
+	}
+}
+
+// launchRefusedForDisk handles a launch the worker refused because its
+// work dir is full (it filled before its heartbeat said so): nothing
+// started, and it is no one's failure. The worker takes nothing new from
+// now on; the executor is replaced elsewhere (LOST, not FAILED: the app's
+// failures are not counted), the driver waits again for another worker.
+func (c *core) launchRefusedForDisk(workerID string, cmd workerCommand, why string) {
+	w := c.workers[workerID]
+	if w == nil {
+		return
+	}
+	c.noteDiskFull(w, why)
+	switch body := cmd.body.(type) {
+	case wire.LaunchExecutor:
+		a := c.apps[body.AppID]
+		if a == nil {
+			return
+		}
+		if e := a.executors[body.ExecutorID]; e != nil && !e.launching && e.state == wire.ExecutorLaunching && e.worker == w {
+			c.executorLost(e, "not started: "+why)
+		}
+	case wire.LaunchDriver:
+		if d := c.drivers[body.DriverID]; d != nil && d.worker == w && !d.launching && d.ending == nil {
+			c.requeueDriver(d, "not started: "+why)
 		}
 	}
 }

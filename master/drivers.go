@@ -95,6 +95,30 @@ func (c *core) launchDriver(w *workerInfo, d *driverInfo, grants wire.ResourceGr
 	})
 }
 
+// requeueDriver puts back in the queue a driver whose worker refused its
+// launch (nothing started): its record waits again, durably, so that a
+// new leader does not look for it on that worker. A kill accepted
+// meanwhile ends it KILLED instead.
+func (c *core) requeueDriver(d *driverInfo, why string) {
+	c.log.Info("driver not started; it waits again", "driver", d.rec.ID, "worker", d.worker.rec.ID, "why", why)
+	c.updateDriver(d, 0, func(rec *persistence.DriverRecord) {
+		rec.State, rec.WorkerID, rec.WorkerIncarnation = wire.DriverSubmitted, "", ""
+		rec.CredentialHash, rec.Resources, rec.Ports = "", nil, nil
+	}, nil, func() {
+		if d.worker != nil {
+			d.worker.removeDriver(d)
+		}
+		d.worker, d.state, d.ports, d.health = nil, wire.DriverSubmitted, nil, ""
+		c.viewsStale()
+		if d.rec.KillRequested {
+			c.finishDriver(d, wire.DriverKilled, "killed by request; "+why, nil, nil)
+			return
+		}
+		c.waitingDrivers = append([]*driverInfo{d}, c.waitingDrivers...)
+		c.schedule()
+	}, nil)
+}
+
 // killDriver kills a driver on request. A waiting one ends KILLED. For one
 // that runs, the request is made durable (so a new leader kills it too,
 // and does not relaunch it) before its worker is told and the request is

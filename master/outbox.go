@@ -233,7 +233,9 @@ func (o *outbox) post(ctx context.Context, address string, cmd workerCommand) (r
 	case errors.As(err, &se) && se.Code == wire.CodeStaleEpoch:
 		o.log.Error("worker refused a command with a stale epoch: a newer leader exists", "url", url, "reason", se.Message)
 		return false, err
-	case errors.As(err, &se) && se.Status < 500:
+	case errors.As(err, &se) && (se.Status < 500 || se.Code == wire.CodeDiskFull):
+		// disk_full (507): the worker's work dir filled before its
+		// heartbeat said so; the launch waits elsewhere (commandFailed).
 		o.log.Warn("worker rejected a command", "url", url, "status", se.Status, "reason", se.Message)
 		return false, err
 	}

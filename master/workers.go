@@ -153,17 +153,24 @@ func (c *core) heartbeat(id string, hb wire.Heartbeat) (wire.HeartbeatReply, err
 	}
 	w.lastHeartbeat = c.now()
 	c.metrics.heartbeats.Inc()
-	if hb.DiskFull != w.diskFull {
-		if hb.DiskFull != "" {
-			c.log.Warn("worker's disk is full: nothing new is placed on it", "worker", id, "why", hb.DiskFull)
-		} else {
-			c.log.Info("worker has disk space again", "worker", id)
-		}
-		w.diskFull = hb.DiskFull
-		c.touched(w)
-		c.schedule()
-	}
+	c.noteDiskFull(w, hb.DiskFull)
 	return wire.HeartbeatReply{Epoch: c.epoch, HeartbeatIntervalMs: c.cfg.heartbeatInterval(len(c.workers)).Milliseconds()}, nil
+}
+
+// noteDiskFull records what w says of its work dir's space ("" when
+// there is enough): a full one takes nothing new until space returns.
+func (c *core) noteDiskFull(w *workerInfo, why string) {
+	if why == w.diskFull {
+		return
+	}
+	if why != "" {
+		c.log.Warn("worker's disk is full: nothing new is placed on it", "worker", w.rec.ID, "why", why)
+	} else {
+		c.log.Info("worker has disk space again", "worker", w.rec.ID)
+	}
+	w.diskFull = why
+	c.touched(w)
+	c.schedule()
 }
 
 // decommissionWorker handles a worker that is shutting down: nothing new is

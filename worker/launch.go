@@ -117,6 +117,18 @@ func (w *Worker) launch(p *proc) error {
 	if err := w.checkGrants(p.resources); err != nil {
 		return httpx.Coded(http.StatusBadRequest, wire.CodeBadRequest, "%v", err)
 	}
+	if full := w.diskFull(); full != "" && !w.procs.exists(p) {
+		// Its directory, logs and files could not be written: refuse
+		// rather than start and fail (a driver would end ERROR for a
+		// disk that filled before the master heard). The master places
+		// it elsewhere; the heartbeat tells it to place nothing here.
+		w.noteDisk(full)
+		select {
+		case w.beatNow <- struct{}{}:
+		default:
+		}
+		return httpx.Coded(http.StatusInsufficientStorage, wire.CodeDiskFull, "not started: %s", full)
+	}
 	p.killCh, p.done = make(chan struct{}), make(chan struct{})
 	existing, added := w.procs.add(p)
 	switch {

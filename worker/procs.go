@@ -111,6 +111,16 @@ func (t *procTable) add(p *proc) (existing *proc, added bool) {
 	return p, true
 }
 
+// exists reports whether a process of p's id is listed (a repeated launch).
+func (t *procTable) exists(p *proc) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p.kind == kindExecutor {
+		return t.executors[execKey{p.appID, p.execID}] != nil
+	}
+	return t.drivers[p.driverID] != nil
+}
+
 func (t *procTable) executor(appID string, execID int) *proc {
 	t.mu.Lock()
 	defer t.mu.Unlock()
