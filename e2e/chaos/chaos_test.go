@@ -100,10 +100,12 @@ type chaos struct {
 	// disksErr says why the masters' data directories are not each on a
 	// small file system of its own (nil: they are, and can be filled).
 	disksErr error
-	long     []*longApp
-	marker   string // every process of this run's apps and drivers has it on its command line
-	watch    *pidWatch
-	faults   [][2]time.Time // when each fault began and the cluster was restored
+	// workerDisksErr: the same for the workers' work directories.
+	workerDisksErr error
+	long           []*longApp
+	marker         string // every process of this run's apps and drivers has it on its command line
+	watch          *pidWatch
+	faults         [][2]time.Time // when each fault began and the cluster was restored
 	// outs are the workers' outages (worker freeze, worker cut).
 	outs []*workerOut
 	// diskFull counts the answers 503 disk_full the workload's clients
@@ -156,6 +158,7 @@ func TestChaos(t *testing.T) {
 		workers[1].UID = cutWorkerUID // the worker that can be cut off (worker cut)
 	}
 	ch.disksErr = mountSmallDisks(t, dir, 3)
+	ch.workerDisksErr = mountWorkerDisks(t, dir, "w1", "w2")
 	masterFlags := []string{
 		"--worker-timeout", workerTimeout.String(), "--recovery-timeout", recoveryTimeout.String(),
 		"--app-timeout", appTimeout.String(), "--retained-apps", "100000", "--retained-drivers", "100000",

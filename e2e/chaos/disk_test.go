@@ -39,15 +39,23 @@ func mountSmallDisks(t *testing.T, dir string, masters int) error {
 		return errors.New("filling a master's disk needs root, to mount a small tmpfs for it")
 	}
 	for i := 1; i <= masters; i++ {
-		d := filepath.Join(dir, fmt.Sprintf("m%d", i))
-		if err := os.MkdirAll(d, 0o700); err != nil {
+		if err := mountTmpfs(t, filepath.Join(dir, fmt.Sprintf("m%d", i)), smallDiskMB, 0o700); err != nil {
 			return err
 		}
-		if err := syscall.Mount("tmpfs", d, "tmpfs", 0, fmt.Sprintf("size=%dm,mode=0700", smallDiskMB)); err != nil {
-			return fmt.Errorf("mounting a tmpfs on %s: %w", d, err)
-		}
-		t.Cleanup(func() { syscall.Unmount(d, syscall.MNT_DETACH) })
 	}
+	return nil
+}
+
+// mountTmpfs mounts a tmpfs of sizeMB with mode on d (made if need be)
+// until the test ends.
+func mountTmpfs(t *testing.T, d string, sizeMB int, mode os.FileMode) error {
+	if err := os.MkdirAll(d, mode); err != nil {
+		return err
+	}
+	if err := syscall.Mount("tmpfs", d, "tmpfs", 0, fmt.Sprintf("size=%dm,mode=%04o", sizeMB, mode)); err != nil {
+		return fmt.Errorf("mounting a tmpfs on %s: %w", d, err)
+	}
+	t.Cleanup(func() { syscall.Unmount(d, syscall.MNT_DETACH) })
 	return nil
 }
 

@@ -90,6 +90,7 @@ var faultKinds = []faultKind{
 	{name: "lost quorum, recovered", run: func(ch *chaos) ([]faultResult, error) { return ch.lostQuorum() }},
 	{name: "leader disk full", run: func(ch *chaos) ([]faultResult, error) { return ch.leaderDiskFull() }, possible: needSmallDisks},
 	{name: "follower disk full", run: func(ch *chaos) ([]faultResult, error) { return ch.followerDiskFull() }, possible: needSmallDisks},
+	{name: "worker disk full", run: func(ch *chaos) ([]faultResult, error) { return ch.workerDiskFull() }, possible: needWorkerDisks},
 	{name: "worker freeze", run: func(ch *chaos) ([]faultResult, error) { return ch.workerFreeze() }},
 	{name: "worker cut", run: func(ch *chaos) ([]faultResult, error) { return ch.workerCut() }, possible: needCut},
 }
