@@ -73,7 +73,9 @@ berth() { "$BIN/berth" --master "$MASTER_LIST" $(tlsflags operator) "$@"; }
 # answers); read with grep and awk, so that the demo needs nothing more.
 status() { berth status 2>/dev/null || true; }
 # leader_id: the master listed with the role "leader" (ID ... leader).
-leader_id() { status | awk '$1 ~ /^m[0-9]+$/ && $NF == "leader" { print $1; exit }'; }
+# leader_id: the id of the master whose line in berth status says leader
+# (the line goes on with its version: the role is one of its fields).
+leader_id() { status | awk '$1 ~ /^m[0-9]+$/ { for (i = 2; i <= NF; i++) if ($i == "leader") { print $1; exit } }'; }
 alive_workers() { status | grep -Eo '\([0-9]+ alive' | tr -dc '0-9'; }
 # pi_running: pi's app lists RUNNING executors (column EXECUTORS, RUNNING:n).
 pi_running() { status | awk '$2 == "pi" && / RUNNING:[1-9]/ { found = 1 } END { exit !found }'; }
