@@ -6,7 +6,7 @@
 # by pid.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=$PWD/bin
+BIN=${BERTH_DEMO_BIN:-$PWD/bin} # master, worker, berth and pi (e2e/demo_test.go gives its own)
 TMP=$(mktemp -d -t berth-demo-XXXXXX)
 PIDS=()
 
@@ -72,7 +72,6 @@ berth() { "$BIN/berth" --master "$MASTER_LIST" $(tlsflags operator) "$@"; }
 # status: the leader's status as berth prints it (nothing while no master
 # answers); read with grep and awk, so that the demo needs nothing more.
 status() { berth status 2>/dev/null || true; }
-# leader_id: the master listed with the role "leader" (ID ... leader).
 # leader_id: the id of the master whose line in berth status says leader
 # (the line goes on with its version: the role is one of its fields).
 leader_id() { status | awk '$1 ~ /^m[0-9]+$/ { for (i = 2; i <= NF; i++) if ($i == "leader") { print $1; exit } }'; }
