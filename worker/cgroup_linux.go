@@ -51,7 +51,7 @@ func setupCgroups(workerID string, pidsMax int, movers ...int) (*cgroups, error)
 		if err != nil {
 			return nil, fmt.Errorf("cgroup v2: %w", err)
 		}
-		sweepStale(filepath.Dir(dir), fmt.Sprintf("berth-%s-", workerID), name)
+		sweepStale(filepath.Dir(dir), name)
 		c.base[""] = dir
 		c.sweep()
 		return c, nil
@@ -130,12 +130,17 @@ func setupV2(fs cgroupFS, root, own, name string, movers []int) (string, error) 
 	leaf := filepath.Join(dir, leafGroup)
 	moveAll := func(to string) error {
 		for _, pid := range movers {
-			if err := fs.WriteFile(filepath.Join(to, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+			err := fs.WriteFile(filepath.Join(to, "cgroup.procs"), strconv.Itoa(pid))
+			if errors.Is(err, syscall.ESRCH) {
+				continue // gone meanwhile (a guardian that died): nothing to move
+			}
+			if err != nil {
 				return fmt.Errorf("moving pid %d into %s: %w", pid, to, err)
 			}
 		}
 		return nil
 	}
+	enabledOwn := false
 	err := fs.Mkdir(leaf)
 	if err == nil {
 		err = moveAll(leaf)
@@ -145,30 +150,46 @@ func setupV2(fs cgroupFS, root, own, name string, movers []int) (string, error) 
 		if err != nil {
 			err = fmt.Errorf("enabling memory, cpu and pids in the worker's own group %s, which must hold no other process (systemd: Delegate=yes, nothing else in the unit): %w", ownDir, err)
 		}
+		enabledOwn = err == nil
 	}
 	if err == nil {
 		err = fs.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), enable)
 	}
 	if err != nil {
-		_ = moveAll(ownDir) // back where they were
+		// Back where they were: a group that gives controllers to its
+		// children takes no process, so give them up first.
+		var back error
+		if enabledOwn {
+			back = fs.WriteFile(filepath.Join(ownDir, "cgroup.subtree_control"), "-memory -cpu -pids")
+		}
+		if back == nil {
+			back = moveAll(ownDir)
+		}
 		fs.Remove(leaf)
 		fs.Remove(dir)
-		return "", fmt.Errorf("%w (after: enabling memory, cpu and pids under %s: %v)", err, dir, first)
+		return "", errors.Join(fmt.Errorf("%w (after: enabling memory, cpu and pids under %s: %v)", err, dir, first), back)
 	}
 	return dir, nil
 }
 
 // sweepStale removes the empty parents (and their empty groups) that
-// earlier runs of this worker id left under parent, prefix-<pid>, all but
-// ours: a run whose worker moved into a leaf could not remove its own.
-// rmdir takes only empty groups: one that holds a process stays.
-func sweepStale(parent, prefix, ours string) {
+// earlier runs of workers left under parent, berth-<id>-<pid> of a pid
+// that is gone, all but ours: a run whose worker moved into a leaf could
+// not remove its own. A parent of a live worker (another of the same id,
+// a restart while the old one drains) is left alone, and rmdir takes only
+// empty groups: one that holds a process stays.
+func sweepStale(parent, ours string) {
 	entries, _ := os.ReadDir(parent)
 	for _, e := range entries {
-		if !e.IsDir() || e.Name() == ours || !strings.HasPrefix(e.Name(), prefix) {
+		name := e.Name()
+		if !e.IsDir() || name == ours || !strings.HasPrefix(name, "berth-") {
 			continue
 		}
-		dir := filepath.Join(parent, e.Name())
+		pid, err := strconv.Atoi(name[strings.LastIndexByte(name, '-')+1:])
+		if err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue // not a worker's parent, or its worker lives
+		}
+		dir := filepath.Join(parent, name)
 		children, _ := os.ReadDir(dir)
 		for _, ch := range children {
 			if ch.IsDir() {

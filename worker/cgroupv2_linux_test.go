@@ -3,7 +3,9 @@
 package worker
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -23,6 +25,8 @@ type fakeV2 struct {
 	// nsRoot: root is a cgroup namespace's (a container's), which the
 	// rule does not exempt as it does the machine's root.
 	nsRoot bool
+	// fail makes a write to a path fail with its error.
+	fail map[string]error
 }
 
 type fakeGroup struct {
@@ -63,6 +67,9 @@ func (f *fakeV2) Mkdir(dir string) error {
 }
 
 func (f *fakeV2) WriteFile(path, data string) error {
+	if err := f.fail[path]; err != nil {
+		return err
+	}
 	dir, file := filepath.Dir(path), filepath.Base(path)
 	g, ok := f.groups[dir]
 	if !ok {
@@ -74,6 +81,10 @@ func (f *fakeV2) WriteFile(path, data string) error {
 			return syscall.EBUSY
 		}
 		for _, c := range strings.Fields(data) {
+			if name, off := strings.CutPrefix(c, "-"); off {
+				g.subtree = slices.DeleteFunc(g.subtree, func(x string) bool { return x == name })
+				continue
+			}
 			c = strings.TrimPrefix(c, "+")
 			if !slices.Contains(f.controllers(dir), c) {
 				return syscall.ENOENT
@@ -224,6 +235,48 @@ func TestCgroupV2MovesBackWhenTheGroupIsShared(t *testing.T) {
 	}
 }
 
+// A failure after the unit's group gave its controllers away: it takes
+// them back, so that the worker and its guardian can move back into it.
+func TestCgroupV2MovesBackAfterALateFailure(t *testing.T) {
+	f := systemdTree()
+	dir := cgroupRoot + unit + "/berth-w1-100"
+	f.fail = map[string]error{dir + "/cgroup.subtree_control": syscall.EINVAL}
+	_, err := setupV2(f, cgroupRoot, unit, "berth-w1-100", []int{workerPid, guardPid})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if f.where(workerPid) != cgroupRoot+unit || f.where(guardPid) != cgroupRoot+unit {
+		t.Errorf("the worker in %q, its guardian in %q, want both back in the unit's group (%v)", f.where(workerPid), f.where(guardPid), err)
+	}
+	if sub := f.groups[cgroupRoot+unit].subtree; len(sub) != 0 {
+		t.Errorf("the unit's group still gives %v to its children", sub)
+	}
+}
+
+// A guardian that died before the move does not stop it.
+func TestCgroupV2MoveSkipsAGoneGuardian(t *testing.T) {
+	f := systemdTree()
+	u := f.groups[cgroupRoot+unit]
+	u.procs = []int{workerPid}
+	gone := &goneFS{fakeV2: f, gone: guardPid}
+	if _, err := setupV2(gone, cgroupRoot, unit, "berth-w1-100", []int{workerPid, guardPid}); err != nil {
+		t.Fatalf("with the guardian gone: %v", err)
+	}
+}
+
+// goneFS answers ESRCH for a pid written to any cgroup.procs.
+type goneFS struct {
+	*fakeV2
+	gone int
+}
+
+func (g *goneFS) WriteFile(path, data string) error {
+	if filepath.Base(path) == "cgroup.procs" && data == strconv.Itoa(g.gone) {
+		return syscall.ESRCH
+	}
+	return g.fakeV2.WriteFile(path, data)
+}
+
 // The guardian, once its worker died, empties and removes the executors'
 // groups but not the leaf it sits in itself.
 func TestGuardianSparesTheWorkersLeaf(t *testing.T) {
@@ -237,6 +290,32 @@ func TestGuardianSparesTheWorkersLeaf(t *testing.T) {
 	killCgroups([]string{parent})
 	kept := map[string]bool{leafGroup: true, "executor-app-1-0": false, "driver-d1": false}
 	for d, want := range kept {
+		_, err := os.Stat(filepath.Join(parent, d))
+		if got := err == nil; got != want {
+			t.Errorf("%s there after the sweep: %v, want %v", d, got, want)
+		}
+	}
+}
+
+// Earlier runs' parents are swept only when their worker is gone: a live
+// worker's (another of the same id) and names that are not a worker's
+// parent stay.
+func TestSweepStaleSparesLiveWorkers(t *testing.T) {
+	parent := t.TempDir()
+	exited := exec.Command("/bin/true")
+	if err := exited.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := fmt.Sprintf("berth-w1-%d", exited.Process.Pid)
+	live := fmt.Sprintf("berth-w1-%d", os.Getpid())
+	ours := "berth-w1-1" // pid 1 lives; ours is skipped by name anyway
+	for _, d := range []string{dead, dead + "/executor-a-0", live, live + "/executor-b-0", "berth-w1-gpu", ours} {
+		if err := os.MkdirAll(filepath.Join(parent, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweepStale(parent, ours)
+	for d, want := range map[string]bool{dead: false, live: true, live + "/executor-b-0": true, "berth-w1-gpu": true, ours: true} {
 		_, err := os.Stat(filepath.Join(parent, d))
 		if got := err == nil; got != want {
 			t.Errorf("%s there after the sweep: %v, want %v", d, got, want)
