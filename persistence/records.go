@@ -65,7 +65,7 @@ type DriverRecord struct {
 	ID          string                 `json:"id"`
 	Desc        wire.DriverDescription `json:"desc"`
 	SubmittedAt time.Time              `json:"submittedAt"`
-	State       wire.DriverState       `json:"state"` // SUBMITTED while active, else final
+	State       wire.DriverState       `json:"state"` // SUBMITTED while it waits, RUNNING once its launch is written (WorkerID), else final
 	WorkerID    string                 `json:"workerId,omitempty"`
 	// WorkerIncarnation is the worker process the driver was launched on.
 	// A new leader whose worker answers from that same process without

@@ -108,7 +108,8 @@ func (ch *chaos) firstWriteRefused(m *testcluster.Master, before int, full time.
 	ctx, cancel := context.WithTimeout(context.Background(), backWithin)
 	defer cancel()
 	var at time.Time
-	if poll.Until(ctx, 10*time.Millisecond, func() bool {
+	// Every 25 ms: each look reads the master's whole log.
+	if poll.Until(ctx, 25*time.Millisecond, func() bool {
 		if len(m.Proc().LogMatches(noSpace)) > before {
 			at = time.Now()
 			return true

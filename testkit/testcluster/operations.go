@@ -5,12 +5,15 @@ package testcluster
 // through --join.
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // RecoverMaster runs `master --recover` with m's flags on its data
@@ -18,6 +21,11 @@ import (
 func (c *Cluster) RecoverMaster(m *Master) (string, error) {
 	cmd := exec.Command(c.opt.Bin.Master, append(slices.Clone(m.args), "--recover")...)
 	cmd.Env = append(os.Environ(), noSecretEnv)
+	if m.UID != 0 {
+		// As the master runs: files it writes (Raft's snapshot of the
+		// recovered state) stay the master's to delete later.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: m.UID, Gid: m.UID}}
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("master %s --recover: %w\n%s", m.ID, err, out)
@@ -56,6 +64,9 @@ func (c *Cluster) Rejoin(m *Master, through ...*Master) error {
 // mode (it may be a mount point: the chaos suite's small disks).
 func EmptyDir(dir string) error {
 	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return os.MkdirAll(dir, 0o700)
+	}
 	if err != nil {
 		return err
 	}
