@@ -106,6 +106,9 @@ func (c *core) holdForGang(rnd *shareRound, cands []candidate, before func(x, y 
 // limit allows them. A gang that never could must not hold anyone back.
 func (c *core) gangCouldFit(cd candidate) bool {
 	d := cd.a.rec.Desc
+	if d.CoresPerExecutor <= 0 {
+		return false // submissions refuse it; a restored record must not divide by it
+	}
 	cores := d.Gang * d.CoresPerExecutor
 	if cores > c.capacity.cores || (cd.qr.limit != nil && float64(cores) > cd.qr.limit[0]+1e-9) {
 		return false

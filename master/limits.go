@@ -29,9 +29,11 @@ func limitReached(flag string, format string, args ...any) error {
 	return err
 }
 
-// submissionSize is what a submission's command and environment weigh:
-// their bytes, as the process's argv and environ would hold them.
-func submissionSize(argv []string, env map[string]string) int {
+// submissionSize is what a submission's command, environment and exec
+// checks weigh: their bytes, as the processes' argv and environ would hold
+// them (a check's command is a process too), plus the checks' names and
+// paths. The rest of a description is bounded field by field.
+func submissionSize(argv []string, env map[string]string, checks []wire.Check) int {
 	n := 0
 	for _, a := range argv {
 		n += len(a) + 1
@@ -39,13 +41,19 @@ func submissionSize(argv []string, env map[string]string) int {
 	for k, v := range env {
 		n += len(k) + len(v) + 2
 	}
+	for _, ch := range checks {
+		n += len(ch.Name) + len(ch.Path) + len(ch.Port)
+		for _, a := range ch.Command {
+			n += len(a) + 1
+		}
+	}
 	return n
 }
 
 // checkSubmissionSize refuses a submission heavier than the cap.
-func (c Config) checkSubmissionSize(argv []string, env map[string]string) error {
-	if n := submissionSize(argv, env); n > c.MaxSubmissionBytes {
-		return limitReached("--max-submission-bytes", "the command and environment take %d bytes, more than the cap of %d", n, c.MaxSubmissionBytes)
+func (c Config) checkSubmissionSize(argv []string, env map[string]string, checks []wire.Check) error {
+	if n := submissionSize(argv, env, checks); n > c.MaxSubmissionBytes {
+		return limitReached("--max-submission-bytes", "the command, environment and checks take %d bytes, more than the cap of %d", n, c.MaxSubmissionBytes)
 	}
 	return nil
 }
@@ -56,14 +64,14 @@ func (c Config) checkAppSubmission(d wire.AppDescription) error {
 	if err := validateApp(d); err != nil {
 		return err
 	}
-	return c.checkSubmissionSize(d.Command, d.Env)
+	return c.checkSubmissionSize(d.Command, d.Env, d.Checks)
 }
 
 func (c Config) checkDriverSubmission(d wire.DriverDescription) error {
 	if err := validateDriver(d); err != nil {
 		return err
 	}
-	return c.checkSubmissionSize(d.Command, d.Env)
+	return c.checkSubmissionSize(d.Command, d.Env, d.Checks)
 }
 
 // roomForApp refuses a new app when the active ones, with those whose

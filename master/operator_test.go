@@ -103,8 +103,18 @@ func TestSnapshotSaveAndRestoreOverHTTP(t *testing.T) {
 	newer := bytes.Replace(file, []byte("berth-snapshot 1"), []byte("berth-snapshot 9"), 1)
 	corrupt := bytes.Clone(file)
 	corrupt[len(corrupt)/2] ^= 1
+	// A sound file whose active app no submission could make (a gang
+	// without coresPerExecutor divided by zero in every leader).
+	crafted := s.Clone()
+	crafted.Apps["app-20261127000000-0900"] = &persistence.AppRecord{ID: "app-20261127000000-0900", State: wire.AppWaiting,
+		Desc: wire.AppDescription{Name: "g0", Command: []string{"/bin/sleep", "300"}, Gang: 10, Detached: true}}
+	craftedFile, _, err := persistence.EncodeSnapshotFile(crafted, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for name, bad := range map[string][]byte{
 		"truncated": file[:len(file)-40], "corrupt": corrupt, "foreign": []byte("PK\x03\x04 a zip file"), "newer": newer, "empty": nil,
+		"crafted": craftedFile,
 	} {
 		status, body := restore(bad, false)
 		if status != http.StatusBadRequest || errorCode(body) != wire.CodeBadSnapshot || !strings.Contains(string(body), "nothing changed") {

@@ -249,6 +249,17 @@ func TestSnapshotFileOfAState(t *testing.T) {
 	if _, _, _, err := DecodeSnapshotFile(bytes.NewReader(data[:len(data)/2]), 1<<20); !errors.Is(err, snapfile.ErrTruncated) {
 		t.Errorf("half a file: %v", err)
 	}
+	// A sound envelope around something that is not a state: refused, not
+	// read as an empty state (a forced restore of it would wipe the cluster).
+	for _, body := range []string{`null`, `{"bogus":1}`, `[]`} {
+		data, _, err := snapfile.Encode(snapfile.Meta{}, []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := DecodeSnapshotFile(bytes.NewReader(data), 1<<20); !errors.Is(err, snapfile.ErrCorrupt) {
+			t.Errorf("a file whose state is %s: %v, want it refused as corrupt", body, err)
+		}
+	}
 }
 
 // LoadApplied gives the state with the index and term of the last entry it

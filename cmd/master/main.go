@@ -368,7 +368,7 @@ func flags() []cli.Flag {
 		&cli.IntFlag{Name: "max-drivers", EnvVars: env("MAX_DRIVERS"), Usage: "drivers running at once; more wait SUBMITTED, so drivers cannot take every core from their own apps (Spark's spark.deploy.maxDrivers; 0: no bound)"},
 		&cli.IntFlag{Name: "max-active-apps", Value: master.DefaultMaxActiveApps, EnvVars: env("MAX_ACTIVE_APPS"), Usage: "apps registered and not ended; one more gets 429"},
 		&cli.IntFlag{Name: "max-active-drivers", Value: master.DefaultMaxActiveDrivers, EnvVars: env("MAX_ACTIVE_DRIVERS"), Usage: "drivers submitted and not ended; one more gets 429"},
-		&cli.IntFlag{Name: "max-submission-bytes", Value: master.DefaultMaxSubmissionBytes, EnvVars: env("MAX_SUBMISSION_BYTES"), Usage: "bytes of a submission's command and environment; more gets 429"},
+		&cli.IntFlag{Name: "max-submission-bytes", Value: master.DefaultMaxSubmissionBytes, EnvVars: env("MAX_SUBMISSION_BYTES"), Usage: "bytes of a submission's command, environment and exec checks; more gets 429"},
 		&cli.IntFlag{Name: "max-streams-per-app", Value: master.DefaultMaxStreamsPerApp, EnvVars: env("MAX_STREAMS_PER_APP"), Usage: "event streams open on one app; one more gets 429"},
 		&cli.IntFlag{Name: "max-connections", EnvVars: env("MAX_CONNECTIONS"), Usage: "open API connections; at the cap a new one closes the oldest idle one, or, if all are serving requests, takes one of a few reserve connections that answer only /healthz and /readyz (503 otherwise); beyond those, more wait to be accepted (0: three quarters of the file descriptor limit)"},
 		&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: env("LOG_LEVEL"), Usage: "debug, info, warn or error"},
