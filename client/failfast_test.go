@@ -112,3 +112,24 @@ func TestNoCredentialIsSaid(t *testing.T) {
 		t.Fatalf("a secret refused: %v", err)
 	}
 }
+
+// A redirect from an https master to an http address is refused: the
+// request would carry the client's credential in clear text to wherever a
+// master was told (a master's recorded API address is data). Within https,
+// and from http, redirects are followed.
+func TestRedirectNeverDowngradesToHTTP(t *testing.T) {
+	for _, c := range []struct {
+		from, leader string
+		ok           bool
+	}{
+		{"https://10.0.0.1:7077", "http://10.0.0.99:7077", false},
+		{"https://10.0.0.1:7077", "https://10.0.0.2:7077", true},
+		{"https://10.0.0.1:7077", "10.0.0.2:7077", true}, // a bare host:port takes https
+		{"http://127.0.0.1:7077", "http://127.0.0.2:7077", true},
+	} {
+		got, err := leaderBase(&httpx.StatusError{Status: 307, Leader: c.leader}, c.from, "/v1/apps")
+		if (err == nil) != c.ok {
+			t.Errorf("redirect from %s to %s: %q, %v; want followed %v", c.from, c.leader, got, err, c.ok)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 
@@ -44,5 +45,10 @@ func leaderBase(se *httpx.StatusError, from, reqPath string) (string, error) {
 	}
 	u.RawQuery, u.Fragment, u.RawPath = "", "", ""
 	u.Path = strings.TrimSuffix(u.Path, reqPath)
+	if f, err := url.Parse(from); err == nil && f.Scheme == "https" && u.Scheme != "https" {
+		// The request and its credential (a bearer token, the secret)
+		// would go out in clear text to wherever the master was told.
+		return "", fmt.Errorf("a redirect from https to %s is refused: the request would carry this client's credential in clear text", u.Scheme)
+	}
 	return wire.ParseMasterURL("leader", u.String())
 }

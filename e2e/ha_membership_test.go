@@ -1,11 +1,18 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,6 +64,7 @@ func TestHAMembershipJoinLeave(t *testing.T) {
 	})
 
 	leader := hc.master(lst.MasterID)
+	membershipRefusals(t, leader.URL)
 	r, err := call(http.MethodPost, leader.URL+"/v1/raft/leave", secret, jsonOf(t, wire.LeaveRequest{ID: "m4"}))
 	if err != nil || r.status != http.StatusOK {
 		t.Fatalf("POST /v1/raft/leave m4: %d %s %v", r.status, r.body, err)
@@ -98,4 +106,57 @@ func mustRegisterAndKill(t *testing.T, c *client.Client, name string) string {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// membershipRefusals: a master's certificate joins and leaves only as
+// itself, a TLS cluster records no http:// API address (clients would be
+// sent there with their credentials), and leaving as a master the cluster
+// does not list is a 404, not a success.
+func membershipRefusals(t *testing.T, leaderURL string) {
+	t.Helper()
+	cert, err := tls.LoadX509KeyPair(filepath.Join(bin.PKI.Dir, "m2.pem"), filepath.Join(bin.PKI.Dir, "m2-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := os.ReadFile(bin.PKI.CAFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	asM2 := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	post := func(c *http.Client, key, path string, body any) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, leaderURL+path, bytes.NewReader(jsonOf(t, body)))
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(data)
+	}
+	for _, c := range []struct {
+		name   string
+		client *http.Client
+		key    string
+		path   string
+		body   any
+		status int
+		code   wire.ErrorCode
+	}{
+		{"m2's certificate joining as m1", asM2, "", "/v1/raft/join", wire.JoinRequest{ID: "m1", RaftAddr: "127.0.0.1:1", APIAddr: "https://127.0.0.1:1"}, 403, wire.CodeForbidden},
+		{"m2's certificate removing m1", asM2, "", "/v1/raft/leave", wire.LeaveRequest{ID: "m1"}, 403, wire.CodeForbidden},
+		{"an http API address in a TLS cluster", asM2, "", "/v1/raft/join", wire.JoinRequest{ID: "m2", RaftAddr: "127.0.0.2:1", APIAddr: "http://127.0.0.99:7077"}, 400, wire.CodeBadRequest},
+		{"leaving as a master nobody knows", httpClient, secret, "/v1/raft/leave", wire.LeaveRequest{ID: "nope"}, 404, wire.CodeUnknownMaster},
+	} {
+		status, body := post(c.client, c.key, c.path, c.body)
+		if status != c.status || !strings.Contains(body, string(c.code)) {
+			t.Errorf("%s: %d %s, want %d %s", c.name, status, body, c.status, c.code)
+		}
+	}
 }

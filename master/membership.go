@@ -2,7 +2,9 @@ package master
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/persistence"
@@ -15,13 +17,37 @@ import (
 // configuration; a follower redirects.
 
 func (m *Master) join(r *http.Request, req wire.JoinRequest) ([]wire.MasterNode, error) {
+	if err := selfOnly(r, req.ID); err != nil {
+		return nil, err
+	}
+	if m.cfg.TLS != nil && strings.HasPrefix(req.APIAddr, "http://") {
+		// Clients are sent there, their credentials with them.
+		return nil, badRequest("apiAddr %q: this cluster speaks TLS; a master's API address must be https://", req.APIAddr)
+	}
 	return m.membershipChange(r, func(ctx context.Context) error { return m.repl.Join(ctx, req.ID, req.RaftAddr) },
 		func(c *core) { c.recordMaster(req.ID, req.APIAddr) })
 }
 
 func (m *Master) leave(r *http.Request, req wire.LeaveRequest) ([]wire.MasterNode, error) {
-	return m.membershipChange(r, func(ctx context.Context) error { return m.repl.Leave(ctx, req.ID) },
-		func(c *core) { c.forgetMaster(req.ID) })
+	if err := selfOnly(r, req.ID); err != nil {
+		return nil, err
+	}
+	return m.membershipChange(r, func(ctx context.Context) error {
+		if err := m.knownPeer(ctx, req.ID); err != nil {
+			return err
+		}
+		return m.repl.Leave(ctx, req.ID)
+	}, func(c *core) { c.forgetMaster(req.ID) })
+}
+
+// selfOnly refuses a master's certificate that would make another master
+// join or leave (the operator may; a master joins and leaves as itself),
+// as a worker's certificate is bound to its worker's id.
+func selfOnly(r *http.Request, id string) error {
+	if p := httpx.PrincipalOf(r.Context()); p.Kind == httpx.KindMaster && p.Name != id {
+		return httpx.Coded(http.StatusForbidden, wire.CodeForbidden, "master %q may join or leave the cluster only as itself, not as %q (the operator may change any)", p.Name, id)
+	}
+	return nil
 }
 
 // membershipChange runs a Raft membership change on the leader, then
@@ -39,6 +65,10 @@ func (m *Master) membershipChange(r *http.Request, change func(context.Context) 
 		return nil, err
 	}
 	if err := change(r.Context()); err != nil {
+		var se *httpx.StatusError
+		if errors.As(err, &se) {
+			return nil, err // an answer already (an unknown master)
+		}
 		return nil, httpx.Coded(http.StatusServiceUnavailable, wire.CodeMembershipFailed, "membership change failed: %v", err)
 	}
 	m.post(after)

@@ -120,16 +120,8 @@ func (m *Master) removeRaftPeer(r *http.Request, _ wire.None) (wire.RaftPeers, e
 	}); err != nil {
 		return wire.RaftPeers{}, err
 	}
-	servers, err := m.repl.Servers(ctx)
-	if err != nil {
-		return wire.RaftPeers{}, httpx.Coded(http.StatusServiceUnavailable, wire.CodeMembershipFailed, "reading the Raft configuration: %v", err)
-	}
-	if !slices.ContainsFunc(servers, func(s persistence.RaftServer) bool { return s.ID == id }) {
-		ids := make([]string, len(servers))
-		for i, s := range servers {
-			ids[i] = s.ID
-		}
-		return wire.RaftPeers{}, httpx.Coded(http.StatusNotFound, wire.CodeUnknownMaster, "no master %q in the Raft configuration (it lists %s)", id, strings.Join(ids, ", "))
+	if err := m.knownPeer(ctx, id); err != nil {
+		return wire.RaftPeers{}, err
 	}
 	if id == m.cfg.ID {
 		return wire.RaftPeers{}, conflict("master %q is the leader: removing it would leave the cluster without one in the middle of the change; stop it first (SIGTERM hands leadership over), then remove it through the new leader", id)
@@ -208,4 +200,21 @@ func (m *Master) withVersions(cs *wire.ClusterStatus) {
 		defer cancel()
 		m.withRaftFigures(ctx, &wire.ClusterStatus{Masters: nodes})
 	}()
+}
+
+// knownPeer answers 404 unknown_master unless id is in the Raft
+// configuration.
+func (m *Master) knownPeer(ctx context.Context, id string) error {
+	servers, err := m.repl.Servers(ctx)
+	if err != nil {
+		return httpx.Coded(http.StatusServiceUnavailable, wire.CodeMembershipFailed, "reading the Raft configuration: %v", err)
+	}
+	if !slices.ContainsFunc(servers, func(s persistence.RaftServer) bool { return s.ID == id }) {
+		ids := make([]string, len(servers))
+		for i, s := range servers {
+			ids[i] = s.ID
+		}
+		return httpx.Coded(http.StatusNotFound, wire.CodeUnknownMaster, "no master %q in the Raft configuration (it lists %s)", id, strings.Join(ids, ", "))
+	}
+	return nil
 }
