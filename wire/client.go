@@ -1,6 +1,9 @@
 package wire
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -109,6 +112,24 @@ type Submitted struct {
 // ExecutorLimit sets the executors an app may hold in total.
 type ExecutorLimit struct {
 	Limit int `json:"limit"`
+}
+
+// UnmarshalJSON requires the limit: a body without it ({} or null) must
+// not read as a limit of 0, which stops every new executor.
+func (l *ExecutorLimit) UnmarshalJSON(data []byte) error {
+	var raw struct {
+		Limit *int `json:"limit"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields() // as the API decodes every body
+	if err := dec.Decode(&raw); err != nil {
+		return err
+	}
+	if raw.Limit == nil {
+		return errors.New("limit: required, a number of executors (0 or more)")
+	}
+	l.Limit = *raw.Limit
+	return nil
 }
 
 // KillExecutors names executors of an app to kill.
