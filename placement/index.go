@@ -10,15 +10,19 @@ import (
 // workers by walking the order from where they start, stopping as soon as
 // the app is served. With spread and pack (Spark's policies, any unit, any
 // order) a round costs O(steps + log W) per app, and allocates in
-// proportion to the workers an app gets, not to W. Other policies get the
-// same decisions through StartExecutorsOnWorkers over the indexed workers
-// (O(W) per round).
+// proportion to the workers an app gets, not to W. A policy that is an
+// IncrementalPolicy (gpushare's fgd and frag-fit) decides through its own
+// Placer, which the index keeps up to date (incremental.go); an app the
+// placer declines, and every app of other policies, is decided through
+// StartExecutorsOnWorkers over the indexed workers (O(W) per round). The
+// decisions are the same either way.
 //
 // An Index is not safe for concurrent use.
 type Index struct {
 	policy Policy
 	step   *stepPolicy // Spark's policies: the fast path; nil otherwise
 	fit    *bestFit    // bestfit: its own fast path (index_bestfit.go)
+	placer Placer      // an IncrementalPolicy's placer (fgd, frag-fit); nil otherwise
 	order  ordered
 	ratio  ordered // bestfit only: the workers by free memory per free core
 	byID   map[string]*slot
@@ -43,6 +47,9 @@ func NewIndex(p Policy) *Index {
 		x.fit = bf
 		x.order.cmp = bf.indexOrder
 		x.ratio.cmp = byMemoryPerCore
+	}
+	if ip, ok := p.(IncrementalPolicy); ok && x.step == nil && x.fit == nil {
+		x.placer = ip.NewPlacer()
 	}
 	return x
 }
@@ -73,6 +80,9 @@ func buildIndex(p Policy, workers []Worker) *Index {
 		x.byID[w.ID] = s
 		x.cores = addCores(x.cores, w.CoresFree)
 		slots = append(slots, s)
+		if x.placer != nil {
+			x.placer.Put(s.w)
+		}
 	}
 	slices.SortFunc(slots, func(a, b *slot) int { return x.order.cmp(a.w, b.w) })
 	x.order.build(slots)
@@ -86,14 +96,25 @@ func buildIndex(p Policy, workers []Worker) *Index {
 // Put adds a worker or replaces the one with its ID. The index keeps its
 // own copy (of the resources too).
 func (x *Index) Put(w Worker) {
-	x.Delete(w.ID)
+	x.remove(w.ID)
 	s := &slot{w: cloneWorker(w)}
 	x.byID[w.ID] = s
 	x.attach(s)
+	if x.placer != nil {
+		x.placer.Put(s.w)
+	}
 }
 
 // Delete removes the worker with the ID, if indexed.
 func (x *Index) Delete(id string) {
+	x.remove(id)
+	if x.placer != nil {
+		x.placer.Delete(id)
+	}
+}
+
+// remove takes the worker with the ID out of the index's own orders.
+func (x *Index) remove(id string) {
 	s, ok := x.byID[id]
 	if !ok {
 		return
@@ -150,6 +171,9 @@ func (x *Index) Workers() []Worker {
 // StartExecutorsOnWorkers would over them, and takes what it launches off
 // the index (a launch that does not happen must be given back with Put).
 func (x *Index) Round(apps []App) []Launch {
+	if x.placer != nil {
+		return x.roundPlacer(apps)
+	}
 	if x.step == nil && x.fit == nil {
 		return x.roundOverAll(apps, nil)
 	}
@@ -192,6 +216,51 @@ func (x *Index) roundOverAll(apps []App, launches []Launch) []Launch {
 		x.take(l, apps)
 	}
 	return append(launches, got...)
+}
+
+// roundPlacer is a round through an IncrementalPolicy's placer: app by
+// app, as StartExecutorsOnWorkers takes them (each app is offered what the
+// ones before it left, and the policy is asked once per app), the placer
+// decides and the index takes the launches off its own workers. The apps
+// the placer does not accept go, each run of them in one call, through
+// StartExecutorsOnWorkers over every worker (the same decisions: the
+// policy keeps the workers in the order given), and the workers they were
+// given are put back into the placer.
+func (x *Index) roundPlacer(apps []App) []Launch {
+	var launches []Launch
+	one := make([]App, 1)
+	var declined []App // waiting for StartExecutorsOnWorkers
+	flush := func() {
+		if len(declined) == 0 {
+			return
+		}
+		before := len(launches)
+		launches = x.roundOverAll(declined, launches)
+		for _, l := range launches[before:] {
+			if s, ok := x.byID[l.WorkerID]; ok {
+				x.placer.Put(s.w)
+			}
+		}
+		declined = declined[:0]
+	}
+	for _, app := range apps {
+		if app.CoresLeft <= 0 || executorRoom(app) == 0 {
+			continue // a round skips it
+		}
+		if !x.placer.Accepts(app) {
+			declined = append(declined, app)
+			continue
+		}
+		flush()
+		one[0] = app
+		before := len(launches)
+		launches = x.placer.PlaceApp(app, launches)
+		for _, l := range launches[before:] {
+			x.take(l, one)
+		}
+	}
+	flush()
+	return launches
 }
 
 // take removes a launch from its worker (the slow path).

@@ -80,8 +80,12 @@ func (p *fgd) score(r request, n node, before fragments) int64 {
 // table, it is computed as the simulator does).
 func fgdScore(d float64) int64 {
 	if d > -scoreSpan && d < scoreSpan {
-		if s := scoreTable[int(d+scoreSpan)]; s >= 0 {
-			return int64(s)
+		// d+scoreSpan rounds up to 2·scoreSpan for d just below scoreSpan
+		// (4599.9999999999995, say): such a d is computed.
+		if i := int(d + scoreSpan); i < len(scoreTable) {
+			if s := scoreTable[i]; s >= 0 {
+				return int64(s)
+			}
 		}
 	}
 	return int64(100 / (1 + math.Exp(d/1000)))

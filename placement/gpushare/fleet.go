@@ -42,7 +42,11 @@ type Fleet struct {
 	kinds   map[fleetKey]*fleetKind
 	fits    map[string][]int8 // per constraint name: 0 not asked yet, 1 fits, 2 does not
 	log     []int32           // the workers changed, in order
-	gen     uint64            // the measure's generation the cached figures are of
+	// stamp marks the workers rescored by the update under way (mark[i]
+	// == stamp): a worker changed several times since is rescored once.
+	mark  []uint32
+	stamp uint32
+	gen   uint64 // the measure's generation the cached figures are of
 }
 
 // fleetPolicy is what a Fleet needs of fgd and frag-fit.
@@ -78,6 +82,8 @@ type fleetKind struct {
 	other map[string]int
 	base  *fleetKind
 	score []uint8
+	top   []uint8 // top[b]: the highest of score's block b (scoreBlock)
+	redo  []int   // blocks whose top update must find again
 	seen  int
 	gen   uint64
 }
@@ -152,7 +158,7 @@ func (f *Fleet) Place(app placement.App, constraint string) (placement.Launch, i
 	f.gen = f.m.gen
 	k := f.kind(one, constraint)
 	f.update(k, one, constraint)
-	at := firstMax(k.score)
+	at := k.best()
 	if at < 0 {
 		return placement.Launch{}, -1
 	}
@@ -160,9 +166,25 @@ func (f *Fleet) Place(app placement.App, constraint string) (placement.Launch, i
 	if f.m.gen != f.gen {
 		f.gen = f.m.gen
 		f.update(k, one, constraint)
-		at = firstMax(k.score)
+		at = k.best()
 	}
 	return f.launch(app, one, at), at
+}
+
+// scoreBlock is how many workers' scores one byte of a kind's top
+// covers: a decision looks at the tops, then at one block. (A variable
+// for the tests.)
+var scoreBlock = 512
+
+// best is the first worker with k's highest score, -1 when none can hold
+// an executor of k: in the first block whose top is the highest.
+func (k *fleetKind) best() int {
+	b := firstMax(k.top)
+	if b < 0 {
+		return -1
+	}
+	lo := b * scoreBlock
+	return lo + firstMax(k.score[lo:min(lo+scoreBlock, len(k.score))])
 }
 
 // firstMax is the index of the first highest byte of b, -1 when all are
@@ -230,6 +252,9 @@ func (f *Fleet) update(k *fleetKind, one placement.App, constraint string) {
 	if len(k.score) < len(f.workers) {
 		k.score = append(k.score, make([]uint8, len(f.workers)-len(k.score))...)
 	}
+	if blocks := (len(k.score) + scoreBlock - 1) / scoreBlock; len(k.top) < blocks {
+		k.top = append(k.top, make([]uint8, blocks-len(k.top))...)
+	}
 	score := func(i int) uint8 { return f.scoreOf(k, one, constraint, i) }
 	if k.base != nil {
 		free := one
@@ -246,10 +271,33 @@ func (f *Fleet) update(k *fleetKind, one placement.App, constraint string) {
 		for i := range f.workers {
 			k.score[i] = score(i)
 		}
-	} else {
-		for _, i := range f.log[k.seen:] {
-			k.score[i] = score(int(i))
+		for b := range k.top {
+			k.top[b] = slices.Max(k.score[b*scoreBlock : min((b+1)*scoreBlock, len(k.score))])
 		}
+	} else {
+		if len(f.mark) < len(f.workers) {
+			f.mark = append(f.mark, make([]uint32, len(f.workers)-len(f.mark))...)
+		}
+		if f.stamp++; f.stamp == 0 {
+			clear(f.mark)
+			f.stamp = 1
+		}
+		for _, i := range f.log[k.seen:] {
+			if f.mark[i] != f.stamp {
+				f.mark[i] = f.stamp
+				old, now, b := k.score[i], score(int(i)), int(i)/scoreBlock
+				k.score[i] = now
+				if now > k.top[b] {
+					k.top[b] = now
+				} else if now < old && old == k.top[b] {
+					k.redo = append(k.redo, b)
+				}
+			}
+		}
+		for _, b := range k.redo {
+			k.top[b] = slices.Max(k.score[b*scoreBlock : min((b+1)*scoreBlock, len(k.score))])
+		}
+		k.redo = k.redo[:0]
 	}
 	k.gen, k.seen = f.gen, len(f.log)
 }

@@ -431,9 +431,17 @@ func (m *fragMeasure) refresh() {
 			}
 			workload = append(workload, placement.TaskShape{Cores: k[0], Resources: res, Weight: w})
 		}
-		m.setShapes(typicalShapes(taskShapes(workload)))
+		shapes, groups := typicalShapes(taskShapes(workload))
+		strandCores := m.strand.cores
 		if milli > 0 {
-			m.strand.cores = cores / milli
+			strandCores = cores / milli
+		}
+		// The same shapes, weights and ratio measure the same: what was
+		// measured stays (a stream of apps of one shape, say, keeps the
+		// measure of the first one).
+		if len(shapes) == 0 || len(groups) > 0 || len(m.groups) > 0 || !slices.Equal(shapes, m.shapes) || strandCores != m.strand.cores {
+			m.setShapes(shapes, groups)
+			m.strand.cores = strandCores
 		}
 	}
 	if m.hostWeighted && len(m.groups) > 0 && m.gpus > 0 && m.gpus >= m.weighedAt+m.weighedAt/16+1 {

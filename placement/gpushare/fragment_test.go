@@ -257,3 +257,14 @@ func TestViewsAreTheViews(t *testing.T) {
 		}
 	}
 }
+
+// Just below the table's end, d+scoreSpan rounds up to the table's length:
+// fgdScore computes such a d rather than panic (a learnt workload's
+// weights gave d = 4599.9999999999995 on 100,000 workers).
+func TestFGDScoreAtTheTablesEnd(t *testing.T) {
+	for _, d := range []float64{math.Nextafter(scoreSpan, 0), 4599.9999999999995, math.Nextafter(-scoreSpan, 0)} {
+		if got, want := fgdScore(d), int64(100/(1+math.Exp(d/1000))); got != want {
+			t.Fatalf("fgdScore(%v) = %d, want %d", d, got, want)
+		}
+	}
+}
