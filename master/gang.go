@@ -106,11 +106,19 @@ func (c *core) holdForGang(rnd *shareRound, cands []candidate, before func(x, y 
 // limit allows them. A gang that never could must not hold anyone back.
 func (c *core) gangCouldFit(cd candidate) bool {
 	d := cd.a.rec.Desc
+	if cd.qr.limit != nil && float64(d.Gang*d.CoresPerExecutor) > cd.qr.limit[0]+1e-9 {
+		return false
+	}
+	return c.gangFitsWorkers(d)
+}
+
+// gangFitsWorkers reports whether the schedulable workers, empty, could
+// hold a gang of d whole.
+func (c *core) gangFitsWorkers(d wire.AppDescription) bool {
 	if d.CoresPerExecutor <= 0 {
 		return false // submissions refuse it; a restored record must not divide by it
 	}
-	cores := d.Gang * d.CoresPerExecutor
-	if cores > c.capacity.cores || (cd.qr.limit != nil && float64(cores) > cd.qr.limit[0]+1e-9) {
+	if d.Gang*d.CoresPerExecutor > c.capacity.cores {
 		return false
 	}
 	slots := 0
@@ -204,6 +212,9 @@ func (c *core) gangWaiting(a *appInfo) string {
 		return fmt.Sprintf("waiting: its gang is being restarted (%d members still to end)", len(a.executors))
 	case !a.gangForming():
 		return ""
+	}
+	if !c.gangFitsWorkers(a.rec.Desc) {
+		return fmt.Sprintf("waiting: a gang of %d executors of %d cores starts whole or not at all, and the schedulable workers could not hold all of them even empty: it waits for more workers (nothing is held for it)", a.rec.Desc.Gang, a.rec.Desc.CoresPerExecutor)
 	}
 	held := ""
 	if !a.gangWaitingSince.IsZero() {

@@ -23,7 +23,7 @@ func TestGangStartsWholeOrNotAtAll(t *testing.T) {
 		t.Fatalf("a gang of 3 on room for 2: %d executors started", n)
 	}
 	st, _ := h.c.app(a.rec.ID)
-	wantWaiting(t, "gang", st.Waiting, "gang of 3 executors", "whole or not at all")
+	wantWaiting(t, "gang", st.Waiting, "gang of 3 executors", "whole or not at all", "could not hold all of them even empty", "nothing is held for it")
 	if st.Gang != 3 {
 		t.Errorf("status gang %d", st.Gang)
 	}

@@ -139,6 +139,34 @@ func CheckConstraints(cs []Constraint) error {
 			}
 		}
 	}
+	return checkSatisfiable(cs)
+}
+
+// checkSatisfiable refuses constraints no worker's labels could ever
+// satisfy together (zone in [a] and zone in [b]; zone in [a] and zone
+// notIn [a]): such an app would wait for ever.
+func checkSatisfiable(cs []Constraint) error {
+	allowed := map[string][]string{} // label → the values every "in" allows
+	for _, c := range cs {
+		if len(c.In) == 0 {
+			continue
+		}
+		if prev, ok := allowed[c.Label]; ok {
+			allowed[c.Label] = slices.DeleteFunc(slices.Clone(prev), func(v string) bool { return !slices.Contains(c.In, v) })
+		} else {
+			allowed[c.Label] = slices.Clone(c.In)
+		}
+	}
+	for _, c := range cs {
+		if vs, ok := allowed[c.Label]; ok && len(c.NotIn) > 0 {
+			allowed[c.Label] = slices.DeleteFunc(vs, func(v string) bool { return slices.Contains(c.NotIn, v) })
+		}
+	}
+	for _, label := range slices.Sorted(maps.Keys(allowed)) {
+		if len(allowed[label]) == 0 {
+			return fmt.Errorf("constraints on %s can never hold together: no value is in every \"in\" and in no \"notIn\"", label)
+		}
+	}
 	return nil
 }
 

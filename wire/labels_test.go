@@ -68,3 +68,29 @@ func TestLabels(t *testing.T) {
 		t.Errorf("LabelList = %q", got)
 	}
 }
+
+// Constraints that no labels could satisfy together are refused (the app
+// would wait for ever); those that some could are not.
+func TestConstraintsThatCanNeverHoldAreRefused(t *testing.T) {
+	in := func(label string, vs ...string) Constraint { return Constraint{Label: label, In: vs} }
+	notIn := func(label string, vs ...string) Constraint { return Constraint{Label: label, NotIn: vs} }
+	for _, c := range []struct {
+		cs []Constraint
+		ok bool
+	}{
+		{[]Constraint{in("zone", "a"), in("zone", "b")}, false},
+		{[]Constraint{in("zone", "a"), notIn("zone", "a")}, false},
+		{[]Constraint{in("zone", "a", "b"), in("zone", "b", "c")}, true},
+		{[]Constraint{in("zone", "a", "b"), notIn("zone", "a")}, true},
+		{[]Constraint{notIn("zone", "a"), notIn("zone", "b")}, true},
+		{[]Constraint{in("zone", "a"), in("gpu-model", "T4")}, true},
+	} {
+		err := CheckConstraints(c.cs)
+		if (err == nil) != c.ok {
+			t.Errorf("%+v: %v, want accepted %v", c.cs, err, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "can never hold together") {
+			t.Errorf("%+v: %v", c.cs, err)
+		}
+	}
+}
