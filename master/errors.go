@@ -84,7 +84,14 @@ func ended(kind, id string) error {
 // logPersistFailure is the continuation of writes nobody waits for.
 func (c *core) logPersistFailure(what string) func(error) {
 	return func(err error) {
-		if err != nil {
+		switch {
+		case err == nil:
+		case !c.leading() && (errors.Is(err, persistence.ErrNotLeader) || hasCode(err, wire.CodeNotCommitted)):
+			// Its leadership ended first (stepping down, stopping): the
+			// write was not made, and the next leader starts from what
+			// was committed. Nothing failed here.
+			c.log.Info("write not made: this master no longer leads", "what", what, "err", err)
+		default:
 			c.log.Error("write failed", "what", what, "err", err)
 		}
 	}
@@ -103,4 +110,10 @@ func (c *core) driverGone(d *driverInfo) error {
 		return c.notLeader()
 	}
 	return ended("driver", d.rec.ID)
+}
+
+// hasCode reports whether err is an answer with code.
+func hasCode(err error, code wire.ErrorCode) bool {
+	var se *httpx.StatusError
+	return errors.As(err, &se) && se.Code == code
 }

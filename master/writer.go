@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -51,7 +52,13 @@ func (w *writer) admit(ps []proposal) []proposal {
 			}
 		}
 		if err != nil {
-			w.log.Warn("write refused before it was sent", "err", err)
+			if errors.Is(err, errStaleProposal) {
+				// The leadership that proposed it ended (stepping down,
+				// stopping): its proposer hears so; nothing is wrong.
+				w.log.Info("write of an ended leadership not sent", "err", err)
+			} else {
+				w.log.Warn("write refused before it was sent", "err", err)
+			}
 			then, e := p.then, err
 			w.done(func(*core) { then(e) })
 			continue

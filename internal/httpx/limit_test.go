@@ -239,7 +239,10 @@ func TestLimitListenerKeepsHealthChecksAtTheCap(t *testing.T) {
 			s.wantStatus(t, "/healthz", http.StatusOK) // within 1 s: before, 10 s (ReadHeaderTimeout)
 			s.wantStatus(t, "/v1/cluster", http.StatusOK)
 
-			// n long requests take every connection under the cap.
+			// n long requests take every connection under the cap. One at
+			// a time: a blocker whose request has not arrived yet is a
+			// connection that sent nothing, which the next new connection
+			// may close (on a busy machine, it did).
 			blockers := &http.Client{Transport: &http.Transport{TLSClientConfig: s.clientTLS, MaxIdleConnsPerHost: n}}
 			var wg sync.WaitGroup
 			for range n {
@@ -255,8 +258,6 @@ func TestLimitListenerKeepsHealthChecksAtTheCap(t *testing.T) {
 						t.Errorf("a blocking request: %s", resp.Status)
 					}
 				})
-			}
-			for range n {
 				select {
 				case <-s.entered:
 				case <-time.After(10 * time.Second):
