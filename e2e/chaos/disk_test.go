@@ -105,7 +105,9 @@ var (
 // firstWriteRefused waits until m's log says a write failed for want of
 // space (a line more than before), and returns when that was seen.
 func (ch *chaos) firstWriteRefused(m *testcluster.Master, before int, full time.Time) (time.Time, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), backWithin)
+	// Up to two minutes: a master whose log was compacted (a lost-quorum
+	// recovery) stores writes in bbolt's freed pages first.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var at time.Time
 	// Every 25 ms: each look reads the master's whole log.
