@@ -85,11 +85,11 @@ func (c *core) launchRefusedForDisk(workerID string, cmd workerCommand, why stri
 			return
 		}
 		if e := a.executors[body.ExecutorID]; e != nil && !e.launching && e.state == wire.ExecutorLaunching && e.worker == w {
-			c.executorLost(e, "not started: "+why)
+			c.executorLost(e, why) // the worker's "not started: work dir ... full"
 		}
 	case wire.LaunchDriver:
 		if d := c.drivers[body.DriverID]; d != nil && d.worker == w && !d.launching && d.ending == nil {
-			c.requeueDriver(d, "not started: "+why)
+			c.requeueDriver(d, why)
 		}
 	}
 }

@@ -63,6 +63,9 @@ func TestExecutorLaunchRefusedForDiskIsReplaced(t *testing.T) {
 		switch {
 		case e.State == wire.ExecutorLost && e.WorkerID == first:
 			lost++
+			if e.Message != diskFullRefusal.Message {
+				t.Errorf("the LOST executor says %q, want the worker's %q", e.Message, diskFullRefusal.Message)
+			}
 		case !e.State.Finished() && e.WorkerID != first:
 			live++
 		}

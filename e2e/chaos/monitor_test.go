@@ -533,6 +533,11 @@ func (pw *pidWatch) violations(pre map[string]*preemption, killedAt func(marker 
 		// worker before the leader changed (no process was ever seen) is
 		// LOST by the next leader's recovery: nothing ran.
 		neverRan := e.final == string(wire.ExecutorLost) && e.pid == 0 && e.message == "not running on its worker after the master changed"
+		// One whose launch its worker refused, its disk full before its
+		// heartbeat said so (worker disk full), never ran either: LOST and
+		// replaced elsewhere.
+		refusedForDisk := e.final == string(wire.ExecutorLost) && e.pid == 0 && strings.HasPrefix(e.message, "not started: work dir ")
+		neverRan = neverRan || refusedForDisk
 		if e.final != "" && e.appActive && !saysPreempted && lost == nil && !neverRan {
 			out = append(out, fmt.Sprintf("%s ended %s while its app ran, not preempted: %q", name, e.final, e.message))
 		}
