@@ -245,7 +245,10 @@ func TestOperatorSnapshotRestoreIntoAFreshCluster(t *testing.T) {
 // losing a master again.
 func TestOperatorLostQuorumRecoverAndRejoin(t *testing.T) {
 	t.Parallel()
-	hc := haCluster(t, 3, []string{"--recovery-timeout", "10s"}, "w1")
+	// Every completed app is kept: the first round's must outlive the
+	// second round's (at the default 200 retained, a fast machine's load
+	// pushed them out, and the check took that for a loss).
+	hc := haCluster(t, 3, []string{"--recovery-timeout", "10s", "--retained-apps", "100000", "--retained-drivers", "100000"}, "w1")
 	runID, _, st := hc.runLongApp("through-recovery", 1)
 	key := execKey(runID, executorsOf(t, st, runID)[0])
 	pid := hc.execPids()[key]

@@ -206,12 +206,21 @@ func TestRaftFollowerFromScratchCatchesUpFromSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Wait until the leader has taken a snapshot and compacted its log past
-	// the start (Raft reports the snapshot a moment before it compacts: a
-	// follower back in that moment could still be sent the whole log).
-	testproc.Eventually(t, 10*time.Second, "the leader's log compacted past its start", func() bool {
-		first, err := leader.store.FirstIndex()
-		return err == nil && first > 1
+	// Wait until both running masters have taken a snapshot and compacted
+	// their logs past the start (Raft reports the snapshot a moment before
+	// it compacts: a follower back in that moment could still be sent the
+	// whole log; and on a busy machine leadership may move to the other
+	// one, which must not have the whole log either).
+	testproc.Eventually(t, 10*time.Second, "both running masters' logs compacted past their start", func() bool {
+		for id, n := range c.nodes {
+			if id == follower {
+				continue
+			}
+			if first, err := n.store.FirstIndex(); err != nil || first <= 1 {
+				return false
+			}
+		}
+		return true
 	})
 	c.start(follower)
 	c.converged(func(s *State) bool { return len(s.Apps) == writes && s.NextAppNumber == writes })
