@@ -11,6 +11,21 @@ import (
 // full.
 var diskFullRefusal = &httpx.StatusError{Status: 507, Code: wire.CodeDiskFull, Message: "not started: work dir /w: 3 MiB free, below --min-free-disk 64 MiB"}
 
+// refuseTheLaunch commits what is pending, has the worker of the one
+// launch sent to path refuse it for a full disk, commits again, and
+// returns that worker.
+func refuseTheLaunch(h *harness, path string) string {
+	h.t.Helper()
+	h.commit()
+	sent := h.takeSent(path)
+	if len(sent) != 1 {
+		h.t.Fatalf("%d launches sent to %s", len(sent), path)
+	}
+	h.c.commandFailed(sent[0].worker, sent[0].cmd, diskFullRefusal)
+	h.commit()
+	return sent[0].worker
+}
+
 // A driver whose launch its worker refused for a full disk (it filled
 // before the heartbeat said so) waits again and is placed on another
 // worker: never ERROR for a disk it did not fill. The worker takes nothing
@@ -18,14 +33,7 @@ var diskFullRefusal = &httpx.StatusError{Status: 507, Code: wire.CodeDiskFull, M
 func TestDriverLaunchRefusedForDiskWaitsAgain(t *testing.T) {
 	h := newLeader(t, nil, "w1", "w2")
 	id := h.addDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 256})
-	h.commit()
-	sent := h.takeSent(wire.WorkerAPI.LaunchDriver.Pattern)
-	if len(sent) != 1 {
-		t.Fatalf("%d driver launches sent", len(sent))
-	}
-	first := sent[0].worker
-	h.c.commandFailed(first, sent[0].cmd, diskFullRefusal)
-	h.commit()
+	first := refuseTheLaunch(h, wire.WorkerAPI.LaunchDriver.Pattern)
 	if w := h.c.workers[first]; w.diskFull == "" || w.placeable() {
 		t.Errorf("%s after refusing for its disk: diskFull %q, placeable %v", first, w.diskFull, w.placeable())
 	}
@@ -49,14 +57,7 @@ func TestDriverLaunchRefusedForDiskWaitsAgain(t *testing.T) {
 func TestExecutorLaunchRefusedForDiskIsReplaced(t *testing.T) {
 	h := newLeader(t, nil, "w1", "w2")
 	a := h.addApp(wire.AppDescription{MaxCores: 1, CoresPerExecutor: 1, MemoryPerExecutorMB: 64})
-	h.commit()
-	sent := h.takeSent(wire.WorkerAPI.LaunchExecutor.Pattern)
-	if len(sent) != 1 {
-		t.Fatalf("%d executor launches sent", len(sent))
-	}
-	first := sent[0].worker
-	h.c.commandFailed(first, sent[0].cmd, diskFullRefusal)
-	h.commit()
+	first := refuseTheLaunch(h, wire.WorkerAPI.LaunchExecutor.Pattern)
 	st := appStatus(a)
 	var lost, live int
 	for _, e := range st.Executors {

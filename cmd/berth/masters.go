@@ -69,8 +69,8 @@ member at the same address changes nothing.`,
 				Description: `POST /v1/raft/leave on the leader. The master stops being a voter and gets
 no more of the log; stop its process afterwards. Removing the leader makes it
 step down once the change is committed. Keep an odd number of voters.
-(berth operator raft remove-peer does the same with checks: it refuses the
-leader and an id not in the configuration.)`,
+An id not in the configuration is refused (404). (berth operator raft
+remove-peer does the same and also refuses the leader.)`,
 				Action: func(c *cli.Context) error {
 					args, err := positional(c, "berth master leave ID", 1)
 					if err != nil {
