@@ -235,3 +235,47 @@ func BenchmarkIndexRound(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkIndexRoundAfterJoin is the round that follows a worker's
+// arrival on an index kept by the master, placing one small app. For
+// Spark's policies in the orders by free cores, a worker whose ID sorts
+// after the others' (a Spark-style ID, which starts with the time) takes
+// the next position; one whose ID sorts between two others has the round
+// lay out every worker again (O(W)).
+func BenchmarkIndexRoundAfterJoin(b *testing.B) {
+	for _, nw := range []int{10000, 100000} {
+		for _, v := range []struct{ order, id string }{
+			{placement.OrderCoresFreeDesc, "worker-~%09d"}, // after every other ID
+			{placement.OrderCoresFreeDesc, "worker-000000~%09d"},
+			{placement.OrderMemoryFreeDesc, "worker-000000~%09d"},
+		} {
+			order := v.order
+			after := v.id == "worker-~%09d"
+			b.Run(fmt.Sprintf("workers=%d/order=%s/id-after-all=%t", nw, order, after), func(b *testing.B) {
+				x := placement.NewIndex(mustNew(b, "spread", placement.Options{Order: order}))
+				for _, w := range benchWorkers(nw) {
+					x.Put(w)
+				}
+				app := []placement.App{{ID: "small", CoresLeft: 1, ExecutorLimit: placement.Unlimited}}
+				x.Round(nil) // the first layout
+				b.ReportAllocs()
+				n := 0
+				for b.Loop() {
+					n++
+					joiner := placement.Worker{ID: fmt.Sprintf(v.id, n), CoresFree: 1, MemoryFreeMB: 1024}
+					x.Put(joiner)
+					benchSink = x.Round(app)
+					b.StopTimer()
+					x.Delete(joiner.ID) // it left; the next arrival is new again
+					for _, l := range benchSink {
+						if w, ok := x.Worker(l.WorkerID); ok {
+							w.CoresFree += l.Cores
+							x.Put(w)
+						}
+					}
+					b.StartTimer()
+				}
+			})
+		}
+	}
+}

@@ -25,6 +25,7 @@ const bestFitPieces = 2
 type bestFit struct {
 	unit int
 	cmp  compareFunc
+	kind orderKind
 }
 
 func newBestFit(opts Options) (Policy, error) {
@@ -32,7 +33,7 @@ func newBestFit(opts Options) (Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &bestFit{unit: CoreUnit(opts.MinCoreUnit), cmp: cmp}, nil
+	return &bestFit{unit: CoreUnit(opts.MinCoreUnit), cmp: cmp, kind: kindOf(opts.Order)}, nil
 }
 
 func (p *bestFit) Name() string           { return "bestfit" }

@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"cmp"
+	"math"
 	"slices"
 )
 
@@ -24,10 +26,14 @@ type Index struct {
 	fit    *bestFit    // bestfit: its own fast path (index_bestfit.go)
 	placer Placer      // an IncrementalPolicy's placer (fgd, frag-fit); nil otherwise
 	order  ordered
-	ratio  ordered // bestfit only: the workers by free memory per free core
-	byID   map[string]*slot
-	cores  int // free cores of all indexed workers (saturating)
-	cand   []*slot
+	// byCores replaces order for Spark's policies in the orders by free
+	// cores or by ID (buckets.go); nil otherwise.
+	byCores *buckets
+	ratio   ordered // bestfit only: the workers by free memory per free core
+	ids     ordered // every worker by ID: where ranks come from (ranks.go)
+	byID    map[string]*slot
+	cores   int // free cores of all indexed workers (saturating)
+	cand    []*slot
 	// Reused by every app of a round (placeApp): the candidates' copies
 	// and the steps' counters. A round of 1,000 large apps allocated them
 	// anew per app, and the collector's work was a third of the round.
@@ -38,10 +44,18 @@ type Index struct {
 // NewIndex returns an empty index for policy p.
 func NewIndex(p Policy) *Index {
 	x := &Index{policy: p, byID: map[string]*slot{}}
-	x.order.cmp = func(a, b Worker) int { return compareByOrder(p, a, b) }
+	// By ID for a policy outside the fast paths: its round sorts the
+	// workers again anyway.
+	x.order.cmp = byRank
+	x.ids.cmp = byIDString
 	if sp, ok := p.(*stepPolicy); ok {
 		x.step = sp
-		x.order.cmp = sp.cmp
+		x.order.cmp = func(a, b *slot) int {
+			return cmp.Or(cmp.Compare(sp.kind.value(&a.w), sp.kind.value(&b.w)), cmp.Compare(a.rank, b.rank))
+		}
+		if sp.kind == byCoresDesc || sp.kind == byCoresAsc || sp.kind == byID {
+			x.byCores = &buckets{desc: sp.kind == byCoresDesc, flat: sp.kind == byID, ids: &x.ids}
+		}
 	}
 	if bf, ok := p.(*bestFit); ok {
 		x.fit = bf
@@ -52,18 +66,6 @@ func NewIndex(p Policy) *Index {
 		x.placer = ip.NewPlacer()
 	}
 	return x
-}
-
-// compareByOrder orders two workers as p.Order would, for a policy
-// outside the fast path: by ID (its round sorts them again anyway).
-func compareByOrder(_ Policy, a, b Worker) int {
-	switch {
-	case a.ID < b.ID:
-		return -1
-	case a.ID > b.ID:
-		return 1
-	}
-	return 0
 }
 
 // buildIndex indexes workers (the first of a repeated ID) for one round.
@@ -84,10 +86,19 @@ func buildIndex(p Policy, workers []Worker) *Index {
 			x.placer.Put(s.w)
 		}
 	}
-	slices.SortFunc(slots, func(a, b *slot) int { return x.order.cmp(a.w, b.w) })
+	slices.SortFunc(slots, byIDString)
+	for i, s := range slots {
+		s.rank = uint64(i+1) * rankGap
+	}
+	x.ids.build(slots)
+	if x.byCores != nil {
+		x.byCores.stale = true // laid out by the first walk
+		return x
+	}
+	slices.SortFunc(slots, x.order.cmp)
 	x.order.build(slots)
 	if x.fit != nil {
-		slices.SortFunc(slots, func(a, b *slot) int { return x.ratio.cmp(a.w, b.w) })
+		slices.SortFunc(slots, x.ratio.cmp)
 		x.ratio.build(slots)
 	}
 	return x
@@ -96,9 +107,15 @@ func buildIndex(p Policy, workers []Worker) *Index {
 // Put adds a worker or replaces the one with its ID. The index keeps its
 // own copy (of the resources too).
 func (x *Index) Put(w Worker) {
-	x.remove(w.ID)
-	s := &slot{w: cloneWorker(w)}
-	x.byID[w.ID] = s
+	s, ok := x.byID[w.ID]
+	if ok {
+		x.detach(s) // it keeps its rank
+		s.w = cloneWorker(w)
+	} else {
+		s = &slot{w: cloneWorker(w)}
+		x.byID[w.ID] = s
+		x.rankNew(s)
+	}
 	x.attach(s)
 	if x.placer != nil {
 		x.placer.Put(s.w)
@@ -107,26 +124,29 @@ func (x *Index) Put(w Worker) {
 
 // Delete removes the worker with the ID, if indexed.
 func (x *Index) Delete(id string) {
-	x.remove(id)
-	if x.placer != nil {
-		x.placer.Delete(id)
-	}
-}
-
-// remove takes the worker with the ID out of the index's own orders.
-func (x *Index) remove(id string) {
 	s, ok := x.byID[id]
 	if !ok {
 		return
 	}
 	x.detach(s)
+	if x.byCores != nil {
+		x.byCores.leave(s)
+	}
+	x.ids.remove(s)
 	delete(x.byID, id)
+	if x.placer != nil {
+		x.placer.Delete(id)
+	}
 }
 
 // detach takes s out of the orders, so that its worker may change; attach
 // puts it back in where it now belongs.
 func (x *Index) detach(s *slot) {
-	x.order.remove(s)
+	if x.byCores != nil {
+		x.byCores.remove(s)
+	} else {
+		x.order.remove(s)
+	}
 	if x.fit != nil {
 		x.ratio.remove(s)
 	}
@@ -134,7 +154,11 @@ func (x *Index) detach(s *slot) {
 }
 
 func (x *Index) attach(s *slot) {
-	x.order.insert(s)
+	if x.byCores != nil {
+		x.byCores.insert(s)
+	} else {
+		x.order.insert(s)
+	}
 	if x.fit != nil {
 		x.ratio.insert(s)
 	}
@@ -142,7 +166,7 @@ func (x *Index) attach(s *slot) {
 }
 
 // Len is the number of workers indexed.
-func (x *Index) Len() int { return x.order.n }
+func (x *Index) Len() int { return x.ids.n }
 
 // CoresFree is the free cores of all indexed workers (saturating at
 // Unlimited).
@@ -159,11 +183,16 @@ func (x *Index) Worker(id string) (Worker, bool) {
 
 // Workers lists the indexed workers in the index's order (copies).
 func (x *Index) Workers() []Worker {
-	out := make([]Worker, 0, x.order.n)
-	x.order.walk(0, 0, func(s *slot) bool {
+	out := make([]Worker, 0, x.Len())
+	each := func(s *slot) bool {
 		out = append(out, cloneWorker(s.w))
 		return true
-	})
+	}
+	if x.byCores != nil {
+		x.byCores.walk(math.MinInt, math.MinInt, each)
+	} else {
+		x.order.walk(0, 0, each)
+	}
 	return out
 }
 
@@ -335,7 +364,7 @@ func (x *Index) placeApp(app App, launches []Launch) []Launch {
 	cores := st.run(p.spread)
 	g := newGrant(p, app)
 	for j, s := range cand {
-		launches = x.grantOn(g, s, cores[j], launches)
+		launches = x.grantOn(&g, s, cores[j], launches)
 	}
 	return launches
 }
@@ -349,7 +378,7 @@ func (x *Index) grantOn(g *grantState, s *slot, c int, launches []Launch) []Laun
 	x.detach(s)
 	before := len(launches)
 	launches = g.on(launches, &s.w, c)
-	if tag := Tag(g.app); tag != "" && len(launches) > before {
+	if tag := g.tag; tag != "" && len(launches) > before {
 		tags := make(map[string]int, len(s.w.Tags)+1)
 		for k, v := range s.w.Tags {
 			tags[k] = v
@@ -368,12 +397,18 @@ func (x *Index) walkUsable(first, memory int, app App, fn func(*slot) bool) {
 	usable := func(w Worker) bool {
 		return w.CoresFree >= first && w.MemoryFreeMB >= memory && ResourceFit(w.Resources, app.ResourcesPerExecutor) >= 1 && app.takes(w)
 	}
+	if x.byCores != nil {
+		// The buckets start at first cores free and stop there (in the
+		// descending order); skipped words hold no usable worker.
+		x.byCores.walk(first, memory, func(s *slot) bool { return !usable(s.w) || fn(s) })
+		return
+	}
 	c, i := 0, 0
 	switch x.step.kind {
 	case byCoresAsc:
-		c, i = x.order.seek(Worker{CoresFree: first})
+		c, i = x.order.seek(&slot{w: Worker{CoresFree: first}}) // rank 0: before every worker
 	case byMemoryAsc:
-		c, i = x.order.seek(Worker{MemoryFreeMB: memory})
+		c, i = x.order.seek(&slot{w: Worker{MemoryFreeMB: memory}})
 	}
 	// A chunk where no worker has first cores and memory free holds no
 	// usable worker; skipping it never skips a worker whose order ends the

@@ -23,13 +23,14 @@ import (
 
 // indexOrder is the Index's order for bestfit: free cores ascending, then
 // the policy's order.
-func (p *bestFit) indexOrder(a, b Worker) int {
-	return cmp.Or(cmp.Compare(a.CoresFree, b.CoresFree), p.cmp(a, b))
+func (p *bestFit) indexOrder(a, b *slot) int {
+	return cmp.Or(cmp.Compare(a.w.CoresFree, b.w.CoresFree), cmp.Compare(p.kind.value(&a.w), p.kind.value(&b.w)), cmp.Compare(a.rank, b.rank))
 }
 
 // byMemoryPerCore orders workers by free memory per free core, ascending;
 // workers without free cores last, ties by ID.
-func byMemoryPerCore(a, b Worker) int {
+func byMemoryPerCore(x, y *slot) int {
+	a, b := &x.w, &y.w
 	switch ca, cb := a.CoresFree > 0, b.CoresFree > 0; {
 	case ca && !cb:
 		return -1
@@ -40,7 +41,7 @@ func byMemoryPerCore(a, b Worker) int {
 			return c
 		}
 	}
-	return cmp.Compare(a.ID, b.ID)
+	return cmp.Compare(x.rank, y.rank)
 }
 
 // compareProducts compares a*b with c*d for non-negative ints, without
@@ -118,7 +119,7 @@ func (x *Index) placeBestFit(app App, launches []Launch) []Launch {
 	slices.SortFunc(chosen, func(a, b *slot) int { return p.cmp(a.w, b.w) })
 	g := newGrant(p, app)
 	for _, s := range chosen {
-		launches = x.grantOn(g, s, f.taken[s]*f.slotCores, launches)
+		launches = x.grantOn(&g, s, f.taken[s]*f.slotCores, launches)
 	}
 	return launches
 }
@@ -159,7 +160,7 @@ func (f *indexFit) placeNew(want int) int {
 // equal free cores that make that many slots.
 func (f *indexFit) fewestHolding(want int) *slot {
 	o := &f.x.order
-	c, i := o.search(func(w Worker) bool { return w.CoresFree >= want*f.slotCores })
+	c, i := o.search(func(w *Worker) bool { return w.CoresFree >= want*f.slotCores })
 	best := o.first(c, i, f.fresh)
 	if best == nil {
 		return nil
@@ -168,7 +169,7 @@ func (f *indexFit) fewestHolding(want int) *slot {
 	last := addCores(n*f.slotCores, f.slotCores-1) // the most free cores with n slots
 	for cores := best.w.CoresFree; cores < last; {
 		cores++
-		c, i := o.search(func(w Worker) bool { return w.CoresFree >= cores })
+		c, i := o.search(func(w *Worker) bool { return w.CoresFree >= cores })
 		s := o.first(c, i, f.fresh) // the first of its run: runs with none are skipped
 		if s == nil || s.w.CoresFree > last {
 			break
@@ -193,7 +194,7 @@ func (f *indexFit) most() *slot {
 	least := f.slots(best.w) * f.slotCores // the fewest free cores with as many slots
 	for cores := best.w.CoresFree; cores > least; {
 		cores--
-		c, i := o.search(func(w Worker) bool { return w.CoresFree > cores })
+		c, i := o.search(func(w *Worker) bool { return w.CoresFree > cores })
 		s := o.last(c, i, f.fresh) // the last of its run
 		if s == nil || s.w.CoresFree < least {
 			break

@@ -190,3 +190,83 @@ func memoryBounds(workers []placement.Worker, app placement.App) bool {
 	}
 	return false
 }
+
+// One index kept round after round, as the master keeps it: between
+// rounds workers join (IDs between the others, so the buckets lay the
+// positions out again, and after them all, so they take the next), leave,
+// and change; every round
+// makes the decisions StartExecutorsOnWorkers makes over the workers as
+// they are then, for every policy, order and unit, and the index then
+// holds what is left of them.
+func TestIndexRoundAfterRoundWithJoinsAndLeaves(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 111))
+	launches := 0
+	for c := range 60 {
+		order := pick2(r, append([]string{""}, allOrders...))
+		for _, name := range placement.Names() {
+			p := mustNew(t, name, placement.Options{Order: order, MinCoreUnit: pick(r, 0, 1, 2, 4)})
+			x := placement.NewIndex(p)
+			live := map[string]placement.Worker{}
+			randomWorker := func(id string) placement.Worker {
+				w := placement.Worker{ID: id, CoresFree: pick(r, 0, 1, 2, 3, 4, 6, 8, 16, 32), MemoryFreeMB: pick(r, 0, 512, 2048, 8192)}
+				randomGPUs(r, &w)
+				return w
+			}
+			later := 0 // joins with ever later IDs, as Spark-style IDs are
+			for round := range 25 {
+				for range r.IntN(12) {
+					id := fmt.Sprintf("w%03d", r.IntN(300))
+					switch k := r.IntN(8); {
+					case k < 2 && len(live) > 0: // one that is there leaves
+						for id = range live {
+							break
+						}
+						x.Delete(id)
+						delete(live, id)
+					case k < 4:
+						later++
+						id = fmt.Sprintf("x%05d", later)
+						fallthrough
+					default:
+						w := randomWorker(id)
+						x.Put(w)
+						live[w.ID] = w
+					}
+				}
+				current := make([]placement.Worker, 0, len(live))
+				for _, w := range live {
+					current = append(current, w)
+				}
+				slices.SortFunc(current, func(a, b placement.Worker) int { return strings.Compare(a.ID, b.ID) })
+				apps, _ := randomCluster(r)
+				_, workers := cloneCluster(nil, current)
+				want := placement.StartExecutorsOnWorkers(apps, workers, p)
+				got := x.Round(apps)
+				if !same(got, want) {
+					t.Fatalf("case %d round %d %s %q: index round %+v\nwant %+v\nworkers %+v\napps %+v", c, round, name, order, got, want, current, apps)
+				}
+				launches += len(got)
+				left := x.Workers()
+				if len(left) != len(live) || x.Len() != len(live) {
+					t.Fatalf("case %d round %d %s: index holds %d workers (Len %d), want %d", c, round, name, len(left), x.Len(), len(live))
+				}
+				for _, w := range left {
+					want := live[w.ID]
+					for _, l := range got {
+						if l.WorkerID == w.ID {
+							want.CoresFree -= l.Cores
+							want.MemoryFreeMB -= l.MemoryMB
+						}
+					}
+					if w.CoresFree != want.CoresFree || w.MemoryFreeMB != want.MemoryFreeMB {
+						t.Fatalf("case %d round %d %s: after the round %s has %d cores %d MB, want %d and %d", c, round, name, w.ID, w.CoresFree, w.MemoryFreeMB, want.CoresFree, want.MemoryFreeMB)
+					}
+					live[w.ID] = w // with the GPUs the round took
+				}
+			}
+		}
+	}
+	if launches < 2000 {
+		t.Fatalf("only %d launches compared: the generator is broken", launches)
+	}
+}

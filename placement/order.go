@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -61,27 +62,35 @@ func normalOrder(name string) string {
 // orderLess returns the comparison for the named order. Every order breaks
 // ties by worker ID ascending so that each decision is deterministic.
 func orderLess(name string) (compareFunc, error) {
-	var key func(a, b Worker) int
-	switch normalOrder(name) {
-	case OrderCoresFreeDesc:
-		key = func(a, b Worker) int { return cmpInt(b.CoresFree, a.CoresFree) }
-	case OrderCoresFreeAsc:
-		key = func(a, b Worker) int { return cmpInt(a.CoresFree, b.CoresFree) }
-	case OrderMemoryFreeDesc:
-		key = func(a, b Worker) int { return cmpInt(b.MemoryFreeMB, a.MemoryFreeMB) }
-	case OrderMemoryFreeAsc:
-		key = func(a, b Worker) int { return cmpInt(a.MemoryFreeMB, b.MemoryFreeMB) }
-	case OrderWorkerID:
-		key = func(a, b Worker) int { return 0 }
-	default:
+	if !slices.Contains(Orders(), normalOrder(name)) {
 		return nil, fmt.Errorf("placement: %w %q (known: %s)", ErrUnknownOrder, name, strings.Join(Orders(), ", "))
 	}
-	return func(a, b Worker) int {
-		if c := key(a, b); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	}, nil
+	return kindOf(name).compare, nil
+}
+
+// value is the order before its tie on the worker ID, as one integer:
+// lower first. A descending order is the complement (^x, -x-1: no
+// overflow at the smallest int).
+func (k orderKind) value(w *Worker) int64 {
+	switch k {
+	case byCoresDesc:
+		return ^int64(w.CoresFree)
+	case byCoresAsc:
+		return int64(w.CoresFree)
+	case byMemoryDesc:
+		return ^int64(w.MemoryFreeMB)
+	case byMemoryAsc:
+		return int64(w.MemoryFreeMB)
+	}
+	return 0
+}
+
+// compare is the order, ties broken by worker ID ascending.
+func (k orderKind) compare(a, b Worker) int {
+	if c := cmp.Compare(k.value(&a), k.value(&b)); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
 }
 
 // sortWorkers sorts workers in place by cmp.

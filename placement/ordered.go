@@ -1,8 +1,10 @@
 package placement
 
 import (
+	"cmp"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // ordered keeps workers sorted by a policy's order (whose ties end with the
@@ -11,7 +13,7 @@ import (
 // workers can be walked in order from any position. It is the Index's
 // store: a launch moves a few workers, never the whole cluster.
 type ordered struct {
-	cmp    compareFunc
+	cmp    slotCmp
 	chunks [][]*slot
 	peaks  []peak // peaks[c]: the most any worker of chunks[c] has free
 	n      int
@@ -33,7 +35,24 @@ func peakOf(ch []*slot) peak {
 
 // slot is one indexed worker. Its Worker is the index's own copy (its
 // resources too) and changes only while the slot is out of the order.
-type slot struct{ w Worker }
+// rank is its place among the indexed workers by ID (ranks.go): the orders
+// break their ties on it, an integer, where comparing the IDs themselves
+// was half of a spread round.
+type slot struct {
+	w    Worker
+	rank uint64
+	pos  int // its position in the buckets' layout plus one; 0: not laid out (buckets.go)
+}
+
+// slotCmp orders two slots; negative means a comes first.
+type slotCmp func(a, b *slot) int
+
+// byRank orders slots by rank (by worker ID).
+func byRank(a, b *slot) int { return cmp.Compare(a.rank, b.rank) }
+
+// byIDString orders slots by their workers' IDs: the order ranks are
+// handed out in.
+func byIDString(a, b *slot) int { return strings.Compare(a.w.ID, b.w.ID) }
 
 const chunkSize = 256
 
@@ -49,16 +68,16 @@ func (o *ordered) build(sorted []*slot) {
 }
 
 // seek is the position of the first worker not before probe.
-func (o *ordered) seek(probe Worker) (int, int) {
+func (o *ordered) seek(probe *slot) (int, int) {
 	c := sort.Search(len(o.chunks), func(c int) bool {
 		ch := o.chunks[c]
-		return o.cmp(ch[len(ch)-1].w, probe) >= 0
+		return o.cmp(ch[len(ch)-1], probe) >= 0
 	})
 	if c == len(o.chunks) {
 		return c, 0
 	}
 	ch := o.chunks[c]
-	return c, sort.Search(len(ch), func(i int) bool { return o.cmp(ch[i].w, probe) >= 0 })
+	return c, sort.Search(len(ch), func(i int) bool { return o.cmp(ch[i], probe) >= 0 })
 }
 
 func (o *ordered) insert(s *slot) {
@@ -68,7 +87,7 @@ func (o *ordered) insert(s *slot) {
 		o.peaks = []peak{peakOf(o.chunks[0])}
 		return
 	}
-	c, i := o.seek(s.w)
+	c, i := o.seek(s)
 	if c == len(o.chunks) {
 		c = len(o.chunks) - 1
 		i = len(o.chunks[c])
@@ -90,7 +109,7 @@ func (o *ordered) insert(s *slot) {
 // remove takes s out; it must be in the order with the key it was put in
 // with.
 func (o *ordered) remove(s *slot) {
-	c, i := o.seek(s.w)
+	c, i := o.seek(s)
 	if c == len(o.chunks) || i >= len(o.chunks[c]) || o.chunks[c][i] != s {
 		panic("placement: index out of order") // a slot was changed while in the order
 	}
@@ -143,16 +162,16 @@ func (o *ordered) walkPeaks(c, i, cores, memory int, fn func(*slot) bool) {
 
 // search is the position of the first worker for which pred holds; pred
 // must be false then true along the order.
-func (o *ordered) search(pred func(Worker) bool) (int, int) {
+func (o *ordered) search(pred func(*Worker) bool) (int, int) {
 	c := sort.Search(len(o.chunks), func(c int) bool {
 		ch := o.chunks[c]
-		return pred(ch[len(ch)-1].w)
+		return pred(&ch[len(ch)-1].w)
 	})
 	if c == len(o.chunks) {
 		return c, 0
 	}
 	ch := o.chunks[c]
-	return c, sort.Search(len(ch), func(i int) bool { return pred(ch[i].w) })
+	return c, sort.Search(len(ch), func(i int) bool { return pred(&ch[i].w) })
 }
 
 // first is the first worker from position (c, i) on for which ok holds, or nil.

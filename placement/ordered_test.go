@@ -10,13 +10,13 @@ import (
 // inserts, removals, splits and emptied chunks (a peak too low would hide a
 // worker from every walk), and exact again after a walk over it.
 func TestOrderedPeaksFollowTheChunks(t *testing.T) {
-	o := &ordered{cmp: func(a, b Worker) int {
+	o := &ordered{cmp: func(a, b *slot) int {
 		switch {
-		case a.CoresFree != b.CoresFree:
-			return b.CoresFree - a.CoresFree
-		case a.ID < b.ID:
+		case a.w.CoresFree != b.w.CoresFree:
+			return b.w.CoresFree - a.w.CoresFree
+		case a.w.ID < b.w.ID:
 			return -1
-		case a.ID > b.ID:
+		case a.w.ID > b.w.ID:
 			return 1
 		}
 		return 0

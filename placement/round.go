@@ -103,10 +103,13 @@ type grantState struct {
 	p                       Policy
 	app                     App
 	memory, coresLeft, room int
+	asks                    bool   // the app asks custom resources
+	tag                     string // Tag(app), worked out once per app
 }
 
-func newGrant(p Policy, app App) *grantState {
-	return &grantState{p: p, app: app, memory: max(app.MemoryPerExecutorMB, 0), coresLeft: app.CoresLeft, room: executorRoom(app)}
+func newGrant(p Policy, app App) grantState {
+	return grantState{p: p, app: app, memory: max(app.MemoryPerExecutorMB, 0), coresLeft: app.CoresLeft, room: executorRoom(app),
+		asks: asksResources(app), tag: Tag(app)}
 }
 
 // on gives w the executors that c assigned cores make (no more than w, the
@@ -122,7 +125,10 @@ func (g *grantState) on(launches []Launch, w *Worker, c int) []Launch {
 	if app.CoresPerExecutor > 0 {
 		size, count = app.CoresPerExecutor, c/app.CoresPerExecutor
 	}
-	count = min(count, g.room, ResourceFit(w.Resources, app.ResourcesPerExecutor))
+	count = min(count, g.room)
+	if g.asks {
+		count = min(count, ResourceFit(w.Resources, app.ResourcesPerExecutor))
+	}
 	if g.memory > 0 {
 		count = min(count, w.MemoryFreeMB/g.memory)
 	}
@@ -130,7 +136,10 @@ func (g *grantState) on(launches []Launch, w *Worker, c int) []Launch {
 		return launches
 	}
 	for range count {
-		picked := pickFor(g.p, app, w) // fits: counted above
+		var picked map[string][]int
+		if g.asks {
+			picked = pickFor(g.p, app, w) // fits: counted above
+		}
 		launches = append(launches, Launch{AppID: app.ID, WorkerID: w.ID, Cores: size, MemoryMB: g.memory, Resources: picked})
 	}
 	w.CoresFree -= size * count

@@ -43,9 +43,9 @@ func (s *steps) reset(app App, workers []Worker, unit int) {
 }
 
 // zeroed is buf with n zeroes, reallocated only when too short.
-func zeroed(buf []int, n int) []int {
+func zeroed[T any](buf []T, n int) []T {
 	if cap(buf) < n {
-		return make([]int, n)
+		return make([]T, n)
 	}
 	buf = buf[:n]
 	clear(buf)
