@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	_ "github.com/berth-cluster/berth/placement/gpushare" // fgd, frag-fit (as cmd/master registers them)
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -23,9 +24,17 @@ func (h *harness) addLabelledWorker(id string, labels map[string]string) *worker
 
 // Executors and drivers go only to workers whose labels satisfy every
 // constraint (in, notIn, an unset label); what cannot go anywhere says
-// which constraint, and the workers' labels are in their status.
+// which constraint, and the workers' labels are in their status. With
+// Spark's spread and with fgd and frag-fit, whose incremental placer asks
+// an app's filter only of the workers its decisions would take.
 func TestConstraintsPlaceOnlyOnMatchingWorkers(t *testing.T) {
-	h := newLeader(t, nil)
+	for _, policy := range []string{"spread", "fgd", "frag-fit"} {
+		t.Run(policy, func(t *testing.T) { constraintsPlaceOnlyOnMatchingWorkers(t, policy) })
+	}
+}
+
+func constraintsPlaceOnlyOnMatchingWorkers(t *testing.T, policy string) {
+	h := newLeader(t, func(c *Config) { c.Placement = policy })
 	h.addLabelledWorker("w-t4", map[string]string{"gpu-model": "T4", "zone": "a"})
 	h.addLabelledWorker("w-p100", map[string]string{"gpu-model": "P100", "zone": "b"})
 	h.addLabelledWorker("w-bare", nil)

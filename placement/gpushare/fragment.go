@@ -289,13 +289,19 @@ type fragMeasure struct {
 	counts []float64
 	// groups are the constraints of the typical shapes (shape.group), and
 	// access what each worker met so far may use of them (by id).
-	groups  []func(string) bool
-	access  map[string]uint64
-	learn   bool
-	seen    map[kind]float64
-	changed bool
-	memo    map[memoKey]fragments
-	buf     []int
+	groups []func(string) bool
+	access map[string]uint64
+	// learn: no workload was given; the measure learns it from the apps
+	// it sees (seen: how many of each kind), looked at again (changed)
+	// when a kind is seen for the first time and when the apps seen double
+	// (apps, learntAt: their number then), and changed only when its
+	// shapes or their shares moved by more than learntDrift.
+	learn          bool
+	seen           map[kind]float64
+	apps, learntAt int
+	changed        bool
+	memo           map[memoKey]fragments
+	buf            []int
 	// gen counts the changes of the measure (shapes, weights, ratios):
 	// what was measured under an earlier one is stale.
 	gen uint64
@@ -399,8 +405,12 @@ func (m *fragMeasure) stale() {
 func (m *fragMeasure) observe(app placement.App) {
 	r := requestOf(app, app.CoresPerExecutor)
 	if m.learn {
-		m.seen[r.kind()]++
-		m.changed = true
+		k := r.kind()
+		if m.seen[k] == 0 || m.apps+1 >= 2*m.learntAt {
+			m.changed = true
+		}
+		m.seen[k]++
+		m.apps++
 	}
 	if !m.memory || m.strand.memGiven || r.gpus == 0 {
 		return
@@ -408,18 +418,58 @@ func (m *fragMeasure) observe(app placement.App) {
 	m.strand.memSum += float64(r.memory)
 	m.strand.milliSum += float64(r.total())
 	if m.strand.apps++; m.strand.apps&(m.strand.apps-1) == 0 {
-		if mem := m.strand.memSum / m.strand.milliSum; mem != m.strand.mem {
+		if mem := m.strand.memSum / m.strand.milliSum; !near(mem, m.strand.mem) {
 			m.strand.mem = mem
 			m.stale()
 		}
 	}
 }
 
+// learntDrift is how far a share of the workload (absolute) or a ratio
+// (relative) learnt from the apps may move before the measure is learnt
+// again: a new measure changes
+// every worker's score, which a master of 100,000 workers then works out
+// again, and a steady mix of apps moves its shares by less than this from
+// one doubling of the apps seen to the next.
+const learntDrift = 0.02
+
+// near reports whether learnt ratios a and b are within learntDrift of
+// each other.
+func near(a, b float64) bool {
+	return math.Abs(a-b) <= learntDrift*math.Max(math.Abs(a), math.Abs(b))
+}
+
+// nearShapes reports whether shapes a and b measure alike: each shape's
+// share in one is within learntDrift (of the whole workload) of its share
+// in the other, a shape missing from one counting as a share of 0 there
+// (a kind near the cut of the typical shapes comes and goes).
+func nearShapes(a, b []shape) bool {
+	share := func(in []shape, s shape) float64 {
+		for _, t := range in {
+			if t.kind() == s.kind() && t.group == s.group {
+				return t.weight
+			}
+		}
+		return 0
+	}
+	for _, s := range a {
+		if math.Abs(s.weight-share(b, s)) > learntDrift {
+			return false
+		}
+	}
+	for _, s := range b {
+		if share(a, s) == 0 && s.weight > learntDrift {
+			return false
+		}
+	}
+	return len(a) > 0 && len(b) > 0
+}
+
 // refresh rebuilds the shapes from what was observed (learning), and
 // frag-fit's weights from the workers met.
 func (m *fragMeasure) refresh() {
 	if m.changed {
-		m.changed = false
+		m.changed, m.learntAt = false, m.apps
 		workload := make([]placement.TaskShape, 0, len(m.seen))
 		var cores, milli float64
 		for k, w := range m.seen {
@@ -436,10 +486,11 @@ func (m *fragMeasure) refresh() {
 		if milli > 0 {
 			strandCores = cores / milli
 		}
-		// The same shapes, weights and ratio measure the same: what was
-		// measured stays (a stream of apps of one shape, say, keeps the
-		// measure of the first one).
-		if len(shapes) == 0 || len(groups) > 0 || len(m.groups) > 0 || !slices.Equal(shapes, m.shapes) || strandCores != m.strand.cores {
+		// The same shapes, with shares and ratio near what they were,
+		// measure as before: what was measured stays (a stream of apps of
+		// one shape keeps the measure of the first one; a steady mix, the
+		// measure learnt from its first apps).
+		if len(shapes) == 0 || len(groups) > 0 || len(m.groups) > 0 || !nearShapes(shapes, m.shapes) || !near(strandCores, m.strand.cores) {
 			m.setShapes(shapes, groups)
 			m.strand.cores = strandCores
 		}

@@ -268,3 +268,44 @@ func TestFGDScoreAtTheTablesEnd(t *testing.T) {
 		}
 	}
 }
+
+// Learning, a steady mix of apps keeps the measure once its kinds are
+// seen (every worker's score with it), and a mix that really moves (a
+// shape's share by more than learntDrift) changes it at the next doubling
+// of the apps seen.
+func TestLearningFollowsOnlyRealDrift(t *testing.T) {
+	for _, name := range []string{"fgd", "frag-fit"} {
+		p, _ := placement.New(name, placement.Options{MinCoreUnit: 1000})
+		m := p.(interface{ measure() *fragMeasure }).measure()
+		a := placement.App{ID: "a", CoresLeft: 4000, CoresPerExecutor: 4000, ExecutorLimit: 1, MemoryPerExecutorMB: 8192, ResourcesPerExecutor: map[string]int{GPU: 500}}
+		b := placement.App{ID: "b", CoresLeft: 8000, CoresPerExecutor: 8000, ExecutorLimit: 1, MemoryPerExecutorMB: 16384, ResourcesPerExecutor: map[string]int{GPU: W}}
+		for i := range 8 { // both kinds seen
+			m.prepare([]placement.App{a, b}[i%2])
+		}
+		gen := m.gen
+		for i := range 4000 { // the same mix: a little noise, no drift
+			app := []placement.App{a, b}[i%2]
+			if i%97 == 0 {
+				app = a
+			}
+			m.prepare(app)
+		}
+		if m.gen != gen {
+			t.Errorf("%s: a steady mix changed the measure %d times", name, m.gen-gen)
+		}
+		for range 8000 { // the mix moves: b alone
+			m.prepare(b)
+		}
+		if m.gen == gen {
+			t.Errorf("%s: the mix moved from half a to a sixth, and the measure stayed", name)
+		}
+		shares := map[kind]float64{}
+		for _, s := range m.shapes {
+			shares[s.kind()] = s.weight
+		}
+		// Learnt last at 8,016 apps seen (a doubling), a then a quarter.
+		if got := shares[requestOf(a, a.CoresPerExecutor).kind()]; got < 0.2 || got > 0.3 {
+			t.Errorf("%s: a's share learnt %.3f after the move, want about a quarter", name, got)
+		}
+	}
+}

@@ -30,13 +30,13 @@ import (
 // ID order (O(W), as rare as workers joining). Tombstones are swept by a
 // rebuild once they are half the fleet.
 //
-// It does not accept (Accepts; the Index then decides the app over every
-// worker) an app with a Fits (the master's Fits has no name a score could
-// be kept under, and changes with time), a workload with constrained shapes
-// (the measure counts the workers as it meets them, and the fleet would
-// meet them earlier than a round does), and an app without a fixed
-// executor size whose last executor could be smaller than the unit (a
-// round keeps to the workers usable for the first one).
+// An app with a Fits is decided on the same scores, Fits asked only of the
+// workers a decision would take (filter.go). It does not accept (Accepts;
+// the Index then decides the app over every worker) a workload with
+// constrained shapes (the measure counts the workers as it meets them, and
+// the fleet would meet them earlier than a round does), and an app without
+// a fixed executor size whose last executor could be smaller than the unit
+// (a round keeps to the workers usable for the first one).
 type placer struct {
 	f       *Fleet
 	pending map[string]placement.Worker // new workers, not yet in the fleet
@@ -198,9 +198,7 @@ func (p *placer) changed(i int) {
 // Accepts reports whether the placer decides app (the type's comment says
 // which it does not).
 func (p *placer) Accepts(app placement.App) bool {
-	if app.Fits != nil || len(p.f.m.groups) > 0 || p.f.m.learn {
-		// Learning the workload, each app changes the measure, and so
-		// every worker's score: the round over all workers costs less.
+	if len(p.f.m.groups) > 0 {
 		return false
 	}
 	room, left, unit := placement.ExecutorRoom(app), app.CoresLeft, p.f.unit
@@ -225,12 +223,16 @@ func (p *placer) PlaceApp(app placement.App, launches []placement.Launch) []plac
 	one.CoresLeft, one.ExecutorLimit, one.Executors, one.CoresPerExecutor = size, 1, 0, size
 	one.Fits = nil
 	memory := max(app.MemoryPerExecutorMB, 0)
+	var fits func(int) bool // app.Fits by fleet index (filter.go)
+	if app.Fits != nil {
+		fits = func(i int) bool { return app.Fits(f.workers[i].ID) }
+	}
 
 	// The round asks the policy only when some worker is usable.
 	f.gen = f.m.gen
 	k := f.kind(one, "")
 	f.update(k, one, "")
-	at := k.best()
+	at := k.bestWhere(fits)
 	if at < 0 {
 		return launches
 	}
@@ -238,7 +240,7 @@ func (p *placer) PlaceApp(app placement.App, launches []placement.Launch) []plac
 	if f.m.gen != f.gen {
 		f.gen = f.m.gen
 		f.update(k, one, "")
-		at = k.best()
+		at = k.bestWhere(fits)
 	}
 	// Assign: executor by executor on the policy's view of the workers.
 	touched := p.touched[:0]
@@ -264,7 +266,7 @@ func (p *placer) PlaceApp(app placement.App, launches []placement.Launch) []plac
 		}
 		p.changed(at)
 		f.update(k, one, "")
-		if at = k.best(); at < 0 {
+		if at = k.bestWhere(fits); at < 0 {
 			break
 		}
 	}

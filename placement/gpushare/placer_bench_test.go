@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/berth-cluster/berth/placement"
@@ -99,7 +101,10 @@ func openBCluster(b *testing.B, n int) ([]placement.Worker, []placement.App) {
 // (SetWorkload, as bench/openb does, without the GPU-model constraints);
 // "few": the same, the rounds taking the list's first 64 pods only (31
 // shapes) over and over; "learnt": as the master makes it (no workload:
-// learnt from the apps).
+// learnt from the apps); "learnt-refusing": the same with every app's Fits
+// refusing one worker in 16 (free ports short, a worker it failed on);
+// "learnt-labels": every app's Fits taking one worker in 4 (a label
+// constraint).
 func BenchmarkIndexRoundGPU(b *testing.B) {
 	sizes := []int{1213}
 	if os.Getenv("BERTH_BENCH_100K") != "" {
@@ -112,16 +117,23 @@ func BenchmarkIndexRoundGPU(b *testing.B) {
 			workload = append(workload, Shape{TaskShape: placement.TaskShape{Cores: a.CoresPerExecutor, Resources: a.ResourcesPerExecutor, Weight: 1}, MemoryMB: a.MemoryPerExecutorMB})
 		}
 		for _, name := range []string{"fgd", "frag-fit"} {
-			for _, mode := range []string{"workload", "few", "learnt"} {
+			for _, mode := range []string{"workload", "few", "learnt", "learnt-refusing", "learnt-labels"} {
 				for _, how := range []string{"placer", "overall"} {
 					b.Run(fmt.Sprintf("workers=%d/%s/%s/%s", n, name, mode, how), func(b *testing.B) {
 						p, _ := placement.New(name, placement.Options{MinCoreUnit: 1})
-						if mode != "learnt" {
+						if !strings.HasPrefix(mode, "learnt") {
 							p.(WorkloadSetter).SetWorkload(workload)
 						}
 						pods := apps
 						if mode == "few" {
 							pods = apps[:64]
+						}
+						if every := map[string]int{"learnt-refusing": 16, "learnt-labels": 4}[mode]; every > 0 {
+							pods = slices.Clone(pods)
+							for i := range pods {
+								refusing := mode == "learnt-refusing"
+								pods[i].Fits = func(id string) bool { return (idHash(id)%every == 0) != refusing }
+							}
 						}
 						if how == "overall" {
 							p = overAll{p}
@@ -158,11 +170,22 @@ func BenchmarkIndexRoundGPU(b *testing.B) {
 						// The placer's first round builds its fleet, and
 						// its first app of a shape scores every worker: a
 						// master meets the shapes it places once. Warm up
-						// on every pod once.
+						// on every pod once; learning, until a pass over
+						// them all leaves the measure as it was (each
+						// change of it has every kind scored anew on its
+						// next use: the cost of learning, counted apart in
+						// BENCHMARKS.md).
 						round()
-						if how == "placer" && mode != "learnt" {
-							for next < len(pods) {
-								round()
+						if how == "placer" {
+							m := p.(interface{ measure() *fragMeasure }).measure()
+							for pass := 0; pass < 4; pass++ {
+								gen := m.gen
+								for end := next - next%len(pods) + len(pods); next < end; {
+									round()
+								}
+								if m.gen == gen {
+									break
+								}
 							}
 						}
 						b.ResetTimer()
@@ -176,4 +199,14 @@ func BenchmarkIndexRoundGPU(b *testing.B) {
 			}
 		}
 	}
+}
+
+// idHash is a worker ID's FNV-1a hash, for filters that take a fixed
+// share of the workers.
+func idHash(id string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(id); i++ {
+		h = (h ^ uint32(id[i])) * 16777619
+	}
+	return int(h >> 1)
 }

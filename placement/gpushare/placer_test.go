@@ -72,8 +72,13 @@ func randomGPUApps(r *rand.Rand, round int) []placement.App {
 			}
 			a.ResourcesPerExecutor["nic"] = []int{300, W}[r.IntN(2)]
 		}
-		if r.IntN(8) == 0 {
+		switch r.IntN(8) { // a filter (the master's labels, ports, workers failed on)
+		case 0: // half the workers
 			a.Fits = func(id string) bool { return id[len(id)-1]%2 == 0 }
+		case 1: // a few of them (past maxRefused refusals: one pass over all)
+			a.Fits = func(id string) bool { return id[len(id)-1] == '3' }
+		case 2: // all but a few
+			a.Fits = func(id string) bool { return id[len(id)-1] != '7' }
 		}
 		apps[i] = a
 	}
