@@ -14,12 +14,19 @@ import (
 // another, where the sorted store (ordered) searched and shifted its
 // chunks twice, most of a spread round.
 //
-// Positions are handed out by walking the workers in ID order (x.ids). A
-// worker whose ID sorts after every other's (a Spark-style ID starts with
-// the time it started) takes the next position; one that joins between
-// two others would move every position after it: its arrival only marks
-// the layout stale, and the next walk lays every worker out again (O(W),
-// once however many joined).
+// Positions are handed out by walking the workers in ID order (x.ids).
+// A worker that joins waits (pending) for the next walk, which gives the
+// ones waiting the next positions, in ID order, if their IDs sort after
+// every laid-out worker's (a Spark-style ID starts with the time its
+// worker started); a worker that left and comes back under its ID takes
+// its old position again. Any other arrival would move every position
+// after it: it marks the layout stale, and the next walk lays every worker
+// out again (O(W), once however many joined).
+//
+// A bitmap spans every position, so the buckets cost 24 bytes per 64
+// workers per count of free cores met: past maxBuckets counts (a cluster
+// that counts millicores, say) the Index hands its workers back to the
+// sorted store (overflow).
 type buckets struct {
 	desc bool // the most free cores first (cores-free-desc)
 	flat bool // one bucket for every worker (worker-id)
@@ -29,13 +36,25 @@ type buckets struct {
 	vals, spare []*bucket
 	// direct[c] is the bucket of c cores free, for the counts a worker
 	// has (below directCores): found without a search.
-	direct []*bucket
-	at     []*slot // at[p-1]: the worker laid out at position p; nil once it left
-	lastID string  // the ID laid out last (at's end, left or not)
-	holes  int     // positions of workers that left
-	words  int     // each bucket's bitmap, in 64-bit words (room for at to grow)
-	stale  bool    // workers joined since the layout
+	direct  []*bucket
+	at      []*slot        // at[p-1]: the worker laid out at position p; nil once it left
+	lastID  string         // the ID laid out last (at's end, left or not)
+	pending []*slot        // joined since the last walk, not laid out
+	vacated map[string]int // the positions of the workers that left, by ID
+	words   int            // each bucket's bitmap, in 64-bit words (room for at to grow)
+	stale   bool           // the next walk lays every worker out again
+	// overflow: a worker's count of free cores would have made more than
+	// maxBuckets buckets; it is in none, and the Index must move every
+	// worker to the sorted store.
+	overflow bool
 }
+
+// maxBuckets bounds the counts of free cores the buckets keep at once.
+const maxBuckets = 512
+
+// maxPending bounds the workers waiting for a position: past it, the next
+// walk lays every worker out (as fast, and no list to search on removal).
+const maxPending = 64
 
 // bucket holds the workers with one count of free cores (every worker,
 // when flat).
@@ -94,13 +113,27 @@ func (b *buckets) find(cores int) (int, bool) {
 }
 
 func (b *buckets) insert(s *slot) {
-	if b.stale || (s.pos == 0 && !b.place(s)) {
-		b.stale = true // laid out with every other on the next walk
-		return
+	if b.stale {
+		return // laid out with every other on the next walk
+	}
+	if s.pos == 0 {
+		if p, ok := b.vacated[s.w.ID]; ok { // back where it was
+			delete(b.vacated, s.w.ID)
+			s.pos, b.at[p-1] = p, s
+		} else {
+			if b.pending = append(b.pending, s); len(b.pending) > maxPending {
+				b.stale, b.pending = true, b.pending[:0]
+			}
+			return
+		}
 	}
 	v := b.value(s)
 	k := b.lookup(v)
 	if k == nil {
+		if len(b.vals) == maxBuckets {
+			b.overflow = true
+			return
+		}
 		k = b.newBucket(v)
 		i, _ := b.find(v)
 		b.vals = slices.Insert(b.vals, i, k)
@@ -115,8 +148,14 @@ func (b *buckets) insert(s *slot) {
 }
 
 func (b *buckets) remove(s *slot) {
-	if b.stale || s.pos == 0 {
+	if b.stale {
 		return // the next layout will not see it unless it is back
+	}
+	if s.pos == 0 {
+		if i := slices.Index(b.pending, s); i >= 0 {
+			b.pending = slices.Delete(b.pending, i, i+1)
+		}
+		return
 	}
 	v := b.value(s)
 	k := b.lookup(v)
@@ -136,15 +175,28 @@ func (b *buckets) remove(s *slot) {
 	}
 }
 
-// place gives s, not laid out, the next position if its ID sorts after
-// every laid-out worker's (the ones that left too: their positions stay
-// taken until the next layout).
-func (b *buckets) place(s *slot) bool {
-	if len(b.at) > 0 && b.lastID >= s.w.ID {
-		return false
+// placePending gives the workers waiting the next positions, in ID order,
+// if their IDs sort after every laid-out worker's (the ones that left too:
+// their positions stay taken until the next layout); else it marks the
+// layout stale.
+func (b *buckets) placePending() {
+	slices.SortFunc(b.pending, byIDString)
+	if len(b.at) > 0 && len(b.pending) > 0 && b.lastID >= b.pending[0].w.ID {
+		b.stale, b.pending = true, b.pending[:0]
+		return
 	}
-	b.at, b.lastID = append(b.at, s), s.w.ID
-	s.pos = len(b.at)
+	for _, s := range b.pending {
+		b.at, b.lastID = append(b.at, s), s.w.ID
+		s.pos = len(b.at)
+		b.grow()
+		b.insert(s)
+	}
+	clear(b.pending)
+	b.pending = b.pending[:0]
+}
+
+// grow widens every bucket's bitmap to hold every position.
+func (b *buckets) grow() {
 	if need := (len(b.at) + 63) / 64; need > b.words {
 		b.words = max(need, 2*b.words)
 		for _, k := range b.vals {
@@ -153,19 +205,21 @@ func (b *buckets) place(s *slot) bool {
 			k.peaks = append(k.peaks, make([]peak, b.words-len(k.peaks))...)
 		}
 	}
-	return true
 }
 
 // leave forgets s, taken out of its bucket for good. Its position stays
-// taken until the next layout, which comes once half the positions are
-// such holes: a cluster whose workers come and go with ever later IDs
-// does not grow its bitmaps for ever.
+// its ID's until the next layout, which comes once more than half the
+// positions are such holes: a cluster whose workers come and go with ever
+// later IDs does not grow its bitmaps for ever.
 func (b *buckets) leave(s *slot) {
 	if b.stale || s.pos == 0 {
 		return
 	}
 	b.at[s.pos-1] = nil
-	if b.holes++; b.holes > len(b.at)/2 {
+	if b.vacated == nil {
+		b.vacated = map[string]int{}
+	}
+	if b.vacated[s.w.ID] = s.pos; len(b.vacated) > len(b.at)/2 {
 		b.stale = true
 	}
 }
@@ -199,7 +253,10 @@ func (b *buckets) layout() {
 		return true
 	})
 	clear(b.at[len(b.at):cap(b.at)]) // no old workers kept alive
-	b.words, b.holes, b.lastID = (len(b.at)+63)/64, 0, ""
+	clear(b.vacated)
+	clear(b.pending)
+	b.pending = b.pending[:0]
+	b.words, b.lastID = (len(b.at)+63)/64, ""
 	if n := len(b.at); n > 0 {
 		b.lastID = b.at[n-1].w.ID
 	}
@@ -209,13 +266,22 @@ func (b *buckets) layout() {
 	}
 }
 
+// settle lays out the workers that joined (or every worker), so that a
+// walk sees them all; the Index then checks overflow.
+func (b *buckets) settle() {
+	if len(b.pending) > 0 {
+		b.placePending()
+	}
+	if b.stale {
+		b.layout()
+	}
+}
+
 // walk calls fn on the workers in order, from the first with at least
 // first cores free (skipping, 64 at a time, those that cannot have first
 // cores and memory MB free), until fn returns false.
 func (b *buckets) walk(first, memory int, fn func(*slot) bool) {
-	if b.stale {
-		b.layout()
-	}
+	b.settle()
 	for _, k := range b.vals {
 		if !b.flat && k.cores < first {
 			if b.desc {

@@ -11,8 +11,10 @@ import (
 // moves the few workers it changed, and a round finds each app's usable
 // workers by walking the order from where they start, stopping as soon as
 // the app is served. With spread and pack (Spark's policies, any unit, any
-// order) a round costs O(steps + log W) per app, and allocates in
-// proportion to the workers an app gets, not to W. A policy that is an
+// order) a round costs O(steps + log W) per app (in the orders by free
+// cores, O(steps + W/4096) with the buckets of buckets.go; plus, after a
+// worker joined with an ID between two others', one layout of every worker,
+// O(W)), and allocates in proportion to the workers an app gets, not to W. A policy that is an
 // IncrementalPolicy (gpushare's fgd and frag-fit) decides through its own
 // Placer, which the index keeps up to date (incremental.go); an app the
 // placer declines, and every app of other policies, is decided through
@@ -154,15 +156,40 @@ func (x *Index) detach(s *slot) {
 }
 
 func (x *Index) attach(s *slot) {
-	if x.byCores != nil {
-		x.byCores.insert(s)
-	} else {
+	if x.byCores == nil {
 		x.order.insert(s)
+	} else if x.byCores.insert(s); x.byCores.overflow {
+		x.toOrdered() // s with every other
 	}
 	if x.fit != nil {
 		x.ratio.insert(s)
 	}
 	x.cores = addCores(x.cores, s.w.CoresFree)
+}
+
+// settle readies the store for a walk: the buckets lay out the workers
+// that joined, and give the workers to the sorted store if they count too
+// many kinds of free cores.
+func (x *Index) settle() {
+	if x.byCores == nil {
+		return
+	}
+	if x.byCores.settle(); x.byCores.overflow {
+		x.toOrdered()
+	}
+}
+
+// toOrdered moves every worker from the buckets to the sorted store, for
+// good (buckets.go: overflow).
+func (x *Index) toOrdered() {
+	slots := make([]*slot, 0, x.ids.n)
+	x.ids.walk(0, 0, func(s *slot) bool {
+		slots = append(slots, s)
+		return true
+	})
+	slices.SortFunc(slots, x.order.cmp)
+	x.order.build(slots)
+	x.byCores = nil
 }
 
 // Len is the number of workers indexed.
@@ -183,6 +210,7 @@ func (x *Index) Worker(id string) (Worker, bool) {
 
 // Workers lists the indexed workers in the index's order (copies).
 func (x *Index) Workers() []Worker {
+	x.settle()
 	out := make([]Worker, 0, x.Len())
 	each := func(s *slot) bool {
 		out = append(out, cloneWorker(s.w))
@@ -200,6 +228,7 @@ func (x *Index) Workers() []Worker {
 // StartExecutorsOnWorkers would over them, and takes what it launches off
 // the index (a launch that does not happen must be given back with Put).
 func (x *Index) Round(apps []App) []Launch {
+	x.settle()
 	if x.placer != nil {
 		return x.roundPlacer(apps)
 	}
@@ -403,6 +432,8 @@ func (x *Index) walkUsable(first, memory int, app App, fn func(*slot) bool) {
 		x.byCores.walk(first, memory, func(s *slot) bool { return !usable(s.w) || fn(s) })
 		return
 	}
+	// The memory orders, and the orders by free cores once the buckets
+	// gave their workers to the sorted store (buckets.go: overflow).
 	c, i := 0, 0
 	switch x.step.kind {
 	case byCoresAsc:

@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -10,9 +11,19 @@ import (
 // Ranks follow the IDs through puts in the worst order for them (each new
 // ID below every other, so each rank halves the room left and they are
 // handed out afresh again and again), random puts and deletions; the
-// index's order stays the policy's order over its workers throughout.
+// index's order stays the policy's order over its workers throughout: in
+// the sorted store, whose ties are ranks (a memory order, bestfit), and in
+// the buckets.
 func TestRanksFollowTheIDs(t *testing.T) {
-	p, err := New("spread", Options{})
+	for _, c := range []struct{ policy, order string }{
+		{"spread", OrderMemoryFreeDesc}, {"pack", OrderMemoryFreeAsc}, {"bestfit", ""}, {"spread", ""},
+	} {
+		t.Run(c.policy+"/"+c.order, func(t *testing.T) { ranksFollowTheIDs(t, c.policy, c.order) })
+	}
+}
+
+func ranksFollowTheIDs(t *testing.T, policy, order string) {
+	p, err := New(policy, Options{Order: order})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,13 +43,16 @@ func TestRanksFollowTheIDs(t *testing.T) {
 		got := x.Workers()
 		want := slices.Clone(got)
 		p.Order(want)
+		if bf, ok := p.(*bestFit); ok { // its index: free cores ascending, then its order
+			slices.SortFunc(want, func(a, b Worker) int { return cmp.Or(cmp.Compare(a.CoresFree, b.CoresFree), bf.cmp(a, b)) })
+		}
 		if !slices.EqualFunc(got, want, func(a, b Worker) bool { return a.ID == b.ID }) {
 			t.Fatalf("step %d: index order %v, policy order %v", step, ids(got), ids(want))
 		}
 	}
 	for i := range 600 {
 		before := x.Len()
-		x.Put(Worker{ID: fmt.Sprintf("w%05d", 100000-i), CoresFree: r.IntN(4), MemoryFreeMB: 100})
+		x.Put(Worker{ID: fmt.Sprintf("w%05d", 100000-i), CoresFree: r.IntN(4), MemoryFreeMB: 100 * r.IntN(3)})
 		if x.Len() != before+1 {
 			t.Fatalf("step %d: %d workers after a put, want %d", i, x.Len(), before+1)
 		}
@@ -57,7 +71,7 @@ func TestRanksFollowTheIDs(t *testing.T) {
 		if r.IntN(3) == 0 {
 			x.Delete(id)
 		} else {
-			x.Put(Worker{ID: id, CoresFree: r.IntN(4), MemoryFreeMB: 100})
+			x.Put(Worker{ID: id, CoresFree: r.IntN(4), MemoryFreeMB: 100 * r.IntN(3)})
 		}
 		if i%50 == 0 {
 			check(600 + i)

@@ -6,7 +6,8 @@ import "slices"
 // constraints, free ports, workers it failed on) says which workers it may
 // use at all, and may answer differently from one round to the next: the
 // fleet keeps no answer of it, and asks it only of the workers a decision
-// would take. The scores do not depend on it.
+// would take (past maxRefused refusals in one decision, of each worker
+// that would beat the best found so far). The scores do not depend on it.
 
 // maxRefused bounds the best-scored workers a decision may find refused
 // one after another before it looks for the best of those the filter

@@ -324,8 +324,8 @@ type fragMeasure struct {
 // strandRatios are the cores and memory the workload's GPU executors ask
 // per GPU thousandth (frag-fit's strand view). Memory comes from the
 // workload when it says (memGiven), else from the GPU apps placed so far
-// (memSum, milliSum over apps), updated when their number is a power of
-// two.
+// (memSum, milliSum over apps), looked at when their number is a power of
+// two and changed if it moved by more than learntDrift.
 type strandRatios struct {
 	cores, mem       float64
 	memGiven         bool

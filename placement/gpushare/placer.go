@@ -31,7 +31,8 @@ import (
 // rebuild once they are half the fleet.
 //
 // An app with a Fits is decided on the same scores, Fits asked only of the
-// workers a decision would take (filter.go). It does not accept (Accepts;
+// workers a decision would take (filter.go: after 16 refusals, of those
+// that would beat the best so far). It does not accept (Accepts;
 // the Index then decides the app over every worker) a workload with
 // constrained shapes (the measure counts the workers as it meets them, and
 // the fleet would meet them earlier than a round does), and an app without
