@@ -279,9 +279,9 @@ func (b *buckets) settle() {
 
 // walk calls fn on the workers in order, from the first with at least
 // first cores free (skipping, 64 at a time, those that cannot have first
-// cores and memory MB free), until fn returns false.
+// cores and memory MB free), until fn returns false. The buckets must be
+// settled (the Index settles them before a round).
 func (b *buckets) walk(first, memory int, fn func(*slot) bool) {
-	b.settle()
 	for _, k := range b.vals {
 		if !b.flat && k.cores < first {
 			if b.desc {

@@ -1,7 +1,6 @@
 package placement
 
 import (
-	"cmp"
 	"math"
 	"slices"
 )
@@ -12,12 +11,13 @@ import (
 // workers by walking the order from where they start, stopping as soon as
 // the app is served. With spread and pack (Spark's policies, any unit, any
 // order) a round costs O(steps + log W) per app (in the orders by free
-// cores, O(steps + W/4096) with the buckets of buckets.go; plus, after a
-// worker joined with an ID between two others', one layout of every worker,
-// O(W)), and allocates in proportion to the workers an app gets, not to W. A policy that is an
-// IncrementalPolicy (gpushare's fgd and frag-fit) decides through its own
-// Placer, which the index keeps up to date (incremental.go); an app the
-// placer declines, and every app of other policies, is decided through
+// cores, O(steps + W/4096) with the buckets of buckets.go, plus one layout
+// of every worker, O(W), after a worker joined with an ID between two
+// others'), and allocates in proportion to the workers an app gets, not to
+// W. A policy that is an IncrementalPolicy (gpushare's fgd and frag-fit)
+// decides through its own Placer, which the index keeps up to date
+// (incremental.go); an app the placer declines, and every app of other
+// policies, is decided through
 // StartExecutorsOnWorkers over the indexed workers (O(W) per round). The
 // decisions are the same either way.
 //
@@ -52,9 +52,7 @@ func NewIndex(p Policy) *Index {
 	x.ids.cmp = byIDString
 	if sp, ok := p.(*stepPolicy); ok {
 		x.step = sp
-		x.order.cmp = func(a, b *slot) int {
-			return cmp.Or(cmp.Compare(sp.kind.value(&a.w), sp.kind.value(&b.w)), cmp.Compare(a.rank, b.rank))
-		}
+		x.order.cmp = sp.kind.compareSlots
 		if sp.kind == byCoresDesc || sp.kind == byCoresAsc || sp.kind == byID {
 			x.byCores = &buckets{desc: sp.kind == byCoresDesc, flat: sp.kind == byID, ids: &x.ids}
 		}

@@ -24,7 +24,7 @@ import (
 // indexOrder is the Index's order for bestfit: free cores ascending, then
 // the policy's order.
 func (p *bestFit) indexOrder(a, b *slot) int {
-	return cmp.Or(cmp.Compare(a.w.CoresFree, b.w.CoresFree), cmp.Compare(p.kind.value(&a.w), p.kind.value(&b.w)), cmp.Compare(a.rank, b.rank))
+	return cmp.Or(cmp.Compare(a.w.CoresFree, b.w.CoresFree), p.kind.compareSlots(a, b))
 }
 
 // byMemoryPerCore orders workers by free memory per free core, ascending;

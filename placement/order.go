@@ -85,6 +85,12 @@ func (k orderKind) value(w *Worker) int64 {
 	return 0
 }
 
+// compareSlots is the order over indexed workers, ties broken by rank (by
+// worker ID ascending).
+func (k orderKind) compareSlots(a, b *slot) int {
+	return cmp.Or(cmp.Compare(k.value(&a.w), k.value(&b.w)), cmp.Compare(a.rank, b.rank))
+}
+
 // compare is the order, ties broken by worker ID ascending.
 func (k orderKind) compare(a, b Worker) int {
 	if c := cmp.Compare(k.value(&a), k.value(&b)); c != 0 {

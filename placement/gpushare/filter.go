@@ -47,8 +47,7 @@ func (k *fleetKind) bestWhere(ok func(int) bool) int {
 		n++
 		k.score[at] = 0
 		b := at / scoreBlock
-		lo := b * scoreBlock
-		k.top[b] = slices.Max(k.score[lo:min(lo+scoreBlock, len(k.score))])
+		k.top[b] = slices.Max(k.block(b))
 	}
 }
 
@@ -62,7 +61,7 @@ func (k *fleetKind) bestOfAll(ok func(int) bool) int {
 			continue
 		}
 		lo := b * scoreBlock
-		for i, s := range k.score[lo:min(lo+scoreBlock, len(k.score))] {
+		for i, s := range k.block(b) {
 			if s > best && ok(lo+i) {
 				best, at = s, lo+i
 			}

@@ -183,8 +183,12 @@ func (k *fleetKind) best() int {
 	if b < 0 {
 		return -1
 	}
-	lo := b * scoreBlock
-	return lo + firstMax(k.score[lo:min(lo+scoreBlock, len(k.score))])
+	return b*scoreBlock + firstMax(k.block(b))
+}
+
+// block is score's block b (the scores top[b] is the highest of).
+func (k *fleetKind) block(b int) []uint8 {
+	return k.score[b*scoreBlock : min((b+1)*scoreBlock, len(k.score))]
 }
 
 // firstMax is the index of the first highest byte of b, -1 when all are
@@ -272,7 +276,7 @@ func (f *Fleet) update(k *fleetKind, one placement.App, constraint string) {
 			k.score[i] = score(i)
 		}
 		for b := range k.top {
-			k.top[b] = slices.Max(k.score[b*scoreBlock : min((b+1)*scoreBlock, len(k.score))])
+			k.top[b] = slices.Max(k.block(b))
 		}
 	} else {
 		if len(f.mark) < len(f.workers) {
@@ -295,7 +299,7 @@ func (f *Fleet) update(k *fleetKind, one placement.App, constraint string) {
 			}
 		}
 		for _, b := range k.redo {
-			k.top[b] = slices.Max(k.score[b*scoreBlock : min((b+1)*scoreBlock, len(k.score))])
+			k.top[b] = slices.Max(k.block(b))
 		}
 		k.redo = k.redo[:0]
 	}

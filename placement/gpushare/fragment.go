@@ -427,10 +427,9 @@ func (m *fragMeasure) observe(app placement.App) {
 
 // learntDrift is how far a share of the workload (absolute) or a ratio
 // (relative) learnt from the apps may move before the measure is learnt
-// again: a new measure changes
-// every worker's score, which a master of 100,000 workers then works out
-// again, and a steady mix of apps moves its shares by less than this from
-// one doubling of the apps seen to the next.
+// again: a new measure changes every worker's score, which a master of
+// 100,000 workers then works out again, and a steady mix of apps moves its
+// shares by less than this from one doubling of the apps seen to the next.
 const learntDrift = 0.02
 
 // near reports whether learnt ratios a and b are within learntDrift of
