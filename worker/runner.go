@@ -52,11 +52,12 @@ func (w *Worker) terminateLocked(p *proc) {
 	if proc == nil {
 		return // not started yet, or between two runs: the runner sees killCh
 	}
-	p.signalLocked(syscall.SIGTERM)
 	grace := w.cfg.KillGrace
 	if p.killGrace > 0 {
 		grace = p.killGrace
 	}
+	w.procLog(p).Info("sending SIGTERM", "pid", proc.Pid, "grace", grace, "reason", p.killReason)
+	p.signalLocked(syscall.SIGTERM)
 	time.AfterFunc(grace, func() {
 		w.procs.mu.Lock()
 		defer w.procs.mu.Unlock()
