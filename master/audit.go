@@ -55,9 +55,15 @@ func (c *core) auditCommand(tag *auditTag, outcome string, status int, cmd *pers
 		target = commandTarget(*cmd)
 	}
 	p := tag.principal
-	return persistence.Audit(persistence.AuditRecord{Retain: c.cfg.AuditRetention, Entry: wire.AuditEntry{
-		Time: c.now(), Principal: p.Audit(), Tenant: p.Tenant, Route: tag.route, Target: target, Outcome: outcome, Status: status,
-	}}), true
+	return c.auditEntry(wire.AuditEntry{Principal: p.Audit(), Tenant: p.Tenant, Route: tag.route, Target: target, Outcome: outcome, Status: status}), true
+}
+
+// auditEntry is the command that writes e, stamped now, each text field
+// cut to wire.MaxAuditText (the target is whatever a caller put in the
+// path: a megabyte of it was stored whole).
+func (c *core) auditEntry(e wire.AuditEntry) persistence.Command {
+	e.Time = c.now()
+	return persistence.Audit(persistence.AuditRecord{Retain: c.cfg.AuditRetention, Entry: persistence.BoundAuditEntry(e)})
 }
 
 // withAudit adds the entry of the request being served, if any, to the
@@ -102,14 +108,47 @@ func (m *Master) auditRefusal(ctx context.Context, err error) {
 		return
 	}
 	code := string(se.ErrorCode()) // what the client was answered
-	m.post(func(c *core) {
-		if !c.leading() {
-			return
-		}
-		if a, ok := c.auditCommand(tag, code, se.Status, nil); ok {
-			c.commit([]persistence.Command{a}, func() {}, c.logPersistFailure("audit a refused request"))
-		}
-	})
+	m.post(func(c *core) { c.auditRefused(tag, code, se.Status) })
+}
+
+// auditRefused writes the entry of a refused request (tag) within its
+// principal's ration (audit_budget.go).
+func (c *core) auditRefused(tag *auditTag, code string, status int) {
+	if !c.leading() {
+		return
+	}
+	p := tag.principal
+	ok, suppressed := c.refusals.take(p.Audit(), p.Tenant, c.now())
+	if !ok {
+		tag.written = true // over its ration: counted, said with its next entry
+		return
+	}
+	if a, ok := c.auditCommand(tag, code, status, nil); ok {
+		a.Audit.Entry.Suppressed = suppressed
+		c.commit([]persistence.Command{a}, func() {}, c.logPersistFailure("audit a refused request"))
+	}
+}
+
+// auditSuccess records a request of ctx that succeeded without a write of
+// the state to carry its entry (a Raft membership change, a worker's
+// failures cleared): every change is recorded with who asked for it.
+func (m *Master) auditSuccess(ctx context.Context) {
+	tag := auditOf(ctx)
+	if tag == nil || tag.principal.Kind == 0 {
+		return
+	}
+	m.post(func(c *core) { c.auditAlone(tag) })
+}
+
+// auditAlone writes tag's entry on its own, as a success, if none went
+// with a write.
+func (c *core) auditAlone(tag *auditTag) {
+	if !c.leading() {
+		return
+	}
+	if a, ok := c.auditCommand(tag, "ok", http.StatusOK, nil); ok {
+		c.commit([]persistence.Command{a}, func() {}, c.logPersistFailure("audit a request"))
+	}
 }
 
 // refused is Authorize's hook: a caller it knew, refused a route that

@@ -87,6 +87,9 @@ type core struct {
 	// req is the audit tag of the request being served (audit.go), set
 	// while its transition runs: its first write carries the entry.
 	req *auditTag
+	// refusals ration what each principal's refusals write to the audit
+	// log (audit_budget.go).
+	refusals refusalRations
 	// owing: after the last round, a queue or an app was owed capacity
 	// (preempt.go): each tick runs a round, so a preemption that comes due
 	// is made without waiting for another event.
@@ -150,6 +153,7 @@ func (c *core) reset() {
 	c.tenants = map[string]*persistence.TenantRecord{}
 	c.reclaiming = map[string]int{}
 	c.failures = failureLog{}
+	c.refusals = refusalRations{}
 	c.inheritedPreemptions = map[*executorInfo]struct{}{}
 }
 

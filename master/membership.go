@@ -72,6 +72,7 @@ func (m *Master) membershipChange(r *http.Request, change func(context.Context) 
 		return nil, httpx.Coded(http.StatusServiceUnavailable, wire.CodeMembershipFailed, "membership change failed: %v", err)
 	}
 	m.post(after)
+	m.auditSuccess(r.Context()) // a change of Raft's configuration, not of the state
 	cs := &wire.ClusterStatus{MasterID: m.cfg.ID, LeaderID: m.cfg.ID}
 	m.addMasters(r.Context(), cs)
 	return cs.Masters, nil

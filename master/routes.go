@@ -73,7 +73,11 @@ func (m *Master) Handler() http.Handler {
 		r(c.workerLatestState(id, st))
 	}))
 	serve(m, mux, api.Decommission, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, r reply[wire.None]) {
-		r(wire.None{}, c.decommissionWorker(id))
+		err := c.decommissionWorker(id)
+		if err == nil {
+			c.auditAlone(c.req) // leader memory only, as a clear
+		}
+		r(wire.None{}, err)
 	}))
 	serve(m, mux, api.Drain, validateDrain, onEntity(m, "worker id", func(c *core, id string, d wire.DrainRequest, r reply[wire.WorkerStatus]) {
 		c.drainWorker(id, time.Duration(d.DeadlineSeconds)*time.Second, r)
@@ -82,7 +86,11 @@ func (m *Master) Handler() http.Handler {
 		c.undrainWorker(id, r)
 	}))
 	serve(m, mux, api.ClearWorker, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, r reply[wire.WorkerStatus]) {
-		r(c.clearWorker(id))
+		st, err := c.clearWorker(id)
+		if err == nil {
+			c.auditAlone(c.req) // leader memory only: no write carries its entry
+		}
+		r(st, err)
 	}))
 	serve(m, mux, api.WorkerLeft, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, r reply[wire.None]) {
 		c.workerLeft(id, r)

@@ -56,6 +56,12 @@ func (m *Master) serveEndSession(r *http.Request, in wire.EndSession) (wire.None
 	if err != nil {
 		return wire.None{}, httpx.Coded(http.StatusUnauthorized, wire.CodeUnauthorized, "not a live session of this cluster's masters")
 	}
+	if tag := auditOf(r.Context()); tag != nil {
+		// The route is open: the session's value is the credential, so
+		// the session signs the entry, whichever master the browser
+		// signed out at (a follower sends the value here).
+		tag.principal = httpx.Principal{Kind: httpx.KindOperator, Via: httpx.ViaSession}
+	}
 	return call(r.Context(), m, func(c *core, r reply[wire.None]) { c.endSession(id, expires, r) })
 }
 

@@ -45,6 +45,7 @@ func (c *core) tick() {
 	c.resetRetries()
 	c.endBackoffs()
 	c.expireExclusions()
+	c.flushSuppressedAudit()
 	if c.owing {
 		c.schedule() // a preemption may have come due; its wait is told anew
 	}

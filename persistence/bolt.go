@@ -220,7 +220,7 @@ func readAudit(tx *bolt.Tx, s *State) error {
 		if err := json.Unmarshal(v, &e); err != nil {
 			return fmt.Errorf("audit: %w", err)
 		}
-		s.Audit = append(s.Audit, e)
+		s.Audit = append(s.Audit, BoundAuditEntry(e)) // an older version kept whole what a caller sent
 		return nil
 	})
 }

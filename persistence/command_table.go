@@ -2,6 +2,8 @@ package persistence
 
 import (
 	"fmt"
+
+	"github.com/berth-cluster/berth/wire"
 )
 
 // commandKinds is the one place a command type is defined: its tag, its
@@ -207,19 +209,31 @@ func (s *State) deleteTenant(c Command, touched func(Key)) {
 }
 
 // audit appends an entry and drops those past the retention: older than
-// the entry's time minus Retain, and the oldest beyond MaxAuditEntries.
+// the entry's time minus Retain, the oldest beyond MaxAuditEntries, and the
+// oldest while the log holds more than MaxAuditBytes. Each text field is
+// cut to wire.MaxAuditText first (the leader cuts them already; this holds
+// whatever a log entry says), so a caller's megabyte is never stored.
 // Entries are kept in the order written, which their times follow but for
 // a leader's clock stepping back; the cut goes by that order.
 func (s *State) audit(c Command, _ func(Key)) {
-	r := *c.Audit
-	s.Audit = append(s.Audit, r.Entry)
+	e := BoundAuditEntry(c.Audit.Entry)
+	s.auditSize() // counted before the append, for a state loaded whole
+	s.Audit = append(s.Audit, e)
 	s.AuditCount++
+	s.auditBytes += auditEntryBytes(e)
 	drop := max(len(s.Audit)-MaxAuditEntries, 0)
-	if r.Retain > 0 {
-		cut := r.Entry.Time.Add(-r.Retain)
+	if r := c.Audit.Retain; r > 0 {
+		cut := e.Time.Add(-r)
 		for drop < len(s.Audit) && s.Audit[drop].Time.Before(cut) {
 			drop++
 		}
+	}
+	for i := range drop {
+		s.auditBytes -= auditEntryBytes(s.Audit[i])
+	}
+	for drop < len(s.Audit)-1 && s.auditBytes > MaxAuditBytes {
+		s.auditBytes -= auditEntryBytes(s.Audit[drop])
+		drop++
 	}
 	if drop > 0 {
 		// Reslice, not copy: at the cap every write drops one entry, and a
@@ -228,4 +242,32 @@ func (s *State) audit(c Command, _ func(Key)) {
 		// (amortised O(1)); a clone's Clip keeps it from seeing our appends.
 		s.Audit = s.Audit[drop:]
 	}
+}
+
+// BoundAuditEntry is e with each text field cut to wire.MaxAuditText
+// (wire.Clip says how much went).
+func BoundAuditEntry(e wire.AuditEntry) wire.AuditEntry {
+	for _, f := range []*string{&e.Principal, &e.Tenant, &e.Route, &e.Target, &e.Outcome} {
+		*f = wire.Clip(*f, wire.MaxAuditText)
+	}
+	return e
+}
+
+// auditEntryBytes is what an entry counts toward MaxAuditBytes: its text
+// and a fixed part for its time, status and the encoding's field names.
+func auditEntryBytes(e wire.AuditEntry) int {
+	return 96 + len(e.Principal) + len(e.Tenant) + len(e.Route) + len(e.Target) + len(e.Outcome)
+}
+
+// auditSize is the bytes the audit log counts toward MaxAuditBytes,
+// counted once for a state read whole (a snapshot, bolt) and then kept by
+// audit.
+func (s *State) auditSize() int {
+	if !s.auditCounted {
+		s.auditCounted, s.auditBytes = true, 0
+		for _, e := range s.Audit {
+			s.auditBytes += auditEntryBytes(e)
+		}
+	}
+	return s.auditBytes
 }

@@ -226,5 +226,11 @@ type AuditRecord struct {
 	Retain time.Duration   `json:"retain"`
 }
 
-// MaxAuditEntries bounds the audit log whatever its retention.
-const MaxAuditEntries = 100_000
+// MaxAuditEntries and MaxAuditBytes bound the audit log whatever its
+// retention: entries of at most wire.MaxAuditText a field fill the bytes
+// first (32 MiB is about 150,000 entries of typical size, 50,000 of the
+// largest).
+const (
+	MaxAuditEntries = 100_000
+	MaxAuditBytes   = 32 << 20
+)

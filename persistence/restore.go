@@ -46,7 +46,7 @@ func (s *State) restore(c Command, touched func(Key)) {
 	n.NextAppNumber = max(s.NextAppNumber, in.NextAppNumber)
 	n.NextDriverNumber = max(s.NextDriverNumber, in.NextDriverNumber)
 	n.Masters = s.Masters
-	n.Audit, n.AuditCount = s.Audit, s.AuditCount
+	n.Audit, n.AuditCount, n.auditBytes, n.auditCounted = s.Audit, s.AuditCount, s.auditBytes, s.auditCounted
 	n.EndedSessions = mergeSessions(s.EndedSessions, in.EndedSessions)
 	if n.Queues == nil {
 		n.Queues = map[string]*QueueRecord{}

@@ -44,6 +44,10 @@ type State struct {
 	// every record at every end (a Raft log replayed at start applies
 	// thousands of ends in a row).
 	endedApps, endedDrivers endedIndex
+	// auditBytes is what Audit counts toward MaxAuditBytes, once
+	// auditCounted (auditSize).
+	auditBytes   int
+	auditCounted bool
 }
 
 // endedIndex orders finished records by end time, then id: the order in
@@ -151,6 +155,7 @@ func (s *State) Equal(o *State) bool {
 func durable(s *State) *State {
 	c := *s
 	c.endedApps, c.endedDrivers = endedIndex{}, endedIndex{}
+	c.auditBytes, c.auditCounted = 0, false
 	return &c
 }
 

@@ -49,7 +49,7 @@ func ParsePortRange(s string) (PortRange, error) {
 	first, last, ok := strings.Cut(s, "-")
 	var r PortRange
 	if _, err := fmt.Sscanf(first+" "+last, "%d %d", &r.First, &r.Last); !ok || err != nil {
-		return r, fmt.Errorf("port range %q: want FIRST-LAST, e.g. 20000-32000", s)
+		return r, fmt.Errorf("port range %q: want FIRST-LAST, e.g. 20000-32000", clip(s))
 	}
 	return r, r.Check()
 }
@@ -70,10 +70,10 @@ func CheckPortLabels(labels []string) error {
 	seen := map[string]bool{}
 	for _, l := range labels {
 		if !portLabel(l) {
-			return fmt.Errorf("ports: label %q: want a lowercase letter, then lowercase letters, digits or _, at most %d", l, maxPortLabel)
+			return fmt.Errorf("ports: label %q: want a lowercase letter, then lowercase letters, digits or _, at most %d", clip(l), maxPortLabel)
 		}
 		if seen[l] {
-			return fmt.Errorf("ports: label %q twice", l)
+			return fmt.Errorf("ports: label %q twice", clip(l))
 		}
 		seen[l] = true
 	}
@@ -159,9 +159,9 @@ func CheckChecks(checks []Check, ports []string) error {
 	for i, c := range checks {
 		where := fmt.Sprintf("checks[%d]", i)
 		if !portLabel(strings.ReplaceAll(c.Name, "-", "_")) {
-			return fmt.Errorf("%s: name %q: want a lowercase letter, then lowercase letters, digits, - or _, at most %d", where, c.Name, maxPortLabel)
+			return fmt.Errorf("%s: name %q: want a lowercase letter, then lowercase letters, digits, - or _, at most %d", where, clip(c.Name), maxPortLabel)
 		}
-		where = fmt.Sprintf("check %q", c.Name)
+		where = fmt.Sprintf("check %q", clip(c.Name))
 		if names[c.Name] {
 			return fmt.Errorf("%s: the name twice", where)
 		}
@@ -180,7 +180,7 @@ func checkTarget(c Check, ports []string) error {
 	switch c.Type {
 	case CheckHTTP, CheckTCP:
 		if !containsLabel(ports, c.Port) {
-			return fmt.Errorf("port %q is not one of the process's ports %v", c.Port, ports)
+			return fmt.Errorf("port %q is not one of the process's ports %v", clip(c.Port), ports)
 		}
 		if len(c.Command) > 0 {
 			return fmt.Errorf("a command is for exec checks")
@@ -190,7 +190,7 @@ func checkTarget(c Check, ports []string) error {
 		}
 		if c.Type == CheckHTTP && c.Path != "" {
 			if u, err := url.Parse(c.Path); err != nil || !strings.HasPrefix(c.Path, "/") || u.Host != "" || len(c.Path) > 1024 {
-				return fmt.Errorf("path %q: want an absolute path such as /health, at most 1024 bytes", c.Path)
+				return fmt.Errorf("path %q: want an absolute path such as /health, at most 1024 bytes", clip(c.Path))
 			}
 		}
 	case CheckExec:
@@ -201,7 +201,7 @@ func checkTarget(c Check, ports []string) error {
 			return fmt.Errorf("port and path are for http and tcp checks")
 		}
 	default:
-		return fmt.Errorf("type %q: want http, tcp or exec", c.Type)
+		return fmt.Errorf("type %q: want http, tcp or exec", clip(string(c.Type)))
 	}
 	return nil
 }
@@ -294,7 +294,7 @@ func (p RestartPolicy) Check() error {
 	case p.DelayD() < 0 || p.DelayD() > time.Hour:
 		return fmt.Errorf("restart: delay %s: want from 0 to 1h", p.DelayD())
 	case p.ModeOr() != RestartFail && p.ModeOr() != RestartDelay:
-		return fmt.Errorf("restart: mode %q: want fail or delay", p.Mode)
+		return fmt.Errorf("restart: mode %q: want fail or delay", clip(string(p.Mode)))
 	}
 	return nil
 }

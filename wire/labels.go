@@ -195,9 +195,4 @@ func LabelList(labels map[string]string) string {
 }
 
 // clip shortens what an error quotes back.
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
-}
+func clip(s string) string { return Clip(s, MaxEchoBytes) }

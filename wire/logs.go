@@ -48,13 +48,13 @@ func ParseLogCursor(s string) (LogCursor, error) {
 			return LogCursor{File: file, Offset: off, Sum: uint32(sum)}, nil
 		}
 	}
-	return LogCursor{}, fmt.Errorf("log cursor %q: want FILE:OFFSET:SUM, as %s gives", s, LogCursorHeader)
+	return LogCursor{}, fmt.Errorf("log cursor %q: want FILE:OFFSET:SUM, as %s gives", clip(s), LogCursorHeader)
 }
 
 // CheckLogStream refuses a stream other than stdout and stderr.
 func CheckLogStream(s string) error {
 	if s != LogStdout && s != LogStderr {
-		return fmt.Errorf("log stream %q: want %s or %s", s, LogStdout, LogStderr)
+		return fmt.Errorf("log stream %q: want %s or %s", clip(s), LogStdout, LogStderr)
 	}
 	return nil
 }
@@ -67,7 +67,7 @@ func ParseLogTail(s string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("tail %q is not a byte count", s)
+		return 0, fmt.Errorf("tail %q is not a byte count", clip(s))
 	}
 	return n, nil
 }

@@ -119,7 +119,15 @@ type AuditEntry struct {
 	// Outcome is "ok", or the error code of a refusal.
 	Outcome string `json:"outcome"`
 	Status  int    `json:"status"`
+	// Suppressed: this many refusals of the principal before this entry
+	// were not recorded, over its ration of the log (a caller refused in
+	// a loop); an entry with Outcome AuditNotRecorded says only that.
+	Suppressed int `json:"suppressed,omitempty"`
 }
+
+// AuditNotRecorded is the outcome of an entry that only counts a
+// principal's refusals the log did not record (AuditEntry.Suppressed).
+const AuditNotRecorded = "not_recorded"
 
 // Audit is GET /v1/audit (?since=1h&tenant=NAME).
 type Audit struct {
@@ -138,7 +146,7 @@ var queueName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
 // digits, '-', '_' and '.', at most 63).
 func CheckQueueName(what, name string) error {
 	if !queueName.MatchString(name) {
-		return fmt.Errorf("%s %q: want lowercase letters, digits, '-', '_' or '.', starting with a letter or digit, at most 63", what, name)
+		return fmt.Errorf("%s %q: want lowercase letters, digits, '-', '_' or '.', starting with a letter or digit, at most 63", what, clip(name))
 	}
 	return nil
 }
@@ -165,7 +173,7 @@ func (a Amount) Check(what string) error {
 	}
 	for name, v := range a.Resources {
 		if !ValidResourceName(name) {
-			return fmt.Errorf("%s: resource name %q: want a lowercase letter then lowercase letters, digits or _ (at most 32)", what, name)
+			return fmt.Errorf("%s: resource name %q: want a lowercase letter then lowercase letters, digits or _ (at most 32)", what, clip(name))
 		}
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0.001 || v > 1e9 {
 			return fmt.Errorf("%s: resource %s: amount %v, want at least 0.001", what, name, v)

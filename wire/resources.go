@@ -76,7 +76,7 @@ func CheckResourceOffer(offer map[string][]string) error {
 	}
 	for name, addrs := range offer {
 		if !ValidResourceName(name) {
-			return fmt.Errorf("resource name %q: want a lowercase letter then lowercase letters, digits or _ (at most 32)", name)
+			return fmt.Errorf("resource name %q: want a lowercase letter then lowercase letters, digits or _ (at most 32)", clip(name))
 		}
 		if len(addrs) == 0 || len(addrs) > MaxResourceAddresses {
 			return fmt.Errorf("resource %s: %d addresses, want 1 to %d", name, len(addrs), MaxResourceAddresses)
@@ -84,10 +84,10 @@ func CheckResourceOffer(offer map[string][]string) error {
 		seen := make(map[string]bool, len(addrs))
 		for _, a := range addrs {
 			if !resourceAddress.MatchString(a) {
-				return fmt.Errorf("resource %s: address %q: want 1 to 64 of letters, digits and _.:-", name, a)
+				return fmt.Errorf("resource %s: address %q: want 1 to 64 of letters, digits and _.:-", name, clip(a))
 			}
 			if seen[a] {
-				return fmt.Errorf("resource %s: address %q listed twice", name, a)
+				return fmt.Errorf("resource %s: address %q listed twice", name, clip(a))
 			}
 			seen[a] = true
 		}
@@ -108,7 +108,7 @@ func (r ResourceAmounts) Milli() (map[string]int, error) {
 	out := make(map[string]int, len(r))
 	for name, amount := range r {
 		if !ValidResourceName(name) {
-			return nil, fmt.Errorf("resource name %q: want a lowercase letter then lowercase letters, digits or _ (at most 32)", name)
+			return nil, fmt.Errorf("resource name %q: want a lowercase letter then lowercase letters, digits or _ (at most 32)", clip(name))
 		}
 		if math.IsNaN(amount) || amount <= 0 || amount > MaxResourceAmount {
 			return nil, fmt.Errorf("resource %s: amount %v, want more than 0 and at most %d", name, amount, MaxResourceAmount)
@@ -129,11 +129,11 @@ func (r ResourceAmounts) Milli() (map[string]int, error) {
 func ParseResourceAmount(s string) (string, float64, error) {
 	name, value, ok := strings.Cut(s, "=")
 	if !ok || name == "" {
-		return "", 0, fmt.Errorf("%q: want NAME=AMOUNT, e.g. gpu=1 or gpu=0.5", s)
+		return "", 0, fmt.Errorf("%q: want NAME=AMOUNT, e.g. gpu=1 or gpu=0.5", clip(s))
 	}
 	amount, err := strconv.ParseFloat(value, 64)
 	if err != nil {
-		return "", 0, fmt.Errorf("%q: amount %q is not a number", s, value)
+		return "", 0, fmt.Errorf("%q: amount %q is not a number", clip(s), clip(value))
 	}
 	if _, err := (ResourceAmounts{name: amount}).Milli(); err != nil {
 		return "", 0, err

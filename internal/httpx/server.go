@@ -65,9 +65,41 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("%d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
 }
 
-// Errorf builds a StatusError.
+// Errorf builds a StatusError. What it repeats of its arguments is cut to
+// a small size (Echo): an error message must not hand a caller back, nor
+// a log keep, the megabyte the caller sent.
 func Errorf(status int, format string, args ...any) *StatusError {
-	return &StatusError{Status: status, Message: fmt.Sprintf(format, args...)}
+	return &StatusError{Status: status, Message: fmt.Sprintf(format, Echo(args)...)}
+}
+
+// maxErrorArg bounds what an error argument of an error message repeats
+// (it may quote a value itself, cut already, and say why it is wrong);
+// maxErrorMessage bounds a whole message written to a caller.
+const (
+	maxErrorArg     = 1024
+	maxErrorMessage = 4096
+)
+
+// Echo returns args with each string, byte slice, error or Stringer cut to
+// a size an error message may repeat (wire.Clip: the cut says how much
+// went); other values as they are.
+func Echo(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			out[i] = wire.Clip(v, wire.MaxEchoBytes)
+		case []byte:
+			out[i] = wire.Clip(string(v), wire.MaxEchoBytes)
+		case error:
+			out[i] = wire.Clip(v.Error(), maxErrorArg)
+		case fmt.Stringer:
+			out[i] = wire.Clip(v.String(), maxErrorArg)
+		default:
+			out[i] = a
+		}
+	}
+	return out
 }
 
 // DecodeJSON reads r's body into v. The body must be one JSON value of at most
@@ -106,7 +138,7 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 
 // WriteError writes a wire.Error body, with the code its status implies.
 func WriteError(w http.ResponseWriter, status int, format string, args ...any) {
-	WriteJSON(w, status, wire.Error{Error: fmt.Sprintf(format, args...), Code: defaultCode(status)})
+	WriteJSON(w, status, wire.Error{Error: wire.Clip(fmt.Sprintf(format, Echo(args)...), maxErrorMessage), Code: defaultCode(status)})
 }
 
 // WriteErr writes err, the answer to r, with its status (500 unless it is
@@ -122,7 +154,7 @@ func WriteErr(w http.ResponseWriter, r *http.Request, err error) {
 		if code == "" {
 			code = defaultCode(se.Status)
 		}
-		WriteJSON(w, se.Status, wire.Error{Error: se.Message, Leader: se.Leader, Code: code})
+		WriteJSON(w, se.Status, wire.Error{Error: wire.Clip(se.Message, maxErrorMessage), Leader: se.Leader, Code: code})
 		return
 	}
 	WriteError(w, http.StatusInternalServerError, "%v", err)

@@ -1,0 +1,89 @@
+package master
+
+import (
+	"time"
+
+	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// The audit log records every refusal of a known caller, and each one is
+// a write through Raft. A caller refused on purpose, in a loop, would
+// then write as fast as it can send: 200 refused requests a second is 200
+// log entries a second on every master. So what one principal's refusals
+// may write is rationed (a token bucket, refusalsBurst then refusalsPerSec):
+// a refusal beyond its ration is answered as usual but not recorded, and
+// the next entry of that principal says how many went unrecorded
+// (AuditEntry.Suppressed), or, if it sends nothing more, an entry of its
+// own once its ration allows (flushSuppressedAudit, each tick). Entries
+// that go with a write are not rationed: the write is the cost, and the
+// caps bound it. The ration is the leader's memory, as the backoff is.
+
+const (
+	refusalsPerSec = 2.0
+	refusalsBurst  = 20.0
+)
+
+// refusalRation is one principal's ration.
+type refusalRation struct {
+	tokens     float64
+	at         time.Time // when tokens was counted
+	suppressed int       // refusals not recorded since its last entry
+	tenant     string
+}
+
+// refusalRations are the principals' rations, by AuditEntry.Principal.
+type refusalRations map[string]*refusalRation
+
+// refill counts r's tokens at now.
+func (r *refusalRation) refill(now time.Time) {
+	if d := now.Sub(r.at); d > 0 {
+		r.tokens = min(refusalsBurst, r.tokens+d.Seconds()*refusalsPerSec)
+	}
+	r.at = now
+}
+
+// take reports whether a refusal of principal may be recorded now; if
+// so, also how many went unrecorded before it (reset to 0).
+func (rs refusalRations) take(principal, tenant string, now time.Time) (bool, int) {
+	r := rs[principal]
+	if r == nil {
+		r = &refusalRation{tokens: refusalsBurst, at: now}
+		rs[principal] = r
+	}
+	r.tenant = tenant
+	r.refill(now)
+	if r.tokens < 1 {
+		r.suppressed++
+		return false, 0
+	}
+	r.tokens--
+	n := r.suppressed
+	r.suppressed = 0
+	return true, n
+}
+
+// flushSuppressedAudit (from tick) writes, for each principal whose
+// refusals went unrecorded and whose ration allows one again, an entry
+// that says how many; and forgets the rations that are full again.
+func (c *core) flushSuppressedAudit() {
+	if !c.leading() || len(c.refusals) == 0 {
+		return
+	}
+	now := c.now()
+	var cmds []persistence.Command
+	for p, r := range c.refusals {
+		r.refill(now)
+		switch {
+		case r.suppressed > 0 && r.tokens >= 1:
+			r.tokens--
+			cmds = append(cmds, c.auditEntry(wire.AuditEntry{Principal: p, Tenant: r.tenant, Outcome: wire.AuditNotRecorded, Suppressed: r.suppressed}))
+			r.suppressed = 0
+		case r.suppressed == 0 && r.tokens >= refusalsBurst:
+			delete(c.refusals, p)
+		}
+	}
+	if len(cmds) > 0 {
+		c.commit(cmds, func() {}, c.logPersistFailure("audit refusals not recorded"))
+	}
+}
