@@ -69,4 +69,3 @@ func TestRefusalsOfOnePrincipalAreRationedAndClipped(t *testing.T) {
 }
 
 func last(h *harness) wire.AuditEntry { return h.fx.state.Audit[len(h.fx.state.Audit)-1] }
-
