@@ -86,6 +86,14 @@ func TestHAMembershipJoinLeave(t *testing.T) {
 		t.Errorf("masters after the leave: %v, want m1 m2 m3", ids)
 	}
 	mustRegisterAndKill(t, hc.c, "ha-after-leave")
+	// Both changes of the Raft configuration are in the audit log, with
+	// who asked: m4's certificate joined, the operator removed it.
+	if n := auditCount(t, leader.URL, "master:m4", wire.MasterAPI.JoinMaster.Mux(), ""); n != 1 {
+		t.Errorf("%d audit entries of m4's join, want 1", n)
+	}
+	if n := auditCount(t, leader.URL, "secret", wire.MasterAPI.LeaveMaster.Mux(), ""); n != 1 {
+		t.Errorf("%d audit entries of m4's leave, want 1", n)
+	}
 
 	// Two of four down would be no quorum; two of three up is one.
 	m4.Proc().Kill()

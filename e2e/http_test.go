@@ -120,3 +120,35 @@ func sendWhileStopped(t *testing.T, method, url string) <-chan string {
 	}
 	return answers
 }
+
+// auditCount counts the entries of GET /v1/audit at base with principal,
+// route and outcome ("" is "ok"), once they stop changing for a moment: a
+// success without a write is recorded after its answer.
+func auditCount(t *testing.T, base, principal, route, outcome string) int {
+	t.Helper()
+	if outcome == "" {
+		outcome = "ok"
+	}
+	count := func() int {
+		r, err := call(http.MethodGet, base+wire.MasterAPI.AuditLog.Path(), secret, nil)
+		if err != nil || r.status != http.StatusOK {
+			t.Fatalf("GET /v1/audit: %v %d %.200s", err, r.status, r.body)
+		}
+		var log wire.Audit
+		if err := json.Unmarshal([]byte(r.body), &log); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range log.Entries {
+			if e.Principal == principal && e.Route == route && e.Outcome == outcome {
+				n++
+			}
+		}
+		return n
+	}
+	n := count()
+	for deadline := time.Now().Add(5 * time.Second); n == 0 && time.Now().Before(deadline); n = count() {
+		time.Sleep(50 * time.Millisecond) // polling with a deadline
+	}
+	return n
+}

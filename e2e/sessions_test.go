@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/testkit/testproc"
+	"github.com/berth-cluster/berth/wire"
 )
 
 // A web UI session ends at its sign-out on every master, the followers
@@ -100,6 +101,11 @@ func TestUISessionsEndEverywhereAtSignOut(t *testing.T) {
 	signOut(followers[0].URL, cookie)
 	for _, m := range cl.Masters {
 		testproc.Eventually(t, 5*time.Second, "the copied cookie refused by "+m.ID, func() error { return refused(m.URL, cookie) })
+	}
+	// Audited as the session that signed out, not as anonymous (the
+	// leader heard it from a follower).
+	if n := auditCount(t, leader.URL, "ui-session", wire.MasterAPI.EndUISession.Mux(), ""); n != 1 {
+		t.Errorf("%d audit entries of the sign-out by ui-session, want 1", n)
 	}
 	// A new sign-in is a new session, unaffected.
 	again := signIn(followers[1].URL)

@@ -154,6 +154,7 @@ func (c *core) clearWorker(id string) (wire.WorkerStatus, error) {
 		c.touched(w)
 	}
 	c.log.Info("worker cleared by an operator", "worker", id)
+	c.auditAlone(c.req) // leader memory only: no write carries the request's entry
 	c.schedule()
 	return workerStatus(w), nil
 }

@@ -73,11 +73,7 @@ func (m *Master) Handler() http.Handler {
 		r(c.workerLatestState(id, st))
 	}))
 	serve(m, mux, api.Decommission, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, r reply[wire.None]) {
-		err := c.decommissionWorker(id)
-		if err == nil {
-			c.auditAlone(c.req) // leader memory only, as a clear
-		}
-		r(wire.None{}, err)
+		r(wire.None{}, c.decommissionWorker(id))
 	}))
 	serve(m, mux, api.Drain, validateDrain, onEntity(m, "worker id", func(c *core, id string, d wire.DrainRequest, r reply[wire.WorkerStatus]) {
 		c.drainWorker(id, time.Duration(d.DeadlineSeconds)*time.Second, r)
@@ -86,11 +82,7 @@ func (m *Master) Handler() http.Handler {
 		c.undrainWorker(id, r)
 	}))
 	serve(m, mux, api.ClearWorker, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, r reply[wire.WorkerStatus]) {
-		st, err := c.clearWorker(id)
-		if err == nil {
-			c.auditAlone(c.req) // leader memory only: no write carries its entry
-		}
-		r(st, err)
+		r(c.clearWorker(id))
 	}))
 	serve(m, mux, api.WorkerLeft, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, r reply[wire.None]) {
 		c.workerLeft(id, r)

@@ -41,6 +41,7 @@ func (m *Master) sessionEnded(ctx context.Context, id string) (bool, error) {
 // endSession has the leader write the session's end: this master's loop
 // when it leads, else the leader's API, where value proves the right.
 func (m *Master) endSession(ctx context.Context, value, id string, expires time.Time) error {
+	ctx = asSession(audited(ctx, wire.MasterAPI.EndUISession.Endpoint, ""))
 	_, err := call(ctx, m, func(c *core, r reply[wire.None]) { c.endSession(id, expires, r) })
 	var se *httpx.StatusError
 	if !errors.As(err, &se) || se.Status != http.StatusTemporaryRedirect || se.Leader == "" {
@@ -56,13 +57,18 @@ func (m *Master) serveEndSession(r *http.Request, in wire.EndSession) (wire.None
 	if err != nil {
 		return wire.None{}, httpx.Coded(http.StatusUnauthorized, wire.CodeUnauthorized, "not a live session of this cluster's masters")
 	}
-	if tag := auditOf(r.Context()); tag != nil {
-		// The route is open: the session's value is the credential, so
-		// the session signs the entry, whichever master the browser
-		// signed out at (a follower sends the value here).
+	return call(asSession(r.Context()), m, func(c *core, r reply[wire.None]) { c.endSession(id, expires, r) })
+}
+
+// asSession makes the session the principal of ctx's audit entry: the
+// route is open, and the session's value is the credential, whichever
+// master the browser signed out at (a follower sends the value to the
+// leader, which would otherwise record it as anonymous).
+func asSession(ctx context.Context) context.Context {
+	if tag := auditOf(ctx); tag != nil {
 		tag.principal = httpx.Principal{Kind: httpx.KindOperator, Via: httpx.ViaSession}
 	}
-	return call(r.Context(), m, func(c *core, r reply[wire.None]) { c.endSession(id, expires, r) })
+	return ctx
 }
 
 // endSession writes the end of session id, which expires at expires.

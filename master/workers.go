@@ -186,6 +186,7 @@ func (c *core) decommissionWorker(id string) error {
 		c.touched(w)
 		c.log.Info("worker decommissioned: shutting down", "worker", id)
 	}
+	c.auditAlone(c.req) // leader memory only, as a clear
 	return nil
 }
 
