@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/berth-cluster/berth/internal/regularfile"
 	"github.com/berth-cluster/berth/security"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -31,7 +32,7 @@ func FromEnv() (credential string, opts []Option, err error) {
 // only to master certificates of it, presenting none: for a process that
 // proves itself with a bearer credential (a driver's) instead.
 func MasterTLS(caFile string) (*tls.Config, error) {
-	data, err := os.ReadFile(caFile)
+	data, err := regularfile.Read(caFile, 1<<20)
 	if err != nil {
 		return nil, err
 	}

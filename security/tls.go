@@ -5,9 +5,10 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
+
+	"github.com/berth-cluster/berth/internal/regularfile"
 )
 
 // Identity is who a certificate names: its role and its name (CN).
@@ -70,7 +71,7 @@ func Load(f Files) (*TLS, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%s: TLS needs --tls-ca-file, --tls-cert-file and --tls-key-file together", strings.Join(missing, ", "))
 	}
-	caPEM, err := os.ReadFile(f.CA)
+	caPEM, err := regularfile.Read(f.CA, maxPEMFile)
 	if err != nil {
 		return nil, fmt.Errorf("--tls-ca-file: %w", err)
 	}
@@ -78,7 +79,7 @@ func Load(f Files) (*TLS, error) {
 	if !pool.AppendCertsFromPEM(caPEM) {
 		return nil, fmt.Errorf("--tls-ca-file %s: no PEM certificate", f.CA)
 	}
-	pair, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+	pair, err := loadKeyPair(f.Cert, f.Key)
 	if err != nil {
 		return nil, fmt.Errorf("--tls-cert-file %s, --tls-key-file %s: %w", f.Cert, f.Key, err)
 	}
@@ -160,4 +161,21 @@ func requireRole(roles []Role, mustHave bool) func(tls.ConnectionState) error {
 		}
 		return nil
 	}
+}
+
+// maxPEMFile bounds a certificate or key file.
+const maxPEMFile = 1 << 20
+
+// loadKeyPair is tls.LoadX509KeyPair of regular files only (a FIFO would
+// hang the daemon at start).
+func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	cert, err := regularfile.Read(certFile, maxPEMFile)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	key, err := regularfile.Read(keyFile, maxPEMFile)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(cert, key)
 }

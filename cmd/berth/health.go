@@ -14,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/berth-cluster/berth/internal/regularfile"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -450,7 +451,7 @@ func readSpecFile(c *cli.Context, v any) (string, error) {
 		}
 		data, err = io.ReadAll(io.LimitReader(in, wire.MaxBodyBytes+1))
 	} else {
-		data, err = os.ReadFile(name)
+		data, err = regularfile.Read(name, wire.MaxBodyBytes) // not /dev/zero, nor a FIFO
 	}
 	if err != nil {
 		return name, fmt.Errorf("--file: %w", err)

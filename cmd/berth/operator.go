@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/berth-cluster/berth/client"
+	"github.com/berth-cluster/berth/internal/regularfile"
 	"github.com/berth-cluster/berth/internal/termtext"
 	"github.com/berth-cluster/berth/persistence/snapfile"
 	"github.com/berth-cluster/berth/wire"
@@ -150,14 +151,9 @@ func readSnapshot(r io.Reader) (wire.SnapshotInfo, error) {
 
 // readSnapshotFile is readSnapshot of a file, with the file's bytes.
 func readSnapshotFile(path string) ([]byte, wire.SnapshotInfo, error) {
-	f, err := os.Open(path)
+	data, err := regularfile.Read(path, wire.MaxSnapshotBytes+1<<20)
 	if err != nil {
 		return nil, wire.SnapshotInfo{}, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, wire.MaxSnapshotBytes+1<<20))
-	if err != nil {
-		return nil, wire.SnapshotInfo{}, fmt.Errorf("reading %s: %w", path, err)
 	}
 	info, err := readSnapshot(bytes.NewReader(data))
 	if err != nil {

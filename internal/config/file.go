@@ -14,12 +14,12 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	toml "github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/berth-cluster/berth/internal/regularfile"
 )
 
 // maxFileSize bounds a config file: a list of flags is a few KiB, and a
@@ -102,26 +102,12 @@ func keyOf(p *unstable.Parser, e *unstable.Node) (string, int) {
 	return strings.Join(parts, "."), line
 }
 
-// readBounded reads at most maxFileSize bytes of a regular file.
+// readBounded reads at most maxFileSize bytes of a regular file (a FIFO
+// given as --config hung the daemon in open).
 func readBounded(path string) ([]byte, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	data, err := io.ReadAll(io.LimitReader(fh, maxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(data) > maxFileSize {
+	data, err := regularfile.Read(path, maxFileSize)
+	if err != nil && strings.Contains(err.Error(), "larger than") {
 		return nil, fmt.Errorf("%s: larger than %d KiB: not a configuration file", path, maxFileSize>>10)
 	}
-	return data, nil
+	return data, err
 }

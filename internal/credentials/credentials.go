@@ -8,11 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/berth-cluster/berth/internal/regularfile"
 	"github.com/berth-cluster/berth/security"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -61,10 +61,13 @@ func FromFlags(cx *cli.Context, want security.Role) (Set, error) {
 	return s, nil
 }
 
+// maxCredentialFile bounds a secret, key or certificate file.
+const maxCredentialFile = 1 << 20
+
 // ReadSecretFile reads a secret file: its first line, which must not be
 // empty.
 func ReadSecretFile(path string) (string, error) {
-	data, err := os.ReadFile(path)
+	data, err := regularfile.Read(path, maxCredentialFile)
 	if err != nil {
 		return "", err
 	}

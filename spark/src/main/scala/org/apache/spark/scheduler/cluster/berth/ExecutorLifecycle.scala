@@ -38,11 +38,14 @@ private[berth] trait ExecutorSink {
   def decommission(executorId: String, why: String, host: Option[String]): Unit
   /** The host an executor registered from, if it did. */
   def hostOf(executorId: String): Option[String]
-  /** The tail of an executor's stderr, to show why one died before it registered. */
-  def stderrTail(executorId: Int): String
+  /** Logs the end of an executor's stderr: why one died before it registered. */
+  def showStderr(executorId: Int): Unit
   /** Ends the app: its executors fail for a reason no retry will mend. */
   def abort(message: String): Unit
 }
+// The sink's calls that take Spark's locks (decommission, abort) or wait on berth
+// (showStderr) return at once and do their work on another thread: the lifecycle holds its
+// own lock while it calls them, and Spark calls killRequested holding the scheduler's.
 
 /**
  * Turns berth's executor events into Spark's executor removals, as Kubernetes'
@@ -57,14 +60,20 @@ private[berth] class ExecutorLifecycle(conf: SparkConf, sink: ExecutorSink, deco
   extends Logging {
 
   private val alive = mutable.Map[Int, BerthExecutor]()
-  private val ended = mutable.Set[Int]() // ids are never reused within an app
-  private val killedBySpark = mutable.Set[Int]()
+  private val ended = mutable.Set[Int]() // berth said it ended; ids are never reused
+  private val removed = mutable.Set[Int]() // Spark was told
+  private val killedBySpark = java.util.concurrent.ConcurrentHashMap.newKeySet[Int]()
   private val preempted = mutable.Map[Int, String]()
   private val failures = new ExecutorFailureTracker(conf)
   private val maxFailures = ExecutorFailureTracker.maxNumExecutorFailures(conf)
 
   /** Spark asked berth to kill these: their end is no failure of the app's. */
-  def killRequested(ids: Seq[Int]): Unit = synchronized { killedBySpark ++= ids }
+  def killRequested(ids: Seq[Int]): Unit = ids.foreach(killedBySpark.add)
+
+  /** Whether Spark is yet to be told that this executor is gone (and now will be). */
+  def markRemoved(executorId: String): Boolean = synchronized {
+    executorId.toIntOption.exists(removed.add)
+  }
 
   def liveCount: Int = synchronized { alive.size }
 
@@ -118,15 +127,12 @@ private[berth] class ExecutorLifecycle(conf: SparkConf, sink: ExecutorSink, deco
     alive -= e.id
     val id = e.id.toString
     val host = sink.hostOf(id)
-    val (reason, appFailure) = ExecutorLifecycle.lossReason(e, note, killedBySpark(e.id),
+    val (reason, appFailure) = ExecutorLifecycle.lossReason(e, note, killedBySpark.contains(e.id),
       preempted.get(e.id), host)
     if (appFailure) logWarning(reason.message) else logInfo(reason.message)
-    if (appFailure && host.isEmpty) {
-      // It died before it could register: its own words are all there is to tell why.
-      val tail = sink.stderrTail(e.id).linesIterator.toSeq.takeRight(20).mkString("\n  ")
-      if (tail.nonEmpty) logWarning(s"berth: the end of executor ${e.id}'s stderr:\n  $tail")
-    }
-    sink.remove(id, reason)
+    // One that died before it could register: its own words are all there is to tell why.
+    if (appFailure && host.isEmpty) sink.showStderr(e.id)
+    if (removed.add(e.id)) sink.remove(id, reason)
     if (appFailure) {
       failures.registerFailureOnHost(host.getOrElse(e.workerId))
       val n = failures.numFailedExecutors
