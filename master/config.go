@@ -14,6 +14,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/berth-cluster/berth/admission"
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
@@ -191,8 +192,8 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fmt.Errorf("%s %d is negative", n.flag, n.v)
 		}
 	}
-	if c.DefaultCores < 0 || c.DefaultCores > maxAppCores {
-		return c, fmt.Errorf("--default-cores %d: want 0 (unlimited) to %d", c.DefaultCores, maxAppCores)
+	if c.DefaultCores < 0 || c.DefaultCores > admission.MaxAppCores {
+		return c, fmt.Errorf("--default-cores %d: want 0 (unlimited) to %d", c.DefaultCores, admission.MaxAppCores)
 	}
 	if c.policy == nil {
 		p, err := placement.New(c.Placement, placement.Options{Order: c.WorkerOrder, MinCoreUnit: c.MinCoreUnit})
@@ -227,9 +228,6 @@ func (c Config) placementPolicy() (placement.Policy, error) {
 	}
 	return c.policy, nil
 }
-
-// maxAppCores bounds an app's maxCores (it may span many workers).
-const maxAppCores = 1 << 24
 
 // heartbeatInterval is what the master asks of workers when it has workers
 // of them (Nomad's RateScaledInterval): four heartbeats per timeout, as

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/berth-cluster/berth/admission"
 	_ "github.com/berth-cluster/berth/placement/gpushare" // fgd, frag-fit (as cmd/master registers them)
 	"github.com/berth-cluster/berth/wire"
 )
@@ -111,10 +112,10 @@ func TestConstraintsBadInputRefused(t *testing.T) {
 		{{Label: "gpu model", In: []string{"T4"}}},
 		{{Label: "gpu-model", In: []string{"T4,P100"}}},
 	} {
-		if err := validateApp(wire.AppDescription{Command: []string{"x"}, Constraints: cs}); err == nil {
+		if err := admission.App(wire.AppDescription{Command: []string{"x"}, Constraints: cs}); err == nil {
 			t.Errorf("constraints %+v accepted", cs)
 		}
-		if err := validateDriver(wire.DriverDescription{Command: []string{"x"}, Constraints: cs}); err == nil {
+		if err := admission.Driver(wire.DriverDescription{Command: []string{"x"}, Constraints: cs}); err == nil {
 			t.Errorf("a driver's constraints %+v accepted", cs)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-cluster/berth/admission"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -21,7 +22,7 @@ func TestStopAfterDisconnectCarriedToTheWorker(t *testing.T) {
 		{500 * time.Millisecond, false}, {-time.Minute, false}, {wire.MaxStopAfterDisconnect + time.Second, false}} {
 		app := wire.AppDescription{Command: []string{"x"}, StopAfterDisconnect: wire.Duration(c.d)}
 		drv := wire.DriverDescription{Command: []string{"x"}, StopAfterDisconnect: wire.Duration(c.d)}
-		for what, err := range map[string]error{"app": validateApp(app), "driver": validateDriver(drv)} {
+		for what, err := range map[string]error{"app": admission.App(app), "driver": admission.Driver(drv)} {
 			if c.ok != (err == nil) || err != nil && (statusOf(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "stopAfterDisconnect")) {
 				t.Errorf("%s stopAfterDisconnect %s: %v", what, c.d, err)
 			}

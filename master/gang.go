@@ -17,29 +17,6 @@ import (
 // later is replaced alone, unless the app asks "gangRestart": then the
 // others are killed and the whole gang placed again.
 
-const maxGang = 10000
-
-// checkGang checks an app's gang: fixed-size executors (the gang is N
-// executors, each of CoresPerExecutor), within its maxCores and initial
-// executor limit.
-func checkGang(d wire.AppDescription) error {
-	switch {
-	case d.Gang < 0 || d.Gang > maxGang:
-		return badRequest("gang %d: want 0 (none) to %d executors", d.Gang, maxGang)
-	case d.Gang == 0 && d.GangRestart:
-		return badRequest("gangRestart without a gang: give gang N too")
-	case d.Gang == 0:
-		return nil
-	case d.CoresPerExecutor <= 0:
-		return badRequest("gang %d needs coresPerExecutor: a gang is N executors of a fixed size", d.Gang)
-	case d.MaxCores > 0 && d.MaxCores < d.Gang*d.CoresPerExecutor:
-		return badRequest("gang %d of %d cores each needs maxCores ≥ %d (it is %d)", d.Gang, d.CoresPerExecutor, d.Gang*d.CoresPerExecutor, d.MaxCores)
-	case d.InitialExecutorLimit != nil && *d.InitialExecutorLimit < d.Gang:
-		return badRequest("gang %d with initialExecutorLimit %d: the gang could never start", d.Gang, *d.InitialExecutorLimit)
-	}
-	return nil
-}
-
 // gangForming reports whether a's gang has yet to be placed (again): it
 // asks a gang and runs no executor.
 func (a *appInfo) gangForming() bool { return a.rec.Desc.Gang > 0 && len(a.executors) == 0 }

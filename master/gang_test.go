@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-cluster/berth/admission"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -161,11 +162,11 @@ func TestGangBadInputRefused(t *testing.T) {
 		{Gang: 2, CoresPerExecutor: 2, MaxCores: 2},                 // maxCores below the gang
 		{GangRestart: true, CoresPerExecutor: 1},                    // restart without a gang
 		{Gang: -1, CoresPerExecutor: 1},                             // negative
-		{Gang: maxGang + 1, CoresPerExecutor: 1},                    // too large
+		{Gang: admission.MaxGang + 1, CoresPerExecutor: 1},          // too large
 		{Gang: 2, CoresPerExecutor: 1, InitialExecutorLimit: &four}, // the limit keeps it from ever starting
 	} {
 		d.Command = []string{"x"}
-		if err := validateApp(d); err == nil {
+		if err := admission.App(d); err == nil {
 			t.Errorf("%+v accepted", d)
 		}
 	}

@@ -3,6 +3,7 @@ package master
 import (
 	"net/http"
 
+	"github.com/berth-cluster/berth/admission"
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -61,14 +62,14 @@ func (c Config) checkSubmissionSize(argv []string, env map[string]string, checks
 // checkAppSubmission and checkDriverSubmission check a submission before
 // it reaches the loop: valid (400) and within the size cap (429).
 func (c Config) checkAppSubmission(d wire.AppDescription) error {
-	if err := validateApp(d); err != nil {
+	if err := admission.App(d); err != nil {
 		return err
 	}
 	return c.checkSubmissionSize(d.Command, d.Env, d.Checks)
 }
 
 func (c Config) checkDriverSubmission(d wire.DriverDescription) error {
-	if err := validateDriver(d); err != nil {
+	if err := admission.Driver(d); err != nil {
 		return err
 	}
 	return c.checkSubmissionSize(d.Command, d.Env, d.Checks)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/berth-cluster/berth/admission"
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/wire"
@@ -125,15 +126,8 @@ func (c *core) putQueue(name string, spec wire.QueueSpec, reply reply[wire.Queue
 // worker offers. With no worker registered yet there is nothing to check
 // against, and settings are taken as they are.
 func (c *core) checkQueue(rec persistence.QueueRecord) error {
-	if rec.Limit != nil {
-		for r, v := range rec.Guarantee.Resources {
-			if l, ok := rec.Limit.Resources[r]; ok && l < v {
-				return badRequest("queue %s: guarantee %s=%v above its limit %v", rec.Name, r, v, l)
-			}
-		}
-		if rec.Limit.Cores > 0 && rec.Guarantee.Cores > rec.Limit.Cores || rec.Limit.MemoryMB > 0 && rec.Guarantee.MemoryMB > rec.Limit.MemoryMB {
-			return badRequest("queue %s: its guarantee is above its limit", rec.Name)
-		}
+	if err := admission.GuaranteeWithinLimit(&rec); err != nil {
+		return err
 	}
 	offer := c.offered()
 	if offer.workers == 0 {
@@ -278,23 +272,6 @@ func addAmount(a, b wire.Amount) wire.Amount {
 		}
 	}
 	return out
-}
-
-// validateQueueSpec checks a PUT /v1/queues/{name} body.
-func validateQueueSpec(s wire.QueueSpec) error {
-	if s.Weight != nil {
-		if err := wire.CheckWeight(*s.Weight); err != nil {
-			return badRequest("%v", err)
-		}
-	}
-	for what, a := range map[string]*wire.Amount{"guarantee": s.Guarantee, "limit": s.Limit} {
-		if a != nil {
-			if err := a.Check(what); err != nil {
-				return badRequest("%v", err)
-			}
-		}
-	}
-	return nil
 }
 
 // checkQueueName is the path's {id} of a queue route.

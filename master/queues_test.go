@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-cluster/berth/admission"
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -258,7 +259,7 @@ func TestQueueSettingsRefused(t *testing.T) {
 			t.Errorf("queue %s was written", c.name)
 		}
 	}
-	if err := validateQueueSpec(wire.QueueSpec{Weight: weight(0)}); err == nil {
+	if err := admission.QueueSpec(wire.QueueSpec{Weight: weight(0)}); err == nil {
 		t.Error("weight 0 accepted")
 	}
 	// Settings left out stay as they were.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berth-cluster/berth/admission"
 	"github.com/berth-cluster/berth/placement"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -147,11 +148,11 @@ func TestGPUSharesPackOneAddress(t *testing.T) {
 func TestBadResourcesRefused(t *testing.T) {
 	h := newLeader(t, nil)
 	for _, amounts := range []wire.ResourceAmounts{{"gpu": 1.5}, {"gpu": 0}, {"gpu": -1}, {"GPU": 1}, {"gpu": 0.0001}, {"gpu": 5000}} {
-		err := validateApp(wire.AppDescription{Command: []string{"x"}, ResourcesPerExecutor: amounts})
+		err := admission.App(wire.AppDescription{Command: []string{"x"}, ResourcesPerExecutor: amounts})
 		if err == nil || statusOf(err) != http.StatusBadRequest {
 			t.Errorf("app asking %v: %v, want 400", amounts, err)
 		}
-		if err := validateDriver(wire.DriverDescription{Command: []string{"x"}, Resources: amounts}); err == nil {
+		if err := admission.Driver(wire.DriverDescription{Command: []string{"x"}, Resources: amounts}); err == nil {
 			t.Errorf("driver asking %v accepted", amounts)
 		}
 	}

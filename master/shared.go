@@ -3,6 +3,7 @@ package master
 import (
 	"net/http"
 
+	"github.com/berth-cluster/berth/admission"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -13,7 +14,7 @@ func (m *Master) sharedRoutes(mux *http.ServeMux) {
 	serve(m, mux, api.Queues, nil, func(r *http.Request, _ wire.None) (wire.Queues, error) {
 		return query(r.Context(), m, (*core).queuesStatus)
 	})
-	serve(m, mux, api.PutQueue, validateQueueSpec, onNamed(m, checkQueueName, func(c *core, name string, spec wire.QueueSpec, r reply[wire.QueueStatus]) {
+	serve(m, mux, api.PutQueue, admission.QueueSpec, onNamed(m, checkQueueName, func(c *core, name string, spec wire.QueueSpec, r reply[wire.QueueStatus]) {
 		c.putQueue(name, spec, r)
 	}))
 	serve(m, mux, api.DeleteQueue, nil, onNamed(m, checkQueueName, func(c *core, name string, _ wire.None, r reply[wire.None]) {
@@ -22,10 +23,10 @@ func (m *Master) sharedRoutes(mux *http.ServeMux) {
 	serve(m, mux, api.Tenants, nil, func(r *http.Request, _ wire.None) (wire.Tenants, error) {
 		return query(r.Context(), m, (*core).tenantsStatus)
 	})
-	serve(m, mux, api.CreateTenant, validateTenant, onNamed(m, checkTenantName, func(c *core, name string, spec wire.TenantSpec, r reply[wire.TenantCreated]) {
+	serve(m, mux, api.CreateTenant, admission.Tenant, onNamed(m, admission.TenantName, func(c *core, name string, spec wire.TenantSpec, r reply[wire.TenantCreated]) {
 		c.createTenant(name, spec, r)
 	}))
-	serve(m, mux, api.DeleteTenant, nil, onNamed(m, checkTenantName, func(c *core, name string, _ wire.None, r reply[wire.None]) {
+	serve(m, mux, api.DeleteTenant, nil, onNamed(m, admission.TenantName, func(c *core, name string, _ wire.None, r reply[wire.None]) {
 		c.deleteTenant(name, r)
 	}))
 	serve(m, mux, api.AuditLog, nil, m.auditLog)

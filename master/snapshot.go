@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berth-cluster/berth/admission"
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/internal/version"
 	"github.com/berth-cluster/berth/persistence"
@@ -127,7 +128,7 @@ func (m *Master) restoreSnapshot(w http.ResponseWriter, r *http.Request) {
 		fail(httpx.Coded(http.StatusBadRequest, wire.CodeBadSnapshot, "snapshot refused, nothing changed: %v", err))
 		return
 	}
-	if err := validateRestored(s); err != nil {
+	if err := admission.RestoredState(s); err != nil {
 		fail(httpx.Coded(http.StatusBadRequest, wire.CodeBadSnapshot, "snapshot refused, nothing changed: %v", err))
 		return
 	}
@@ -150,29 +151,6 @@ func (m *Master) restoreSnapshot(w http.ResponseWriter, r *http.Request) {
 		m.auditRefusal(r.Context(), err)
 	}
 	respond(w, r, out, err)
-}
-
-// validateRestored checks what the master will act on in a state to
-// restore as it checks a submission: the active apps' and drivers'
-// descriptions (a hand-edited file, or one of another release, must not
-// hand the scheduler what no submission could: a gang without
-// coresPerExecutor divided by zero in every leader).
-func validateRestored(s *persistence.State) error {
-	for _, rec := range sortedRecords(s.Apps, func(r *persistence.AppRecord) string { return r.ID }) {
-		if !rec.Finished() {
-			if err := validateApp(rec.Desc); err != nil {
-				return fmt.Errorf("app %s: %w", rec.ID, err)
-			}
-		}
-	}
-	for _, rec := range sortedRecords(s.Drivers, func(r *persistence.DriverRecord) string { return r.ID }) {
-		if !rec.Finished() {
-			if err := validateDriver(rec.Desc); err != nil {
-				return fmt.Errorf("driver %s: %w", rec.ID, err)
-			}
-		}
-	}
-	return nil
 }
 
 // decodeRestore reads a restore's request strictly, as httpx.DecodeJSON

@@ -6,10 +6,10 @@ import (
 	"encoding/base64"
 	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/berth-cluster/berth/admission"
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/wire"
@@ -38,37 +38,6 @@ func (c *core) sortedTenants() []*persistence.TenantRecord {
 	return out
 }
 
-// unixUser is what a tenant's Unix user may be called (POSIX portable user
-// names, as useradd takes them).
-var unixUser = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
-
-// tenantName is what a tenant may be called: no dot, as its token is
-// bt.<name>.<secret part>.
-var tenantName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-
-func checkTenantName(name string) error {
-	if !tenantName.MatchString(name) {
-		return badRequest("tenant %q: want lowercase letters, digits, '-' or '_', starting with a letter or digit, at most 63", name)
-	}
-	return nil
-}
-
-// validateTenant checks a POST /v1/tenants/{name} body.
-func validateTenant(s wire.TenantSpec) error {
-	if len(s.Queues) == 0 {
-		return badRequest("queues: a tenant needs at least one queue to submit into")
-	}
-	for _, q := range s.Queues {
-		if err := wire.CheckQueueName("queues", q); err != nil {
-			return badRequest("%v", err)
-		}
-	}
-	if s.UnixUser != "" && !unixUser.MatchString(s.UnixUser) {
-		return badRequest("unixUser %q: want a user name (lowercase letters, digits, _ and -, at most 32)", s.UnixUser)
-	}
-	return nil
-}
-
 // createTenant makes tenant name with its token, answered once durable;
 // an existing tenant is refused (delete it first: its token is gone).
 func (c *core) createTenant(name string, spec wire.TenantSpec, reply reply[wire.TenantCreated]) {
@@ -82,6 +51,10 @@ func (c *core) createTenant(name string, spec wire.TenantSpec, reply reply[wire.
 	case c.tenantHasWork(name):
 		// A new tenant of the name would manage what the old one left.
 		reply.fail(httpx.Coded(http.StatusConflict, wire.CodeWrongState, "tenant %s was deleted, but apps or drivers it submitted still run: kill them, or wait for them to end, before a tenant of that name is made again", name))
+		return
+	}
+	if err := admission.UnixUserFree(name, spec.UnixUser, c.tenants); err != nil {
+		reply.fail(err)
 		return
 	}
 	for _, q := range spec.Queues {

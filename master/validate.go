@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/berth-cluster/berth/admission"
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/internal/termtext"
 	"github.com/berth-cluster/berth/wire"
@@ -25,51 +26,6 @@ func badRequest(format string, args ...any) error {
 func checkID(kind, id string) error {
 	if !safeID.MatchString(id) {
 		return badRequest("%s %q is not a valid id (letters, digits, . _ -; at most 200)", kind, id)
-	}
-	return nil
-}
-
-func checkCommand(argv []string) error {
-	if len(argv) == 0 || argv[0] == "" {
-		return badRequest("command is empty: give the program and its arguments")
-	}
-	if len(argv) > wire.MaxCommandArgs {
-		return badRequest("command has %d arguments, more than %d", len(argv), wire.MaxCommandArgs)
-	}
-	for i, a := range argv {
-		if strings.ContainsRune(a, 0) {
-			return badRequest("command argument %d contains a NUL byte", i)
-		}
-	}
-	return nil
-}
-
-func checkEnv(env map[string]string) error {
-	for k, v := range env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-			return badRequest("environment variable %q is not valid (a name without '=' or NUL)", k)
-		}
-	}
-	return nil
-}
-
-// checkName refuses a name (field names its JSON field) that holds a
-// character a terminal acts on (termtext.Unsafe: C0 and C1 controls, DEL,
-// bidirectional overrides and isolates) or invalid UTF-8. Names are shown
-// to operators, by berth status among others, and a name exists to be
-// read: it has no use for them. Commands and environments are not checked
-// so: programs legitimately take such arguments, and berth escapes them
-// when it shows them.
-func checkName(field, value string) error {
-	if !termtext.Safe(value) {
-		return badRequest("%s %q holds a control character, a bidirectional formatting character or invalid UTF-8", field, value)
-	}
-	return nil
-}
-
-func checkRange(name string, v, lo, hi int) error {
-	if v < lo || v > hi {
-		return badRequest("%s is %d; it must be between %d and %d", name, v, lo, hi)
 	}
 	return nil
 }
@@ -102,96 +58,6 @@ func checkIdempotencyKey(values []string) (string, error) {
 	return key, nil
 }
 
-func validateApp(d wire.AppDescription) error {
-	if len(d.Name) > 256 {
-		return badRequest("name is longer than 256 characters")
-	}
-	if err := checkName("name", d.Name); err != nil {
-		return err
-	}
-	if err := checkCommand(d.Command); err != nil {
-		return err
-	}
-	if err := checkEnv(d.Env); err != nil {
-		return err
-	}
-	if err := checkRange("maxCores", d.MaxCores, 0, maxAppCores); err != nil {
-		return err
-	}
-	if err := checkRange("coresPerExecutor", d.CoresPerExecutor, 0, wire.MaxCores); err != nil {
-		return err
-	}
-	if err := checkRange("memoryPerExecutorMB", d.MemoryPerExecutorMB, 0, wire.MaxMemoryMB); err != nil {
-		return err
-	}
-	if err := checkPlacementClass(d.Queue, d.Priority); err != nil {
-		return err
-	}
-	if d.MaxCores > 0 && d.CoresPerExecutor > d.MaxCores {
-		return badRequest("coresPerExecutor %d is more than maxCores %d: no executor could ever start", d.CoresPerExecutor, d.MaxCores)
-	}
-	if d.InitialExecutorLimit != nil {
-		if err := checkRange("initialExecutorLimit", *d.InitialExecutorLimit, 0, wire.MaxCores*1024); err != nil {
-			return err
-		}
-	}
-	if _, err := d.ResourcesPerExecutor.Milli(); err != nil {
-		return badRequest("resourcesPerExecutor: %v", err)
-	}
-	if err := wire.CheckStopAfterDisconnect(d.StopAfterDisconnect); err != nil {
-		return badRequest("%v", err)
-	}
-	if err := wire.CheckHealthSpec(d.Ports, d.Checks, d.Restart); err != nil {
-		return badRequest("%v", err)
-	}
-	if err := wire.CheckConstraints(d.Constraints); err != nil {
-		return badRequest("%v", err)
-	}
-	return checkGang(d)
-}
-
-func validateDriver(d wire.DriverDescription) error {
-	if err := checkCommand(d.Command); err != nil {
-		return err
-	}
-	if err := checkEnv(d.Env); err != nil {
-		return err
-	}
-	if err := checkRange("cores", d.Cores, 0, wire.MaxCores); err != nil {
-		return err
-	}
-	if _, err := d.Resources.Milli(); err != nil {
-		return badRequest("resources: %v", err)
-	}
-	if err := checkPlacementClass(d.Queue, d.Priority); err != nil {
-		return err
-	}
-	if err := wire.CheckStopAfterDisconnect(d.StopAfterDisconnect); err != nil {
-		return badRequest("%v", err)
-	}
-	if err := wire.CheckHealthSpec(d.Ports, d.Checks, d.Restart); err != nil {
-		return badRequest("%v", err)
-	}
-	if err := wire.CheckConstraints(d.Constraints); err != nil {
-		return badRequest("%v", err)
-	}
-	return checkRange("memoryMB", d.MemoryMB, 0, wire.MaxMemoryMB)
-}
-
-// checkPlacementClass checks a description's queue name (its existence is
-// the loop's to check) and priority.
-func checkPlacementClass(queue string, priority int) error {
-	if queue != "" {
-		if err := wire.CheckQueueName("queue", queue); err != nil {
-			return badRequest("%v", err)
-		}
-	}
-	if err := wire.CheckPriority(priority); err != nil {
-		return badRequest("%v", err)
-	}
-	return nil
-}
-
 func validateRegistration(r wire.RegisterWorker) error {
 	if err := checkID("worker id", r.ID); err != nil {
 		return err
@@ -199,13 +65,13 @@ func validateRegistration(r wire.RegisterWorker) error {
 	if r.Host == "" || strings.ContainsAny(r.Host, "/ ") || !termtext.Safe(r.Host) {
 		return badRequest("host %q is not a host name or address", r.Host)
 	}
-	if err := checkRange("port", r.Port, 1, 65535); err != nil {
+	if err := admission.Range("port", r.Port, 1, 65535); err != nil {
 		return err
 	}
-	if err := checkRange("cores", r.Cores, 1, wire.MaxCores); err != nil {
+	if err := admission.Range("cores", r.Cores, 1, wire.MaxCores); err != nil {
 		return err
 	}
-	if err := checkRange("memoryMB", r.MemoryMB, 1, wire.MaxMemoryMB); err != nil {
+	if err := admission.Range("memoryMB", r.MemoryMB, 1, wire.MaxMemoryMB); err != nil {
 		return err
 	}
 	if r.PortRange != nil {
@@ -233,7 +99,7 @@ func validateRegistration(r wire.RegisterWorker) error {
 const maxDrainDeadline = 7 * 24 * 3600
 
 func validateDrain(d wire.DrainRequest) error {
-	return checkRange("deadlineSeconds", d.DeadlineSeconds, 0, maxDrainDeadline)
+	return admission.Range("deadlineSeconds", d.DeadlineSeconds, 0, maxDrainDeadline)
 }
 
 func validateHeartbeat(h wire.Heartbeat) error {
@@ -334,7 +200,7 @@ func parseBoolParam(name, q string) (bool, error) {
 }
 
 func validateExecutorLimit(l wire.ExecutorLimit) error {
-	return checkRange("limit", l.Limit, 0, wire.MaxCores*1024)
+	return admission.Range("limit", l.Limit, 0, wire.MaxCores*1024)
 }
 
 func validateKillExecutors(k wire.KillExecutors) error {

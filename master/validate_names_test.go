@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-cluster/berth/admission"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -26,23 +27,23 @@ func TestValidateAppRefusesControlsInNames(t *testing.T) {
 		"admin\u202etxt.exe", "\u202a", "\u2066x\u2069", // bidirectional
 		"bad\xffutf8", "\xe2\x80", // invalid UTF-8
 	} {
-		err := validateApp(app(name))
+		err := admission.App(app(name))
 		if statusOf(err) != http.StatusBadRequest || !strings.Contains(err.Error(), `name "`) {
 			t.Errorf("name %q: %v, want a 400 naming the name", name, err)
 		}
 	}
 	for _, name := range []string{"", "pi", "nightly-etl (2026) #3", "café 漢字 👩‍💻", `C:\jobs\x1b`, "\u00a0"} {
-		if err := validateApp(app(name)); err != nil {
+		if err := admission.App(app(name)); err != nil {
 			t.Errorf("name %q refused: %v", name, err)
 		}
 	}
 
 	withControls := wire.AppDescription{Name: "ok", Command: []string{"/bin/printf", "\x1b[1m%s\x1b[0m\t\u202e\n", "x"},
 		Env: map[string]string{"PS1": "\x1b[32m$ \x1b[0m"}}
-	if err := validateApp(withControls); err != nil {
+	if err := admission.App(withControls); err != nil {
 		t.Errorf("controls in a command and an environment refused: %v", err)
 	}
-	if err := validateDriver(wire.DriverDescription{Command: withControls.Command, Env: withControls.Env}); err != nil {
+	if err := admission.Driver(wire.DriverDescription{Command: withControls.Command, Env: withControls.Env}); err != nil {
 		t.Errorf("controls in a driver's command and environment refused: %v", err)
 	}
 }

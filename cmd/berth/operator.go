@@ -14,10 +14,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/berth-cluster/berth/admission"
 	"github.com/berth-cluster/berth/client"
 	"github.com/berth-cluster/berth/internal/regularfile"
 	"github.com/berth-cluster/berth/internal/termtext"
-	"github.com/berth-cluster/berth/persistence/snapfile"
+	"github.com/berth-cluster/berth/persistence"
+
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -134,19 +136,21 @@ func saveSnapshot(c *cli.Context) error {
 	return nil
 }
 
-// readSnapshot reads and checks a snapshot file's envelope and counts
-// its state.
+// readSnapshot reads a snapshot file and checks it as a master would
+// before restoring it: its envelope, the state's shape
+// (persistence.DecodeSnapshotFile), and each record as the API would have
+// checked it (admission.RestoredState); it counts its state.
 func readSnapshot(r io.Reader) (wire.SnapshotInfo, error) {
-	meta, body, err := snapfile.Read(r, wire.MaxSnapshotBytes)
+	meta, counts, s, err := persistence.DecodeSnapshotFile(r, wire.MaxSnapshotBytes)
 	if err != nil {
 		return wire.SnapshotInfo{}, err
 	}
-	counts, err := snapfile.Count(body)
-	if err != nil {
-		return wire.SnapshotInfo{}, err
+	info := wire.SnapshotInfo{Format: meta.Format, Index: meta.Index, Term: meta.Term, Time: meta.Time, Version: meta.Version,
+		Commit: meta.Commit, Master: meta.Master, Size: meta.Size, SHA256: meta.SHA256, Counts: counts}
+	if err := admission.RestoredState(s); err != nil {
+		return info, fmt.Errorf("a master would refuse to restore it: %w", err)
 	}
-	return wire.SnapshotInfo{Format: meta.Format, Index: meta.Index, Term: meta.Term, Time: meta.Time, Version: meta.Version,
-		Commit: meta.Commit, Master: meta.Master, Size: meta.Size, SHA256: meta.SHA256, Counts: counts}, nil
+	return info, nil
 }
 
 // readSnapshotFile is readSnapshot of a file, with the file's bytes.

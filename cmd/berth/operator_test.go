@@ -35,7 +35,7 @@ func testSnapshotFile(t *testing.T) []byte {
 	for _, c := range []persistence.Command{
 		persistence.BumpEpoch(),
 		persistence.PutQueue(persistence.QueueRecord{Name: "etl", Weight: 2}),
-		persistence.PutApp(persistence.AppRecord{ID: "app-20261126120000-0001", State: wire.AppWaiting}, 0),
+		persistence.PutApp(persistence.AppRecord{ID: "app-20261126120000-0001", State: wire.AppWaiting, Desc: wire.AppDescription{Command: []string{"pi"}}}, 0),
 	} {
 		if err := s.Apply(c, nil); err != nil {
 			t.Fatal(err)
@@ -165,6 +165,7 @@ func TestSnapshotBadFilesRefused(t *testing.T) {
 		"truncated": {good[:len(good)/2], "snapshot truncated"},
 		"corrupt":   {corrupt, "snapshot corrupt"},
 		"newer":     {bytes.Replace(good, []byte("berth-snapshot 1"), []byte("berth-snapshot 2"), 1), "newer format"},
+		"crafted":   {craftedSnapshotFile(t), "a master would refuse to restore it: tenant x: unixUser root"},
 	} {
 		path := filepath.Join(dir, name)
 		if err := os.WriteFile(path, c.data, 0o600); err != nil {
@@ -253,4 +254,17 @@ func TestStatusShowsVersions(t *testing.T) {
 			t.Errorf("status lacks %q: %+v", want, res)
 		}
 	}
+}
+
+// craftedSnapshotFile is a well-formed snapshot of a state no request
+// could make: a tenant whose Unix user is root and token hash 00.
+func craftedSnapshotFile(t *testing.T) []byte {
+	t.Helper()
+	s := persistence.NewState()
+	s.Tenants["x"] = &persistence.TenantRecord{Name: "x", Queues: []string{"default"}, TokenHash: "00", UnixUser: "root"}
+	data, _, err := persistence.EncodeSnapshotFile(s, snapfile.Meta{Index: 7, Term: 1, Time: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC), Version: "v9.9.9", Master: "m1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

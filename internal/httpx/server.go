@@ -115,6 +115,11 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 		}
 		return Errorf(http.StatusBadRequest, "reading request body: %v", err)
 	}
+	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+		// Decoding null changes nothing: PUT /v1/queues/q with it made
+		// the queue as {} would, which no caller meant.
+		return Errorf(http.StatusBadRequest, "request body null: want a JSON value of the route's type")
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
