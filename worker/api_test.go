@@ -114,11 +114,11 @@ func TestBadCommandsAreRefused(t *testing.T) {
 
 func TestLoopbackOnlyWithoutSecret(t *testing.T) {
 	t.Parallel()
-	_, err := New(Config{Masters: []string{"http://127.0.0.1:7077"}, Host: "0.0.0.0", WorkDir: t.TempDir()}, nil)
+	_, err := New(Config{Masters: []string{"http://127.0.0.1:7077"}, Host: "0.0.0.0", WorkDir: t.TempDir(), HostDir: t.TempDir()}, nil)
 	if err == nil || !strings.Contains(err.Error(), "--host") {
 		t.Errorf("0.0.0.0 without a secret: %v", err)
 	}
-	if _, err := New(Config{Masters: []string{"http://127.0.0.1:7077"}, Host: "0.0.0.0", Secret: "s", WorkDir: t.TempDir()}, nil); err != nil {
+	if _, err := New(Config{Masters: []string{"http://127.0.0.1:7077"}, Host: "0.0.0.0", Secret: "s", WorkDir: t.TempDir(), HostDir: t.TempDir()}, nil); err != nil {
 		t.Error(err)
 	}
 }

@@ -74,7 +74,8 @@ type Config struct {
 	// (--label KEY=VALUE).
 	Labels map[string]string
 	// PortRange is the ports the master hands this worker's processes
-	// (--port-range); zero: wire.DefaultPortRange.
+	// (--port-range); zero: a block of 1000 of wire.DefaultPortRange of
+	// its own on this host (hostslot.go).
 	PortRange wire.PortRange
 	// DrainDeadline, when positive, makes SIGTERM drain the worker first
 	// (--drain-deadline): the master places nothing new here and what runs
@@ -110,6 +111,13 @@ type Config struct {
 	// procdir.go). Empty: the worker's own user.
 	RunAs string
 	runAs *runAs // RunAs, checked
+
+	// HostDir is where the workers of this host take their slots
+	// (--host-dir; hostslot.go), so that no two of them hand out one
+	// identity or one port; every worker of a host must share it. Empty:
+	// DefaultHostDir.
+	HostDir string
+	slot    *hostSlot // this worker's, held while it runs
 
 	// WorkDir holds the children's directories and logs (--work-dir),
 	// default ./work. It is created if missing and must be writable.
@@ -226,8 +234,9 @@ func (c Config) withDefaults() (Config, error) {
 		errs = append(errs, fmt.Errorf("--memory %d MiB: want 1 MiB to %d MiB", c.MemoryMB, wire.MaxMemoryMB))
 	}
 
-	if c.PortRange == (wire.PortRange{}) {
-		c.PortRange = wire.DefaultPortRange
+	explicitPorts := c.PortRange != (wire.PortRange{})
+	if !explicitPorts {
+		c.PortRange = wire.DefaultPortRange // its block is chosen with its slot, below
 	}
 	if err := c.PortRange.Check(); err != nil {
 		errs = append(errs, fmt.Errorf("--port-range: %w", err))
@@ -302,6 +311,22 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.ShutdownReportTimeout, DefaultShutdownReport)
 	if c.DriverRestartMax < c.DriverRestartMin {
 		c.DriverRestartMax = c.DriverRestartMin
+	}
+	// Last: only a configuration that holds takes a slot of the host.
+	if c.HostDir == "" {
+		c.HostDir = DefaultHostDir()
+	}
+	if len(errs) == 0 {
+		workDir := c.WorkDir
+		if real, err := filepath.EvalSymlinks(workDir); err == nil {
+			workDir = real // one directory, however it is named
+		}
+		if slot, ports, err := claimHostSlot(c.HostDir, workDir, c.PortRange, explicitPorts); err != nil {
+			errs = append(errs, err)
+		} else {
+			c.slot, c.PortRange = slot, ports
+			c.runAs.within(slot.identities())
+		}
 	}
 	return c, errors.Join(errs...)
 }

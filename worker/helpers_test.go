@@ -152,7 +152,7 @@ type testWorker struct {
 func startWorker(t testing.TB, masters []string, mod func(*Config)) *testWorker {
 	t.Helper()
 	cfg := Config{
-		Masters: masters, Secret: testSecret, WorkDir: t.TempDir(),
+		Masters: masters, Secret: testSecret, WorkDir: t.TempDir(), HostDir: t.TempDir(),
 		Cores: 4, MemoryMB: 4096,
 		KillGrace:          400 * time.Millisecond,
 		RegisterBackoffMax: 200 * time.Millisecond,

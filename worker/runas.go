@@ -22,6 +22,9 @@ import (
 // into each other's cgroups (whose files stay root's). An app's executors
 // on one worker share its identity.
 //
+// Identities never collide on a host, however many workers run there:
+// each worker hands out only those of its slot of the host (hostslot.go).
+//
 // The identity is kept on the app's (or driver's) directory as its group,
 // so a relaunch, or a restarted worker, finds it again. A new app gets the
 // next number after the last given out, not the lowest free one: a number
@@ -42,13 +45,27 @@ const runAsDynamic = "dynamic"
 // identity is the uid and gid of an app's or a driver's processes.
 type identity struct{ uid, gid uint32 }
 
-// runAs hands out identities.
+// runAs hands out identities, from its worker's range of the host's
+// (hostslot.go: no other worker of the host hands out one of them).
 type runAs struct {
 	mu      sync.Mutex
+	lo, hi  uint32          // the range, [lo, hi)
 	used    map[uint32]bool // ids of the directories present
 	next    uint32          // the next id to try
 	scanned bool
 }
+
+// within gives r the identities [lo, hi) to hand out.
+func (r *runAs) within(lo, hi uint32) {
+	if r != nil {
+		r.lo, r.hi, r.next = lo, hi, lo
+	}
+}
+
+// mine reports whether id is of r's range: a directory whose group is an
+// identity of another range (another worker's, or of an earlier layout)
+// is given one of r's.
+func (r *runAs) mine(id uint32) bool { return id >= r.lo && id < r.hi }
 
 // resolveRunAs checks --run-as. A shared user for every tenant is refused:
 // with one uid they could signal, trace and read each other.
@@ -63,7 +80,7 @@ func resolveRunAs(spec string) (*runAs, error) {
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("--run-as %s: the worker runs as uid %d, not root, so it cannot start processes as other users", spec, os.Geteuid())
 	}
-	return &runAs{used: map[uint32]bool{}, next: tenantIDBase}, nil
+	return &runAs{used: map[uint32]bool{}, lo: tenantIDBase, hi: tenantIDBase + tenantIDs, next: tenantIDBase}, nil
 }
 
 // checkReachable refuses a work directory the tenants could not reach: a
@@ -108,7 +125,7 @@ func (r *runAs) claim(root, tenant *dirHandle) (identity, error) {
 		return identity{}, err
 	}
 	id := st.Gid
-	if !isTenantID(id) {
+	if !r.mine(id) {
 		var err error
 		if id, err = r.allocate(root); err != nil {
 			return identity{}, err
@@ -150,18 +167,18 @@ func (r *runAs) allocate(root *dirHandle) (uint32, error) {
 	if !r.scanned {
 		r.scan(root)
 	}
-	for range tenantIDs {
+	for range r.hi - r.lo {
 		id := r.next
 		r.next++
-		if r.next >= tenantIDBase+tenantIDs {
-			r.next = tenantIDBase
+		if r.next >= r.hi {
+			r.next = r.lo
 			r.scan(root) // round again: only what is on disk now is taken
 		}
 		if !r.used[id] {
 			return id, nil
 		}
 	}
-	return 0, fmt.Errorf("--run-as: all %d tenant ids are taken", tenantIDs)
+	return 0, fmt.Errorf("--run-as: all %d identities of this worker's range are taken", r.hi-r.lo)
 }
 
 // scan notes the ids of the tenant directories in the work directory (an
@@ -173,7 +190,7 @@ func (r *runAs) scan(root *dirHandle) {
 	highest := uint32(0)
 	note := func(d *dirHandle, name string) {
 		var st unix.Stat_t
-		if unix.Fstatat(d.fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && isTenantID(st.Gid) {
+		if unix.Fstatat(d.fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && r.mine(st.Gid) {
 			r.used[st.Gid] = true
 			highest = max(highest, st.Gid)
 		}
@@ -189,8 +206,8 @@ func (r *runAs) scan(root *dirHandle) {
 	}
 	if highest > 0 && r.next <= highest {
 		r.next = highest + 1
-		if r.next >= tenantIDBase+tenantIDs {
-			r.next = tenantIDBase
+		if r.next >= r.hi {
+			r.next = r.lo
 		}
 	}
 }

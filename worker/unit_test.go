@@ -107,7 +107,7 @@ func TestConfigErrorsNameTheFlag(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(file, nil, 0o644)
-	ok := Config{Masters: []string{"http://127.0.0.1:7077"}, WorkDir: t.TempDir()}
+	ok := Config{Masters: []string{"http://127.0.0.1:7077"}, WorkDir: t.TempDir(), HostDir: t.TempDir()}
 	cases := []struct {
 		mod  func(*Config)
 		flag string

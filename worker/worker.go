@@ -143,6 +143,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.log.Info("worker listening", "id", w.id, "address", w.url, "cores", w.cfg.Cores,
 		"memoryMB", w.cfg.MemoryMB, "workDir", w.cfg.WorkDir, "masters", w.cfg.Masters)
 
+	defer w.cfg.slot.release() // the host's slot goes with this run
 	w.guard = startGuardian(w.log)
 	w.setupLimits()
 	defer w.cg.close()

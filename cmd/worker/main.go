@@ -85,7 +85,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&cli.StringFlag{Name: "cores", Usage: fmt.Sprintf("cores offered to the master, 1 to %d (default, or 0: the machine's, %d)", wire.MaxCores, runtime.NumCPU()), EnvVars: env("CORES")},
 			&cli.StringFlag{Name: "memory", Usage: "memory offered to the master, e.g. 512m, 2g (default: the machine's memory minus 1g, at least 1g)", EnvVars: env("MEMORY")},
 			&cli.StringFlag{Name: "log-max-size", Value: "10m", Usage: "roll each executor's and driver's stdout and stderr at this size (0: one file each, unbounded)", EnvVars: env("LOG_MAX_SIZE")},
-			&cli.StringFlag{Name: "port-range", Value: "20000-32000", Usage: "the ports given to processes that ask for them by label (FIRST-LAST; docs/HEALTH.md): keep them for berth", EnvVars: env("PORT_RANGE")},
+			&cli.StringFlag{Name: "port-range", Usage: "the ports given to processes that ask for them by label (FIRST-LAST; docs/HEALTH.md): keep them for berth; no two workers of one host may share one (default: a block of 1000 of 20000-32000 of this worker's own on the host)", EnvVars: env("PORT_RANGE")},
+			&cli.StringFlag{Name: "host-dir", Usage: "where the workers of this host take their slots, so that no two hand out one identity (--run-as) or one port; every worker of a host must share it (default: /var/lib/berth/host for root, $TMPDIR/berth-host-UID for a user)", EnvVars: env("HOST_DIR")},
 			&cli.StringFlag{Name: "min-free-disk", Value: "64m", Usage: "below this much free space in the work dir the worker reports its disk full and the master places nothing new here until space returns (0: never)", EnvVars: env("MIN_FREE_DISK")},
 			&cli.IntFlag{Name: "log-max-files", Value: worker.DefaultLogMaxFiles, Usage: "rolled log files kept besides the current one: with the defaults at most 100 MiB per stream, 200 MiB per process", EnvVars: env("LOG_MAX_FILES")},
 			&cli.StringSliceFlag{Name: "resource", Usage: "a custom resource offered to executors and drivers (repeatable): NAME=COUNT (addresses 0 to COUNT-1) or NAME:discovery=PATH (a script printing {\"name\":\"gpu\",\"addresses\":[\"0\",\"1\"]})", EnvVars: env("RESOURCES")},
@@ -189,6 +190,7 @@ func configFrom(c *cli.Context, stderr io.Writer) (worker.Config, *slog.Logger, 
 		ID:              c.String("id"),
 		WorkDir:         c.String("work-dir"),
 		RunAs:           c.String("run-as"),
+		HostDir:         c.String("host-dir"),
 		MaxConnections:  c.Int("max-connections"),
 		DrainDeadline:   c.Duration("drain-deadline"),
 		PidsLimit:       c.Int("pids-limit"),
@@ -232,10 +234,12 @@ func configFrom(c *cli.Context, stderr io.Writer) (worker.Config, *slog.Logger, 
 		}
 		cfg.Labels[k] = v
 	}
-	if r, err := wire.ParsePortRange(c.String("port-range")); err != nil {
-		errs = append(errs, fmt.Errorf("--port-range: %w", err))
-	} else {
-		cfg.PortRange = r
+	if s := c.String("port-range"); s != "" {
+		if r, err := wire.ParsePortRange(s); err != nil {
+			errs = append(errs, fmt.Errorf("--port-range: %w", err))
+		} else {
+			cfg.PortRange = r
+		}
 	}
 	// --min-free-disk 0 is never: the Config's negative size.
 	switch s := c.String("min-free-disk"); s {

@@ -143,20 +143,25 @@ func (c *Cluster) AddWorker(spec WorkerSpec) (*Worker, error) {
 		return nil, err
 	}
 	dir := filepath.Join(c.opt.Dir, "work-"+spec.ID)
+	// The workers of a cluster share a host directory (they are one
+	// host's), one of each user's: a test's, not the machine's.
+	hostDir := filepath.Join(c.opt.Dir, fmt.Sprintf("host-%d", spec.UID))
 	args := []string{"--master", strings.Join(c.URLs(), ","), "--id", spec.ID, "--port", strconv.Itoa(port),
 		"--cores", strconv.Itoa(spec.Cores), "--memory", spec.Memory, "--work-dir", dir, "--kill-grace", spec.KillGrace.String(),
-		"--port-range", portRange()}
+		"--port-range", portRange(), "--host-dir", hostDir}
 	tlsFlags, err := c.PKI.WorkerFlags(spec.ID, "127.0.0.1", spec.UID)
 	if err != nil {
 		return nil, err
 	}
 	args = append(args, tlsFlags...)
 	if spec.UID != 0 {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, err
-		}
-		if err := os.Chown(dir, int(spec.UID), int(spec.UID)); err != nil {
-			return nil, err
+		for _, d := range []string{dir, hostDir} {
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				return nil, err
+			}
+			if err := os.Chown(d, int(spec.UID), int(spec.UID)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	// Through the environment variable, where masters get the flag: both
