@@ -109,4 +109,3 @@ func TestTwoWorkersOfOneHostGiveTwoTenantsTwoIdentities(t *testing.T) {
 		t.Errorf("tenant c's app runs as %s on both workers: the workers' ranges are not apart", uids["w1"])
 	}
 }
-
