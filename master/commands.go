@@ -40,8 +40,8 @@ func (c *core) commandFailed(workerID string, cmd workerCommand, err error) {
 	}
 	c.log.Warn("command to worker failed", "worker", workerID, "command", cmd, "err", err)
 	var se *httpx.StatusError
-	if errors.As(err, &se) && se.Code == wire.CodeDiskFull {
-		c.launchRefusedForDisk(workerID, cmd, se.Message)
+	if errors.As(err, &se) && (se.Code == wire.CodeDiskFull || se.Code == wire.CodePortsBusy) {
+		c.launchRefused(workerID, cmd, se.Code, se.Message)
 		return
 	}
 	switch body := cmd.body.(type) {
@@ -59,7 +59,8 @@ func (c *core) commandFailed(workerID string, cmd workerCommand, err error) {
 			c.executorLost(e, "launch failed, the worker is going away: "+err.Error())
 			return
 		}
-		c.endExecutor(e, executorEnd{state: wire.ExecutorFailed, message: "launch failed: " + err.Error(), event: wire.EventExecutorUpdated}, nil)
+		// It never reached its worker: the worker's failure, not the app's.
+		c.endExecutor(e, executorEnd{state: wire.ExecutorFailed, message: "launch failed: " + err.Error(), event: wire.EventExecutorUpdated, cause: wire.CauseWorker}, nil)
 	case wire.LaunchDriver:
 		if d := c.drivers[body.DriverID]; d != nil && d.worker != nil && d.worker.rec.ID == workerID && !d.launching {
 			c.driverLost(d, "launch failed: "+err.Error(), nil)
@@ -67,17 +68,22 @@ func (c *core) commandFailed(workerID string, cmd workerCommand, err error) {
 	}
 }
 
-// launchRefusedForDisk handles a launch the worker refused because its
-// work dir is full (it filled before its heartbeat said so): nothing
-// started, and it is no one's failure. The worker takes nothing new from
-// now on; the executor is replaced elsewhere (LOST, not FAILED: the app's
-// failures are not counted), the driver waits again for another worker.
-func (c *core) launchRefusedForDisk(workerID string, cmd workerCommand, why string) {
+// launchRefused handles a launch the worker refused before starting
+// anything, for a cause that is no one's failure: its work dir is full
+// (it filled before its heartbeat said so), or a process of its host
+// holds ports the launch was given (the heartbeat that follows lists
+// them, and they are given no process). The executor is replaced (LOST,
+// not FAILED: neither the app's failures nor the worker's health count
+// it), the driver waits again for a worker; a full disk also keeps the
+// worker from taking anything new.
+func (c *core) launchRefused(workerID string, cmd workerCommand, code wire.ErrorCode, why string) {
 	w := c.workers[workerID]
 	if w == nil {
 		return
 	}
-	c.noteDiskFull(w, why)
+	if code == wire.CodeDiskFull {
+		c.noteDiskFull(w, why)
+	}
 	switch body := cmd.body.(type) {
 	case wire.LaunchExecutor:
 		a := c.apps[body.AppID]
@@ -85,7 +91,7 @@ func (c *core) launchRefusedForDisk(workerID string, cmd workerCommand, why stri
 			return
 		}
 		if e := a.executors[body.ExecutorID]; e != nil && !e.launching && e.state == wire.ExecutorLaunching && e.worker == w {
-			c.executorLost(e, why) // the worker's "not started: work dir ... full"
+			c.executorLost(e, why) // the worker's "not started: ..."
 		}
 	case wire.LaunchDriver:
 		if d := c.drivers[body.DriverID]; d != nil && d.worker == w && !d.launching && d.ending == nil {

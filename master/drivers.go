@@ -192,8 +192,8 @@ func (c *core) driverStateChanged(workerID string, m wire.DriverStateChanged, re
 		reply(wire.None{}, nil)
 		return
 	}
-	if m.State == wire.DriverFailed {
-		c.noteFailure(w, d.rec.ID, nil, m.Message) // counts toward the worker's health
+	if m.State == wire.DriverFailed || m.State == wire.DriverError {
+		c.noteFailure(w, d.rec.ID, nil, m.Message, m.Cause) // the worker's own failures count toward its health
 	}
 	if m.OutOfTouch {
 		c.driverLost(d, m.Message, c.ack(reply)) // as if its worker were lost

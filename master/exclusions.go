@@ -11,12 +11,17 @@ import (
 )
 
 // Bad workers avoided (docs/HEALTH.md; Spark's excludeOnFailure). A
-// process of an app that fails on one worker twice within failureWindow
-// keeps that app's executors off the worker for --exclude-duration; a
-// worker where processes of unhealthyApps apps (or drivers) failed within
-// the window takes nothing new until that passes or an operator clears it.
-// Both are the leader's memory, as the relaunch backoff: a new leader
-// starts without them (a failover is rare, and what fails fails again).
+// process of an app that fails on one worker twice within failureWindow,
+// whatever the cause, keeps that app's executors off the worker for
+// --exclude-duration: an app's own failures keep it, and only it, off. A
+// worker where the worker itself failed processes of unhealthyApps apps
+// (or drivers) within the window (wire.CauseWorker: it could not prepare
+// or start them) takes nothing new, for anyone, until that passes or an
+// operator clears it. A process's own exit, its checks, its memory or a
+// port another process held are never counted against the worker: one
+// tenant's failing apps benched a worker for every tenant. Both are the
+// leader's memory, as the relaunch backoff: a new leader starts without
+// them (a failover is rare, and what fails fails again).
 
 const (
 	failureWindow   = 10 * time.Minute
@@ -24,18 +29,20 @@ const (
 	unhealthyApps   = 3 // apps or drivers failing on one worker
 )
 
-// failure is a process of owner (an app's or a driver's id) that failed.
+// failure is a process of owner (an app's or a driver's id) that failed;
+// byWorker: the worker's own failure (wire.CauseWorker).
 type failure struct {
-	at    time.Time
-	owner string
+	at       time.Time
+	owner    string
+	byWorker bool
 }
 
 // failureLog is every worker's failures within the window.
 type failureLog map[string][]failure
 
 // add records a failure on worker and drops those out of the window.
-func (f failureLog) add(worker, owner string, now time.Time) {
-	f[worker] = append(f.recent(worker, now), failure{at: now, owner: owner})
+func (f failureLog) add(worker, owner string, byWorker bool, now time.Time) {
+	f[worker] = append(f.recent(worker, now), failure{at: now, owner: owner, byWorker: byWorker})
 }
 
 // recent is worker's failures within the window.
@@ -58,11 +65,12 @@ func (f failureLog) of(worker, owner string, now time.Time) int {
 	return n
 }
 
-// owners lists, sorted, who failed on worker within the window.
+// owners lists, sorted, whose processes the worker itself failed within
+// the window.
 func (f failureLog) owners(worker string, now time.Time) []string {
 	var out []string
 	for _, x := range f.recent(worker, now) {
-		if !slices.Contains(out, x.owner) {
+		if x.byWorker && !slices.Contains(out, x.owner) {
 			out = append(out, x.owner)
 		}
 	}
@@ -76,11 +84,12 @@ type exclusion struct {
 	reason string
 }
 
-// noteFailure records that a process of owner failed on w: it may
-// exclude w for the app (a), and make w unhealthy.
-func (c *core) noteFailure(w *workerInfo, owner string, a *appInfo, why string) {
+// noteFailure records that a process of owner failed on w, for cause: it
+// may exclude w for the app (a), and, if the worker failed it, make w
+// unhealthy.
+func (c *core) noteFailure(w *workerInfo, owner string, a *appInfo, why string, cause wire.FailureCause) {
 	now := c.now()
-	c.failures.add(w.rec.ID, owner, now)
+	c.failures.add(w.rec.ID, owner, cause == wire.CauseWorker, now)
 	if a != nil && c.failures.of(w.rec.ID, owner, now) >= failuresExclude {
 		if a.excluded == nil {
 			a.excluded = map[string]exclusion{}
@@ -100,7 +109,7 @@ func (c *core) judgeWorker(w *workerInfo, now time.Time) {
 	owners := c.failures.owners(w.rec.ID, now)
 	switch {
 	case len(owners) >= unhealthyApps && w.unhealthy == "":
-		w.unhealthy = fmt.Sprintf("processes of %d apps or drivers failed here within %s (%s)", len(owners), failureWindow, strings.Join(owners, ", "))
+		w.unhealthy = fmt.Sprintf("the worker could not start processes of %d apps or drivers within %s (%s)", len(owners), failureWindow, strings.Join(owners, ", "))
 		w.unhealthySince = now
 		c.log.Warn("worker unhealthy: nothing new is placed on it", "worker", w.rec.ID, "why", w.unhealthy)
 		c.touched(w)

@@ -62,6 +62,8 @@ type executorEnd struct {
 	event    wire.EventType // what the app's client is told
 	note     string         // the event's message
 	kill     bool           // the worker must still kill the process
+	// cause: who a FAILED end is owed to (exclusions.go).
+	cause wire.FailureCause
 }
 
 // endExecutor writes an executor's end (its placement record goes); once
@@ -106,7 +108,7 @@ func (c *core) executorEnded(e *executorInfo, end executorEnd) {
 		c.restartGang(a, e) // a member gone on its own (or preempted) breaks the gang
 	}
 	if e.state == wire.ExecutorFailed {
-		c.noteFailure(e.worker, a.rec.ID, a, e.message)
+		c.noteFailure(e.worker, a.rec.ID, a, e.message, end.cause)
 		a.retryCount++
 		switch limit := c.cfg.MaxExecutorRetries; {
 		case a.rec.Desc.Restart != nil:
@@ -163,7 +165,7 @@ func (c *core) executorStateChanged(workerID string, m wire.ExecutorStateChanged
 	if m.Health == wire.HealthUnhealthy {
 		e.health, event = wire.HealthUnhealthy, wire.EventExecutorUnhealthy
 	}
-	c.endExecutor(e, executorEnd{state: m.State, message: m.Message, exitCode: m.ExitCode, event: event}, c.ack(reply))
+	c.endExecutor(e, executorEnd{state: m.State, message: m.Message, exitCode: m.ExitCode, event: event, cause: m.Cause}, c.ack(reply))
 }
 
 // ack turns a reply into the done of a write: success once durable, else

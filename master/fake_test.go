@@ -216,8 +216,14 @@ func (h *harness) takeSent(path string) []sentCommand {
 // report sends a worker's report about an executor.
 func (h *harness) report(e *executorInfo, state wire.ExecutorState, exitCode *int) {
 	h.t.Helper()
+	h.reportCaused(e, state, exitCode, wire.CauseProcess)
+}
+
+// reportCaused is report of a failure owed to cause.
+func (h *harness) reportCaused(e *executorInfo, state wire.ExecutorState, exitCode *int, cause wire.FailureCause) {
+	h.t.Helper()
 	_, err := run(h, func(reply reply[wire.None]) {
-		h.c.executorStateChanged(e.worker.rec.ID, wire.ExecutorStateChanged{AppID: e.app.rec.ID, ExecutorID: e.id, State: state, ExitCode: exitCode}, reply)
+		h.c.executorStateChanged(e.worker.rec.ID, wire.ExecutorStateChanged{AppID: e.app.rec.ID, ExecutorID: e.id, State: state, ExitCode: exitCode, Cause: cause}, reply)
 	})
 	if err != nil {
 		h.t.Fatalf("report %s for %s/%d: %v", state, e.app.rec.ID, e.id, err)

@@ -74,16 +74,20 @@ func TestAnExhaustedPortRangeWaits(t *testing.T) {
 
 // An app whose executors fail twice on a worker is kept off it, while
 // another worker can take them; the app says so; berth worker clear
-// ends it. Three apps failing on one worker make it unhealthy: nothing
-// new goes there until that passes or it is cleared.
+// ends it. Apps failing on their own (their exit codes) never make the
+// worker unhealthy: one tenant's failing apps benched a worker for every
+// tenant. Three apps whose processes the worker itself could not start
+// (wire.CauseWorker) do: nothing new goes there until that passes or it
+// is cleared.
 func TestBadWorkersAvoided(t *testing.T) {
 	h := newLeader(t, nil)
 	h.addWorker("bad", 2, 4096)
+	cause := wire.CauseProcess
 	fail := func(a *appInfo, on string) {
 		t.Helper()
 		for _, e := range sortedExecutors(a.executors) {
 			if e.worker.rec.ID == on {
-				h.report(e, wire.ExecutorFailed, intp(1))
+				h.reportCaused(e, wire.ExecutorFailed, intp(1), cause)
 				return
 			}
 		}
@@ -107,8 +111,9 @@ func TestBadWorkersAvoided(t *testing.T) {
 		t.Errorf("the app's status lists exclusions %+v, want bad", st.Excluded)
 	}
 
-	// Two more apps fail on bad: three apps, bad is unhealthy.
-	for i := range 2 {
+	// Two more apps fail on bad on their own: three apps, bad stays.
+	failAnother := func() {
+		t.Helper()
 		b := h.addApp(one)
 		for range 5 {
 			if len(b.executors) > 0 && sortedExecutors(b.executors)[0].worker.rec.ID == "bad" {
@@ -117,12 +122,21 @@ func TestBadWorkersAvoided(t *testing.T) {
 			h.pass(time.Second, "bad", "good")
 		}
 		fail(b, "bad")
-		_ = i
+	}
+	failAnother()
+	failAnother()
+	if w := h.c.workers["bad"]; w.unhealthy != "" || !w.placeable() {
+		t.Fatalf("bad after 3 apps exited non-zero there: unhealthy %q, placeable %v; want it kept for the others", w.unhealthy, w.placeable())
+	}
+	// Three apps the worker itself failed: bad is unhealthy.
+	cause = wire.CauseWorker
+	for range 3 {
+		failAnother()
 	}
 	if w := h.c.workers["bad"]; w.unhealthy == "" || w.placeable() {
-		t.Fatalf("bad after 3 apps failed there: unhealthy %q, placeable %v", w.unhealthy, w.placeable())
+		t.Fatalf("bad after it failed 3 apps' processes: unhealthy %q, placeable %v", w.unhealthy, w.placeable())
 	}
-	if st := h.statusOf(); !strings.Contains(workerNamed(st, "bad").Unhealthy, "processes of 3 apps or drivers failed here") {
+	if st := h.statusOf(); !strings.Contains(workerNamed(st, "bad").Unhealthy, "the worker could not start processes of 3 apps or drivers") {
 		t.Errorf("bad's status says unhealthy %q", workerNamed(st, "bad").Unhealthy)
 	}
 	if _, err := h.c.clearWorker("bad"); err != nil {

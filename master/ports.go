@@ -21,6 +21,10 @@ type portPool struct {
 	r    wire.PortRange
 	used map[int]bool
 	next int
+	// busy: ports of the range a process of the worker's host holds that
+	// the worker did not give it (its heartbeat's BusyPorts): given to no
+	// process while the worker says so.
+	busy map[int]bool
 }
 
 func newPortPool(r *wire.PortRange) *portPool {
@@ -31,8 +35,32 @@ func newPortPool(r *wire.PortRange) *portPool {
 	return &portPool{r: pr, next: pr.First} // used made on first use: most workers never give a port
 }
 
-// free counts the ports not taken.
-func (p *portPool) free() int { return p.r.Size() - len(p.used) }
+// free counts the ports neither taken nor busy.
+func (p *portPool) free() int {
+	n := p.r.Size() - len(p.used)
+	for port := range p.busy {
+		if !p.used[port] {
+			n--
+		}
+	}
+	return n
+}
+
+// setBusy records the ports of the range the worker says others hold.
+func (p *portPool) setBusy(ports []int) {
+	if len(ports) == 0 && len(p.busy) == 0 {
+		return // the common heartbeat: nothing held, nothing was
+	}
+	clear(p.busy)
+	for _, port := range ports {
+		if p.r.Contains(port) {
+			if p.busy == nil {
+				p.busy = map[int]bool{}
+			}
+			p.busy[port] = true
+		}
+	}
+}
 
 // take gives each label a free port, or nothing (false) if too few are.
 func (p *portPool) take(labels []string) (map[string]int, bool) {
@@ -47,7 +75,7 @@ func (p *portPool) take(labels []string) (map[string]int, bool) {
 	}
 	out := make(map[string]int, len(labels))
 	for _, l := range labels {
-		for p.used[p.next] {
+		for p.used[p.next] || p.busy[p.next] {
 			p.advance()
 		}
 		out[l] = p.next

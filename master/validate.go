@@ -106,6 +106,14 @@ func validateHeartbeat(h wire.Heartbeat) error {
 	if len(h.DiskFull) > wire.MaxDiskFullLen || !termtext.Safe(h.DiskFull) {
 		return badRequest("diskFull: at most %d bytes of text without control characters", wire.MaxDiskFullLen)
 	}
+	if len(h.BusyPorts) > wire.MaxBusyPorts {
+		return badRequest("busyPorts: %d ports, more than %d", len(h.BusyPorts), wire.MaxBusyPorts)
+	}
+	for _, p := range h.BusyPorts {
+		if p < 1 || p > 65535 {
+			return badRequest("busyPorts: %d is not a port", p)
+		}
+	}
 	return nil
 }
 

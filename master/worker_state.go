@@ -64,7 +64,7 @@ func (c *core) keepReportedExecutor(w *workerInfo, r wire.ExecutorReport, recove
 	if r.State.Finished() {
 		// An end no master acknowledged: apply it now; nothing to kill.
 		if e := c.liveExecutor(a, r.ExecutorID); e != nil && e.worker == w && !e.launching {
-			c.endExecutor(e, executorEnd{state: r.State, message: r.Message, exitCode: r.ExitCode, event: wire.EventExecutorUpdated}, nil)
+			c.endExecutor(e, executorEnd{state: r.State, message: r.Message, exitCode: r.ExitCode, event: wire.EventExecutorUpdated, cause: r.Cause}, nil)
 		}
 		return true
 	}

@@ -154,6 +154,7 @@ func (c *core) heartbeat(id string, hb wire.Heartbeat) (wire.HeartbeatReply, err
 	w.lastHeartbeat = c.now()
 	c.metrics.heartbeats.Inc()
 	c.noteDiskFull(w, hb.DiskFull)
+	w.ports.setBusy(hb.BusyPorts)
 	return wire.HeartbeatReply{Epoch: c.epoch, HeartbeatIntervalMs: c.cfg.heartbeatInterval(len(c.workers)).Milliseconds()}, nil
 }
 

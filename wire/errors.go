@@ -104,6 +104,11 @@ const (
 	// CodeUnknownProcess (404, worker API): the worker runs no such
 	// executor or driver.
 	CodeUnknownProcess ErrorCode = "unknown_process"
+	// CodePortsBusy (409, worker API): a process of the host the worker
+	// did not give them to holds ports of the launch; nothing started.
+	// The master places it again, charging neither the app nor the
+	// worker, and gives those ports to no process (Heartbeat.BusyPorts).
+	CodePortsBusy ErrorCode = "ports_busy"
 
 	// CodeInternal (500): a bug; the message says what failed.
 	CodeInternal ErrorCode = "internal"
@@ -115,5 +120,5 @@ var ErrorCodes = []ErrorCode{
 	CodeNotLeader, CodeNoLeader, CodeLeaderPreparing, CodeNotCommitted, CodeOutcomeUnknown, CodeShuttingDown,
 	CodeUnknownWorker, CodeUnknownApp, CodeUnknownExecutor, CodeUnknownDriver, CodeUnknownQueue, CodeUnknownTenant, CodeEnded, CodeKeyReused, CodeAddressTaken, CodeWrongState,
 	CodeLogsUnreachable, CodeWorkerUnreachable, CodeNotReplicated, CodeMembershipFailed, CodeUnknownMaster, CodeBadSnapshot,
-	CodeStaleEpoch, CodeUnknownProcess, CodeInternal,
+	CodeStaleEpoch, CodeUnknownProcess, CodePortsBusy, CodeInternal,
 }

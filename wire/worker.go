@@ -57,10 +57,20 @@ type Heartbeat struct {
 	// --min-free-disk 64 MiB"): nothing new is placed on the worker until
 	// a heartbeat comes without it. At most MaxDiskFullLen bytes.
 	DiskFull string `json:"diskFull,omitempty"`
+	// BusyPorts: ports of its --port-range that a process of the host
+	// holds which the worker did not give them to (a tenant's process
+	// that bound them itself, another program): the master gives them no
+	// process until a heartbeat no longer lists them. At most
+	// MaxBusyPorts, sorted.
+	BusyPorts []int `json:"busyPorts,omitempty"`
 }
 
-// MaxDiskFullLen bounds Heartbeat.DiskFull.
-const MaxDiskFullLen = 512
+// MaxDiskFullLen bounds Heartbeat.DiskFull; MaxBusyPorts
+// Heartbeat.BusyPorts.
+const (
+	MaxDiskFullLen = 512
+	MaxBusyPorts   = 4096
+)
 
 // HeartbeatReply answers a heartbeat.
 type HeartbeatReply struct {
@@ -73,6 +83,20 @@ type HeartbeatReply struct {
 	HeartbeatIntervalMs int64 `json:"heartbeatIntervalMs,omitempty"`
 }
 
+// FailureCause says who a FAILED process (an ERROR driver) is owed to:
+// only the worker's own failures count against its health, for every
+// tenant; the process's count against its app (docs/HEALTH.md).
+type FailureCause string
+
+const (
+	// CauseProcess: its exit code, its checks, its memory, its command
+	// (not found, not executable).
+	CauseProcess FailureCause = ""
+	// CauseWorker: the worker could not prepare or start it (its
+	// directories, logs, files or cgroup; the start itself).
+	CauseWorker FailureCause = "worker"
+)
+
 // ExecutorStateChanged reports an executor's new state.
 type ExecutorStateChanged struct {
 	AppID      string        `json:"appId"`
@@ -83,6 +107,8 @@ type ExecutorStateChanged struct {
 	// Health: a checked executor's, with a RUNNING report when it changes;
 	// HealthUnhealthy with the FAILED report of one its checks killed.
 	Health Health `json:"health,omitempty"`
+	// Cause, with a FAILED report: who the failure is owed to.
+	Cause FailureCause `json:"cause,omitempty"`
 }
 
 // DriverStateChanged reports a driver's new state.
@@ -96,8 +122,9 @@ type DriverStateChanged struct {
 	// its worker were lost (a supervised driver is relaunched elsewhere).
 	// An executor so stopped is reported LOST.
 	OutOfTouch bool `json:"outOfTouch,omitempty"`
-	// Health, as an executor's.
-	Health Health `json:"health,omitempty"`
+	// Health and Cause, as an executor's.
+	Health Health       `json:"health,omitempty"`
+	Cause  FailureCause `json:"cause,omitempty"`
 }
 
 // ExecutorReport is one executor a worker runs, or one that ended and whose
@@ -115,6 +142,8 @@ type ExecutorReport struct {
 	// Ports and Health, as it runs (a new leader learns them here).
 	Ports  map[string]int `json:"ports,omitempty"`
 	Health Health         `json:"health,omitempty"`
+	// Cause, in a FAILED final state: as ExecutorStateChanged's.
+	Cause FailureCause `json:"cause,omitempty"`
 }
 
 // DriverReport is one driver a worker runs, or one that ended unacknowledged
@@ -129,9 +158,10 @@ type DriverReport struct {
 	Resources ResourceGrants `json:"resources,omitempty"`
 	// OutOfTouch, in a final state: as DriverStateChanged's.
 	OutOfTouch bool `json:"outOfTouch,omitempty"`
-	// Ports and Health, as an executor's.
+	// Ports, Health and Cause, as an executor's.
 	Ports  map[string]int `json:"ports,omitempty"`
 	Health Health         `json:"health,omitempty"`
+	Cause  FailureCause   `json:"cause,omitempty"`
 }
 
 // WorkerLatestState is everything a worker runs, plus what ended without a

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+
+	"github.com/berth-cluster/berth/wire"
 )
 
 // An attempt is one run of a proc's process: startAttempt prepares its
@@ -16,6 +18,33 @@ import (
 // errKilledBeforeStart: the kill came before the process did.
 var errKilledBeforeStart = errors.New("killed before it started")
 
+// workerFault marks an error of the worker's own in starting a process:
+// its directory, logs or files could not be made, its cgroup not set up,
+// the start itself failed for a cause other than the app's command (not
+// found, not executable). Only such failures count against the worker's
+// health (docs/HEALTH.md); the app's own count against the app.
+type workerFault struct{ err error }
+
+func (f workerFault) Error() string { return f.err.Error() }
+func (f workerFault) Unwrap() error { return f.err }
+
+// byWorker marks err as the worker's (nil stays nil).
+func byWorker(err error) error {
+	if err == nil {
+		return nil
+	}
+	return workerFault{err}
+}
+
+// causeOf is who a start error is owed to.
+func causeOf(err error) wire.FailureCause {
+	var f workerFault
+	if errors.As(err, &f) {
+		return wire.CauseWorker
+	}
+	return wire.CauseProcess
+}
+
 // startAttempt prepares p's directory and log files and starts its process.
 // note, if any, is appended to stderr first (a supervised driver's restart).
 func (w *Worker) startAttempt(p *proc, note string) (*exec.Cmd, error) {
@@ -24,23 +53,23 @@ func (w *Worker) startAttempt(p *proc, note string) (*exec.Cmd, error) {
 	}
 	d, err := w.makeProcDir(p)
 	if err != nil {
-		return nil, fmt.Errorf("preparing its directory: %w", err)
+		return nil, byWorker(fmt.Errorf("preparing its directory: %w", err))
 	}
 	defer d.Close()
 	stdout, stderr, err := d.openLogs()
 	if err != nil {
-		return nil, err
+		return nil, byWorker(err)
 	}
 	defer stdout.Close() // the child has its own copy
 	defer stderr.Close()
 	if err := w.writeProcFiles(p, d); err != nil {
-		return nil, err
+		return nil, byWorker(err)
 	}
 	if note != "" {
 		_, _ = stderr.WriteString(note)
 	}
 	if p.cg, err = w.cgroupFor(p); err != nil {
-		return nil, err
+		return nil, byWorker(err)
 	}
 	cmd, g, err := w.command(p, d)
 	var childEnds []*os.File
@@ -117,6 +146,9 @@ func (w *Worker) start(p *proc, cmd *exec.Cmd, g *gate) error {
 	g.started()
 	if err != nil {
 		g.close()
+		if startFailure(err) == 0 {
+			err = byWorker(err) // not the app's command: a fork that failed, say
+		}
 		return err
 	}
 	if g == nil {
@@ -127,7 +159,7 @@ func (w *Worker) start(p *proc, cmd *exec.Cmd, g *gate) error {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		w.guard.untrack(cmd.Process.Pid)
-		return fmt.Errorf("putting it in its cgroup: %w", err)
+		return byWorker(fmt.Errorf("putting it in its cgroup: %w", err))
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ func (w *Worker) command(p *proc, d *procDir) (*exec.Cmd, *gate, error) {
 	if p.cg != nil {
 		var err error
 		if g, err = newGate(cmd); err != nil {
-			return nil, nil, err
+			return nil, nil, byWorker(err)
 		}
 		script = gatedScript
 	}

@@ -129,6 +129,9 @@ func (w *Worker) launch(p *proc) error {
 		}
 		return httpx.Coded(http.StatusInsufficientStorage, wire.CodeDiskFull, "not started: %s", full)
 	}
+	if held := heldPorts(p.ports); len(held) > 0 && !w.procs.exists(p) {
+		return w.refusePortsHeld(held)
+	}
 	p.killCh, p.done = make(chan struct{}), make(chan struct{})
 	existing, added := w.procs.add(p)
 	switch {

@@ -234,14 +234,14 @@ func (w *Worker) heartbeatLoop(ctx context.Context, master string, interval time
 			w.sess.unregister()
 			w.log.Info("registering again", "master", master, "next", hint)
 			return true, hint
-		case <-w.beatNow: // the disk filled or emptied: the master must know now
+		case <-w.beatNow: // the disk filled or emptied, ports were found held: the master must know now
 		case <-t.C:
 		}
 		t.Reset(jittered(interval))
 		used := w.procs.used()
 		hctx, cancel := within(ctx, regCtx, min(w.cfg.RequestTimeout, heartbeatTimeout))
 		reply, err := httpx.Call(hctx, w.client, master, wire.MasterAPI.WorkerHeartbeat,
-			wire.Heartbeat{CoresUsed: used.cores, MemoryUsedMB: used.memoryMB, DiskFull: w.noteDisk(w.diskFull())}, w.id)
+			wire.Heartbeat{CoresUsed: used.cores, MemoryUsedMB: used.memoryMB, DiskFull: w.noteDisk(w.diskFull()), BusyPorts: w.busy(false)}, w.id)
 		cancel()
 		if ctx.Err() != nil {
 			return ok, ""

@@ -106,7 +106,7 @@ func TestReconnectReplyRegistersAgainKeepingChildren(t *testing.T) {
 	testproc.Eventually(t, 5*time.Second, "a heartbeat counting the executor", func() bool {
 		var hb wire.Heartbeat
 		fm.with(func() { hb = fm.lastBeat })
-		return hb == wire.Heartbeat{CoresUsed: 1, MemoryUsedMB: 256}
+		return reflect.DeepEqual(hb, wire.Heartbeat{CoresUsed: 1, MemoryUsedMB: 256})
 	})
 
 	fm.with(func() {

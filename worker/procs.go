@@ -50,6 +50,9 @@ type proc struct {
 	logs      *logCopier // with --log-max-size: the copies of its output; owned by its runner
 	cg        *cgroup    // its attempt's cgroup (nil without); owned by its runner
 	oomKilled bool       // its last attempt was killed for its memory; owned by its runner
+	// failedBy: who its start's failure is owed to (the worker's own
+	// failures count against its health); owned by its runner.
+	failedBy wire.FailureCause
 	// stopChecks stops its current attempt's checks (checks.go); owned
 	// by its runner.
 	stopChecks func()

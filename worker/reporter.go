@@ -70,10 +70,10 @@ func (q *reportQueue) unacknowledged() ([]wire.ExecutorReport, []wire.DriverRepo
 		switch {
 		case r.executor != nil && r.executor.State.Finished():
 			e := r.executor
-			execs = append(execs, wire.ExecutorReport{AppID: e.AppID, ExecutorID: e.ExecutorID, State: e.State, ExitCode: e.ExitCode, Message: e.Message})
+			execs = append(execs, wire.ExecutorReport{AppID: e.AppID, ExecutorID: e.ExecutorID, State: e.State, ExitCode: e.ExitCode, Message: e.Message, Cause: e.Cause})
 		case r.driver != nil && r.driver.State.Finished():
 			d := r.driver
-			drivers = append(drivers, wire.DriverReport{DriverID: d.DriverID, State: d.State, ExitCode: d.ExitCode, Message: d.Message, OutOfTouch: d.OutOfTouch})
+			drivers = append(drivers, wire.DriverReport{DriverID: d.DriverID, State: d.State, ExitCode: d.ExitCode, Message: d.Message, OutOfTouch: d.OutOfTouch, Cause: d.Cause})
 		}
 	}
 	return execs, drivers

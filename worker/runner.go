@@ -79,6 +79,7 @@ func (w *Worker) runProc(p *proc) {
 func (w *Worker) runExecutor(p *proc) {
 	cmd, err := w.startAttempt(p, "")
 	if err != nil {
+		p.failedBy = causeOf(err)
 		w.endExecutor(p, startFailureState(err, wire.ExecutorKilled, wire.ExecutorFailed))
 		return
 	}
@@ -106,6 +107,7 @@ func (w *Worker) runDriver(p *proc) {
 	for run := 1; ; run++ {
 		cmd, err := w.startAttempt(p, note)
 		if err != nil {
+			p.failedBy = causeOf(err)
 			w.endDriver(p, startFailureState(err, wire.DriverKilled, wire.DriverError))
 			return
 		}
@@ -186,7 +188,7 @@ func startFailureState[S ~string](err error, killed, failed S) ending[S] {
 		return ending[S]{state: killed, message: err.Error()}
 	}
 	e := ending[S]{state: failed, message: "could not start: " + err.Error()}
-	if code := startFailure(err); code != 0 {
+	if code := startFailure(err); code != 0 && causeOf(err) == wire.CauseProcess {
 		e.exitCode = &code
 		e.message = fmt.Sprintf("could not start (%s): %v", DescribeExitCode(code), err)
 	}
@@ -207,14 +209,14 @@ func (w *Worker) endExecutor(p *proc, e ending[wire.ExecutorState]) {
 	}
 	end(w, p, e, wire.ExecutorKilled, func(e ending[wire.ExecutorState]) {
 		w.enqueueExecutor(wire.ExecutorStateChanged{AppID: p.appID, ExecutorID: p.execID,
-			State: e.state, ExitCode: e.exitCode, Message: e.message, Health: health})
+			State: e.state, ExitCode: e.exitCode, Message: e.message, Health: health, Cause: p.failedBy})
 	})
 }
 
 func (w *Worker) endDriver(p *proc, e ending[wire.DriverState]) {
 	end(w, p, e, wire.DriverKilled, func(e ending[wire.DriverState]) {
 		w.enqueueDriver(wire.DriverStateChanged{DriverID: p.driverID,
-			State: e.state, ExitCode: e.exitCode, Message: e.message, OutOfTouch: w.stoppedOutOfTouch(p)})
+			State: e.state, ExitCode: e.exitCode, Message: e.message, OutOfTouch: w.stoppedOutOfTouch(p), Cause: p.failedBy})
 	})
 }
 

@@ -55,6 +55,8 @@ type Worker struct {
 	// beatNow asks the master loop for a heartbeat at once.
 	lastDiskFull atomic.Pointer[string]
 	beatNow      chan struct{}
+	// busyPorts: the ports of the range others hold (ports.go).
+	busyPorts busyPorts
 }
 
 // New checks cfg (filling in its defaults) and creates the work directory.

@@ -3,10 +3,13 @@
 // service an executor runs would.
 //
 //	healthsrv [--fail-on WORKER] [--slow D]
+//	healthsrv --squat FIRST-LAST
 //
 // --fail-on: exit 1 at once when run on that worker ($BERTH_WORKER_ID);
 // --slow: listen only after D (a slow starter). SIGUSR1 makes it stop
-// answering (its handler hangs, the process runs on).
+// answering (its handler hangs, the process runs on). --squat: bind every
+// port FIRST to LAST on 127.0.0.1 and hold them, as a tenant's process
+// squatting the ports others will be given would.
 package main
 
 import (
@@ -24,7 +27,23 @@ import (
 func main() {
 	failOn := flag.String("fail-on", "", "exit 1 when run on this worker")
 	slow := flag.Duration("slow", 0, "listen only after this long")
+	squat := flag.String("squat", "", "hold the ports FIRST-LAST")
 	flag.Parse()
+	if *squat != "" {
+		var first, last int
+		if _, err := fmt.Sscanf(*squat, "%d-%d", &first, &last); err != nil {
+			fmt.Fprintln(os.Stderr, "healthsrv: --squat:", err)
+			os.Exit(2)
+		}
+		for p := first; p <= last; p++ {
+			if _, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err != nil {
+				fmt.Fprintln(os.Stderr, "healthsrv:", err)
+				os.Exit(1)
+			}
+		}
+		fmt.Printf("healthsrv pid %d holds ports %d-%d\n", os.Getpid(), first, last)
+		select {}
+	}
 	if *failOn != "" && os.Getenv("BERTH_WORKER_ID") == *failOn {
 		fmt.Fprintln(os.Stderr, "healthsrv: failing on", *failOn)
 		os.Exit(1)
