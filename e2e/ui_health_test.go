@@ -46,17 +46,27 @@ func TestUIHealthInABrowser(t *testing.T) {
 		return nil
 	})
 
-	// Apps whose executors fail while the flag file is there: the first
-	// until it is kept off w1, then two more until w1 is unhealthy.
-	flag := filepath.Join(t.TempDir(), "fail")
-	if err := os.WriteFile(flag, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// Apps whose executors the worker cannot start (only what the worker
+	// causes makes it unhealthy): each app's directory on w1 is planted
+	// as a file, so w1 cannot make the executor's directory in it. The
+	// first is kept off w1, then two more make w1 unhealthy. Removing
+	// the files fixes them.
 	attempts := 1000
+	var planted []string
 	failing := func(name string) string {
-		return cl.registerApp(t, wire.AppDescription{Name: name, MaxCores: 1, CoresPerExecutor: 1, MemoryPerExecutorMB: 32,
-			Restart: &wire.RestartPolicy{Attempts: &attempts}, // not ended FAILED while the test looks
-			Command: []string{"/bin/sh", "-c", "if [ -e " + flag + " ]; then echo failing on purpose >&2; exit 1; fi; sleep 3600; : " + cl.marker}})
+		zero := 0
+		id := cl.registerApp(t, wire.AppDescription{Name: name, MaxCores: 1, CoresPerExecutor: 1, MemoryPerExecutorMB: 32,
+			InitialExecutorLimit: &zero, Restart: &wire.RestartPolicy{Attempts: &attempts}, // not ended FAILED while the test looks
+			Command: []string{"/bin/sh", "-c", "sleep 3600; : " + cl.marker}})
+		file := filepath.Join(cl.worker("w1").WorkDir, id)
+		if err := os.WriteFile(file, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		planted = append(planted, file)
+		if err := cl.c.SetExecutorLimit(callCtx(t, 10*time.Second), id, 1); err != nil {
+			t.Fatal(err)
+		}
+		return id
 	}
 	bad := []string{failing("ui-bad-1")}
 	cl.appWhen(bad[0], 30*time.Second, "kept off w1", func(a wire.AppStatus) error {
@@ -108,7 +118,10 @@ func TestUIHealthInABrowser(t *testing.T) {
 
 	// Fixed, then cleared from w1's page: healthy again, no app kept off
 	// it, and the apps that failed there run there.
-	if err := os.Remove(flag); err != nil {
+	for _, f := range planted[1:] {
+		os.Remove(f)
+	}
+	if err := os.Remove(planted[0]); err != nil {
 		t.Fatal(err)
 	}
 	b.run("clearing w1 from its page",

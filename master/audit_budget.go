@@ -17,7 +17,9 @@ import (
 // (AuditEntry.Suppressed), or, if it sends nothing more, an entry of its
 // own once its ration allows (flushSuppressedAudit, each tick). Entries
 // that go with a write are not rationed: the write is the cost, and the
-// caps bound it. The ration is the leader's memory, as the backoff is.
+// caps bound it. Nor are an operator's refusals: an operator may change
+// anything, and every refusal of its is recorded. The ration is the
+// leader's memory, as the backoff is.
 
 const (
 	refusalsPerSec = 2.0

@@ -18,7 +18,7 @@ import (
 // stops listing it once it is free. Ports the worker gave its own
 // processes are never listed.
 func TestALaunchOnAHeldPortIsRefusedAndTheHeartbeatSaysSo(t *testing.T) {
-	squatRange := wire.PortRange{First: 42000, Last: 42099}
+	squatRange := wire.PortRange{First: 19100, Last: 19199} // below the ephemeral ports, which outgoing connections hold
 	fm, w := startParallel(t, func(c *Config) { c.PortRange = squatRange })
 	port := freePortIn(t, squatRange)
 	squatter, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))

@@ -457,11 +457,23 @@ func (aw *auditWatch) checkAudit(history []porcupine.Operation, rec *recorder, l
 		matched[p.r], used[k][p.e] = true, true
 		fig.refusalsSeen++
 	}
+	// A principal's refusals past its ration (not an operator's) are
+	// counted, not recorded: the log's counts of them stand in for their
+	// entries.
+	rationed := map[string]int{}
+	for _, e := range seq {
+		rationed[e.Principal] += e.Suppressed
+	}
 	// Those not audited: any that reached the leader first, then those a
 	// follower refused alone.
 	var atLeader, atFollower []string
 	for ri, r := range rs {
 		if matched[ri] {
+			continue
+		}
+		if rationed[r.in.by] > 0 {
+			rationed[r.in.by]--
+			fig.refusalsSeen++
 			continue
 		}
 		leader := lw.leaderAt(r.call)
