@@ -1,6 +1,11 @@
 package admission
 
-import "github.com/berth-cluster/berth/wire"
+import (
+	"net/url"
+
+	"github.com/berth-cluster/berth/internal/termtext"
+	"github.com/berth-cluster/berth/wire"
+)
 
 // MaxAppCores bounds an app's maxCores (it may span many workers); MaxGang
 // an app's gang.
@@ -55,7 +60,27 @@ func App(d wire.AppDescription) error {
 	if err := wire.CheckConstraints(d.Constraints); err != nil {
 		return BadRequest("%v", err)
 	}
+	if err := checkUIURL(d.UIURL); err != nil {
+		return err
+	}
 	return checkGang(d)
+}
+
+// checkUIURL refuses an app's UI address that is not an http or https
+// URL with a host: berth's UI links to it, so it must not be a
+// javascript: or data: URL, nor text a terminal acts on.
+func checkUIURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	if len(s) > wire.MaxUIURLBytes || !termtext.Safe(s) {
+		return BadRequest("uiUrl: at most %d bytes, no control characters", wire.MaxUIURLBytes)
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return BadRequest("uiUrl %q: want an http:// or https:// URL with a host, e.g. http://10.0.0.5:4040", s)
+	}
+	return nil
 }
 
 // Driver checks a driver's description as POST /v1/drivers admits it.

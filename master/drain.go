@@ -71,6 +71,14 @@ func (c *core) setDrain(w *workerInfo, until *time.Time, reply reply[wire.Worker
 			w.state, w.drainKilled = wire.WorkerDecommissioning, false // a new deadline, acted on anew
 			c.touched(w)
 			c.log.Info("draining worker", "worker", w.rec.ID, "deadline", until.Format(time.RFC3339))
+			// Each app's client hears it, so that it can end its
+			// executors there in time (Spark decommissions them).
+			for _, e := range sortedExecutors(w.executors) {
+				if !e.launching {
+					c.publish(e.app, wire.AppEvent{Type: wire.EventExecutorDraining, Executor: executorStatus(e),
+						Message: fmt.Sprintf("worker %s is being drained: executor %d may run until %s, then it is killed and replaced elsewhere", w.rec.ID, e.id, until.Format(time.RFC3339))})
+				}
+			}
 		} else {
 			w.state, w.drainKilled = wire.WorkerAlive, false
 			c.touched(w)
@@ -119,3 +127,12 @@ func (c *core) expireDrains() {
 
 // drained reports whether nothing runs on w any more.
 func (w *workerInfo) drained() bool { return len(w.executors) == 0 && len(w.drivers) == 0 }
+
+// drainDeadline is w's drain deadline while it is being drained, else
+// nil: what its executors' statuses say.
+func (w *workerInfo) drainDeadline() *time.Time {
+	if w.state != wire.WorkerDecommissioning {
+		return nil
+	}
+	return w.rec.DrainDeadline
+}

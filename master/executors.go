@@ -83,7 +83,7 @@ func (c *core) executorEnded(e *executorInfo, end executorEnd) {
 	}
 	a := e.app
 	e.worker.removeExecutor(e)
-	e.state, e.message, e.exitCode = end.state, end.message, end.exitCode
+	e.state, e.message, e.exitCode, e.cause = end.state, end.message, end.exitCode, end.cause
 	preempted := e.preemptedFor
 	c.unmarkReclaimed(e)
 	if preempted != "" && e.state == wire.ExecutorKilled {

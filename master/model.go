@@ -306,6 +306,7 @@ type executorInfo struct {
 	runningSince time.Time           // when it was last reported RUNNING
 	exitCode     *int
 	message      string
+	cause        wire.FailureCause // who its failure is owed to, once FAILED
 	// started is when its placement was decided (preemption takes the
 	// most recent first).
 	started time.Time

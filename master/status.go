@@ -9,9 +9,9 @@ import (
 
 func executorStatus(e *executorInfo) *wire.ExecutorStatus {
 	return &wire.ExecutorStatus{
-		ID: e.id, WorkerID: e.worker.rec.ID, Cores: e.cores, MemoryMB: e.memory,
+		ID: e.id, WorkerID: e.worker.rec.ID, Host: e.worker.rec.Host, Cores: e.cores, MemoryMB: e.memory,
 		State: e.state, ExitCode: e.exitCode, Message: e.message, Resources: e.resources,
-		Ports: e.ports, Health: e.health,
+		Ports: e.ports, Health: e.health, Cause: e.cause, DrainDeadline: e.worker.drainDeadline(),
 	}
 }
 
@@ -25,7 +25,7 @@ func appStatus(a *appInfo) *wire.AppStatus {
 		Queue: queueName(a.rec.Desc.Queue), Priority: a.rec.Desc.Priority, Tenant: a.rec.Tenant,
 		Ports: a.rec.Desc.Ports, Checks: a.rec.Desc.Checks, Restart: a.rec.Desc.Restart, Excluded: a.exclusionList(),
 		Constraints: a.rec.Desc.Constraints, Gang: a.rec.Desc.Gang, GangRestart: a.rec.Desc.GangRestart,
-		Detached: a.rec.Desc.Detached,
+		Detached: a.rec.Desc.Detached, UIURL: a.rec.Desc.UIURL,
 	}
 	if a.state.Finished() {
 		ended := a.endedAt

@@ -161,6 +161,11 @@ func (c *core) appWaiting(a *appInfo, r room) string {
 	case a.coresLeft() <= 0:
 		return ""
 	case a.executorLimit() <= 0:
+		// A client that starts at no executor (Spark's dynamic
+		// allocation) learns at once that none could ever start.
+		if why := r.fitReason("an executor", c.executorStep(a), a.rec.Desc.MemoryPerExecutorMB); strings.HasPrefix(why, "cannot start") {
+			return why
+		}
 		return "waiting: executor limit reached (0)"
 	case c.backingOff(a):
 		return fmt.Sprintf("waiting: its executors kept ending soon after starting; next try in %s", a.backoffUntil.Sub(c.now()).Round(100*time.Millisecond))

@@ -70,6 +70,10 @@ type AppDescription struct {
 	// unless GangRestart, which kills and replaces the whole gang.
 	Gang        int  `json:"gang,omitempty"`
 	GangRestart bool `json:"gangRestart,omitempty"`
+	// UIURL is the app's own web UI (a Spark driver's), which berth's
+	// status and web UI link to: an http or https URL, at most
+	// MaxUIURLBytes.
+	UIURL string `json:"uiUrl,omitempty"`
 	// Detached: no client holds the app (berth run --detach). The master
 	// keeps it without one, for as long as it is not killed (berth kill
 	// app) or unregistered, instead of finishing it after --app-timeout;
@@ -139,8 +143,10 @@ type KillExecutors struct {
 
 // ExecutorStatus is one executor of an app.
 type ExecutorStatus struct {
-	ID       int           `json:"id"`
-	WorkerID string        `json:"workerId"`
+	ID       int    `json:"id"`
+	WorkerID string `json:"workerId"`
+	// Host is its worker's host, as the worker advertises it.
+	Host     string        `json:"host,omitempty"`
 	Cores    int           `json:"cores"`
 	MemoryMB int           `json:"memoryMB"`
 	State    ExecutorState `json:"state"`
@@ -151,6 +157,16 @@ type ExecutorStatus struct {
 	// Ports: its ports by label; Health: what its checks say ("" without).
 	Ports  map[string]int `json:"ports,omitempty"`
 	Health Health         `json:"health,omitempty"`
+	// Cause, once FAILED: "worker" when its worker could not prepare or
+	// start it (no fault of the app: Spark's exitCausedByApp is false),
+	// absent when the process failed on its own. A LOST executor (its
+	// worker lost, drained past its deadline) and a KILLED one (its app's
+	// request, a preemption, its app's end) are never the app's failure.
+	Cause FailureCause `json:"cause,omitempty"`
+	// DrainDeadline: its worker is being drained (berth worker drain);
+	// it should end on its own before then (a Spark executor
+	// decommissions), else it is killed and replaced elsewhere.
+	DrainDeadline *time.Time `json:"drainDeadline,omitempty"`
 }
 
 // AppStatus is an application as the master sees it.
@@ -191,7 +207,12 @@ type AppStatus struct {
 	GangRestart bool `json:"gangRestart,omitempty"`
 	// Detached as it asked: no client holds it.
 	Detached bool `json:"detached,omitempty"`
+	// UIURL as it gave it: its own web UI.
+	UIURL string `json:"uiUrl,omitempty"`
 }
+
+// MaxUIURLBytes bounds AppDescription.UIURL.
+const MaxUIURLBytes = 2048
 
 // DriverStatus is a driver as the master sees it.
 type DriverStatus struct {
@@ -451,6 +472,10 @@ const (
 	// back for another queue, or an app of higher priority (Message says
 	// which); it ends KILLED.
 	EventExecutorPreempted EventType = "executorPreempted"
+	// EventExecutorDraining: an executor's worker is being drained; its
+	// DrainDeadline says until when it may run (Spark's plugin
+	// decommissions it). Sent when the drain starts, to the app's client.
+	EventExecutorDraining EventType = "executorDraining"
 	// EventExecutorHealthy: an executor's check passed for the first time
 	// (or again after failures); EventExecutorUnhealthy: its checks failed
 	// their count and its worker killed it (it ends FAILED).

@@ -33,12 +33,15 @@ const (
 // DriverTokenPrefix starts every driver credential: drv1.<driver id>.<random>.
 const DriverTokenPrefix = "drv1."
 
-// Placeholders substituted in an executor's or driver's argv.
+// Placeholders substituted in an executor's or driver's argv and in its
+// env's values. PlaceholderHome is the absolute path of its home/, its
+// working directory (a Spark executor's local directories go there).
 const (
 	PlaceholderAppID      = "{{APP_ID}}"
 	PlaceholderExecutorID = "{{EXECUTOR_ID}}"
 	PlaceholderCores      = "{{CORES}}"
 	PlaceholderHostname   = "{{HOSTNAME}}"
+	PlaceholderHome       = "{{HOME}}"
 )
 
 // Limits every daemon applies to requests.

@@ -95,6 +95,11 @@ const (
 	// CauseWorker: the worker could not prepare or start it (its
 	// directories, logs, files or cgroup; the start itself).
 	CauseWorker FailureCause = "worker"
+	// CauseSignal: a signal no part of berth sent ended it (SIGKILL,
+	// SIGTERM, SIGINT or SIGHUP from a person or the host, the host's
+	// OOM killer): not the app's failure, nor the worker's. A crash
+	// (SIGSEGV, SIGABRT, ...) and its own memory limit are the app's.
+	CauseSignal FailureCause = "signal"
 )
 
 // ExecutorStateChanged reports an executor's new state.

@@ -110,9 +110,11 @@ func (w *Worker) startAttempt(p *proc, note string) (*exec.Cmd, error) {
 // (BERTH_TLS_CA_FILE), readable by p's group alone.
 func (w *Worker) writeProcFiles(p *proc, d *procDir) error {
 	if p.needsResourcesFile() {
-		component := "berth.driver"
+		// Spark's component names: Spark's executors and drivers read
+		// the file as their own (--resourcesFile), and only those.
+		component := "spark.driver"
 		if p.kind == kindExecutor {
-			component = "berth.executor"
+			component = "spark.executor"
 		}
 		data, err := resourcesFileContent(component, p.resources)
 		if err == nil {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/berth-cluster/berth/wire"
@@ -28,5 +29,25 @@ func TestStartFailuresSayWhoTheyAreOwedTo(t *testing.T) {
 	last = fm.waitFinal(t, "app-blocked", 0)
 	if e := last[len(last)-1]; e.State != wire.ExecutorFailed || e.ExitCode != nil || e.Cause != wire.CauseWorker || !strings.Contains(e.Message, "preparing its directory") {
 		t.Errorf("a directory the worker cannot make: %s %v cause %q (%s); want FAILED without an exit code, the worker's", e.State, e.ExitCode, e.Cause, e.Message)
+	}
+}
+
+// An executor killed by a signal no part of berth sent (a person's kill
+// -9) failed, but not by its own doing: cause signal; its own crash is its
+// own.
+func TestASignalFromOutsideIsNotTheAppsFailure(t *testing.T) {
+	fm, w := startParallel(t, nil)
+	pid := w.runSleeper("app-shot", 0)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	last := fm.waitFinal(t, "app-shot", 0)
+	if e := last[len(last)-1]; e.State != wire.ExecutorFailed || e.Cause != wire.CauseSignal {
+		t.Errorf("an executor killed -9 from outside: %s cause %q (%s), want FAILED, cause signal", e.State, e.Cause, e.Message)
+	}
+	w.mustCall(200, "POST", "/v1/executors", launchOf("app-crash", 0, []string{"/bin/sh", "-c", "kill -SEGV $$"}, nil))
+	last = fm.waitFinal(t, "app-crash", 0)
+	if e := last[len(last)-1]; e.State != wire.ExecutorFailed || e.Cause != wire.CauseProcess {
+		t.Errorf("an executor that crashed: %s cause %q (%s), want FAILED, its own", e.State, e.Cause, e.Message)
 	}
 }

@@ -24,16 +24,19 @@ func (w *Worker) launchExecutor(req *wire.LaunchExecutor) error {
 	dir := filepath.Join(w.cfg.WorkDir, req.AppID, execID)
 	berth := w.berthEnv(req.Process)
 	berth[wire.EnvAppID], berth[wire.EnvExecutorID] = req.AppID, execID
+	pairs := append(portPairs(req.Process),
+		wire.PlaceholderAppID, req.AppID, wire.PlaceholderExecutorID, execID,
+		wire.PlaceholderCores, cores, wire.PlaceholderHostname, w.host,
+		wire.PlaceholderResources, filepath.Join(dir, resourcesFile), wire.PlaceholderHome, filepath.Join(dir, homeDir))
 	p := &proc{
 		kind: kindExecutor, appID: req.AppID, execID: req.ExecutorID,
 		cores: req.Cores, memoryMB: req.MemoryMB, resources: req.Resources, user: req.User,
 		stopAfterDisconnect: req.StopAfterDisconnect.D(),
 		ports:               req.Ports, checks: req.Checks,
-		argv: substitute(req.Command, append(portPairs(req.Process),
-			wire.PlaceholderAppID, req.AppID, wire.PlaceholderExecutorID, execID,
-			wire.PlaceholderCores, cores, wire.PlaceholderHostname, w.host,
-			wire.PlaceholderResources, filepath.Join(dir, resourcesFile))...),
-		env:   buildEnv(berth, req.Env),
+		argv: substitute(req.Command, pairs...),
+		// In the env's values too: a Spark executor finds the URLs of
+		// its own logs in SPARK_LOG_URL_STDOUT, which name its id.
+		env:   buildEnv(berth, substituteValues(req.Env, pairs...)),
 		dir:   dir,
 		state: string(wire.ExecutorLaunching),
 	}
@@ -61,14 +64,15 @@ func (w *Worker) launchDriver(req *wire.LaunchDriver) error {
 	if w.cfg.TLS != nil {
 		berth[wire.EnvTLSCAFile] = filepath.Join(dir, caFile) // to verify the masters (writeProcFiles)
 	}
+	pairs := append(portPairs(req.Process), wire.PlaceholderCores, cores, wire.PlaceholderHostname, w.host,
+		wire.PlaceholderResources, filepath.Join(dir, resourcesFile), wire.PlaceholderHome, filepath.Join(dir, homeDir))
 	p := &proc{
 		kind: kindDriver, driverID: req.DriverID,
 		cores: req.Cores, memoryMB: req.MemoryMB, supervise: req.Supervise, resources: req.Resources, user: req.User,
 		stopAfterDisconnect: req.StopAfterDisconnect.D(),
 		ports:               req.Ports, checks: req.Checks, restart: req.Restart,
-		argv: substitute(req.Command, append(portPairs(req.Process), wire.PlaceholderCores, cores, wire.PlaceholderHostname, w.host,
-			wire.PlaceholderResources, filepath.Join(dir, resourcesFile))...),
-		env:   buildEnv(berth, req.Env),
+		argv:  substitute(req.Command, pairs...),
+		env:   buildEnv(berth, substituteValues(req.Env, pairs...)),
 		dir:   dir,
 		state: string(wire.DriverRunning), // the master marks it RUNNING as it launches it
 	}

@@ -157,7 +157,7 @@ func (p *proc) needsResourcesFile() bool {
 
 // resourcesFileContent is a process's resources in Spark's resources-file
 // format (a list of ResourceAllocation):
-// [{"id":{"componentName":"berth.executor","resourceName":"gpu"},"addresses":["0"]}].
+// [{"id":{"componentName":"spark.executor","resourceName":"gpu"},"addresses":["0"]}].
 func resourcesFileContent(component string, g wire.ResourceGrants) ([]byte, error) {
 	type id struct {
 		ComponentName string `json:"componentName"`

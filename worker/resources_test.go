@@ -45,7 +45,7 @@ func TestResourceEnvAndFile(t *testing.T) {
 	if !reflect.DeepEqual(env, want) {
 		t.Errorf("env %v, want %v", env, want)
 	}
-	data, err := resourcesFileContent("berth.executor", wire.ResourceGrants{"gpu": {Addresses: []string{"0", "1"}}})
+	data, err := resourcesFileContent("spark.executor", wire.ResourceGrants{"gpu": {Addresses: []string{"0", "1"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestResourceEnvAndFile(t *testing.T) {
 		ID        struct{ ComponentName, ResourceName string } `json:"id"`
 		Addresses []string                                     `json:"addresses"`
 	}
-	if err := json.Unmarshal(data, &file); err != nil || len(file) != 1 || file[0].ID.ComponentName != "berth.executor" ||
+	if err := json.Unmarshal(data, &file); err != nil || len(file) != 1 || file[0].ID.ComponentName != "spark.executor" ||
 		file[0].ID.ResourceName != "gpu" || !reflect.DeepEqual(file[0].Addresses, []string{"0", "1"}) {
 		t.Errorf("resources file %s: %v", data, err)
 	}

@@ -96,8 +96,20 @@ func (w *Worker) runExecutor(p *proc) {
 	case code == 0:
 		w.endExecutor(p, ending[wire.ExecutorState]{wire.ExecutorExited, &code, DescribeExitCode(code)})
 	default:
+		p.failedBy = signalled(code)
 		w.endExecutor(p, ending[wire.ExecutorState]{wire.ExecutorFailed, &code, DescribeExitCode(code)})
 	}
+}
+
+// signalled is the cause of an exit with code that no kill of the
+// worker's made: CauseSignal for a signal from outside the process
+// (SIGKILL, SIGTERM, SIGINT, SIGHUP), else the process's own.
+func signalled(code int) wire.FailureCause {
+	switch code - 128 {
+	case int(syscall.SIGKILL), int(syscall.SIGTERM), int(syscall.SIGINT), int(syscall.SIGHUP):
+		return wire.CauseSignal
+	}
+	return wire.CauseProcess
 }
 
 func (w *Worker) runDriver(p *proc) {
@@ -132,6 +144,7 @@ func (w *Worker) runDriver(p *proc) {
 			w.endDriver(p, ending[wire.DriverState]{wire.DriverFinished, &code, DescribeExitCode(code)})
 			return
 		case !p.supervise:
+			p.failedBy = signalled(code)
 			w.endDriver(p, ending[wire.DriverState]{wire.DriverFailed, &code, DescribeExitCode(code)})
 			return
 		}

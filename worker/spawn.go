@@ -34,8 +34,10 @@ func (w *Worker) sysProcAttr(id identity) *syscall.SysProcAttr {
 	return a
 }
 
-// inheritedEnv is all a child gets from the worker's own environment.
-var inheritedEnv = []string{"PATH", "HOME", "TMPDIR", "LANG"}
+// inheritedEnv is all a child gets from the worker's own environment:
+// where programs are (JAVA_HOME, for a Spark executor's java), none of
+// the worker's credentials.
+var inheritedEnv = []string{"PATH", "HOME", "TMPDIR", "LANG", "JAVA_HOME"}
 
 // buildEnv is the child's environment: inheritedEnv from the worker, then
 // the request's env, then berth's variables, each layer winning over the
@@ -91,6 +93,20 @@ func substitute(argv []string, pairs ...string) []string {
 	out := make([]string, len(argv))
 	for i, a := range argv {
 		out[i] = r.Replace(a)
+	}
+	return out
+}
+
+// substituteValues is env with the placeholders replaced in its values
+// (names are left alone), in a new map.
+func substituteValues(env map[string]string, pairs ...string) map[string]string {
+	if len(env) == 0 {
+		return env
+	}
+	r := strings.NewReplacer(pairs...)
+	out := make(map[string]string, len(env))
+	for k, v := range env {
+		out[k] = r.Replace(v)
 	}
 	return out
 }

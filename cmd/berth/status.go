@@ -125,6 +125,15 @@ func printStatus(out io.Writer, st wire.ClusterStatus, now time.Time) error {
 	return w.Flush()
 }
 
+// uiOf is " UI <its own web UI>" for an app that gave one (a Spark
+// driver's), "" otherwise.
+func uiOf(a wire.AppStatus) string {
+	if a.UIURL == "" || a.State.Finished() {
+		return ""
+	}
+	return " UI " + a.UIURL
+}
+
 func section(w io.Writer, title, header string) {
 	fmt.Fprintf(w, "\n%s\n%s\n", title, header)
 }
@@ -137,7 +146,7 @@ func printApps(w io.Writer, title string, apps []wire.AppStatus) {
 			cores += fmt.Sprintf("/%d", a.MaxCores)
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termtext.Escape(a.ID), termtext.Escape(a.Name), termtext.Escape(a.State), cores,
-			executorsByState(a.Executors), inQueue(a.Queue, a.Priority), termtext.Escape(strings.TrimSpace(a.Waiting+" "+a.Message)))
+			executorsByState(a.Executors), inQueue(a.Queue, a.Priority), termtext.Escape(strings.TrimSpace(a.Waiting+" "+a.Message+uiOf(a))))
 	}
 }
 
