@@ -18,10 +18,13 @@ LDFLAGS     = -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).buildTime=$
 
 all: build
 
-# The product: master, worker, the berth CLI and the pi example.
+# The product: master, worker, the berth CLI, the pi example, and Spark's
+# cluster-manager plugin, bin/berth-spark.jar (Maven, against the pinned
+# Spark 4.2.0; docs/SPARK.md).
 build:
 	$(GO) build -buildvcs=auto -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 	$(GO) build -o $(BIN)/pi ./examples/pi
+	SKIP_TESTS=1 spark/build.sh >/dev/null
 
 # Tarballs and .deb packages (master, worker, CLI) for linux/amd64 and
 # linux/arm64 in out/dist (docs/OPERATIONS.md); ARCHES=amd64 for one.
@@ -41,13 +44,15 @@ bench-tools:
 	$(GO) build -o $(BIN)/placebench ./bench/cmd/placebench
 
 test: test-deps
+	spark/build.sh >/dev/null
 	$(GO) vet $(PKGS)
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
 # What the tests need beyond Go (nftables for the partition fault, chromium
-# for the web UI's browser tests).
+# for the web UI's browser tests, the pinned pyspark and a JDK for Spark's).
 test-deps:
 	scripts/test-deps.sh
+	scripts/spark-deps.sh >/dev/null
 
 # The fault-injection run: 100 faults on a 3-master cluster under load,
 # then its report; CHAOS_FAULTS=n for another count. Then 5 minutes of

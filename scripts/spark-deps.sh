@@ -7,8 +7,7 @@
 # stderr:  export SPARK_HOME=$(scripts/spark-deps.sh)
 #
 # SPARK_DEPS_DIR moves the venv; PYSPARK_SDIST names a local copy of
-# pyspark-4.2.0.tar.gz to install from instead of PyPI (default: the one in
-# /tmp/pyspark-dl when it is there).
+# pyspark-4.2.0.tar.gz to install from instead of PyPI.
 set -euo pipefail
 PYSPARK_VERSION=4.2.0
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,9 +41,9 @@ mkdir -p "$deps"
 # Keep the venv out of git without touching the repository's .gitignore.
 [ -f "$root/.deps/.gitignore" ] || { mkdir -p "$root/.deps" && echo '*' >"$root/.deps/.gitignore"; }
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-sdist=${PYSPARK_SDIST:-/tmp/pyspark-dl/pyspark-$PYSPARK_VERSION.tar.gz}
+sdist=${PYSPARK_SDIST:-}
 pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
-if [ -f "$sdist" ]; then
+if [ -n "$sdist" ] && [ -f "$sdist" ]; then
 	say "installing pyspark $PYSPARK_VERSION from $sdist"
 	"${pip[@]}" "$sdist"
 else

@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode
 
 import org.apache.spark.{SecurityManager, SparkConf, SparkContext, SparkException, SSLOptions}
 import org.apache.spark.internal.config._
+import org.apache.spark.internal.config.Python.PYSPARK_EXECUTOR_MEMORY
 import org.apache.spark.resource.ResourceProfile
 import org.apache.spark.util.Utils
 
@@ -81,7 +82,9 @@ private[berth] object BerthAppDescription {
         if (c.notIn.nonEmpty) c.notIn.foldLeft(o.putArray("notIn"))(_.add(_))
       }
     }
-    conf.get(BerthConf.STOP_AFTER_DISCONNECT).foreach(s => json.put("stopAfterDisconnect", s"${s}s"))
+    conf.get(BerthConf.STOP_AFTER_DISCONNECT).foreach { secs =>
+      json.put("stopAfterDisconnect", s"${secs}s")
+    }
     json
   }
 
@@ -106,7 +109,7 @@ private[berth] object BerthAppDescription {
     // has already prepended the Java 17 module options (JavaModuleOptions: --add-opens...).
     val sparkOpts = Utils.sparkJavaOpts(conf, SparkConf.isExecutorStartupConf)
     val userOpts = conf.get(EXECUTOR_JAVA_OPTIONS).map(Utils.splitCommandString).getOrElse(Nil)
-    val secrets = Seq(SecurityManager.SPARK_AUTH_SECRET_CONF) ++ SSLOptions.SPARK_RPC_SSL_PASSWORD_FIELDS
+    val secrets = SecurityManager.SPARK_AUTH_SECRET_CONF +: SSLOptions.SPARK_RPC_SSL_PASSWORD_FIELDS
     val opts = (sparkOpts ++ userOpts).filterNot(o => secrets.exists(f => o.startsWith(s"-D$f")))
     val resourcesFile = if (s.custom.nonEmpty) Seq("--resourcesFile", "{{RESOURCES}}") else Nil
     Seq(java, "-cp", cp.mkString(File.pathSeparator), s"-Xmx${s.heapMiB}m") ++ opts ++

@@ -8,7 +8,8 @@ import java.net.{ConnectException, URI}
 import java.net.http.{HttpClient, HttpRequest, HttpResponse, HttpTimeoutException}
 import java.nio.charset.StandardCharsets.UTF_8
 import java.time.Duration
-import java.util.concurrent.{ExecutionException, ExecutorService, ThreadLocalRandom, TimeUnit, TimeoutException}
+import java.util.concurrent.{ExecutionException, ExecutorService, ThreadLocalRandom, TimeUnit,
+  TimeoutException}
 import javax.net.ssl.{SSLContext, SSLException}
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
@@ -44,6 +45,9 @@ private[berth] class BerthClient(
 
   private val http = {
     val b = HttpClient.newBuilder()
+      // HTTP/1.1: the JDK's default (2) sends plain-http requests with an h2c upgrade,
+      // which berth's masters do not take, and an event stream then never flows.
+      .version(HttpClient.Version.HTTP_1_1)
       .connectTimeout(Duration.ofMillis(math.min(requestTimeoutMs, 5000)))
       .followRedirects(HttpClient.Redirect.NEVER)
       .executor(executor)
@@ -154,15 +158,23 @@ private[berth] class BerthClient(
             throw new BerthApiException(401, code, s"$where: the master refused the " +
               s"credential: $msg (check ${BerthConf.TOKEN.key} or BERTH_TOKEN, " +
               s"${BerthConf.SECRET_FILE.key} or BERTH_SECRET_FILE)")
+          case 400 if msg.contains("HTTPS server") =>
+            throw new BerthApiException(400, code, s"$where: the masters speak TLS: give " +
+              s"their CA in ${BerthConf.TLS_CA_FILE.key} or BERTH_TLS_CA_FILE")
           case status =>
-            throw new BerthApiException(status, code, s"$where: $msg ($status $code)")
+            throw new BerthApiException(status, code,
+              s"$where: $msg ($status${if (code.nonEmpty) s" $code" else ""})")
         }
       } catch {
         case e: BerthApiException => throw e
         case e: SSLException =>
-          broken(target) = s"TLS with $target failed: ${e.getMessage} (check " +
-            s"${BerthConf.TLS_CA_FILE.key}: the CA must have signed the masters' certificates, " +
-            "for the host names in the master URL; an https URL to a plain HTTP master fails too)"
+          val hint = if (String.valueOf(e.getMessage).contains("not a berth master")) {
+            "is that a worker's address? The master URL names the masters' API addresses"
+          } else {
+            s"check ${BerthConf.TLS_CA_FILE.key}: its CA must have signed the masters' " +
+              "certificates, for the addresses in the master URL; a master without TLS fails too"
+          }
+          broken(target) = s"TLS with $target failed: ${e.getMessage} ($hint)"
           lastError = broken(target)
           if (masters.forall(broken.contains)) throw new SparkException(s"berth: $lastError", e)
           target = masters.find(m => !broken.contains(m)).get
@@ -256,8 +268,14 @@ private[berth] object BerthClient {
 
   /** What a failed connection says, without the stack's noise. */
   def describe(e: Throwable): String = {
-    val root = Iterator.iterate(e)(_.getCause).takeWhile(_ != null).toSeq.last
-    val msg = Option(root.getMessage).getOrElse("")
-    s"${root.getClass.getSimpleName}${if (msg.nonEmpty) s": $msg" else ""}"
+    val chain = Iterator.iterate(e)(_.getCause).takeWhile(_ != null).toSeq
+    val names = chain.map(_.getClass.getSimpleName).distinct.mkString(" < ")
+    chain.flatMap(c => Option(c.getMessage)).find(_.nonEmpty) match {
+      case Some(msg) => s"$msg ($names)"
+      // The JDK's client says nothing more of a refused connection.
+      case None if chain.exists(_.isInstanceOf[ConnectException]) =>
+        s"connection refused or unreachable ($names)"
+      case None => names
+    }
   }
 }

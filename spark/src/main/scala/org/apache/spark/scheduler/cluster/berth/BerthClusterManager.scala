@@ -4,7 +4,8 @@
 package org.apache.spark.scheduler.cluster.berth
 
 import org.apache.spark.SparkContext
-import org.apache.spark.scheduler.{ExternalClusterManager, SchedulerBackend, TaskScheduler, TaskSchedulerImpl}
+import org.apache.spark.scheduler.{ExternalClusterManager, SchedulerBackend, TaskScheduler,
+  TaskSchedulerImpl}
 
 /**
  * Found by SparkContext through ServiceLoader (META-INF/services) for a master URL that none

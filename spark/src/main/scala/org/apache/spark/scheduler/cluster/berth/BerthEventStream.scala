@@ -60,6 +60,7 @@ private[berth] class BerthEventStream(
     while (!stopped) {
       val outcome = try {
         val in = client.openStream(path, retryBudgetMs, openTimeoutMs)
+        logDebug(s"berth: following the events of $appId on ${client.leaderOrFirst}")
         current = in
         if (stopped) closeQuietly(in)
         read(in)
@@ -95,8 +96,8 @@ private[berth] class BerthEventStream(
     var watchdog: ScheduledFuture[_] = null
     def arm(): Unit = {
       if (watchdog != null) watchdog.cancel(false)
-      watchdog = timers.schedule(() => { silent = true; closeQuietly(in) },
-        silenceMs + marginMs, TimeUnit.MILLISECONDS)
+      val cut: Runnable = () => { silent = true; closeQuietly(in) }
+      watchdog = timers.schedule(cut, silenceMs + marginMs, TimeUnit.MILLISECONDS)
     }
     var got = 0
     try {
@@ -118,6 +119,7 @@ private[berth] class BerthEventStream(
           if (next > 0) silenceMs = next
           arm()
           val kind = ev.path("type").asText()
+          logTrace(s"berth: event $line")
           if (kind != "heartbeat") {
             handle(ev)
             if (kind == "appRemoved") return Final

@@ -17,9 +17,11 @@ import org.apache.spark.{SparkContext, SparkException}
 import org.apache.spark.internal.config._
 import org.apache.spark.resource.ResourceProfile
 import org.apache.spark.rpc.{RpcAddress, RpcCallContext, RpcEndpointAddress}
-import org.apache.spark.scheduler.{ExecutorDecommissionInfo, ExecutorLossReason, ExecutorProcessLost, TaskSchedulerImpl}
+import org.apache.spark.scheduler.{ExecutorDecommissionInfo, ExecutorLossReason,
+  ExecutorProcessLost, TaskSchedulerImpl}
 import org.apache.spark.scheduler.cluster.{CoarseGrainedSchedulerBackend, SchedulerBackendUtils}
-import org.apache.spark.scheduler.cluster.CoarseGrainedClusterMessages.{RegisterExecutor, RemoveExecutor}
+import org.apache.spark.scheduler.cluster.CoarseGrainedClusterMessages.{RegisterExecutor,
+  RemoveExecutor}
 import org.apache.spark.util.{ThreadUtils, Utils}
 
 /**
@@ -65,6 +67,7 @@ private[berth] class BerthSchedulerBackend(
   @volatile private var appId: String = _
   @volatile private var events: BerthEventStream = _
   @volatile private var lastStatus = Status("", "")
+  @volatile private var abortReason: String = _
 
   override def applicationId(): String = Option(appId).getOrElse(super.applicationId())
 
@@ -79,15 +82,19 @@ private[berth] class BerthSchedulerBackend(
         "than needed (SPARK-30299); set spark.executor.cores")
     }
     val jar = pluginJar
-    if (BerthAppDescription.shape(sc).custom.nonEmpty && !conf.contains(RESOURCES_DISCOVERY_PLUGIN)) {
+    val custom = BerthAppDescription.shape(sc).custom.nonEmpty
+    if (custom && !conf.contains(RESOURCES_DISCOVERY_PLUGIN)) {
       // Executors find their addresses in BERTH_RESOURCE_<NAME> (BerthResourceDiscovery).
       conf.set(RESOURCES_DISCOVERY_PLUGIN.key, classOf[BerthResourceDiscovery].getName)
     }
     val desc = BerthAppDescription.build(sc, driverUrl, initialLimit, jar)
     val submitted = try {
-      client.call("POST", "/v1/apps", Some(desc), Map("Idempotency-Key" -> UUID.randomUUID().toString))
+      // A repeat after a lost answer gets the first registration's id, not a second app.
+      val key = Map("Idempotency-Key" -> UUID.randomUUID().toString)
+      client.call("POST", "/v1/apps", Some(desc), key)
     } catch {
-      case e: BerthApiException => throw new SparkException(s"berth refused the app: ${e.getMessage}", e)
+      case e: BerthApiException =>
+        throw new SparkException(s"berth refused the app: ${e.getMessage}", e)
     }
     appId = submitted.path("id").asText()
     logInfo(s"berth: registered app $appId (${desc.path("memoryPerExecutorMB").asLong()} MB " +
@@ -168,26 +175,52 @@ private[berth] class BerthSchedulerBackend(
   override def hostOf(executorId: String): Option[String] = Option(hosts.get(executorId))
 
   override def showStderr(executorId: Int): Unit = later {
-    val tail = client.text(s"/v1/apps/$appId/executors/$executorId/logs/stderr?tail=4096")
-    val lines = tail.linesIterator.toSeq.takeRight(20)
+    val lines = stderrTail(executorId, 20)
     if (lines.nonEmpty) {
       logWarning(s"berth: the end of executor $executorId's stderr:\n  ${lines.mkString("\n  ")}")
     }
   }
 
-  override def abort(message: String): Unit = later(fail(s"berth: $message"))
+  override def abort(message: String, lastId: Int): Unit = later {
+    val said = stderrTail(lastId, 2).mkString(" / ")
+    fail(s"berth: $message${if (said.nonEmpty) s"; its stderr ends: $said" else ""}")
+  }
+
+  private def stderrTail(executorId: Int, lines: Int): Seq[String] =
+    client.text(s"/v1/apps/$appId/executors/$executorId/logs/stderr?tail=4096").linesIterator
+      .map(_.trim).filter(_.nonEmpty).toSeq.takeRight(lines)
 
   private def later(work: => Unit): Unit =
     try httpPool.execute(() => Utils.tryLogNonFatalError(work)) catch {
       case _: java.util.concurrent.RejectedExecutionException if stopping.get => // stopped
     }
 
-  /** Ends the app for good, as standalone's dead(): the jobs fail with why, then it stops. */
+  /**
+   * Ends the app for good, as standalone's dead(): running jobs fail with why, then the
+   * context stops. With no task set yet (executors failed as the app started, before its
+   * first job reached the scheduler) TaskSchedulerImpl.error throws instead; the stop then
+   * waits a moment, so that a job on its way fails with the reason (reviveOffers), not with
+   * "SparkContext was shut down".
+   */
   private def fail(message: String): Unit =
     if (!stopping.get && aborted.compareAndSet(false, true)) {
       logError(message)
-      try scheduler.error(message) finally sc.stopInNewThread()
+      abortReason = message
+      val jobsFailed = try { scheduler.error(message); true } catch { case NonFatal(_) => false }
+      if (jobsFailed) sc.stopInNewThread()
+      else {
+        val stop: Runnable = () => sc.stopInNewThread()
+        try timers.schedule(stop, 2, TimeUnit.SECONDS) catch {
+          case NonFatal(_) => sc.stopInNewThread()
+        }
+      }
     }
+
+  /** TaskSchedulerImpl calls this as it takes a task set: after fail(), that fails it. */
+  override def reviveOffers(): Unit = Option(abortReason) match {
+    case Some(why) => try scheduler.error(why) catch { case NonFatal(_) => }
+    case None => super.reviveOffers()
+  }
 
   private def onEvent(ev: JsonNode): Unit = try {
     if (ev.path("type").asText() == "appRemoved") {
@@ -229,7 +262,9 @@ private[berth] class BerthSchedulerBackend(
     try {
       val now = status()
       if (now.waiting != lastStatus.waiting) {
-        if (now.waiting.nonEmpty) logWarning(s"berth: app $appId ${now.waiting}")
+        // Held by its own executor limit is Spark's choice, not berth's doing.
+        if (now.waiting.contains("executor limit")) logDebug(s"berth: app $appId ${now.waiting}")
+        else if (now.waiting.nonEmpty) logWarning(s"berth: app $appId ${now.waiting}")
         else logInfo(s"berth: app $appId no longer waits")
       }
       if (now.excluded != lastStatus.excluded && now.excluded.nonEmpty) {
@@ -274,13 +309,14 @@ private[berth] class BerthSchedulerBackend(
       addressToExecutorId.get(remoteAddress).foreach { id =>
         disableExecutor(id)
         try {
-          timers.schedule(() => Utils.tryLogNonFatalError {
+          val lost: Runnable = () => Utils.tryLogNonFatalError {
             val pending = BerthSchedulerBackend.this.synchronized(executorsPendingLossReason(id))
             if (pending && lifecycle.markRemoved(id)) {
               driverEndpoint.send(RemoveExecutor(id, ExecutorProcessLost(s"berth: executor $id " +
                 s"disconnected and berth said nothing of it within $removeDelayMs ms")))
             }
-          }, removeDelayMs, TimeUnit.MILLISECONDS)
+          }
+          timers.schedule(lost, removeDelayMs, TimeUnit.MILLISECONDS)
         } catch {
           case _: java.util.concurrent.RejectedExecutionException if stopping.get =>
         }

@@ -27,9 +27,10 @@ private[berth] case class BerthExecutor(
 }
 
 private[berth] object BerthExecutor {
-  def apply(j: JsonNode): BerthExecutor = BerthExecutor(j.path("id").asInt(), j.path("workerId").asText(),
-    j.path("cores").asInt(), j.path("memoryMB").asInt(), j.path("state").asText(),
-    Option(j.get("exitCode")).filter(_.isNumber).map(_.asInt()), j.path("message").asText(""))
+  def apply(j: JsonNode): BerthExecutor = BerthExecutor(j.path("id").asInt(),
+    j.path("workerId").asText(), j.path("cores").asInt(), j.path("memoryMB").asInt(),
+    j.path("state").asText(), Option(j.get("exitCode")).filter(_.isNumber).map(_.asInt()),
+    j.path("message").asText(""))
 }
 
 /** What the lifecycle asks of the scheduler backend. */
@@ -40,8 +41,8 @@ private[berth] trait ExecutorSink {
   def hostOf(executorId: String): Option[String]
   /** Logs the end of an executor's stderr: why one died before it registered. */
   def showStderr(executorId: Int): Unit
-  /** Ends the app: its executors fail for a reason no retry will mend. */
-  def abort(message: String): Unit
+  /** Ends the app: its executors fail for a reason no retry will mend (the last: lastId). */
+  def abort(message: String, lastId: Int): Unit
 }
 // The sink's calls that take Spark's locks (decommission, abort) or wait on berth
 // (showStderr) return at once and do their work on another thread: the lifecycle holds its
@@ -56,8 +57,10 @@ private[berth] trait ExecutorSink {
  * spark.executor.failuresValidityInterval), and past the bound the app is ended instead of
  * waiting for ever for executors that cannot start.
  */
-private[berth] class ExecutorLifecycle(conf: SparkConf, sink: ExecutorSink, decommissionOnPreemption: Boolean)
-  extends Logging {
+private[berth] class ExecutorLifecycle(
+    conf: SparkConf,
+    sink: ExecutorSink,
+    decommissionOnPreemption: Boolean) extends Logging {
 
   private val alive = mutable.Map[Int, BerthExecutor]()
   private val ended = mutable.Set[Int]() // berth said it ended; ids are never reused
@@ -82,19 +85,16 @@ private[berth] class ExecutorLifecycle(conf: SparkConf, sink: ExecutorSink, deco
     def executor = BerthExecutor(ev.path("executor"))
     ev.path("type").asText() match {
       case "snapshot" => snapshot(ev.path("app"))
-      case "executorAdded" =>
-        val e = executor
-        if (!ended.contains(e.id)) alive(e.id) = e
-        logInfo(s"berth: granted executor ${e.id} on worker ${e.workerId} with ${e.cores} " +
-          s"core(s), ${e.memoryMB} MB")
-      case "executorUpdated" | "executorLost" | "executorHealthy" | "executorUnhealthy" =>
+      case "executorAdded" | "executorUpdated" | "executorLost" | "executorHealthy" |
+           "executorUnhealthy" =>
         update(executor, note)
       case "executorPreempted" =>
         val e = executor
         preempted(e.id) = note
         logWarning(s"berth: executor ${e.id} on worker ${e.workerId} is being taken back: $note")
         // Within berth's preemption grace the executor can hand its blocks over.
-        if (decommissionOnPreemption) sink.decommission(e.id.toString, note, sink.hostOf(e.id.toString))
+        val id = e.id.toString
+        if (decommissionOnPreemption) sink.decommission(id, note, sink.hostOf(id))
       case "relaunchDelayed" =>
         logWarning(s"berth: this app's executors keep ending soon after they start: $note")
       case "masterChanged" =>
@@ -107,7 +107,12 @@ private[berth] class ExecutorLifecycle(conf: SparkConf, sink: ExecutorSink, deco
 
   private def update(e: BerthExecutor, note: String): Unit =
     if (e.finished) end(e, note)
-    else if (!ended.contains(e.id)) alive(e.id) = e
+    else if (!ended.contains(e.id)) {
+      if (alive.put(e.id, e).isEmpty) {
+        logInfo(s"berth: granted executor ${e.id} on worker ${e.workerId} with ${e.cores} " +
+          s"core(s), ${e.memoryMB} MB")
+      }
+    }
 
   /**
    * The app as a (new) leader knows it: an executor we hold that it does not list ended
@@ -116,7 +121,7 @@ private[berth] class ExecutorLifecycle(conf: SparkConf, sink: ExecutorSink, deco
   private def snapshot(app: JsonNode): Unit = {
     val listed = app.path("executors").elements().asScala.map(BerthExecutor(_)).toSeq
     listed.foreach(update(_, ""))
-    val gone = alive.keySet -- listed.map(_.id)
+    val gone = alive.keySet.toSet -- listed.map(_.id)
     gone.toSeq.sorted.foreach { id =>
       end(alive(id).copy(state = "LOST", exitCode = None),
         "berth's leader no longer lists it (its worker was lost during a failover)")
@@ -138,7 +143,7 @@ private[berth] class ExecutorLifecycle(conf: SparkConf, sink: ExecutorSink, deco
       val n = failures.numFailedExecutors
       if (n >= maxFailures) {
         sink.abort(s"$n executors failed, the most allowed (${maxFailures}, " +
-          s"spark.executor.maxNumFailures); the last: ${reason.message}")
+          s"spark.executor.maxNumFailures); the last: ${reason.message}", e.id)
       } else {
         logWarning(s"berth: $n executor failure(s) of at most $maxFailures")
       }

@@ -1,0 +1,43 @@
+"""A PySpark job for berth's plugin, run from plain python3 (no spark-submit):
+a shuffle over a cached RDD read twice, with Python workers on the executors.
+
+    MASTER=spark+berth://127.0.0.61:17077 python3 examples/spark/shuffle_cache.py [TASKS] [TASK_SLEEP_S]
+
+BERTH_SPARK_JAR names the plugin (default bin/berth-spark.jar); pyspark must be
+importable (scripts/spark-deps.sh installs it in .deps/spark/venv).
+"""
+import os
+import sys
+import time
+
+from pyspark.sql import SparkSession
+
+here = os.path.dirname(os.path.abspath(__file__))
+jar = os.environ.get("BERTH_SPARK_JAR", os.path.join(here, "..", "..", "bin", "berth-spark.jar"))
+tasks = int(sys.argv[1]) if len(sys.argv) > 1 else 8
+pause = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
+
+spark = (SparkSession.builder
+         .master(os.environ.get("MASTER", "spark+berth://127.0.0.61:17077"))
+         .appName("berth-pyspark")
+         .config("spark.jars", os.path.abspath(jar))
+         .config("spark.executor.memory", os.environ.get("EXECUTOR_MEMORY", "512m"))
+         .getOrCreate())
+sc = spark.sparkContext
+print("applicationId", sc.applicationId)
+
+
+def expand(i):
+    time.sleep(pause)
+    return range(i * 1000, (i + 1) * 1000)
+
+
+numbers = sc.parallelize(range(tasks), tasks).flatMap(expand).cache()
+by_digit = dict(numbers.map(lambda n: (n % 10, 1)).reduceByKey(lambda a, b: a + b, 4).collect())
+total = numbers.count()  # read back from the cache
+print("shuffle:", sorted(by_digit.items()), "cached count", total)
+assert len(by_digit) == 10 and sum(by_digit.values()) == tasks * 1000 == total
+df = spark.createDataFrame([(i % 3, i) for i in range(100)], ["k", "v"])
+print("sql:", sorted((r.k, r.s) for r in df.groupBy("k").sum("v").withColumnRenamed("sum(v)", "s").collect()))
+print("berth-pyspark OK")
+spark.stop()
