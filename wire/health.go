@@ -2,7 +2,9 @@ package wire
 
 import (
 	"fmt"
+	"net"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -103,11 +105,15 @@ const (
 
 // Check is one health check of a process, run by its worker.
 type Check struct {
-	Name    string    `json:"name"`
-	Type    CheckType `json:"type"`
-	Port    string    `json:"port,omitempty"`    // http, tcp: the label of one of the process's ports
-	Path    string    `json:"path,omitempty"`    // http: from "/"; default "/"
-	Command []string  `json:"command,omitempty"` // exec
+	Name string    `json:"name"`
+	Type CheckType `json:"type"`
+	Port string    `json:"port,omitempty"` // http, tcp: the label of one of the process's ports
+	// Address is the host an http or tcp check dials: the worker's
+	// advertised host (the process's BERTH_HOST) by default; 127.0.0.1
+	// for a service that listens on loopback only.
+	Address string   `json:"address,omitempty"`
+	Path    string   `json:"path,omitempty"`    // http: from "/"; default "/"
+	Command []string `json:"command,omitempty"` // exec
 	// Interval between two checks (default 10s), Timeout of one (default
 	// 2s, at most the interval), Failures in a row that make the process
 	// unhealthy (default 3); StartPeriod: failures before it ends do not
@@ -188,6 +194,9 @@ func checkTarget(c Check, ports []string) error {
 		if c.Type == CheckTCP && c.Path != "" {
 			return fmt.Errorf("a path is for http checks")
 		}
+		if c.Address != "" && !checkHost(c.Address) {
+			return fmt.Errorf("address %q: want a host name or an IP address, without a port", clip(c.Address))
+		}
 		if c.Type == CheckHTTP && c.Path != "" {
 			if u, err := url.Parse(c.Path); err != nil || !strings.HasPrefix(c.Path, "/") || u.Host != "" || len(c.Path) > 1024 {
 				return fmt.Errorf("path %q: want an absolute path such as /health, at most 1024 bytes", clip(c.Path))
@@ -197,8 +206,8 @@ func checkTarget(c Check, ports []string) error {
 		if len(c.Command) == 0 || c.Command[0] == "" || len(c.Command) > 64 {
 			return fmt.Errorf("an exec check needs a command (at most 64 arguments)")
 		}
-		if c.Port != "" || c.Path != "" {
-			return fmt.Errorf("port and path are for http and tcp checks")
+		if c.Port != "" || c.Path != "" || c.Address != "" {
+			return fmt.Errorf("port, path and address are for http and tcp checks")
 		}
 	default:
 		return fmt.Errorf("type %q: want http, tcp or exec", clip(string(c.Type)))
@@ -343,3 +352,14 @@ func (p RestartPolicy) Verdict(attempts int, failures []time.Time, now time.Time
 	}
 	return kept, false, waitUntil
 }
+
+// checkHost reports whether s is an IP address or a host name (RFC 1123
+// labels), as a check's address must be.
+func checkHost(s string) bool {
+	if net.ParseIP(s) != nil {
+		return true
+	}
+	return len(s) <= 253 && hostName.MatchString(s)
+}
+
+var hostName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)

@@ -18,7 +18,10 @@ import (
 )
 
 // The checks' runs (health.go has their counts). http and tcp checks go
-// to 127.0.0.1 and the port the process was given; an exec check runs as
+// to the worker's advertised host (the process's BERTH_HOST: a service
+// bound to it listens there, and on 127.0.0.1 only if it binds every
+// address), or the check's own address, and the port the process was
+// given; an exec check runs as
 // the process does: its user, its environment, its home, its cgroup (a
 // check that eats memory counts against the process's limit, and dies
 // with it).
@@ -123,14 +126,22 @@ func result(ok bool) string {
 	return "fail"
 }
 
+// checkHost is the host an http or tcp check dials.
+func (ac *attemptChecks) checkHost(c wire.Check) string {
+	if c.Address != "" {
+		return c.Address
+	}
+	return ac.w.host
+}
+
 // probe runs c once within ctx: whether it passed, and if not why (with
 // at most wire.CheckOutputKept bytes of what it answered).
 func (ac *attemptChecks) probe(ctx context.Context, c wire.Check, web *httpProbe) (bool, string) {
 	switch c.Type {
 	case wire.CheckHTTP:
-		return web.probe(ctx, ac.p.ports[c.Port], c.Path)
+		return web.probe(ctx, ac.checkHost(c), ac.p.ports[c.Port], c.Path)
 	case wire.CheckTCP:
-		return probeTCP(ctx, ac.p.ports[c.Port])
+		return probeTCP(ctx, ac.checkHost(c), ac.p.ports[c.Port])
 	default:
 		return ac.probeExec(ctx, c)
 	}
@@ -155,11 +166,11 @@ func (h *httpProbe) close() {
 	}
 }
 
-func (h *httpProbe) probe(ctx context.Context, port int, path string) (bool, string) {
+func (h *httpProbe) probe(ctx context.Context, host string, port int, path string) (bool, string) {
 	if path == "" {
 		path = "/"
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	req := "GET " + path + " HTTP/1.1\r\nHost: " + addr + "\r\nUser-Agent: berth-check\r\n\r\n"
 	for attempt := 0; ; attempt++ {
 		fresh := h.conn == nil
@@ -214,9 +225,9 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-func probeTCP(ctx context.Context, port int) (bool, string) {
+func probeTCP(ctx context.Context, host string, port int) (bool, string) {
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(port))
+	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		return false, timedOut(ctx, err)
 	}

@@ -113,7 +113,7 @@ func BenchmarkChecksFloor(b *testing.B) {
 				case <-t.C:
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-				if ok, _ := web.probe(ctx, first+i, "/"); !ok {
+				if ok, _ := web.probe(ctx, "127.0.0.1", first+i, "/"); !ok {
 					failed.Add(1)
 				}
 				cancel()

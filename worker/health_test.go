@@ -203,7 +203,7 @@ func TestHTTPProbeKeepsAndRemakesItsConnection(t *testing.T) {
 	probe := func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		return web.probe(ctx, port, "/health")
+		return web.probe(ctx, "127.0.0.1", port, "/health")
 	}
 	for range 3 {
 		if ok, why := probe(); !ok {

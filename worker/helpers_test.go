@@ -47,6 +47,7 @@ func TestMain(m *testing.M) {
 //	fail-once       exit 1 unless ./marker exists (then exit 0); creates it
 //	serve           answer GET /health on 127.0.0.1:$BERTH_PORT_HTTP with
 //	                200; print "pid N" once listening
+//	serve-host      serve, on $BERTH_HOST (the worker's address) only
 //	serve-ports A B answer every GET on 127.0.0.1, ports A to B; print
 //	                "listening" once they all are
 func helperMain(args []string) int {
@@ -71,8 +72,12 @@ func helperMain(args []string) int {
 	case "print-env":
 		out, _ := json.Marshal(map[string]any{"args": os.Args, "env": os.Environ()})
 		os.Stdout.Write(append(out, '\n'))
-	case "serve":
-		ln, err := net.Listen("tcp", "127.0.0.1:"+os.Getenv("BERTH_PORT_HTTP"))
+	case "serve", "serve-host":
+		host := "127.0.0.1"
+		if args[0] == "serve-host" {
+			host = os.Getenv("BERTH_HOST") // the worker's address only, as a service bound to it
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, os.Getenv("BERTH_PORT_HTTP")))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1

@@ -33,7 +33,7 @@ func healthFlags(cmd, what string) []cli.Flag {
 			Usage: "read the whole " + what + " from `SPEC.json`, the API's JSON (docs/API.md; - for standard input): unknown fields are refused; the flags given override its values"},
 		&cli.StringSliceFlag{Name: "port", EnvVars: env(cmd, "port"),
 			Usage: "a port by `LABEL`, given the process from its worker's --port-range: BERTH_PORT_<LABEL> in its environment, {{PORT_<LABEL>}} in its argv; repeat it"},
-		repeatedFlag(cmd, "check-http", "check the process with GET http://127.0.0.1:<port LABEL>PATH, which passes on 2xx or 3xx (`LABEL:PATH`, e.g. http:/health); repeat it"),
+		repeatedFlag(cmd, "check-http", "check the process with GET http://<its worker's host>:<port LABEL>PATH, which passes on 2xx or 3xx (`LABEL:PATH`, e.g. http:/health; another address: \"address\" in --file); repeat it"),
 		&cli.StringSliceFlag{Name: "check-tcp", EnvVars: env(cmd, "check-tcp"),
 			Usage: "check that the port `LABEL` accepts a connection; repeat it"},
 		repeatedFlag(cmd, "check-exec", "check the process by running `'CMD ARGS...'` in its cgroup with its environment: exit 0 passes; split into words as a shell would (quotes, backslashes), but no shell runs it; repeat it"),
