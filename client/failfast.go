@@ -276,3 +276,20 @@ func verifiedTLS(cfg *tls.Config) *tls.Config {
 	}
 	return cfg
 }
+
+// noQuorumAnywhere reports whether a call should end for want of a
+// quorum: a master said so (no_quorum), and every other one did too, is
+// unreachable, or is broken. A master of a partition's minority says
+// no_quorum while the majority may have a leader: the call tries them
+// all before it gives up.
+func (c *Client) noQuorumAnywhere(quorumless, gone map[string]bool, broken map[string]*ConfigError) bool {
+	if len(quorumless) == 0 {
+		return false
+	}
+	for _, m := range c.masters {
+		if !quorumless[m] && !gone[m] && broken[m] == nil {
+			return false
+		}
+	}
+	return true
+}

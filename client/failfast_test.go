@@ -133,3 +133,32 @@ func TestRedirectNeverDowngradesToHTTP(t *testing.T) {
 		}
 	}
 }
+
+// A master that says no quorum, the others down: the write ends at once,
+// certainly not done, saying so (it took the whole 30 s budget, then
+// ended on a dial error). A master of a partition's minority says no
+// quorum while another leads: that one is tried and serves it.
+func TestNoQuorumEndsAWriteAtOnce(t *testing.T) {
+	minority := newFakeMaster(t, "", func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteErr(w, r, httpx.Coded(http.StatusServiceUnavailable, wire.CodeNoQuorum, "no quorum: this master reaches 1 of 3 masters"))
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close()
+	c := newTestClient(t, []string{minority.URL(), down}, "", WithRetryBudget(30*time.Second))
+	start := time.Now()
+	_, err = c.RegisterApp(context.Background(), wire.AppDescription{Name: "a", Command: []string{"x"}})
+	if !errors.Is(err, ErrNotDone) || !strings.Contains(err.Error(), "no quorum") || time.Since(start) > 2*time.Second {
+		t.Fatalf("after %s: %v, want not done, saying no quorum, at once", time.Since(start).Round(time.Millisecond), err)
+	}
+	leader := newFakeMaster(t, "", func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteJSON(w, http.StatusOK, wire.Submitted{ID: "app-1"})
+	})
+	c = newTestClient(t, []string{minority.URL(), leader.URL()}, "")
+	if id, err := c.RegisterApp(context.Background(), wire.AppDescription{Name: "a", Command: []string{"x"}}); err != nil || id != "app-1" {
+		t.Errorf("a minority master first, the leader next: %q %v", id, err)
+	}
+}

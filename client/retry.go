@@ -98,6 +98,11 @@ func (c *Client) roundTrip(ctx context.Context, r request, stream bool) (*http.R
 	// (failfast.go); down: the run of attempts that reached no master.
 	broken := map[string]*ConfigError{}
 	var down outage
+	// quorumless: masters that answered no_quorum in this call; gone:
+	// those unreachable at their last attempt. Once every master is one
+	// or the other (or broken), no leader can be had: the call ends.
+	quorumless, gone := map[string]bool{}, map[string]bool{}
+	var noQuorum error // the last no_quorum answer
 	for attempt := 1; ; attempt++ {
 		var actx context.Context
 		var cancel context.CancelFunc
@@ -144,6 +149,17 @@ func (c *Client) roundTrip(ctx context.Context, r request, stream bool) (*http.R
 			c.reached.Store(true)
 		}
 		down.add(target, err, answered)
+		switch {
+		case answered && se.Code == wire.CodeNoQuorum:
+			quorumless[target], noQuorum = true, fmt.Errorf("%s %s%s: %w", r.method, target, r.path, se)
+		case !answered && unreachable(err):
+			gone[target] = true
+		default:
+			delete(gone, target)
+		}
+		if c.noQuorumAnywhere(quorumless, gone, broken) {
+			return nil, nil, c.notDone(r, noQuorum, unknown)
+		}
 
 		var next string
 		wait := false
@@ -278,7 +294,7 @@ func (c *Client) classify(r request, target string, err error) (next string, wai
 			}
 			c.redirectedTo(leader)
 			return leader, false, err
-		case se.Code == wire.CodeNoLeader || se.Code == wire.CodeLeaderPreparing:
+		case se.Code == wire.CodeNoLeader || se.Code == wire.CodeLeaderPreparing || se.Code == wire.CodeNoQuorum:
 			// The master held the request while it waited for a leader
 			// (up to a second): that was the pause; ask the next at once.
 			return c.failed(target, false), false, err

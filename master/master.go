@@ -184,6 +184,14 @@ func call[T any](ctx context.Context, m *Master, fn func(c *core, r reply[T])) (
 	deadline := time.Now().Add(leaderHold)
 	for {
 		v, err := callOnce(ctx, m, fn)
+		if awaitingLeader(err) {
+			if q := m.watch.quorumLost(); q != nil {
+				// No election can end before masters come back: say so at
+				// once rather than after the hold (and every client's
+				// retries after it).
+				return v, q.error()
+			}
+		}
 		if !awaitingLeader(err) || time.Now().After(deadline) {
 			return v, err
 		}

@@ -3,6 +3,7 @@ package master
 import (
 	"cmp"
 	"context"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -34,6 +35,51 @@ type peerSeen struct {
 type peerWatch struct {
 	mu   sync.Mutex
 	seen map[string]*peerSeen
+	// lost is set while fewer voters answer than a quorum (noQuorum).
+	lost *noQuorum
+}
+
+// noQuorum is a round of asks that reached fewer voters than a quorum.
+type noQuorum struct {
+	reached, voters int
+	since           time.Time
+}
+
+func (q *noQuorum) error() error {
+	return httpx.Coded(http.StatusServiceUnavailable, wire.CodeNoQuorum,
+		"no quorum: this master reaches %d of %d masters (since %s), fewer than the %d a leader needs; no leader can be elected and writes are refused until enough are back (reads still work; docs/HA.md: losing a quorum)",
+		q.reached, q.voters, q.since.Format(time.RFC3339), q.voters/2+1)
+}
+
+// quorumLost is the last round's verdict: nil while a quorum answers (or
+// before a round has run).
+func (p *peerWatch) quorumLost() *noQuorum {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lost
+}
+
+// judgeQuorum sets the verdict of a round of asks of the voters (ids, this
+// master's included) at now. A voter never asked (its API address not
+// known yet) is not counted against the quorum: only a failed ask says a
+// master is gone.
+func (p *peerWatch) judgeQuorum(self string, voters []string, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	reached := 0
+	for _, id := range voters {
+		if s := p.seen[id]; id == self || s == nil || s.downSince.IsZero() {
+			reached++
+		}
+	}
+	switch {
+	case len(voters) == 0 || reached >= len(voters)/2+1:
+		p.lost = nil
+	case p.lost == nil:
+		p.lost = &noQuorum{reached: reached, voters: len(voters), since: now}
+	default:
+		p.lost.reached, p.lost.voters = reached, len(voters)
+	}
 }
 
 func (p *peerWatch) record(id string, err error, at time.Time) {
@@ -95,7 +141,11 @@ func (m *Master) probePeers(ctx context.Context) {
 	api := m.masterAddresses(ctx)
 	client := m.peers.client.get(m.cfg, peerAskTimeout)
 	var wg sync.WaitGroup
+	var voters []string
 	for _, srv := range servers {
+		if srv.Voter {
+			voters = append(voters, srv.ID)
+		}
 		id, addr := srv.ID, api[srv.ID]
 		if id == m.cfg.ID || addr == "" {
 			continue
@@ -118,6 +168,9 @@ func (m *Master) probePeers(ctx context.Context) {
 		})
 	}
 	wg.Wait()
+	if ctx.Err() == nil {
+		m.watch.judgeQuorum(m.cfg.ID, voters, time.Now())
+	}
 }
 
 type errAnswersAs string

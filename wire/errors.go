@@ -33,6 +33,11 @@ const (
 	// or this one could not confirm it still leads. Retry, on any master;
 	// the master already held the request a while for an election.
 	CodeNoLeader ErrorCode = "no_leader"
+	// CodeNoQuorum (503): fewer masters answer this one than a quorum: no
+	// leader can be elected until enough are back. Certainly not done;
+	// retrying helps only once they are (a client tries the other
+	// masters, then gives up at once).
+	CodeNoQuorum ErrorCode = "no_quorum"
 	// CodeLeaderPreparing (503): this master was just elected and is
 	// reading its state; retry shortly.
 	CodeLeaderPreparing ErrorCode = "leader_preparing"
@@ -117,7 +122,7 @@ const (
 // ErrorCodes lists every error code, for documentation and its test.
 var ErrorCodes = []ErrorCode{
 	CodeBadRequest, CodeTooLarge, CodeUnauthorized, CodeForbidden, CodeLimitReached,
-	CodeNotLeader, CodeNoLeader, CodeLeaderPreparing, CodeNotCommitted, CodeOutcomeUnknown, CodeShuttingDown,
+	CodeNotLeader, CodeNoLeader, CodeNoQuorum, CodeLeaderPreparing, CodeNotCommitted, CodeOutcomeUnknown, CodeShuttingDown,
 	CodeUnknownWorker, CodeUnknownApp, CodeUnknownExecutor, CodeUnknownDriver, CodeUnknownQueue, CodeUnknownTenant, CodeEnded, CodeKeyReused, CodeAddressTaken, CodeWrongState,
 	CodeLogsUnreachable, CodeWorkerUnreachable, CodeNotReplicated, CodeMembershipFailed, CodeUnknownMaster, CodeBadSnapshot,
 	CodeStaleEpoch, CodeUnknownProcess, CodePortsBusy, CodeInternal,
