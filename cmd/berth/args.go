@@ -40,14 +40,14 @@ func positional(c *cli.Context, usage string, n int) ([]string, error) {
 		}
 		f := findFlag(c.Command.Flags, name)
 		if f == nil {
-			return nil, fmt.Errorf("flag provided but not defined: --%s (usage: %s)", name, usage)
+			return nil, usageFailure(fmt.Errorf("unknown flag --%s", name), "usage: "+usage)
 		}
 		if _, isBool := f.(*cli.BoolFlag); isBool && !hasValue {
 			value, hasValue = "true", true
 		}
 		if !hasValue {
 			if i+1 == len(args) {
-				return nil, fmt.Errorf("flag needs an argument: --%s", name)
+				return nil, usageFailure(fmt.Errorf("flag --%s needs a value", name), "usage: "+usage)
 			}
 			i++
 			value = args[i]

@@ -16,7 +16,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -130,6 +129,7 @@ BERTH_TOKEN instead of the secret.`,
 			tlsCommand(),
 		},
 	}
+	app.Action = unknownCommand
 	setUsageErrors(app.Commands)
 	return app
 }
@@ -140,19 +140,12 @@ func setUsageErrors(cmds []*cli.Command) {
 	for _, c := range cmds {
 		c.OnUsageError = usageError
 		c.HideHelpCommand = true
+		if len(c.Subcommands) > 0 && c.Action == nil {
+			c.Action = unknownCommand
+		}
 		setUsageErrors(c.Subcommands)
 	}
 }
-
-// usageError names the flag in Go's "-flag" form as users type it, --flag,
-// and keeps the message short: the help is one --help away.
-func usageError(c *cli.Context, err error, _ bool) error {
-	return errors.New(flagName.ReplaceAllString(err.Error(), "flag --$1"))
-}
-
-// flagName matches a flag named in urfave's or Go's errors: "flag -cores",
-// "for flag cores".
-var flagName = regexp.MustCompile(`flag -{0,2}([a-z][a-z0-9-]*)`)
 
 // newClient builds the client from the global flags; extra options come
 // last.

@@ -354,3 +354,26 @@ func TestHelpAfterIDDoesNotAct(t *testing.T) {
 		t.Fatalf("--help sent %v", requests)
 	}
 }
+
+// A flag or a command berth does not know: named as typed, with a hint,
+// exit 2 (it said "flag --provided but not defined: -bogus", and "No help
+// topic for 'foo'" with exit 3, berth's code for "certainly not done").
+// One of berth's own flags after the command says where it goes.
+func TestUnknownFlagsAndCommandsExit2WithAHint(t *testing.T) {
+	for _, c := range []struct {
+		args       []string
+		want, hint string
+	}{
+		{[]string{"--bogus"}, "berth: unknown flag --bogus\n", "berth --help lists its flags"},
+		{[]string{"status", "--master", "http://127.0.0.1:1"}, "unknown flag --master for berth status", "give it before the command (berth --master VALUE status ...)"},
+		{[]string{"foo"}, `unknown command "foo"`, "berth takes submit, run, status"},
+		{[]string{"kill", "nonexistent"}, `kill: unknown subcommand "nonexistent"`, "berth kill takes app, driver"},
+		{[]string{"kill", "app", "--bogus", "x"}, "unknown flag --bogus", "berth kill app --help lists its flags"},
+		{[]string{"submit", "--cores"}, "flag --cores needs a value", "berth submit --help"},
+	} {
+		res := berth(t, cleanEnv(), c.args...)
+		if res.Code != 2 || !strings.Contains(res.Stderr, c.want) || !strings.Contains(res.Stderr, c.hint) || strings.Contains(res.Stderr, "provided") {
+			t.Errorf("berth %s: %+v; want exit 2, %q and %q", strings.Join(c.args, " "), res, c.want, c.hint)
+		}
+	}
+}
