@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -472,6 +474,8 @@ func readSpecFile(c *cli.Context, v any) (string, error) {
 			offset = syntax.Offset
 		} else if errors.As(err, &typ) {
 			offset = typ.Offset
+		} else if at := unknownFieldAt(data[:min(int(offset), len(data))], err); at >= 0 {
+			offset = int64(at) // the decoder stopped at the object's end: point at the field
 		}
 		line := 1 + bytes.Count(data[:min(int(offset), len(data))], []byte("\n"))
 		return name, fmt.Errorf("--file %s: line %d: %s", name, line, strings.TrimPrefix(err.Error(), "json: "))
@@ -480,6 +484,26 @@ func readSpecFile(c *cli.Context, v any) (string, error) {
 		return name, fmt.Errorf("--file %s: data after the JSON object", name)
 	}
 	return name, nil
+}
+
+// unknownField is the name in encoding/json's error for a field the
+// target does not have.
+var unknownField = regexp.MustCompile(`^json: unknown field "(.*)"$`)
+
+// unknownFieldAt is the offset in data of the key that err names as
+// unknown (the last one before where the decoder stopped), -1 if err is
+// not that error or the key is not found.
+func unknownFieldAt(data []byte, err error) int {
+	m := unknownField.FindStringSubmatch(err.Error())
+	if m == nil {
+		return -1
+	}
+	key := regexp.MustCompile(regexp.QuoteMeta(strconv.Quote(m[1])) + `\s*:`)
+	all := key.FindAllIndex(data, -1)
+	if len(all) == 0 {
+		return -1
+	}
+	return all[len(all)-1][0]
 }
 
 // overrideFrom sets *field from flag name, read by read, when the flag

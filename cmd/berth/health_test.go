@@ -171,7 +171,7 @@ func TestFileWithFlagsOverriding(t *testing.T) {
 
 func TestBadHealthInputNamesTheFlag(t *testing.T) {
 	f := newSharedMaster(t, testSecret)
-	unknown := writeSpec(t, `{"command": ["/opt/x"], "prots": ["http"]}`)
+	unknown := writeSpec(t, "{\n  \"name\": \"web\",\n  \"prots\": [\"http\"],\n  \"command\": [\"/opt/x\"]\n}\n") // the field on line 3, the object ends on 5
 	badCheck := writeSpec(t, `{"command": ["/opt/x"], "ports": ["http"], "checks": [{"name": "c", "type": "tcp", "port": "web"}]}`)
 	badJSON := writeSpec(t, "{\"command\": [\"/opt/x\"],\n \"ports\": [\"http\",]}")
 	cases := []testproc.BadFlag{
@@ -219,7 +219,7 @@ func TestBadHealthInputNamesTheFlag(t *testing.T) {
 		14: {`"|" unquoted`, "sh -c"},
 		15: {"not closed"},
 		17: {`mode "sometimes": want fail or delay`},
-		23: {`unknown field "prots"`},
+		23: {`line 3: unknown field "prots"`},
 		25: {`port "web" is not one of the process's ports`},
 		26: {"line 2"},
 		28: {`"command" of --file`},
