@@ -111,7 +111,7 @@ func TenantRecord(t *persistence.TenantRecord, queues map[string]bool) error {
 	if err := TenantName(t.Name); err != nil {
 		return err
 	}
-	if err := Tenant(wire.TenantSpec{Queues: t.Queues, UnixUser: t.UnixUser}); err != nil {
+	if err := Tenant(wire.TenantSpec{Queues: t.Queues, UnixUser: t.UnixUser, DefaultQueue: t.DefaultQueue}); err != nil {
 		return err
 	}
 	for _, q := range t.Queues {

@@ -2,6 +2,8 @@ package admission
 
 import (
 	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/berth-cluster/berth/wire"
 )
@@ -34,6 +36,9 @@ func Tenant(s wire.TenantSpec) error {
 		if err := wire.CheckQueueName("queues", q); err != nil {
 			return BadRequest("%v", err)
 		}
+	}
+	if s.DefaultQueue != "" && !slices.Contains(s.Queues, s.DefaultQueue) {
+		return BadRequest("defaultQueue %q: want one of its queues (%s)", s.DefaultQueue, strings.Join(s.Queues, ", "))
 	}
 	return UnixUser(s.UnixUser)
 }

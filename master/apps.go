@@ -28,7 +28,7 @@ func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply reply[wir
 	if d := c.drivers[idem.owner]; d != nil && desc.Queue == "" {
 		desc.Queue = d.rec.Desc.Queue // a driver's apps run in its queue
 	}
-	desc.Queue = queueName(desc.Queue)
+	desc.Queue = queueName(c.queueOfSubmission(idem.tenant, desc.Queue))
 	if err := c.tenantMaySubmit(idem.tenant, desc.Queue); err != nil && c.leading() {
 		reply.fail(err)
 		return

@@ -18,7 +18,7 @@ func (c *core) submitDriver(desc wire.DriverDescription, idem keyed, reply reply
 	if desc.MemoryMB == 0 {
 		desc.MemoryMB = defaultDriverMemoryMB
 	}
-	desc.Queue = queueName(desc.Queue)
+	desc.Queue = queueName(c.queueOfSubmission(idem.tenant, desc.Queue))
 	if err := c.tenantMaySubmit(idem.tenant, desc.Queue); err != nil && c.leading() {
 		reply.fail(err)
 		return

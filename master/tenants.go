@@ -64,7 +64,8 @@ func (c *core) createTenant(name string, spec wire.TenantSpec, reply reply[wire.
 		}
 	}
 	token := mintTenantToken(name)
-	rec := persistence.TenantRecord{Name: name, Queues: slices.Clone(spec.Queues), TokenHash: tokenHash(token), UnixUser: spec.UnixUser, CreatedAt: c.now()}
+	rec := persistence.TenantRecord{Name: name, Queues: slices.Clone(spec.Queues), TokenHash: tokenHash(token), UnixUser: spec.UnixUser,
+		DefaultQueue: spec.DefaultQueue, CreatedAt: c.now()}
 	c.commit([]persistence.Command{persistence.PutTenant(rec)}, func() {
 		c.tenants[name] = &rec
 		c.log.Info("tenant created", "tenant", name, "queues", rec.Queues)
@@ -108,7 +109,7 @@ func (c *core) tenantsStatus() (wire.Tenants, error) {
 	}
 	out := wire.Tenants{Tenants: []wire.TenantStatus{}}
 	for _, t := range c.sortedTenants() {
-		out.Tenants = append(out.Tenants, wire.TenantStatus{Name: t.Name, Queues: t.Queues, UnixUser: t.UnixUser, CreatedAt: t.CreatedAt})
+		out.Tenants = append(out.Tenants, wire.TenantStatus{Name: t.Name, Queues: t.Queues, UnixUser: t.UnixUser, CreatedAt: t.CreatedAt, DefaultQueue: t.DefaultQueue})
 	}
 	return out, nil
 }
@@ -128,6 +129,26 @@ func (c *core) tenantOfToken(token string) (string, error) {
 		return "", httpx.Coded(http.StatusUnauthorized, wire.CodeUnauthorized, "tenant token unknown, or its tenant was deleted")
 	}
 	return name, nil
+}
+
+// queueOfSubmission is the queue of a submission by tenant that names
+// queue: the one named, else the tenant's default queue, else its only
+// queue (a tenant of one queue had to name it on every submission, or be
+// refused the default queue), else "" (wire.DefaultQueue).
+func (c *core) queueOfSubmission(tenant, queue string) string {
+	if queue != "" || tenant == "" {
+		return queue
+	}
+	t := c.tenants[tenant]
+	switch {
+	case t == nil:
+		return queue
+	case t.DefaultQueue != "":
+		return t.DefaultQueue
+	case len(t.Queues) == 1:
+		return t.Queues[0]
+	}
+	return queue
 }
 
 // tenantMaySubmit checks that tenant (none: an operator) may submit into

@@ -216,6 +216,8 @@ type TenantRecord struct {
 	TokenHash string    `json:"tokenHash"`
 	UnixUser  string    `json:"unixUser,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
+	// DefaultQueue: wire.TenantSpec's.
+	DefaultQueue string `json:"defaultQueue,omitempty"`
 }
 
 // AuditRecord is one audit entry, and how long entries are kept: applying

@@ -79,6 +79,10 @@ type Queues struct {
 type TenantSpec struct {
 	Queues   []string `json:"queues"`
 	UnixUser string   `json:"unixUser,omitempty"`
+	// DefaultQueue is the queue of a submission of the tenant's that names
+	// none: one of Queues. Absent: its only queue if it has one, else
+	// DefaultQueue ("default").
+	DefaultQueue string `json:"defaultQueue,omitempty"`
 }
 
 // TenantCreated answers a tenant's creation with its token, given once:
@@ -94,6 +98,8 @@ type TenantStatus struct {
 	Queues    []string  `json:"queues"`
 	UnixUser  string    `json:"unixUser,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
+	// DefaultQueue as it was made with.
+	DefaultQueue string `json:"defaultQueue,omitempty"`
 }
 
 // Tenants is GET /v1/tenants.

@@ -149,7 +149,7 @@ func TestTenantCreateUnknownOutcome(t *testing.T) {
 func TestTenantListAndDelete(t *testing.T) {
 	f := newSharedMaster(t, testSecret)
 	res := berth(t, f.env(), "tenant", "list")
-	if res.Code != 0 || !regexp.MustCompile(`(?m)^NAME +QUEUES +UNIX USER +CREATED\nacme +etl,adhoc +acme +2026-03-0\d \d\d:\d\d:00\nbeta +default +- `).MatchString(res.Stdout) {
+	if res.Code != 0 || !regexp.MustCompile(`(?m)^NAME +QUEUES +DEFAULT QUEUE +UNIX USER +CREATED\nacme +etl,adhoc +- +acme +2026-03-0\d \d\d:\d\d:00\nbeta +default +default +- `).MatchString(res.Stdout) {
 		t.Fatalf("tenant list: %+v", res)
 	}
 	f.only(t)

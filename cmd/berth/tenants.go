@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -17,7 +18,7 @@ import (
 	"github.com/berth-cluster/berth/wire"
 )
 
-const tenantCreateUsage = "berth tenant create NAME --queues Q1,Q2 [--unix-user USER]"
+const tenantCreateUsage = "berth tenant create NAME --queues Q1,Q2 [--default-queue Q1] [--unix-user USER]"
 
 // tenantCommand is `berth tenant create|list|delete` (docs/QUEUES.md).
 func tenantCommand() *cli.Command {
@@ -36,6 +37,8 @@ queues and manages what it submitted. An operator's command.`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "queues", EnvVars: env("tenant-create", "queues"),
 						Usage: "required: the queues the tenant may submit into, `Q1,Q2` (a submission names one with --queue)"},
+					&cli.StringFlag{Name: "default-queue", EnvVars: env("tenant-create", "default-queue"),
+						Usage: "the queue `Q` of the tenant's submissions that name none (default: its only queue, if it has one)"},
 					&cli.StringFlag{Name: "unix-user", EnvVars: env("tenant-create", "unix-user"),
 						Usage: "the Unix `USER` its processes run as on workers with --run-as dynamic"},
 				},
@@ -55,7 +58,7 @@ func createTenant(c *cli.Context) error {
 		return err
 	}
 	// Comma-separated and trimmed, like --master.
-	spec := wire.TenantSpec{Queues: client.SplitMasters(c.String("queues")), UnixUser: c.String("unix-user")}
+	spec := wire.TenantSpec{Queues: client.SplitMasters(c.String("queues")), UnixUser: c.String("unix-user"), DefaultQueue: c.String("default-queue")}
 	if len(spec.Queues) == 0 {
 		return errors.New("--queues: missing; want the queues the tenant may submit into, e.g. --queues etl,adhoc (berth queue list)")
 	}
@@ -63,6 +66,9 @@ func createTenant(c *cli.Context) error {
 		if err := wire.CheckQueueName("--queues", q); err != nil {
 			return err
 		}
+	}
+	if q := spec.DefaultQueue; q != "" && !slices.Contains(spec.Queues, q) {
+		return fmt.Errorf("--default-queue %s: want one of --queues (%s)", termtext.Escape(q), strings.Join(spec.Queues, ", "))
 	}
 	return ask(c, func(cl *client.Client, ctx context.Context) error {
 		created, err := cl.CreateTenant(ctx, args[0], spec)
@@ -82,9 +88,13 @@ func createTenant(c *cli.Context) error {
 
 func printTenants(out io.Writer, ts wire.Tenants) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tQUEUES\tUNIX USER\tCREATED")
+	fmt.Fprintln(w, "NAME\tQUEUES\tDEFAULT QUEUE\tUNIX USER\tCREATED")
 	for _, t := range ts.Tenants {
-		row(w, t.Name, strings.Join(t.Queues, ","), orDash(t.UnixUser), t.CreatedAt.Local().Format(time.DateTime))
+		def := t.DefaultQueue
+		if def == "" && len(t.Queues) == 1 {
+			def = t.Queues[0]
+		}
+		row(w, t.Name, strings.Join(t.Queues, ","), orDash(def), orDash(t.UnixUser), t.CreatedAt.Local().Format(time.DateTime))
 	}
 	return w.Flush()
 }
