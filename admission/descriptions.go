@@ -85,6 +85,12 @@ func checkUIURL(s string) error {
 
 // Driver checks a driver's description as POST /v1/drivers admits it.
 func Driver(d wire.DriverDescription) error {
+	if len(d.Name) > 256 {
+		return BadRequest("name is longer than 256 characters")
+	}
+	if err := Name("name", d.Name); err != nil {
+		return err
+	}
 	if err := checkCommand(d.Command); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"net/url"
 
 	"github.com/berth-cluster/berth/wire"
 )
@@ -38,6 +39,28 @@ func (c *Client) LeaderCluster(ctx context.Context) (wire.ClusterStatus, error) 
 // summary stays): cheap on a cluster of many thousand workers.
 func (c *Client) LeaderClusterSummary(ctx context.Context) (wire.ClusterStatus, error) {
 	return c.leaderCluster(ctx, summaryQuery)
+}
+
+// ClusterQuery says what a cluster status leaves out: the workers' list
+// (their summary stays), the completed apps and drivers.
+type ClusterQuery struct {
+	NoWorkers, NoCompleted bool
+}
+
+// LeaderClusterQuery is LeaderCluster with what q leaves out.
+func (c *Client) LeaderClusterQuery(ctx context.Context, q ClusterQuery) (wire.ClusterStatus, error) {
+	v := url.Values{}
+	if q.NoWorkers {
+		v.Set(wire.ClusterWorkersParam, "false")
+	}
+	if q.NoCompleted {
+		v.Set(wire.ClusterCompletedParam, "false")
+	}
+	query := ""
+	if len(v) > 0 {
+		query = "?" + v.Encode()
+	}
+	return c.leaderCluster(ctx, query)
 }
 
 func (c *Client) leaderCluster(ctx context.Context, query string) (wire.ClusterStatus, error) {

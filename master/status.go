@@ -50,7 +50,7 @@ func appStatus(a *appInfo) *wire.AppStatus {
 
 func driverStatus(d *driverInfo) *wire.DriverStatus {
 	s := &wire.DriverStatus{
-		ID: d.rec.ID, State: d.state, SubmittedAt: d.rec.SubmittedAt,
+		ID: d.rec.ID, Name: d.rec.Desc.Name, State: d.state, SubmittedAt: d.rec.SubmittedAt,
 		Cores: d.rec.Desc.Cores, MemoryMB: d.rec.Desc.MemoryMB, Supervise: d.rec.Desc.Supervise,
 		Command: d.rec.Desc.Command, ExitCode: d.exitCode, Message: d.message,
 		RelaunchOf: d.rec.RelaunchOf, RelaunchedAs: d.relaunchedAs, WorkerID: d.rec.WorkerID,
@@ -270,7 +270,7 @@ func recordAppStatus(r *persistence.AppRecord) wire.AppStatus {
 
 func recordDriverStatus(r *persistence.DriverRecord) wire.DriverStatus {
 	return wire.DriverStatus{
-		ID: r.ID, State: r.State, SubmittedAt: r.SubmittedAt, Cores: r.Desc.Cores, MemoryMB: r.Desc.MemoryMB,
+		ID: r.ID, Name: r.Desc.Name, State: r.State, SubmittedAt: r.SubmittedAt, Cores: r.Desc.Cores, MemoryMB: r.Desc.MemoryMB,
 		Supervise: r.Desc.Supervise, Command: r.Desc.Command, WorkerID: r.WorkerID, ExitCode: r.ExitCode,
 		Message: r.Message, RelaunchOf: r.RelaunchOf, RelaunchedAs: r.RelaunchedAs, KillRequested: r.KillRequested,
 		ResourcesAsked: r.Desc.Resources, EndedAt: r.EndedAt,

@@ -83,6 +83,9 @@ type AppDescription struct {
 
 // DriverDescription is what `berth submit` sends: a driver run in the cluster.
 type DriverDescription struct {
+	// Name is for people: status and the UI list the driver by it
+	// (default: the base name of its program), at most 256 bytes.
+	Name      string            `json:"name,omitempty"`
 	Command   []string          `json:"command"`
 	Env       map[string]string `json:"env,omitempty"`
 	Cores     int               `json:"cores"`
@@ -217,6 +220,7 @@ const MaxUIURLBytes = 2048
 // DriverStatus is a driver as the master sees it.
 type DriverStatus struct {
 	ID          string      `json:"id"`
+	Name        string      `json:"name,omitempty"`
 	State       DriverState `json:"state"`
 	SubmittedAt time.Time   `json:"submittedAt"`
 	// EndedAt is when it ended (a final state), as its final record says.

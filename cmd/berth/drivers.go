@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
@@ -36,6 +37,7 @@ with the outcome unknown, it prints the key: the same command with
 --idempotency-key KEY is then safe to run again, and prints the driver's id
 if the first attempt did submit it.`,
 		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "name", EnvVars: env("submit", "name"), Usage: "the driver's name, as status and the UI list it (default: the base name of ARGV[0])"},
 			&cli.BoolFlag{Name: "supervise", EnvVars: env("submit", "supervise"),
 				Usage: "restart the driver if it exits non-zero or its worker is lost"},
 			&cli.IntFlag{Name: "cores", Value: 1, EnvVars: env("submit", "cores"),
@@ -108,6 +110,12 @@ func driverDescription(c *cli.Context) (wire.DriverDescription, error) {
 	}
 	if f.err != nil {
 		return d, f.err
+	}
+	if c.IsSet("name") || d.Name == "" {
+		d.Name = c.String("name")
+	}
+	if d.Name == "" {
+		d.Name = termtext.Escape(filepath.Base(d.Command[0])) // as berth run names an app
 	}
 	if err := readHealth(c, file, &d.Ports, &d.Checks, &d.Restart); err != nil {
 		return d, err

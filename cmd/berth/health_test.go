@@ -87,7 +87,7 @@ func TestRunAndSubmitHealthFlags(t *testing.T) {
 		t.Fatalf("submit: %+v", res)
 	}
 	drv := sent[wire.DriverDescription](t, f, "/v1/drivers")
-	wantDrv := wire.DriverDescription{Command: []string{"/opt/drv"}, Cores: 1, MemoryMB: 512, Supervise: true,
+	wantDrv := wire.DriverDescription{Name: "drv", Command: []string{"/opt/drv"}, Cores: 1, MemoryMB: 512, Supervise: true,
 		Ports: ports, Checks: checks, Restart: restart}
 	if !reflect.DeepEqual(drv, wantDrv) {
 		t.Errorf("submit sent\n%s\nwant\n%s", mustJSON(t, drv), mustJSON(t, wantDrv))
@@ -162,7 +162,7 @@ func TestFileWithFlagsOverriding(t *testing.T) {
 		t.Fatalf("submit --file: %+v", res)
 	}
 	gotDrv := sent[wire.DriverDescription](t, f, "/v1/drivers")
-	wantDrv := wire.DriverDescription{Command: []string{"/opt/new", "x"}, Cores: 2, MemoryMB: 1024, Supervise: true,
+	wantDrv := wire.DriverDescription{Name: "new", Command: []string{"/opt/new", "x"}, Cores: 2, MemoryMB: 1024, Supervise: true,
 		Ports: []string{"admin"}, Checks: []wire.Check{{Name: "tcp-admin", Type: wire.CheckTCP, Port: "admin"}}}
 	if !reflect.DeepEqual(gotDrv, wantDrv) {
 		t.Errorf("submit --file sent\n%s\nwant\n%s", mustJSON(t, gotDrv), mustJSON(t, wantDrv))
@@ -340,9 +340,9 @@ func TestStatusShowsHealth(t *testing.T) {
 			`app-1 +1 +w1 +RUNNING +healthy +admin=20002,http=20001\n` +
 			`app-1 +2 +w1 +RUNNING +starting +admin=20004,http=20003\n` +
 			`app-1 +0 +w2 +FAILED +unhealthy +admin=20002,http=20001\n`,
-		`(?m)^ID +STATE +WORKER +CORES +MEMORY +QUEUE +HEALTH +PORTS +MESSAGE\n` +
-			`driver-1 +RUNNING +w1 +1 +512m +default +healthy +ui=20010 *\n` +
-			`driver-2 +RUNNING +w1 +1 +512m +default +- +-`,
+		`(?m)^ID +NAME +STATE +WORKER +CORES +MEMORY +QUEUE +HEALTH +PORTS +MESSAGE\n` +
+			`driver-1 +- +RUNNING +w1 +1 +512m +default +healthy +ui=20010 *\n` +
+			`driver-2 +- +RUNNING +w1 +1 +512m +default +- +-`,
 	} {
 		if !regexp.MustCompile(re).MatchString(text) {
 			t.Errorf("status lacks %s:\n%s", re, text)

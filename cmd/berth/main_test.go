@@ -42,6 +42,7 @@ type fakeMaster struct {
 	// answers; endMessage is the removed app's message in its event stream.
 	hostile    func(*wire.ClusterStatus)
 	endMessage string
+	kills      []string // the apps DELETE /v1/apps/{id} was asked of
 }
 
 func newFakeMaster(t *testing.T) *fakeMaster {
@@ -63,6 +64,9 @@ func newFakeMaster(t *testing.T) *fakeMaster {
 		}
 		if r.URL.Query().Get(wire.ClusterWorkersParam) == "false" {
 			st.Workers = []wire.WorkerStatus{}
+		}
+		if r.URL.Query().Get(wire.ClusterCompletedParam) == "false" {
+			st.CompletedApps, st.CompletedDrivers = []wire.AppStatus{}, []wire.DriverStatus{}
 		}
 		httpx.WriteJSON(w, 200, st)
 	})
@@ -103,6 +107,21 @@ func newFakeMaster(t *testing.T) *fakeMaster {
 		w.WriteHeader(200)
 	})
 	mux.HandleFunc("GET /v1/apps/{id}/events", f.events)
+	// app-done ended an hour ago; any other app runs until killed.
+	mux.HandleFunc("GET /v1/apps/{id}", func(w http.ResponseWriter, r *http.Request) {
+		st := wire.AppStatus{ID: r.PathValue("id"), State: wire.AppRunning}
+		if st.ID == "app-done" {
+			ended := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+			st.State, st.EndedAt = wire.AppKilled, &ended
+		}
+		httpx.WriteJSON(w, 200, st)
+	})
+	mux.HandleFunc("DELETE /v1/apps/{id}", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.kills = append(f.kills, r.PathValue("id"))
+		f.mu.Unlock()
+		httpx.WriteJSON(w, 200, wire.AppStatus{ID: r.PathValue("id"), State: wire.AppKilled})
+	})
 	mux.HandleFunc(wire.MasterAPI.ClearWorker.Mux(), func(w http.ResponseWriter, r *http.Request) {
 		if id := r.PathValue("id"); id == "worker-a" {
 			httpx.WriteJSON(w, 200, wire.WorkerStatus{ID: id, State: wire.WorkerAlive})
@@ -375,5 +394,31 @@ func TestUnknownFlagsAndCommandsExit2WithAHint(t *testing.T) {
 		if res.Code != 2 || !strings.Contains(res.Stderr, c.want) || !strings.Contains(res.Stderr, c.hint) || strings.Contains(res.Stderr, "provided") {
 			t.Errorf("berth %s: %+v; want exit 2, %q and %q", strings.Join(c.args, " "), res, c.want, c.hint)
 		}
+	}
+}
+
+// Killing an app that had ended said "killed app" and exited 0: it says
+// it had ended, and sends no kill. berth status --completed=false leaves
+// the completed apps and drivers out, as the API's ?completed=false.
+func TestKillOfAnEndedAppAndStatusWithoutTheCompleted(t *testing.T) {
+	f := newFakeMaster(t)
+	res := berth(t, f.env(), "kill", "app", "app-done")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "app app-done had already ended KILLED at ") || !strings.Contains(res.Stdout, "nothing to kill") {
+		t.Errorf("kill of an ended app: %+v", res)
+	}
+	res = berth(t, f.env(), "kill", "app", "app-live")
+	if res.Code != 0 || res.Stdout != "killed app app-live\n" {
+		t.Errorf("kill of a running app: %+v", res)
+	}
+	f.mu.Lock()
+	kills := slices.Clone(f.kills)
+	f.mu.Unlock()
+	if !slices.Equal(kills, []string{"app-live"}) {
+		t.Errorf("kills sent: %v, want only app-live's", kills)
+	}
+	all := berth(t, f.env(), "status")
+	active := berth(t, f.env(), "status", "--completed=false")
+	if !strings.Contains(all.Stdout, "Completed apps") || strings.Contains(active.Stdout, "Completed apps") || strings.Contains(active.Stdout, "Completed drivers") {
+		t.Errorf("status --completed=false still lists the completed:\n%s", active.Stdout)
 	}
 }

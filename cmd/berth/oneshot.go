@@ -50,35 +50,66 @@ func killCommand() *cli.Command {
 			{
 				Name: "app", Usage: "kill an app and its executors (it ends KILLED)", ArgsUsage: "ID",
 				Action: func(c *cli.Context) error {
-					return onID(c, "berth kill app ID", (*client.Client).KillApp, func(id string, st wire.AppStatus) error {
-						if st.State == wire.AppKilled {
-							fmt.Fprintln(c.App.Writer, "killed app", termtext.Escape(id))
-						} else {
-							fmt.Fprintf(c.App.Writer, "app %s had already ended %s\n", termtext.Escape(id), termtext.Escape(st.State))
-						}
-						return nil
-					})
+					return onID(c, "berth kill app ID", killOnce((*client.Client).App, (*client.Client).KillApp, func(st wire.AppStatus) bool { return st.State.Finished() }),
+						func(id string, k killed[wire.AppStatus]) error {
+							if k.before {
+								fmt.Fprintf(c.App.Writer, "app %s had already ended %s%s: nothing to kill\n", termtext.Escape(id), termtext.Escape(k.st.State), endedAt(k.st.EndedAt))
+							} else {
+								fmt.Fprintln(c.App.Writer, "killed app", termtext.Escape(id))
+							}
+							return nil
+						})
 				},
 			},
 			{
 				Name: "driver", Usage: "kill a driver (it ends KILLED)", ArgsUsage: "ID",
 				Action: func(c *cli.Context) error {
-					return onID(c, "berth kill driver ID", (*client.Client).KillDriver, func(id string, st wire.DriverStatus) error {
-						id = termtext.Escape(id)
-						switch {
-						case st.State == wire.DriverKilled:
-							fmt.Fprintln(c.App.Writer, "killed driver", id)
-						case st.State.Finished():
-							fmt.Fprintf(c.App.Writer, "driver %s had already ended %s\n", id, termtext.Escape(st.State))
-						default:
-							fmt.Fprintf(c.App.Writer, "killing driver %s: its worker is stopping it (berth wait driver %s)\n", id, id)
-						}
-						return nil
-					})
+					return onID(c, "berth kill driver ID", killOnce((*client.Client).Driver, (*client.Client).KillDriver, func(st wire.DriverStatus) bool { return st.State.Finished() }),
+						func(id string, k killed[wire.DriverStatus]) error {
+							id, st := termtext.Escape(id), k.st
+							switch {
+							case k.before:
+								fmt.Fprintf(c.App.Writer, "driver %s had already ended %s%s: nothing to kill\n", id, termtext.Escape(st.State), endedAt(st.EndedAt))
+							case st.State.Finished():
+								fmt.Fprintln(c.App.Writer, "killed driver", id)
+							default:
+								fmt.Fprintf(c.App.Writer, "killing driver %s: its worker is stopping it (berth wait driver %s)\n", id, id)
+							}
+							return nil
+						})
 				},
 			},
 		},
 	}
+}
+
+// killed is a kill's answer: the status, and whether it had ended before
+// the kill was asked (so berth does not say it killed it).
+type killed[T any] struct {
+	st     T
+	before bool
+}
+
+// killOnce is berth kill's call: a status read first, so that an app or
+// driver that had ended already is said so (a second kill printed
+// "killed app"), then the kill, which answers the final status of one
+// that ended meanwhile.
+func killOnce[T any](get, kill func(*client.Client, context.Context, string) (T, error), ended func(T) bool) func(*client.Client, context.Context, string) (killed[T], error) {
+	return func(cl *client.Client, ctx context.Context, id string) (killed[T], error) {
+		if st, err := get(cl, ctx, id); err == nil && ended(st) {
+			return killed[T]{st, true}, nil
+		}
+		st, err := kill(cl, ctx, id)
+		return killed[T]{st: st}, err
+	}
+}
+
+// endedAt is " at TIME" of an end, "" when unknown.
+func endedAt(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return " at " + t.Local().Format(time.DateTime)
 }
 
 // showCommand is `berth NAME ID`: it prints what get returns as JSON. what

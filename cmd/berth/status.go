@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/berth-cluster/berth/client"
 	"github.com/berth-cluster/berth/internal/termtext"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -29,6 +30,8 @@ listed one by one when there are at most 50 of them, or with --workers.`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", EnvVars: env("status", "json"), Usage: "print the master's ClusterStatus as JSON"},
 			&cli.BoolFlag{Name: "workers", EnvVars: env("status", "workers"), Usage: "list every worker, however many"},
+			&cli.BoolFlag{Name: "completed", Value: true, EnvVars: env("status", "completed"),
+				Usage: "list the completed apps and drivers (--completed=false leaves them out, as the API's ?completed=false)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -41,15 +44,19 @@ listed one by one when there are at most 50 of them, or with --workers.`,
 			ctx, cancel := callCtx(c)
 			defer cancel()
 			var st wire.ClusterStatus
+			q := client.ClusterQuery{NoCompleted: !c.Bool("completed")}
 			if c.Bool("workers") {
-				st, err = cl.LeaderCluster(ctx)
-			} else if st, err = cl.LeaderClusterSummary(ctx); err == nil && st.WorkerSummary.Total <= listedWorkers {
-				st, err = cl.LeaderCluster(ctx) // few enough to list
+				st, err = cl.LeaderClusterQuery(ctx, q)
+			} else if st, err = cl.LeaderClusterQuery(ctx, client.ClusterQuery{NoWorkers: true, NoCompleted: q.NoCompleted}); err == nil && st.WorkerSummary.Total <= listedWorkers {
+				st, err = cl.LeaderClusterQuery(ctx, q) // few enough to list
 			}
 			if err != nil {
 				return err
 			}
 			st.Masters = sortedMasters(st.Masters)
+			if q.NoCompleted {
+				st.CompletedApps, st.CompletedDrivers = nil, nil // said left out, not none
+			}
 			if c.Bool("json") {
 				return printJSON(c.App.Writer, st)
 			}
@@ -119,9 +126,13 @@ func printStatus(out io.Writer, st wire.ClusterStatus, now time.Time) error {
 	printApps(w, "Active apps", st.ActiveApps)
 	printExclusions(w, st.ActiveApps, now)
 	printCheckedExecutors(w, st.ActiveApps)
-	printApps(w, "Completed apps", st.CompletedApps)
+	if st.CompletedApps != nil { // nil: left out (--completed=false)
+		printApps(w, "Completed apps", st.CompletedApps)
+	}
 	printDrivers(w, "Active drivers", st.ActiveDrivers)
-	printDrivers(w, "Completed drivers", st.CompletedDrivers)
+	if st.CompletedDrivers != nil {
+		printDrivers(w, "Completed drivers", st.CompletedDrivers)
+	}
 	return w.Flush()
 }
 
@@ -154,9 +165,9 @@ func printApps(w io.Writer, title string, apps []wire.AppStatus) {
 // them has ports or checks.
 func printDrivers(w io.Writer, title string, drivers []wire.DriverStatus) {
 	checked := slices.ContainsFunc(drivers, func(d wire.DriverStatus) bool { return len(d.Ports) > 0 || d.Health != "" })
-	header := "ID\tSTATE\tWORKER\tCORES\tMEMORY\tQUEUE\tMESSAGE"
+	header := "ID\tNAME\tSTATE\tWORKER\tCORES\tMEMORY\tQUEUE\tMESSAGE"
 	if checked {
-		header = "ID\tSTATE\tWORKER\tCORES\tMEMORY\tQUEUE\tHEALTH\tPORTS\tMESSAGE"
+		header = "ID\tNAME\tSTATE\tWORKER\tCORES\tMEMORY\tQUEUE\tHEALTH\tPORTS\tMESSAGE"
 	}
 	section(w, fmt.Sprintf("%s (%d)", title, len(drivers)), header)
 	for _, d := range drivers {
@@ -168,7 +179,7 @@ func printDrivers(w io.Writer, title string, drivers []wire.DriverStatus) {
 		if checked {
 			health = termtext.Escape(orDash(string(d.Health))) + "\t" + termtext.Escape(formatPorts(d.Ports)) + "\t"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s%s\n", termtext.Escape(d.ID), termtext.Escape(d.State), termtext.Escape(orDash(d.WorkerID)), d.Cores,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s%s\n", termtext.Escape(d.ID), termtext.Escape(orDash(d.Name)), termtext.Escape(d.State), termtext.Escape(orDash(d.WorkerID)), d.Cores,
 			mem(d.MemoryMB), inQueue(d.Queue, d.Priority), health, termtext.Escape(msg))
 	}
 }
