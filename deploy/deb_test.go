@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,19 +106,33 @@ func TestDistInstallAndPurge(t *testing.T) {
 		owner, grp string
 		dir        bool
 	}{
-		"/usr/bin/berth-master":                        {mode: 0o755, owner: "root", grp: "root"},
-		"/usr/bin/berth-worker":                        {mode: 0o755, owner: "root", grp: "root"},
-		"/usr/bin/berth":                               {mode: 0o755, owner: "root", grp: "root"},
-		"/usr/lib/systemd/system/berth-master.service": {mode: 0o644, owner: "root", grp: "root"},
-		"/usr/lib/systemd/system/berth-worker.service": {mode: 0o644, owner: "root", grp: "root"},
-		"/etc/berth/master.toml":                       {mode: 0o640, owner: "root", grp: "berth"},
-		"/etc/berth/worker.toml":                       {mode: 0o600, owner: "root", grp: "root"},
-		"/etc/berth/berth.toml":                        {mode: 0o644, owner: "root", grp: "root"},
-		"/usr/share/doc/berth-master/OPERATIONS.md":    {mode: 0o644, owner: "root", grp: "root"},
-		"/var/lib/berth-master":                        {mode: 0o700, owner: "berth", grp: "berth", dir: true},
-		"/var/lib/berth-worker":                        {mode: 0o755, owner: "root", grp: "root", dir: true},
+		"/usr/bin/berth-master":                          {mode: 0o755, owner: "root", grp: "root"},
+		"/usr/bin/berth-worker":                          {mode: 0o755, owner: "root", grp: "root"},
+		"/usr/bin/berth":                                 {mode: 0o755, owner: "root", grp: "root"},
+		"/usr/lib/systemd/system/berth-master.service":   {mode: 0o644, owner: "root", grp: "root"},
+		"/usr/lib/systemd/system/berth-worker.service":   {mode: 0o644, owner: "root", grp: "root"},
+		"/etc/berth/master.toml":                         {mode: 0o640, owner: "root", grp: "berth"},
+		"/etc/berth/worker.toml":                         {mode: 0o600, owner: "root", grp: "root"},
+		"/etc/berth/berth.toml":                          {mode: 0o644, owner: "root", grp: "root"},
+		"/usr/share/doc/berth-master/docs/OPERATIONS.md": {mode: 0o644, owner: "root", grp: "root"},
+		"/usr/share/doc/berth-worker/docs/SECURITY.md":   {mode: 0o644, owner: "root", grp: "root"},
+		"/usr/share/doc/berth-cli/LICENSE":               {mode: 0o644, owner: "root", grp: "root"},
+		"/usr/share/doc/berth-master/copyright":          {mode: 0o644, owner: "root", grp: "root"},
+		"/var/lib/berth-master":                          {mode: 0o700, owner: "berth", grp: "berth", dir: true},
+		"/var/lib/berth-worker":                          {mode: 0o755, owner: "root", grp: "root", dir: true},
 	} {
 		checkFile(t, path, want.mode, want.owner, want.grp, want.dir)
+	}
+	// README's links lead to files the package has (it shipped README
+	// and OPERATIONS.md alone, and every link went nowhere).
+	readme, err := os.ReadFile("/usr/share/doc/berth-master/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`\]\((docs/[^)#]+)`).FindAllStringSubmatch(string(readme), -1) {
+		if _, err := os.Stat(filepath.Join("/usr/share/doc/berth-master", m[1])); err != nil {
+			t.Errorf("README's link %s goes nowhere in the package: %v", m[1], err)
+		}
 	}
 	for p, conf := range map[string]string{"berth-master": "/etc/berth/master.toml", "berth-worker": "/etc/berth/worker.toml", "berth-cli": "/etc/berth/berth.toml"} {
 		if c := run(t, nil, "dpkg-query", "-W", "-f=${Conffiles}", p); !strings.Contains(c, conf) {
@@ -221,7 +236,8 @@ func checkTarball(t *testing.T, path, top string) {
 		names = append(names, strings.TrimPrefix(h.Name, top))
 	}
 	for _, want := range []string{"bin/berth-master", "bin/berth-worker", "bin/berth", "systemd/berth-master.service",
-		"systemd/berth-worker.service", "config/master.toml", "config/worker.toml", "config/berth.toml", "README.md", "OPERATIONS.md"} {
+		"systemd/berth-worker.service", "config/master.toml", "config/worker.toml", "config/berth.toml", "README.md", "LICENSE",
+		"docs/OPERATIONS.md", "docs/SECURITY.md", "bin/pi"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("%s lacks %s: %v", path, want, names)
 		}

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # dist.sh [OUT]: what make dist makes, in OUT (default out/dist): for each
 # of ARCHES (default "amd64 arm64"), a tarball berth-VERSION-linux-ARCH.tar.gz
-# (the binaries, the systemd units, the example configurations, README,
-# docs/OPERATIONS.md and LICENSE if there is one) and the .deb packages
+# (the binaries and the pi example the quick start runs, the systemd
+# units, the example configurations, README, docs/ whole and LICENSE) and
+# the .deb packages
 # berth-master, berth-worker and berth-cli. nfpm, which makes the packages,
 # is a Go module built at a pinned version through the Go module proxy:
 # nothing is downloaded from anywhere else.
@@ -34,11 +35,12 @@ for arch in $ARCHES; do
 	name="berth-$VERSION-linux-$arch"
 	stage="$tmp/$name"
 	scripts/build-linux.sh "$arch" "$stage/bin"
+	CGO_ENABLED=0 GOOS=linux GOARCH="$arch" "$GO" build -trimpath -ldflags "-s -w" -o "$stage/bin/pi" ./examples/pi
 	mkdir -p "$stage/systemd" "$stage/config"
 	cp deploy/systemd/berth-master.service deploy/systemd/berth-worker.service "$stage/systemd/"
 	cp deploy/master.toml deploy/worker.toml deploy/berth.toml "$stage/config/"
-	cp README.md docs/OPERATIONS.md "$stage/"
-	if [ -f LICENSE ]; then cp LICENSE "$stage/"; fi
+	cp README.md LICENSE "$stage/"
+	cp -R docs "$stage/docs"
 	tar -C "$tmp" --sort=name --owner=0 --group=0 --numeric-owner -czf "$OUT/$name.tar.gz" "$name"
 	echo "dist: $OUT/$name.tar.gz"
 	for pkg in berth-master berth-worker berth-cli; do
