@@ -121,7 +121,11 @@ func TestQueuesBadInputRefused(t *testing.T) {
 				t.Errorf("%s: the reason %q does not name %q", c.name, e.Error, m)
 			}
 		}
-		led.add("secret", "", c.route.Mux(), c.target, string(c.code))
+		target := c.target
+		if c.route == api.RegisterApp.Endpoint || c.route == api.SubmitDriver.Endpoint {
+			target = refusedTarget(c.body) // a refused submission names what it asked for
+		}
+		led.add("secret", "", c.route.Mux(), target, string(c.code))
 	}
 	unchanged("after the API's refusals")
 
@@ -162,7 +166,11 @@ func TestQueuesBadInputRefused(t *testing.T) {
 			}
 		}
 		if c.route.Method != "" {
-			led.add("secret", "", c.route.Mux(), c.target, string(c.code))
+			target := c.target
+			if c.route == api.SubmitDriver.Endpoint {
+				target = "name:true" // berth submit names a driver after its program
+			}
+			led.add("secret", "", c.route.Mux(), target, string(c.code))
 		}
 	}
 	unchanged("after the CLI's refusals")

@@ -165,7 +165,7 @@ func TestQueuesTenantIsolation(t *testing.T) {
 		if e := errorBody(a); a.status != c.want || e.Code != c.code || !strings.Contains(e.Error, c.mentions) {
 			t.Errorf("tb submitting %s: %d %s; want %d %s naming %s", c.route.Mux(), a.status, strings.TrimSpace(a.body), c.want, c.code, c.mentions)
 		}
-		led.tenant("tb", c.route.Mux(), "", string(c.code))
+		led.tenant("tb", c.route.Mux(), refusedTarget(c.body), string(c.code)) // a refused submission names what it asked for
 	}
 
 	// Through the CLI, with --token.
@@ -294,4 +294,24 @@ func TestQueuesTenantIsolation(t *testing.T) {
 	if !refusal {
 		t.Errorf("the audit log has no 403 refusal of tb's kill of %s", appA)
 	}
+}
+
+// refusedTarget is the audit target of a refused submission: its name, if
+// it has one.
+func refusedTarget(desc any) string {
+	name := ""
+	switch d := desc.(type) {
+	case wire.AppDescription:
+		name = d.Name
+	case wire.DriverDescription:
+		name = d.Name
+	case string: // a raw body
+		var n struct{ Name string }
+		_ = json.Unmarshal([]byte(d), &n)
+		name = n.Name
+	}
+	if name == "" {
+		return ""
+	}
+	return "name:" + name
 }

@@ -27,7 +27,10 @@ type auditTag struct {
 	principal httpx.Principal
 	route     string
 	target    string
-	written   bool // an entry went with one of its writes
+	// refusedTarget names the target of a refusal that has no target
+	// (a submission refused before it got an id).
+	refusedTarget string
+	written       bool // an entry went with one of its writes
 }
 
 type auditKey struct{}
@@ -125,6 +128,9 @@ func (c *core) auditRefused(tag *auditTag, code string, status int) {
 	if !ok {
 		tag.written = true // over its ration: counted, said with its next entry
 		return
+	}
+	if tag.target == "" {
+		tag.target = tag.refusedTarget
 	}
 	if a, ok := c.auditCommand(tag, code, status, nil); ok {
 		a.Audit.Entry.Suppressed = suppressed

@@ -92,7 +92,7 @@ func TestSnapshotSaveAndRestoreOverHTTP(t *testing.T) {
 		t.Fatalf("save: %d %s", status, file)
 	}
 	meta, counts, s, err := persistence.DecodeSnapshotFile(bytes.NewReader(file), wire.MaxSnapshotBytes)
-	if err != nil || counts.Queues != 2 || s.Queues["etl"] == nil || meta.Master != "m1" || meta.Version == "" || meta.Time.IsZero() {
+	if err != nil || counts.Queues != 3 || s.Queues["etl"] == nil || meta.Master != "m1" || meta.Version == "" || meta.Time.IsZero() {
 		t.Fatalf("saved %+v %+v: %v", meta, counts, err)
 	}
 	put("later")
@@ -130,7 +130,7 @@ func TestSnapshotSaveAndRestoreOverHTTP(t *testing.T) {
 
 	status, body := restore(file, true)
 	var plan wire.Restore
-	if err := json.Unmarshal(body, &plan); status != http.StatusOK || err != nil || plan.Restored || plan.Snapshot.SHA256 != meta.SHA256 || plan.Snapshot.Counts.Queues != 2 {
+	if err := json.Unmarshal(body, &plan); status != http.StatusOK || err != nil || plan.Restored || plan.Snapshot.SHA256 != meta.SHA256 || plan.Snapshot.Counts.Queues != 3 {
 		t.Fatalf("dry run: %d %s", status, body)
 	}
 	if got := queues(); len(got) != 3 {

@@ -131,6 +131,11 @@ func serve[Req, Resp any](m *Master, mux *http.ServeMux, route wire.Route[Req, R
 func decode[T any](m *Master, w http.ResponseWriter, r *http.Request, check func(T) error) (T, bool) {
 	var v T
 	err := httpx.DecodeJSON(w, r, &v)
+	if tag := auditOf(r.Context()); err == nil && tag != nil {
+		// A refused submission has no id yet: its entry names what it
+		// asked for (its target was "-"); a committed one names its id.
+		tag.refusedTarget = submissionName(v)
+	}
 	if err == nil && check != nil {
 		err = check(v)
 	}
@@ -178,6 +183,22 @@ func respond(w http.ResponseWriter, r *http.Request, v any, err error) {
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, v)
+}
+
+// submissionName is what an audit entry of a refused submission names:
+// "name:NAME" (an app's or a driver's name).
+func submissionName(desc any) string {
+	name := ""
+	switch d := desc.(type) {
+	case wire.AppDescription:
+		name = d.Name
+	case wire.DriverDescription:
+		name = d.Name
+	}
+	if name == "" {
+		return ""
+	}
+	return "name:" + name
 }
 
 // submit serves a submission: its idempotency key and description are

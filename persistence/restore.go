@@ -14,6 +14,7 @@ import (
 	"maps"
 
 	"github.com/berth-cluster/berth/persistence/snapfile"
+	"github.com/berth-cluster/berth/wire"
 )
 
 // RestoreRecord is an operator's restore: the state to put in place of the
@@ -122,6 +123,11 @@ func DecodeSnapshotFile(r io.Reader, maxSize int64) (snapfile.Meta, snapfile.Cou
 	s, err := decodeSnapshot(bytes.NewReader(body))
 	if err != nil {
 		return meta, counts, nil, fmt.Errorf("%w: %w", snapfile.ErrCorrupt, err)
+	}
+	if _, set := s.Queues[wire.DefaultQueue]; !set {
+		// The default queue is there, set or not: berth queue list shows
+		// it, and so does the count ("queues: 2" beside a list of 3).
+		counts.Queues++
 	}
 	return meta, counts, s, nil
 }

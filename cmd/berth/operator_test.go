@@ -130,7 +130,7 @@ func TestSnapshotSaveAndInspect(t *testing.T) {
 	}
 	res = berth(t, nil, "operator", "snapshot", "inspect", "--json", path)
 	var info wire.SnapshotInfo
-	if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &info) != nil || info.Index != 42 || info.Counts.Queues != 1 || len(info.SHA256) != 64 {
+	if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &info) != nil || info.Index != 42 || info.Counts.Queues != 2 || len(info.SHA256) != 64 {
 		t.Errorf("inspect --json: %+v", res)
 	}
 

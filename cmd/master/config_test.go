@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -183,5 +184,40 @@ func TestVersion(t *testing.T) {
 		!strings.HasPrefix(lines[2], "commit time:") || !strings.HasPrefix(lines[3], "built:") ||
 		lines[4] != "go:          "+runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH {
 		t.Errorf("--version printed:\n%s", res.Stdout)
+	}
+}
+
+// --advertise-host, as the worker's flag: the host others call the master
+// by, with its own scheme and port (the master had --advertise, a whole
+// URL, where the worker has --advertise-host); both at once are refused.
+func TestAdvertiseHostAsTheWorkers(t *testing.T) {
+	t.Parallel()
+	port, err := testcluster.FreePort("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	p, err := testcluster.Start(t, "master", masterBin, filepath.Join(dir, "master.log"),
+		[]string{"--recovery-mode", "none", "--port", fmt.Sprint(port), "--data-dir", dir, "--advertise-host", "localhost"},
+		testcluster.ProcOptions{CleanEnv: true, Env: []string{"PATH=" + os.Getenv("PATH")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	if err := testcluster.WaitHealthy(t.Context(), p, url, 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var st wire.ClusterStatus
+	testproc.Eventually(t, 10*time.Second, "the master to lead", func() bool {
+		err := httpx.NewClient("", 10*time.Second).Do(t.Context(), http.MethodGet, url+"/v1/cluster", nil, &st)
+		return err == nil && st.Leader != ""
+	})
+	if want := fmt.Sprintf("http://localhost:%d", port); st.Leader != want {
+		t.Errorf("advertised %q, want %s", st.Leader, want)
+	}
+	out, err := exec.Command(masterBin, "--recovery-mode", "none", "--port", "0", "--data-dir", t.TempDir(),
+		"--advertise-host", "localhost", "--advertise", "http://localhost:1").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--advertise-host with --advertise") {
+		t.Errorf("both flags: %v %s", err, out)
 	}
 }

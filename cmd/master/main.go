@@ -113,7 +113,15 @@ func serve(cx *cli.Context) error {
 		return fmt.Errorf("--host/--port: %w", err)
 	}
 	if cfg.Advertise == "" {
-		cfg.Advertise = creds.Scheme() + "://" + ln.Addr().String()
+		// --advertise-host, as the worker's: the host others call it by,
+		// with this master's scheme and port.
+		advertised := ln.Addr().String()
+		if h := cx.String("advertise-host"); h != "" {
+			advertised = net.JoinHostPort(h, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+		}
+		cfg.Advertise = creds.Scheme() + "://" + advertised
+	} else if cx.IsSet("advertise-host") {
+		return errors.New("--advertise-host with --advertise: give one (--advertise is the whole URL, --advertise-host its host only)")
 	}
 	// The cap under TLS: a connection waiting for its slot costs no handshake.
 	ln = creds.Listen(httpx.LimitListener(ln, cmp.Or(cx.Int("max-connections"), httpx.DefaultMaxConnections())))
@@ -335,7 +343,8 @@ func flags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringFlag{Name: "host", Value: "127.0.0.1", EnvVars: env("HOST"), Usage: "address to listen on; without --secret only loopback addresses are allowed"},
 		&cli.IntFlag{Name: "port", Value: 7077, EnvVars: env("PORT"), Usage: "API port (0 picks a free one)"},
-		&cli.StringFlag{Name: "advertise", EnvVars: env("ADVERTISE"), Usage: "API URL workers and clients use to reach this master (default http://<host>:<port>)"},
+		&cli.StringFlag{Name: "advertise-host", EnvVars: env("ADVERTISE_HOST"), Usage: "host workers and clients use to reach this master, as the worker's --advertise-host (default --host); its scheme and port are the master's"},
+		&cli.StringFlag{Name: "advertise", EnvVars: env("ADVERTISE"), Usage: "the whole API URL workers and clients use to reach this master, when --advertise-host is not enough (default https or http://<advertise-host>:<port>)"},
 		&cli.StringFlag{Name: "data-dir", EnvVars: env("DATA_DIR"), Usage: "directory for the master's durable state"},
 		&cli.StringFlag{Name: "secret", EnvVars: []string{"BERTH_SECRET"}, Usage: "operator secret (Authorization: Bearer); prefer --secret-file: argv and environments are visible"},
 		&cli.StringFlag{Name: "node-id", EnvVars: env("NODE_ID"), Usage: "this master's id (default master-<host>:<port>)"},

@@ -263,7 +263,11 @@ func (aw *auditWatch) checkAudit(history []porcupine.Operation, rec *recorder, l
 				problems = append(problems, "audit: an ok entry with status "+fmt.Sprint(e.Status)+": "+describeEntry(e))
 			}
 		} else {
-			k := fmt.Sprintf("%s|%s|%s|%d", e.Principal, e.Route, e.Target, e.Status)
+			target := e.Target
+			if strings.HasPrefix(target, "name:") {
+				target = "" // a refused submission names what it asked for; the history knows no id
+			}
+			k := fmt.Sprintf("%s|%s|%s|%d", e.Principal, e.Route, target, e.Status)
 			refused[k] = append(refused[k], e.Time)
 		}
 		if strings.HasPrefix(e.Principal, "tenant:") && e.Tenant != strings.TrimPrefix(e.Principal, "tenant:") {
