@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -219,5 +220,21 @@ func TestAdvertiseHostAsTheWorkers(t *testing.T) {
 		"--advertise-host", "localhost", "--advertise", "http://localhost:1").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "--advertise-host with --advertise") {
 		t.Errorf("both flags: %v %s", err, out)
+	}
+}
+
+// A bad setting is named before the master listens: a bad placement was
+// reported as the port in use when another process had it.
+func TestABadSettingIsNamedBeforeThePort(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+	out, err := exec.Command(masterBin, "--recovery-mode", "none", "--data-dir", t.TempDir(), "--port", port, "--placement", "bogus").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--placement") || strings.Contains(string(out), "--host/--port") {
+		t.Errorf("a bad --placement with the port taken: %v %s, want --placement named", err, out)
 	}
 }

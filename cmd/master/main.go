@@ -108,6 +108,14 @@ func serve(cx *cli.Context) error {
 	if creds.Loopback() {
 		log.Warn("no credentials (--tls-*-file, --secret-file): the API is unauthenticated, so it listens on loopback only")
 	}
+	// The settings first, as they will be once listening: a bad
+	// placement was reported as a port in use when one was.
+	probe := cfg
+	probe.Advertise = cmp.Or(probe.Advertise, creds.Scheme()+"://"+net.JoinHostPort(cmp.Or(cx.String("advertise-host"), host), strconv.Itoa(max(cx.Int("port"), 1))))
+	probe.ID = cmp.Or(probe.ID, "master-probe")
+	if _, err := probe.WithDefaults(); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(cx.Int("port"))))
 	if err != nil {
 		return fmt.Errorf("--host/--port: %w", err)
