@@ -88,7 +88,12 @@ func (c *core) executorEnded(e *executorInfo, end executorEnd) {
 	c.unmarkReclaimed(e)
 	if preempted != "" && e.state == wire.ExecutorKilled {
 		e.preemptedFor = preempted // its status says why
-		e.message = "preempted " + preempted + " (" + end.message + ")"
+		// One level: its worker's "killed by the master (exited with
+		// code 143: ...)" nested inside read as two reasons.
+		e.message = "preempted " + preempted
+		if end.exitCode != nil {
+			e.message += fmt.Sprintf(" (exited with code %d)", *end.exitCode)
+		}
 	}
 	if !e.launching {
 		c.metrics.executorEnds.WithLabelValues(string(end.state)).Inc()
@@ -211,7 +216,7 @@ func (c *core) killExecutors(id string, ids []int, reply reply[wire.KillExecutor
 	}
 	c.commit(cmds, func() {
 		for _, e := range chosen {
-			c.executorEnded(e, executorEnd{state: wire.ExecutorKilled, event: wire.EventExecutorUpdated, note: "killed by request", kill: true})
+			c.executorEnded(e, executorEnd{state: wire.ExecutorKilled, message: "killed by its app's request", event: wire.EventExecutorUpdated, note: "killed by request", kill: true})
 		}
 	}, answerWrite(reply, func() wire.KillExecutors { return wire.KillExecutors{ExecutorIDs: killed} }))
 }

@@ -25,7 +25,7 @@ func appStatus(a *appInfo) *wire.AppStatus {
 		Queue: queueName(a.rec.Desc.Queue), Priority: a.rec.Desc.Priority, Tenant: a.rec.Tenant,
 		Ports: a.rec.Desc.Ports, Checks: a.rec.Desc.Checks, Restart: a.rec.Desc.Restart, Excluded: a.exclusionList(),
 		Constraints: a.rec.Desc.Constraints, Gang: a.rec.Desc.Gang, GangRestart: a.rec.Desc.GangRestart,
-		Detached: a.rec.Desc.Detached, UIURL: a.rec.Desc.UIURL,
+		Detached: a.rec.Desc.Detached, UIURL: a.rec.Desc.UIURL, Command: a.rec.Desc.Command,
 	}
 	if a.state.Finished() {
 		ended := a.endedAt

@@ -22,7 +22,13 @@ func parse() map[string]*template.Template {
 }
 
 var funcs = template.FuncMap{
-	"resources":      wire.DescribeFree,   // "gpu 1/2 free"
+	"resources": wire.DescribeFree, // "gpu 1/2 free"
+	"labels": func(l map[string]string) string { // "gpu-model=T4,zone=z1", "-" for none
+		if len(l) == 0 {
+			return "-"
+		}
+		return wire.LabelList(l)
+	},
 	"resourceTotals": wire.DescribeTotals, // "gpu 5/6 free"
 	"ago": func(t time.Time) string {
 		if t.IsZero() {

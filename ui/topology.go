@@ -4,8 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/berth-cluster/berth/wire"
 )
@@ -34,7 +37,7 @@ type segment struct {
 
 // appShape is how an app's cores are cut.
 type appShape struct {
-	ID        string
+	ID, Name  string
 	Color     string
 	Cores     int
 	Sizes     []sizeCount // executor sizes, largest first
@@ -44,11 +47,22 @@ type appShape struct {
 
 type sizeCount struct{ Cores, Count int }
 
-// color is an app's colour: the same on every page and every master.
+// color is an app's colour: the same on every page and every master. An
+// app's id ends with the master's counter of apps, so consecutive apps
+// step round the hues by the golden angle (about 137.5°): apps submitted
+// near each other get hues far apart (a hash of the id gave two apps of a
+// page one colour). An id without a number falls back to a hash.
 func color(app string) string {
+	var v uint32
+	if i := strings.LastIndexByte(app, '-'); i >= 0 {
+		if n, err := strconv.ParseUint(app[i+1:], 10, 32); err == nil {
+			hue := math.Mod(float64(n)*137.50776, 360)
+			return fmt.Sprintf("hsl(%d,%d%%,%d%%)", int(hue), 55+n/3%3*10, 40+n/9%3*8)
+		}
+	}
 	h := fnv.New32a()
 	h.Write([]byte(app))
-	v := h.Sum32()
+	v = h.Sum32()
 	return fmt.Sprintf("hsl(%d,%d%%,%d%%)", v%360, 55+v/360%25, 42+v/9000%16)
 }
 
@@ -74,7 +88,7 @@ func bars(c *wire.ClusterStatus) []bar {
 	for _, a := range c.ActiveApps {
 		for _, e := range a.Executors {
 			if !e.State.Finished() {
-				place(e.WorkerID, segment{App: a.ID, Label: fmt.Sprintf("%s #%d: %d cores", a.ID, e.ID, e.Cores), Cores: e.Cores, Color: color(a.ID)})
+				place(e.WorkerID, segment{App: a.ID, Label: fmt.Sprintf("%s (%s) #%d: %d cores", a.ID, a.Name, e.ID, e.Cores), Cores: e.Cores, Color: color(a.ID)})
 			}
 		}
 	}
@@ -94,7 +108,7 @@ func bars(c *wire.ClusterStatus) []bar {
 // largest live workers' cores can hold (caps: their cores, largest first,
 // from capacities).
 func shapeOf(a wire.AppStatus, caps []int) appShape {
-	s := appShape{ID: a.ID, Color: color(a.ID)}
+	s := appShape{ID: a.ID, Name: a.Name, Color: color(a.ID)}
 	sizes := map[int]int{}
 	for _, e := range a.Executors {
 		if !e.State.Finished() {

@@ -212,6 +212,9 @@ type AppStatus struct {
 	Detached bool `json:"detached,omitempty"`
 	// UIURL as it gave it: its own web UI.
 	UIURL string `json:"uiUrl,omitempty"`
+	// Command is its executors' argv, as it registered it (placeholders
+	// unsubstituted).
+	Command []string `json:"command,omitempty"`
 }
 
 // MaxUIURLBytes bounds AppDescription.UIURL.
