@@ -33,7 +33,7 @@ import (
 func TestWebUIInABrowser(t *testing.T) {
 	t.Parallel()
 	hc := startCluster(t, clusterSpec{masters: 3, flags: []string{"--worker-timeout", "4s", "--recovery-timeout", "20s"},
-		workers: []string{"w1", "w2", "w3"}, cores: 2, memory: "1g", workerFlags: []string{"--resource", "gpu=2"}})
+		workers: []string{"w1", "w2", "w3"}, cores: 2, memory: "1g", workerFlags: []string{"--resource", "gpu=2", "--label", "zone=lab"}})
 	one, two := 1.0, 2.0
 	for name, spec := range map[string]wire.QueueSpec{
 		"batch": {Weight: &one, Limit: &wire.Amount{Cores: 4}},
@@ -74,7 +74,8 @@ func TestWebUIInABrowser(t *testing.T) {
 		}
 		return nil
 	})
-	mustContain(t, "the overview", page, "m1", "m2", "m3", "ui-pi", "RUNNING", "Leader", "Follower", "batch", "etl", "priority 5")
+	mustContain(t, "the overview", page, "m1", "m2", "m3", "ui-pi", "RUNNING", "Leader", "Follower", "batch", "etl", "priority 5",
+		"zone=lab") // the workers' labels, as the CLI shows them
 	if strings.Contains(page, "not answering") {
 		t.Errorf("a master's Raft figures are missing from the overview")
 	}
@@ -105,9 +106,30 @@ func TestWebUIInABrowser(t *testing.T) {
 	if len(rows) != 3 {
 		t.Errorf("topology rows %v, want the 3 workers", slices.Collect(maps.Keys(rows)))
 	}
+	// Its apps by name too, each of its own colour (two apps got one).
+	var swatches map[string]string
+	b.run("reading the topology's apps", chromedp.Evaluate(`Object.fromEntries(Array.from(document.querySelectorAll("svg.swatch")).map(s =>
+		[s.closest("td").textContent.trim(), s.querySelector("rect").getAttribute("fill")]))`, &swatches))
+	colours := map[string]bool{}
+	for label, fill := range swatches {
+		colours[fill] = true
+		if !strings.Contains(label, " ui-") {
+			t.Errorf("topology's app %q without its name", label)
+		}
+	}
+	if len(swatches) != 2 || len(colours) != 2 {
+		t.Errorf("topology's apps %v: want 2, of 2 colours", swatches)
+	}
 	b.screenshot("ui-topology")
-	page = b.open(leader.URL + "/ui/apps/" + appID)
-	mustContain(t, "the app page", page, appID, "RUNNING", "Kill application", "stdout", "queue batch")
+	// An executor killed at its app's request says so on the app page,
+	// which shows the executors' command.
+	if err := hc.c.KillExecutors(callCtx(t, 20*time.Second), appID, []int{liveExecutors(mustApp(t, st, appID))[0].ID}); err != nil {
+		t.Fatal(err)
+	}
+	page = b.until(leader.URL+"/ui/apps/"+appID, "the app page with the killed executor", 10*time.Second, func(s string) error {
+		return wantText(s, "killed by its app's request")
+	})
+	mustContain(t, "the app page", page, appID, "RUNNING", "Kill application", "stdout", "queue batch", "executors run", hc.marker)
 	b.screenshot("ui-app")
 
 	// A worker's own page: what it offers, how it enforces limits (as it
