@@ -133,9 +133,12 @@ func describeReclaim(rnd *shareRound, from map[string]share.Vec, wait time.Durat
 // executors, by priority then age.
 func (rnd *shareRound) needsOf(qr *queueRound, i, unit int) []share.Need {
 	var out []share.Need
+	guaranteed := share.DominantShare(qr.usage, rnd.capacity) < share.DominantShare(rnd.guaranteeOf(qr), rnd.capacity)-1e-9
 	for _, cd := range rnd.cands {
 		if cd.qr == qr && rnd.placed[cd.a] < cd.need && preemptible(cd.a) {
-			out = append(out, rnd.needOf(cd, i, unit))
+			n := rnd.needOf(cd, i, unit)
+			n.Guaranteed = guaranteed
+			out = append(out, n)
 		}
 	}
 	return out

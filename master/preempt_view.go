@@ -28,11 +28,13 @@ func (c *core) preemptionView(rnd *shareRound, queues []*queueRound, needs []sha
 	below := make([]int, len(queues)) // a need in the queue may take its executors of a priority below this
 	index := make(map[*queueRound]int, len(queues))
 	for i, qr := range queues {
-		v.cl.Queues[i] = share.QueueState{Usage: qr.usage, Fair: qr.fair, Preempt: qr.q.rec.Preempt}
+		v.cl.Queues[i] = share.QueueState{Usage: qr.usage, Fair: qr.fair, Guarantee: rnd.guaranteeOf(qr), Preempt: qr.q.rec.Preempt}
 		below[i], index[qr] = math.MinInt, i
 	}
+	guaranteed := false // a need of a queue below its guarantee: others down to theirs may give
 	for _, n := range needs {
 		below[n.Queue] = max(below[n.Queue], n.Priority)
+		guaranteed = guaranteed || n.Guaranteed
 	}
 	v.free()
 	appsOf := make([][]*appInfo, len(queues))
@@ -62,7 +64,7 @@ func (c *core) preemptionView(rnd *shareRound, queues []*queueRound, needs []sha
 				rest = append(rest, a)
 			}
 		}
-		v.aboveFair(qi, qr, rest)
+		v.aboveFair(qi, qr, rest, guaranteed)
 	}
 	return v.cl, v.running
 }
@@ -133,9 +135,14 @@ func (v *viewBuilder) add(qi int, e *executorInfo) {
 }
 
 // aboveFair adds queue qi's most recent executors among apps, as long as
-// the queue, without them, stays at or above its fair share.
-func (v *viewBuilder) aboveFair(qi int, qr *queueRound, apps []*appInfo) {
+// the queue, without them, stays at or above its fair share, or, for a
+// need of a queue below its guarantee (guaranteed), its own guarantee
+// (share.Plan's rule, which then picks among them).
+func (v *viewBuilder) aboveFair(qi int, qr *queueRound, apps []*appInfo, guaranteed bool) {
 	capacity, fair := v.rnd.capacity, share.DominantShare(qr.fair, v.rnd.capacity)
+	if guaranteed {
+		fair = share.DominantShare(v.rnd.guaranteeOf(qr), capacity)
+	}
 	// What it holds without those added, and without those being taken
 	// back already (they leave whatever happens).
 	left := qr.usage.Sub(qr.leaving)

@@ -25,19 +25,23 @@ type Running struct {
 }
 
 // Need is executors of one shape that a queue is owed room for, Count of
-// them, for an app of Priority.
+// them, for an app of Priority. Guaranteed: the queue is below its
+// guarantee, for which the rule that no queue is taken below its fair
+// share gives way (Plan).
 type Need struct {
-	Queue    int
-	Priority int
-	Shape    Vec
-	Count    int
+	Queue      int
+	Priority   int
+	Shape      Vec
+	Count      int
+	Guaranteed bool
 }
 
 // QueueState is a queue as preemption sees it.
 type QueueState struct {
-	Usage   Vec
-	Fair    Vec  // its fair share (FairShares), guarantee included
-	Preempt bool // its executors may be taken back
+	Usage     Vec
+	Fair      Vec  // its fair share (FairShares), guarantee included
+	Guarantee Vec  // what it is guaranteed (in its demand's shape)
+	Preempt   bool // its executors may be taken back
 }
 
 // Cluster is what a preemption decision looks at.
@@ -71,7 +75,14 @@ type Victim struct {
 // the most recently started first. An executor of another queue is taken
 // only if that queue allows it and stays at or above its fair share
 // without it, and only while the needing queue is below its own; one of
-// the same queue only for a need of a higher priority. A need that fits
+// the same queue only for a need of a higher priority. For a need of a
+// queue below its guarantee, the queue taken from need only stay at or
+// above its own guarantee: executors of no fixed size (Spark's, when
+// spark.executor.cores is unset) hold whole workers, and none could go
+// without taking their queue below its fair share, so a guarantee was
+// never reached. A guarantee is a promise, a fair share a target: the
+// target gives way (the queue taken from is then owed, and gets back what
+// frees first, as any queue below its fair share). A need that fits
 // somewhere already takes nothing (the next round places it), and nothing
 // is taken unless what it frees fits the need: every executor taken makes
 // room that will be used. c is not changed.
@@ -117,14 +128,18 @@ type planner struct {
 	byQueue   []byAge       // each queue's running executors, most recent on top
 	onWorker  map[int][]int // worker → its running executors, most recent first (built when first needed)
 	fairShare []float64     // each queue's fair dominant share
+	guarantee []float64     // each queue's guaranteed dominant share
 }
 
 func newPlanner(c Cluster) *planner {
 	p := &planner{c: c, usage: make([]Vec, len(c.Queues)), free: map[int]Vec{}, taken: make([]bool, len(c.Running)),
-		byQueue: make([]byAge, len(c.Queues)), fairShare: make([]float64, len(c.Queues))}
+		byQueue: make([]byAge, len(c.Queues)), fairShare: make([]float64, len(c.Queues)), guarantee: make([]float64, len(c.Queues))}
 	for i, q := range c.Queues {
 		p.usage[i] = slices.Clone(q.Usage)
 		p.fairShare[i] = DominantShare(q.Fair, c.Capacity)
+		if q.Guarantee != nil {
+			p.guarantee[i] = DominantShare(q.Guarantee, c.Capacity)
+		}
 		p.byQueue[i].running = c.Running
 	}
 	count := make([]int, len(c.Queues))
@@ -171,6 +186,10 @@ func (p *planner) eligible(n Need, v int, extra Vec) bool {
 	if DominantShare(p.usage[n.Queue], p.c.Capacity) >= p.fairShare[n.Queue]-1e-9 {
 		return false // the needing queue is owed nothing more
 	}
+	floor := p.fairShare[r.Queue]
+	if n.Guaranteed && DominantShare(p.usage[n.Queue], p.c.Capacity) < p.guarantee[n.Queue]-1e-9 {
+		floor = p.guarantee[r.Queue] // a guarantee is owed: the other's fair share gives way, never its guarantee
+	}
 	u, use, capacity := p.usage[r.Queue], p.c.Use(v), p.c.Capacity
 	after := 0.0
 	for i := range u {
@@ -182,7 +201,7 @@ func (p *planner) eligible(n Need, v int, extra Vec) bool {
 			after = max(after, x/capacity[i])
 		}
 	}
-	return after >= p.fairShare[r.Queue]-1e-9
+	return after >= floor-1e-9
 }
 
 // single is the most recent executor that alone, with what its worker has

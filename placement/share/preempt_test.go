@@ -148,3 +148,32 @@ func TestPlanProperties(t *testing.T) {
 		}
 	}
 }
+
+// Executors that hold whole workers (no fixed size): none can go without
+// taking their queue below its fair share, so a queue below its guarantee
+// was never served. For it, the taken queue need only keep its own
+// guarantee; without a guarantee owed, the fair share holds.
+func TestAGuaranteeTakesBelowAnothersFairShare(t *testing.T) {
+	c := Cluster{
+		Capacity: Vec{8},
+		Queues: []QueueState{
+			{Usage: Vec{8}, Fair: Vec{5}, Guarantee: Vec{0}, Preempt: true},
+			{Usage: Vec{0}, Fair: Vec{3}, Guarantee: Vec{3}, Preempt: true},
+		},
+		Free:    []Vec{{0}, {0}},
+		Running: []Running{{Queue: 0, Worker: 0, Shape: 0, Started: 1}, {Queue: 0, Worker: 1, Shape: 0, Started: 2}},
+		Shapes:  []Vec{{4}},
+	}
+	need := Need{Queue: 1, Shape: Vec{1}, Count: 3}
+	if got := Plan(c, []Need{need}); len(got) != 0 {
+		t.Errorf("a need above no guarantee took %v: queue 0 would fall below its fair share", got)
+	}
+	need.Guaranteed = true
+	if got := executors(Plan(c, []Need{need})); !slices.Equal(got, []int{1}) {
+		t.Errorf("a guaranteed need took %v, want the most recent 4-core executor alone", got)
+	}
+	c.Queues[0].Guarantee = Vec{8} // queue 0's own guarantee is never taken
+	if got := Plan(c, []Need{need}); len(got) != 0 {
+		t.Errorf("took %v below queue 0's own guarantee", got)
+	}
+}

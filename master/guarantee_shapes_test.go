@@ -1,0 +1,64 @@
+package master
+
+import (
+	"testing"
+	"time"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+// killAndReport has each preempted executor's worker kill it (KILLED 143),
+// as a worker would, and returns how many it was asked to kill.
+func (h *harness) killAndReport() int {
+	h.t.Helper()
+	kills := h.takeSent(wire.WorkerAPI.KillExecutor.Pattern)
+	for _, k := range kills {
+		body := k.cmd.body.(wire.KillExecutor)
+		if a := h.c.apps[body.AppID]; a != nil {
+			if e := a.executors[body.ExecutorID]; e != nil {
+				h.report(e, wire.ExecutorKilled, intp(143))
+			}
+		}
+	}
+	return len(kills)
+}
+
+// Two workers of 4 cores; etl guaranteed 3 cores; an app in default with
+// no fixed executor size holds all 8 in two 4-core executors (Spark's
+// executors when spark.executor.cores is unset); an app in etl wants 3
+// one-core executors. It waited for ever ("no queue above its fair share
+// has any to give back"): one 4-core executor taken would put default
+// below its fair share (62.5%). A guarantee is a promise: that rule gives
+// way, never the guarantee of the queue taken from, and etl reaches its 3
+// cores within the delay and a round; default then takes the core left.
+func TestAGuaranteeIsReachedWhateverTheExecutorsSizes(t *testing.T) {
+	h := newLeader(t, func(c *Config) { c.PreemptionDelay = 2 * time.Second; c.PreemptionGrace = time.Second })
+	h.addWorker("w1", 4, 4096)
+	h.addWorker("w2", 4, 4096)
+	h.setQueue("etl", wire.QueueSpec{Guarantee: &wire.Amount{Cores: 3}})
+	whole := h.addApp(wire.AppDescription{Command: []string{"x"}, MemoryPerExecutorMB: 100})
+	h.running(whole)
+	if len(whole.executors) != 2 || whole.coresGranted != 8 {
+		t.Fatalf("the app of no fixed size holds %s, want two 4-core executors", layout(whole))
+	}
+	etl := oneCoreApp("etl", 0)
+	etl.MaxCores = 3
+	e := h.addApp(etl)
+	kills := 0
+	for range 16 { // 8 s: the delay, a grace, and rounds after, to see it settle
+		h.pass(500*time.Millisecond, "w1", "w2")
+		kills += h.killAndReport()
+		h.running(e)
+		h.running(whole)
+	}
+	if len(e.executors) != 3 {
+		st := mustAppStatus(t, h, e.rec.ID)
+		t.Fatalf("etl holds %s, want its 3 guaranteed cores; it says %q", layout(e), st.Waiting)
+	}
+	if kills != 1 {
+		t.Errorf("%d executors preempted, want the one 4-core executor, and nothing after", kills)
+	}
+	if whole.coresGranted != 5 {
+		t.Errorf("default's app holds %s: want the 5 cores left (one 4-core executor, and the core etl leaves)", layout(whole))
+	}
+}
