@@ -3,6 +3,7 @@ package master
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -267,7 +268,7 @@ func (c *core) possibleNeeds(rnd *shareRound, needs []share.Need, due []bool) ([
 	r := c.room()
 	keptNeeds, keptDue := needs[:0], due[:0]
 	for i, n := range needs {
-		if n.Shape[0] <= float64(r.maxCores) && n.Shape[1] <= float64(r.maxMemory) {
+		if r.sizes.holds(int(math.Ceil(n.Shape[0])), int(math.Ceil(n.Shape[1]))) { // some worker could hold it, emptied
 			keptNeeds, keptDue = append(keptNeeds, n), append(keptDue, due[i])
 		}
 	}

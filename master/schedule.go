@@ -186,7 +186,10 @@ func (c *core) placeRound(rnd *shareRound, cands []candidate, room func(candidat
 			cd.qr.capped = true
 		}
 		coresCap := a.coresLeft()
-		if a.rec.Desc.CoresPerExecutor == 0 {
+		if a.rec.Desc.CoresPerExecutor == 0 && !math.IsInf(left[0], 1) {
+			// (An unbounded room, pass 2's without a limit, caps nothing:
+			// converted to an int it was negative, and an app of no fixed
+			// size was left beside the cores it could have had.)
 			coresCap = min(coresCap, int(math.Ceil(math.Max(left[0], 0)-1e-9)))
 			if step := min(placement.CoreUnit(c.cfg.MinCoreUnit), a.coresLeft()); coresCap > 0 && coresCap < step {
 				// Rounded up to one step, as a fixed size is to one

@@ -18,7 +18,8 @@ import (
 // apart from "not now" (the room is taken).
 
 // room summarises the schedulable workers: the largest of each quantity,
-// not necessarily on one worker.
+// not necessarily on one worker, and (sizes, free) what one worker holds
+// of both (roomshapes.go).
 type room struct {
 	// among: "" for every worker; for a constrained app, its constraints
 	// ("with gpu-model in [T4]"), and the room is that of the workers
@@ -30,6 +31,7 @@ type room struct {
 	maxCores, maxMemory int // largest worker
 	maxFreeCores        int // most free cores on one worker
 	maxFreeMemory       int // most free memory on one worker
+	sizes, free         *sizes
 }
 
 func (c *core) room() room {
@@ -67,7 +69,7 @@ func (c *core) roomFor(cs []wire.Constraint) room {
 func (c *core) computeRoom() room { return c.computeRoomWhere(nil) }
 
 func (c *core) computeRoomWhere(ok func(*workerInfo) bool) room {
-	var r room
+	r := room{sizes: &sizes{}, free: &sizes{}}
 	for _, w := range c.sortedWorkerList() {
 		if !w.schedulable() || (ok != nil && !ok(w)) {
 			continue
@@ -83,6 +85,8 @@ func (c *core) computeRoomWhere(ok func(*workerInfo) bool) room {
 		r.alive++
 		r.maxCores, r.maxMemory = max(r.maxCores, w.rec.Cores), max(r.maxMemory, w.rec.MemoryMB)
 		r.maxFreeCores, r.maxFreeMemory = max(r.maxFreeCores, w.coresFree()), max(r.maxFreeMemory, w.memoryFree())
+		r.sizes.add(w.rec.Cores, w.rec.MemoryMB)
+		r.free.add(w.coresFree(), w.memoryFree())
 	}
 	return r
 }
@@ -101,10 +105,10 @@ func (r room) fitReason(what string, cores, memory int) string {
 		return fmt.Sprintf("waiting: no live worker %s (berth status shows the workers' labels)", r.among)
 	case r.alive == 0:
 		return "waiting: no worker is alive"
-	case cores > r.maxCores || memory > r.maxMemory:
+	case !r.sizes.holds(cores, memory):
 		return fmt.Sprintf("cannot start: no worker %shas %d cores and %d MB for %s (largest: %d cores, %d MB); ask for less or add a larger worker",
 			r.with(), cores, memory, what, r.maxCores, r.maxMemory)
-	case cores > r.maxFreeCores || memory > r.maxFreeMemory:
+	case !r.free.holds(cores, memory):
 		return fmt.Sprintf("waiting: no worker %shas %d free cores and %d MB free for %s (largest free: %d cores, %d MB)",
 			r.with(), cores, memory, what, r.maxFreeCores, r.maxFreeMemory)
 	}

@@ -1,0 +1,181 @@
+package master
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+// freeCores is the cores free on ALIVE workers.
+func (h *harness) freeCores() int {
+	n := 0
+	for _, w := range h.c.workers {
+		if w.state == wire.WorkerAlive {
+			n += w.coresFree()
+		}
+	}
+	return n
+}
+
+// With etl holding 3 cores of two 4-core workers, an app in default of no
+// fixed size got 2 cores on one worker and never took the 2 free on the
+// other; a second, --max-cores 1, waited beside a free core, saying it
+// waited for its fair share. After a round, no demand that fits is left
+// beside free room, whatever its executors' shape.
+func TestNoIdleCoresBesideAnAppOfNoFixedSize(t *testing.T) {
+	h := newLeader(t, nil)
+	h.addWorker("w1", 4, 4096)
+	h.addWorker("w2", 4, 4096)
+	h.setQueue("etl", wire.QueueSpec{Guarantee: &wire.Amount{Cores: 3}})
+	etl := oneCoreApp("etl", 0)
+	etl.MaxCores = 3
+	e := h.addApp(etl)
+	h.running(e)
+	whole := h.addApp(wire.AppDescription{Command: []string{"x"}, MemoryPerExecutorMB: 100})
+	h.running(whole)
+	if whole.coresGranted != 5 || h.freeCores() != 0 {
+		t.Errorf("default's app of no fixed size holds %s (%d cores), %d cores free: want the 5 left", layout(whole), whole.coresGranted, h.freeCores())
+	}
+	one := h.addApp(wire.AppDescription{Command: []string{"x"}, MaxCores: 1, MemoryPerExecutorMB: 100})
+	st := mustAppStatus(t, h, one.rec.ID)
+	if len(one.executors) == 0 && h.freeCores() > 0 {
+		t.Errorf("an app of --max-cores 1 waits beside %d free cores, saying %q", h.freeCores(), st.Waiting)
+	}
+}
+
+// Work conservation, over random clusters, queues and executor shapes:
+// after the rounds, no app wants an executor that a worker has the room
+// for (cores, memory, its queue's limit, its own max and executor limit)
+// while it waits; and its waiting reason does not blame its fair share
+// when room is there for it.
+func TestNoPlaceableDemandBesideFreeRoom(t *testing.T) {
+	for seed := range uint64(1000) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		h := newLeader(t, func(c *Config) { c.PreemptionDelay = time.Hour })
+		for i := range 1 + rng.IntN(4) {
+			h.addWorker(fmt.Sprintf("w%d", i), 1+rng.IntN(8), 1024*(1+rng.IntN(8)))
+		}
+		queues := []string{wire.DefaultQueue}
+		for i := range rng.IntN(3) {
+			name := fmt.Sprintf("q%d", i)
+			spec := wire.QueueSpec{Weight: weight(float64(1 + rng.IntN(3)))}
+			if rng.IntN(2) == 0 {
+				spec.Guarantee = &wire.Amount{Cores: rng.IntN(3)}
+			}
+			if rng.IntN(3) == 0 {
+				spec.Limit = &wire.Amount{Cores: 1 + rng.IntN(6)}
+			}
+			if _, err := h.setQueue(name, spec); err == nil {
+				queues = append(queues, name)
+			}
+		}
+		var apps []*appInfo
+		for range 1 + rng.IntN(5) {
+			d := wire.AppDescription{Command: []string{"x"}, Queue: queues[rng.IntN(len(queues))], MemoryPerExecutorMB: 100 * (1 + rng.IntN(20))}
+			if rng.IntN(2) == 0 {
+				d.CoresPerExecutor = 1 + rng.IntN(3)
+			}
+			if rng.IntN(2) == 0 {
+				d.MaxCores = max(d.CoresPerExecutor, 1+rng.IntN(8))
+			}
+			a := h.addApp(d)
+			apps = append(apps, a)
+			for _, b := range apps {
+				h.running(b)
+			}
+		}
+		h.pass(3*time.Second, h.workerIDs()...)
+		for _, a := range apps {
+			h.running(a)
+		}
+		for _, a := range apps {
+			st := mustAppStatus(t, h, a.rec.ID)
+			if why := h.falseReason(a, st.Waiting); why != "" {
+				t.Errorf("seed %d: app %s (queue %s, %d cores per executor, %d MB, max %d) holds %s and says %q: %s",
+					seed, a.rec.ID, queueName(a.rec.Desc.Queue), a.rec.Desc.CoresPerExecutor, a.rec.Desc.MemoryPerExecutorMB, a.rec.Desc.MaxCores, layout(a), st.Waiting, why)
+			}
+			if w := h.roomFor(a); w != "" {
+				st := mustAppStatus(t, h, a.rec.ID)
+				t.Errorf("seed %d: app %s (queue %s, %d cores per executor, %d MB, max %d) holds %s and waits beside room on %s: %q",
+					seed, a.rec.ID, queueName(a.rec.Desc.Queue), a.rec.Desc.CoresPerExecutor, a.rec.Desc.MemoryPerExecutorMB, a.rec.Desc.MaxCores, layout(a), w, st.Waiting)
+			}
+		}
+	}
+}
+
+// workerIDs are the harness's workers' ids.
+func (h *harness) workerIDs() []string {
+	return slices.Sorted(maps.Keys(h.c.workers))
+}
+
+// roomFor is a worker with room for one more executor of a that nothing
+// bounds: its queue's limit, its max cores and executor limit allow it,
+// the worker is placeable and a is not kept off it; "" if none.
+func (h *harness) roomFor(a *appInfo) string {
+	if !wantsCores(a) || len(a.executors) >= a.executorLimit() {
+		return ""
+	}
+	step := h.c.executorStep(a)
+	if a.coresLeft() < step {
+		return "" // a fixed size bigger than what its max cores leave it
+	}
+	if lim := h.c.queues[queueName(a.rec.Desc.Queue)].rec.Limit; lim != nil && lim.Cores > 0 {
+		held := 0
+		for _, b := range h.c.appOrder {
+			if queueName(b.rec.Desc.Queue) == queueName(a.rec.Desc.Queue) {
+				held += b.coresGranted
+			}
+		}
+		if held+step > lim.Cores {
+			return ""
+		}
+	}
+	for _, id := range h.workerIDs() {
+		w := h.c.workers[id]
+		if !w.placeable() || a.excludes(id, h.c.now()) {
+			continue
+		}
+		if w.coresFree() >= step && w.memoryFree() >= a.rec.Desc.MemoryPerExecutorMB {
+			if _, on := a.hosts[id]; on && a.rec.Desc.CoresPerExecutor == 0 {
+				continue // it has its one executor there already
+			}
+			return id
+		}
+	}
+	return ""
+}
+
+// falseReason says what is false of an app's waiting reason, "" if
+// nothing: one that could never start anywhere says "cannot start", one
+// that could says no such thing, and one that waits for its fair share
+// has a queue below it.
+func (h *harness) falseReason(a *appInfo, why string) string {
+	if !wantsCores(a) || len(a.executors) >= a.executorLimit() || why == "" {
+		return ""
+	}
+	step := h.c.executorStep(a)
+	ever := false // some worker could hold one executor, were it empty
+	for _, w := range h.c.workers {
+		if w.placeable() && w.rec.Cores >= step && w.rec.MemoryMB >= a.rec.Desc.MemoryPerExecutorMB {
+			ever = true
+		}
+	}
+	switch {
+	case !ever && len(a.executors) == 0 && !strings.HasPrefix(why, "cannot start"):
+		return "no worker could ever hold one of its executors: want \"cannot start\""
+	case ever && strings.HasPrefix(why, "cannot start"):
+		return "a worker could hold one when empty: not \"cannot start\""
+	case strings.Contains(why, "waiting for fair share"):
+		q := h.c.queues[queueName(a.rec.Desc.Queue)].view
+		if q.ds >= q.fairDS-1e-9 {
+			return fmt.Sprintf("its queue is at its fair share (%.3f of %.3f): it waits for something else", q.ds, q.fairDS)
+		}
+	}
+	return ""
+}
