@@ -238,3 +238,25 @@ func TestABadSettingIsNamedBeforeThePort(t *testing.T) {
 		t.Errorf("a bad --placement with the port taken: %v %s, want --placement named", err, out)
 	}
 }
+
+// The help lists each flag once (it was seen listing --config twice).
+func TestHelpListsEachFlagOnce(t *testing.T) {
+	out, err := exec.Command(masterBin, "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("master --help: %v\n%s", err, out)
+	}
+	seen := map[string]int{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], "--") {
+			seen[strings.TrimSuffix(f[0], ",")]++
+		}
+	}
+	for flag, n := range seen {
+		if n > 1 {
+			t.Errorf("master --help lists %s %d times", flag, n)
+		}
+	}
+	if seen["--config"] != 1 || seen["--advertise-host"] != 1 {
+		t.Errorf("master --help lists --config %d times, --advertise-host %d: want each once", seen["--config"], seen["--advertise-host"])
+	}
+}
