@@ -42,8 +42,8 @@ func main() {
 		Description: "The master registers workers, applications and drivers, keeps them durable, expires\n" +
 			"workers that stop heartbeating and schedules drivers and executors.\n" +
 			"Every flag can also be set through the environment variable shown with it, or in the\n" +
-			"--config file under its own name (worker-timeout = \"60s\"): the command line beats the\n" +
-			"environment, which beats the file, which beats the default.",
+			"file --config names, under its own name (worker-timeout = \"60s\"): the command line\n" +
+			"beats the environment, which beats the file, which beats the default.",
 		Flags:           flags(),
 		Action:          run,
 		HideHelpCommand: true,

@@ -54,8 +54,9 @@ unauthenticated and --host must be a loopback address. With TLS the worker's
 id is its certificate's name and it takes commands only from masters. Exit status: 0 after a signal, 2 for bad flags, 1 otherwise.
 
 Every flag can also be set through the environment variable shown with it,
-or in the --config file under its own name (kill-grace = "5s"): the command
-line beats the environment, which beats the file, which beats the default.`
+or in the file --config names, under its own name (kill-grace = "5s"): the
+command line beats the environment, which beats the file, which beats the
+default.`
 
 func main() {
 	worker.RunGuardianIfAsked() // this process may be a worker's guardian
