@@ -5,7 +5,7 @@ PKGS     := ./...
 # CI has 2 cores; the race detector and the end-to-end tests share them.
 TESTFLAGS ?= -race -count=1 -timeout 14m
 
-.PHONY: all build bench-tools test test-deps chaos bench demo lint fuzz screenshots clean dist image
+.PHONY: all build bench-tools test test-deps chaos bench demo demo-pi lint fuzz screenshots clean dist image
 
 # What --version prints and berth_build_info carries (internal/version):
 # the nearest tag and the commits since (git describe), or devel; the
@@ -67,10 +67,15 @@ chaos: test-deps
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
-# Builds, starts a local cluster on 127.0.0.1, runs the pi job, prints its
-# result and the cluster status, and stops everything it started.
+# Builds, starts a local TLS cluster on 127.0.0.x, runs a PySpark job on
+# it with the pinned Spark (installed by scripts/spark-deps.sh) while the
+# leader is killed, prints Spark's result and the cluster status, and
+# stops everything it started. demo-pi: the Go pi example, without Spark.
 demo: build
 	scripts/demo.sh
+
+demo-pi: build
+	scripts/demo-pi.sh
 
 # The web UI's screenshots in docs/img, taken by its browser test.
 screenshots: test-deps
