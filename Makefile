@@ -52,7 +52,6 @@ test: test-deps
 # for the web UI's browser tests, the pinned pyspark and a JDK for Spark's).
 test-deps:
 	scripts/test-deps.sh
-	scripts/spark-deps.sh >/dev/null
 
 # The fault-injection run: 100 faults on a 3-master cluster under load,
 # then its report; CHAOS_FAULTS=n for another count. Then 5 minutes of

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs what the tests need beyond Go, when it is missing: nftables, for
+# Installs what the tests need beyond Go, when it is missing: the pinned
+# pyspark 4.2.0 (Spark's whole distribution) and a JDK >= 17, through
+# scripts/spark-deps.sh, for the Spark plugin's tests (e2e/spark); nftables, for
 # the fault-injection suite's asymmetric partition (e2e/chaos), chromium,
 # the real browser the web UI's tests drive (e2e/ui), and strace, which
 # shows a write synced before it is acknowledged (e2e/fsync). Installing
@@ -12,14 +14,21 @@ command -v nft >/dev/null 2>&1 || need+=(nftables)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v strace >/dev/null 2>&1 || need+=(strace)
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd) # deploy/: the units verified
-if [ ${#need[@]} -eq 0 ]; then
-	exit 0
-fi
-if [ "$(id -u)" -ne 0 ]; then
-	echo "test-deps: ${need[*]} missing and not root: install them (the partition fault of e2e/chaos is skipped without nftables; the UI tests need chromium, e2e/fsync strace)" >&2
-	exit 0
-fi
-echo "test-deps: installing ${need[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq >/dev/null
-apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+command -v mvn >/dev/null 2>&1 || need+=(maven) # spark/build.sh builds bin/berth-spark.jar
+install_packages() {
+	if [ ${#need[@]} -eq 0 ]; then
+		return
+	fi
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "test-deps: ${need[*]} missing and not root: install them (the partition fault of e2e/chaos is skipped without nftables; the UI tests need chromium, e2e/fsync strace)" >&2
+		return
+	fi
+	echo "test-deps: installing ${need[*]}" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null
+	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+}
+install_packages
+# Spark and its JDK: a failure here fails the tests' setup, as no Spark
+# test may skip for want of them.
+"$(dirname "$0")/spark-deps.sh" >/dev/null
