@@ -28,6 +28,7 @@ func (m *Master) newSessions() *httpx.UISessions {
 	s := httpx.NewUISessions(sessionCookie, m.cfg.Secret, "masters", nil)
 	s.Ended = m.sessionEnded
 	s.End = m.endSession
+	s.TenantToken = m.tenantTokenHash // a tenant's session (uitenant.go)
 	return s
 }
 
@@ -41,7 +42,7 @@ func (m *Master) sessionEnded(ctx context.Context, id string) (bool, error) {
 // endSession has the leader write the session's end: this master's loop
 // when it leads, else the leader's API, where value proves the right.
 func (m *Master) endSession(ctx context.Context, value, id string, expires time.Time) error {
-	ctx = asSession(audited(ctx, wire.MasterAPI.EndUISession.Endpoint, ""))
+	ctx = asSession(audited(ctx, wire.MasterAPI.EndUISession.Endpoint, ""), m.sessions.Holder(value))
 	_, err := call(ctx, m, func(c *core, r reply[wire.None]) { c.endSession(id, expires, r) })
 	var se *httpx.StatusError
 	if !errors.As(err, &se) || se.Status != http.StatusTemporaryRedirect || se.Leader == "" {
@@ -57,16 +58,17 @@ func (m *Master) serveEndSession(r *http.Request, in wire.EndSession) (wire.None
 	if err != nil {
 		return wire.None{}, httpx.Coded(http.StatusUnauthorized, wire.CodeUnauthorized, "not a live session of this cluster's masters")
 	}
-	return call(asSession(r.Context()), m, func(c *core, r reply[wire.None]) { c.endSession(id, expires, r) })
+	return call(asSession(r.Context(), m.sessions.Holder(in.Session)), m, func(c *core, r reply[wire.None]) { c.endSession(id, expires, r) })
 }
 
-// asSession makes the session the principal of ctx's audit entry: the
-// route is open, and the session's value is the credential, whichever
-// master the browser signed out at (a follower sends the value to the
-// leader, which would otherwise record it as anonymous).
-func asSession(ctx context.Context) context.Context {
+// asSession makes the session's holder (an operator's session, or a
+// tenant's) the principal of ctx's audit entry: the route is open, and
+// the session's value is the credential, whichever master the browser
+// signed out at (a follower sends the value to the leader, which would
+// otherwise record it as anonymous).
+func asSession(ctx context.Context, holder httpx.Principal) context.Context {
 	if tag := auditOf(ctx); tag != nil {
-		tag.principal = httpx.Principal{Kind: httpx.KindOperator, Via: httpx.ViaSession}
+		tag.principal = holder
 	}
 	return ctx
 }

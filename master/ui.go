@@ -23,7 +23,7 @@ func (m *Master) uiHandler() http.Handler {
 	return ui.Handler(ui.Options{
 		Source: uiSource{m}, Secret: m.cfg.Secret, Sessions: m.sessions, Secure: m.cfg.TLS != nil,
 		SignInNeeded: m.cfg.Secret != "" || m.cfg.TLS != nil, Log: m.log,
-		SignInCode: m.redeemSignInCode,
+		SignInCode: m.redeemSignInCode, TenantSignIn: m.tenantSignIn,
 	})
 }
 

@@ -40,7 +40,7 @@ func (u *server) act(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := pageCtx(r)
 	defer cancel()
 	if err := actionKinds[a.Kind].do(ctx, u.o.Source, a); err != nil {
-		u.fail(w, role{}, err)
+		u.fail(w, r, role{}, err)
 		return
 	}
 	http.Redirect(w, r, back+"?done="+url.QueryEscape(string(a.Kind)), http.StatusSeeOther)
@@ -80,10 +80,10 @@ func (u *server) confirm(w http.ResponseWriter, r *http.Request, a Action, back 
 	defer cancel()
 	target, from, err := u.target(ctx, a)
 	if err != nil {
-		u.fail(w, from, err)
+		u.fail(w, r, from, err)
 		return
 	}
-	u.render(w, http.StatusOK, "confirm", from, confirmData{Question: question(a, true), Target: target, A: a, Back: back})
+	u.render(w, r, http.StatusOK, "confirm", from, confirmData{Question: question(a, true), Target: target, A: a, Back: back})
 }
 
 // target describes what a acts on, as it is now.
@@ -146,17 +146,27 @@ func question(a Action, withLimit bool) string {
 type signInData struct {
 	Next, Error string
 	HasSecret   bool
+	// Tenants: a tenant may sign in with its token (a master's UI).
+	Tenants bool
 	// Code: a one-time sign-in link's (berth ui), to post.
 	Code string
 }
 
-func (u *server) signInPage(w http.ResponseWriter, r *http.Request) {
-	u.render(w, http.StatusOK, "signin", role{}, signInData{Next: safeNext(r.URL.Query().Get("next")), HasSecret: u.o.Secret != "",
-		Code: r.URL.Query().Get(wire.SignInCodeParam)})
+// signInData is the sign-in page's data, back to next, saying msg.
+func (u *server) signInData(next, msg string) signInData {
+	return signInData{Next: next, Error: msg, HasSecret: u.o.Secret != "", Tenants: u.o.TenantSignIn != nil && u.o.Sessions != nil}
 }
 
-// signIn checks the operator secret and sets the session cookie: a new
-// session (httpx.UISessions), never the secret itself.
+func (u *server) signInPage(w http.ResponseWriter, r *http.Request) {
+	d := u.signInData(safeNext(r.URL.Query().Get("next")), "")
+	d.Code = r.URL.Query().Get(wire.SignInCodeParam)
+	u.render(w, r, http.StatusOK, "signin", role{}, d)
+}
+
+// signIn checks the operator secret, or a tenant's token, and sets the
+// session cookie: a new session (httpx.UISessions), never the secret or
+// the token itself. The one field takes either: a tenant's token is
+// told by its prefix (bt.), once it is not the operator secret.
 func (u *server) signIn(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	_ = r.ParseForm()
@@ -166,8 +176,18 @@ func (u *server) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := r.PostFormValue("token")
-	if u.o.Secret == "" || u.o.Sessions == nil || subtle.ConstantTimeCompare([]byte(token), []byte(u.o.Secret)) != 1 {
-		u.render(w, http.StatusUnauthorized, "signin", role{}, signInData{Next: next, HasSecret: u.o.Secret != "", Error: "That token is not this cluster's operator secret."})
+	operator := u.o.Secret != "" && subtle.ConstantTimeCompare([]byte(token), []byte(u.o.Secret)) == 1
+	tenants := u.signInData(next, "").Tenants
+	if !operator && tenants && strings.HasPrefix(token, wire.TenantTokenPrefix) {
+		u.signInTenant(w, r, next, token)
+		return
+	}
+	if !operator || u.o.Sessions == nil {
+		msg := "That token is not this cluster's operator secret."
+		if tenants {
+			msg = "That token is neither this cluster's operator secret nor a tenant's token (bt.NAME.…)."
+		}
+		u.render(w, r, http.StatusUnauthorized, "signin", role{}, u.signInData(next, msg))
 		return
 	}
 	value, expires := u.o.Sessions.Start()
@@ -202,8 +222,8 @@ func (u *server) signOut(w http.ResponseWriter, r *http.Request) {
 	}
 	if failed != nil {
 		u.o.Log.Warn("a session signed out of its browser could not be ended", "err", failed)
-		u.render(w, http.StatusServiceUnavailable, "signin", role{}, signInData{Next: routes.UIPages.Pattern, HasSecret: u.o.Secret != "",
-			Error: fmt.Sprintf("Signed out of this browser, but the session could not be ended on the masters (%v): a copy of it stays valid until %s.", failed, expires.UTC().Format(time.RFC3339))})
+		u.render(w, r, http.StatusServiceUnavailable, "signin", role{}, u.signInData(routes.UIPages.Pattern,
+			fmt.Sprintf("Signed out of this browser, but the session could not be ended on the masters (%v): a copy of it stays valid until %s.", failed, expires.UTC().Format(time.RFC3339))))
 		return
 	}
 	http.Redirect(w, r, routes.UISignIn.Pattern, http.StatusSeeOther)

@@ -92,7 +92,7 @@ func (u *server) overview(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	u.render(w, http.StatusOK, "overview", roleOf(c), overviewData{
+	u.render(w, r, http.StatusOK, "overview", roleOf(c), overviewData{
 		C: c, Raft: u.o.Source.Raft(), Sum: summarize(c), Now: time.Now(),
 		Workers: paginate(c.Workers, r, "workers"), Apps: paginate(c.ActiveApps, r, "apps"),
 		Drivers: paginate(c.ActiveDrivers, r, "drivers"), DoneApps: paginate(c.CompletedApps, r, "done-apps"),
@@ -107,7 +107,7 @@ func (u *server) cluster(w http.ResponseWriter, r *http.Request) (*wire.ClusterS
 	defer cancel()
 	c, err := u.o.Source.Cluster(ctx)
 	if err != nil {
-		u.fail(w, role{}, err)
+		u.fail(w, r, role{}, err)
 		return nil, false
 	}
 	return c, true
@@ -155,7 +155,7 @@ func (u *server) worker(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	i := slices.IndexFunc(c.Workers, func(x wire.WorkerStatus) bool { return x.ID == id })
 	if i < 0 {
-		u.fail(w, roleOf(c), unknown(wire.CodeUnknownWorker, "worker", id))
+		u.fail(w, r, roleOf(c), unknown(wire.CodeUnknownWorker, "worker", id))
 		return
 	}
 	d := workerData{W: c.Workers[i], KeptOff: keptOff(c, id)}
@@ -171,7 +171,7 @@ func (u *server) worker(w http.ResponseWriter, r *http.Request) {
 			d.Drivers = append(d.Drivers, dr)
 		}
 	}
-	u.render(w, http.StatusOK, "worker", roleOf(c), d)
+	u.render(w, r, http.StatusOK, "worker", roleOf(c), d)
 }
 
 // appData is one app, its executors and its recent events.
@@ -189,25 +189,30 @@ func checked(a *wire.AppStatus) bool {
 }
 
 // app is an app's page: the leader's view, with its events; a follower
-// shows the app's record from its replica (no executors, no events).
+// shows the app's record from its replica (no executors, no events). A
+// tenant sees its own apps' pages, read-only, and is answered alike for
+// another's app and for none.
 func (u *server) app(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := pageCtx(r)
 	defer cancel()
 	id := r.PathValue("id")
 	c, cerr := u.o.Source.Cluster(ctx)
 	d := appData{}
+	var err error
 	if cerr == nil && c.View == wire.ViewFollower {
-		d.A = listed(id, c.ActiveApps, c.CompletedApps, func(a wire.AppStatus) string { return a.ID })
-		if d.A == nil {
-			u.fail(w, roleOf(c), unknown(wire.CodeUnknownApp, "application", id))
-			return
+		if d.A = listed(id, c.ActiveApps, c.CompletedApps, func(a wire.AppStatus) string { return a.ID }); d.A == nil {
+			err = unknown(wire.CodeUnknownApp, "application", id)
 		}
 	} else {
-		var err error
-		if d.A, d.Events, err = u.o.Source.App(ctx, id); err != nil {
-			u.fail(w, role{}, err)
-			return
-		}
+		d.A, d.Events, err = u.o.Source.App(ctx, id)
+	}
+	if tenant := tenantOf(r); tenant != "" && (notFound(err) || err == nil && d.A.Tenant != tenant) {
+		u.refuseNotTheTenants(w, r, entityApp, id)
+		return
+	}
+	if err != nil {
+		u.fail(w, r, roleOf(c), err)
+		return
 	}
 	var workers []wire.WorkerStatus
 	if cerr == nil {
@@ -215,7 +220,7 @@ func (u *server) app(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Shape = shapeOf(*d.A, capacities(workers))
 	d.Checked = checked(d.A)
-	u.render(w, http.StatusOK, "app", roleOf(c), d)
+	u.render(w, r, http.StatusOK, "app", roleOf(c), d)
 }
 
 // listed is the entity of lists with the id, nil if none.
@@ -235,30 +240,38 @@ type driverData struct {
 }
 
 // driver is a driver's page, the leader's view or, on a follower, the
-// driver's record from its replica.
+// driver's record from its replica; a tenant's own only, as app.
 func (u *server) driver(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := pageCtx(r)
 	defer cancel()
 	id := r.PathValue("id")
 	c, cerr := u.o.Source.Cluster(ctx)
 	var d *wire.DriverStatus
+	var err error
 	if cerr == nil && c.View == wire.ViewFollower {
 		if d = listed(id, c.ActiveDrivers, c.CompletedDrivers, func(d wire.DriverStatus) string { return d.ID }); d == nil {
-			u.fail(w, roleOf(c), unknown(wire.CodeUnknownDriver, "driver", id))
-			return
+			err = unknown(wire.CodeUnknownDriver, "driver", id)
 		}
 	} else {
-		var err error
-		if d, err = u.o.Source.Driver(ctx, id); err != nil {
-			u.fail(w, role{}, err)
-			return
-		}
+		d, err = u.o.Source.Driver(ctx, id)
+	}
+	tenant := tenantOf(r)
+	if tenant != "" && (notFound(err) || err == nil && d.Tenant != tenant) {
+		u.refuseNotTheTenants(w, r, entityDriver, id)
+		return
+	}
+	if err != nil {
+		u.fail(w, r, roleOf(c), err)
+		return
 	}
 	data := driverData{D: d, History: []wire.DriverStatus{*d}}
 	if cerr == nil {
 		data.History = history(*d, append(slices.Clone(c.ActiveDrivers), c.CompletedDrivers...))
 	}
-	u.render(w, http.StatusOK, "driver", roleOf(c), data)
+	if tenant != "" { // a relaunch is its tenant's too; others' never show
+		data.History = slices.DeleteFunc(data.History, func(x wire.DriverStatus) bool { return x.Tenant != tenant })
+	}
+	u.render(w, r, http.StatusOK, "driver", roleOf(c), data)
 }
 
 // history is d's chain of relaunches, oldest first, as far as the listed
@@ -308,6 +321,27 @@ func (u *server) logs(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := pageCtx(r)
 	defer cancel()
+	if tenant := tenantOf(r); tenant != "" {
+		on, id := entityApp, t.AppID
+		if t.DriverID != "" {
+			on, id = entityDriver, t.DriverID
+		}
+		ok, err := u.owned(ctx, tenant, on, id)
+		switch {
+		case err != nil && q.Get("raw") == "1":
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		case err != nil:
+			u.fail(w, r, role{}, err)
+			return
+		case !ok && q.Get("raw") == "1":
+			http.Error(w, notTheTenants(tenant, on, id), http.StatusForbidden)
+			return
+		case !ok:
+			u.refuseNotTheTenants(w, r, on, id)
+			return
+		}
+	}
 	text, err := u.o.Source.Log(ctx, t, logTail)
 	if q.Get("raw") == "1" {
 		if err != nil {
@@ -330,5 +364,5 @@ func (u *server) logs(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		d.Error = err.Error()
 	}
-	u.render(w, http.StatusOK, "logs", roleOfErr(err), d)
+	u.render(w, r, http.StatusOK, "logs", roleOfErr(err), d)
 }

@@ -75,10 +75,10 @@ func (u *server) queues(w http.ResponseWriter, r *http.Request) {
 	qs, err := u.o.Source.Queues(ctx)
 	if err != nil {
 		if from := roleOfErr(err); from.Follower {
-			u.render(w, http.StatusOK, "queues", from, nil)
+			u.render(w, r, http.StatusOK, "queues", from, nil)
 			return
 		}
-		u.fail(w, role{}, err)
+		u.fail(w, r, role{}, err)
 		return
 	}
 	d := queuesData{Capacity: qs.Capacity}
@@ -88,7 +88,7 @@ func (u *server) queues(w http.ResponseWriter, r *http.Request) {
 		d.Apps, d.Drivers = d.Apps+q.Apps, d.Drivers+q.Drivers
 	}
 	d.Queues = paginate(rows, r, "queues")
-	u.render(w, http.StatusOK, "queues", role{}, d)
+	u.render(w, r, http.StatusOK, "queues", role{}, d)
 }
 
 func isNothing(a wire.Amount) bool {

@@ -12,8 +12,8 @@ import (
 // signInWithCode spends code and, if it was good, starts a session.
 func (u *server) signInWithCode(w http.ResponseWriter, r *http.Request, next, code string) {
 	if u.o.SignInCode == nil || u.o.Sessions == nil || !u.o.SignInCode(code) {
-		u.render(w, http.StatusUnauthorized, "signin", role{}, signInData{Next: next, HasSecret: u.o.Secret != "",
-			Error: "That sign-in link does not work (any more): each works once, within 5 minutes, on the master that made it. Run berth ui for another."})
+		u.render(w, r, http.StatusUnauthorized, "signin", role{}, u.signInData(next,
+			"That sign-in link does not work (any more): each works once, within 5 minutes, on the master that made it. Run berth ui for another."))
 		return
 	}
 	value, expires := u.o.Sessions.Start()

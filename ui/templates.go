@@ -11,7 +11,7 @@ import (
 )
 
 // pageNames are the pages; each is templates/NAME.html inside layout.html.
-var pageNames = []string{"overview", "topology", "queues", "worker", "app", "driver", "logs", "signin", "error", "workerui", "confirm"}
+var pageNames = []string{"overview", "topology", "queues", "worker", "app", "driver", "logs", "signin", "error", "workerui", "confirm", "refused"}
 
 func parse() map[string]*template.Template {
 	out := map[string]*template.Template{}

@@ -178,5 +178,5 @@ func (u *server) topology(w http.ResponseWriter, r *http.Request) {
 	for _, a := range c.ActiveApps {
 		d.Apps = append(d.Apps, shapeOf(a, caps))
 	}
-	u.render(w, http.StatusOK, "topology", roleOf(c), d)
+	u.render(w, r, http.StatusOK, "topology", roleOf(c), d)
 }

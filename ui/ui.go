@@ -41,6 +41,11 @@ type Options struct {
 	// SignInCode, when set, spends a one-time sign-in code (berth ui,
 	// signinlink.go): true if it was good, and a session starts.
 	SignInCode func(code string) bool
+	// TenantSignIn, when set, lets a tenant sign in with its token
+	// (tenant.go): it checks the token as the API checks a tenant's and
+	// returns the tenant's name and the token's hash as the servers keep
+	// it (the session is bound to it), or why not.
+	TenantSignIn func(ctx context.Context, token string) (name, tokenHash string, err error)
 }
 
 // routes are the UI's routes as wire declares them: the same on master
@@ -58,24 +63,28 @@ func Mount(mux *http.ServeMux, api wire.UI, h http.Handler) {
 		http.Redirect(w, r, api.UIPages.Pattern, http.StatusSeeOther)
 	})
 	h = httpx.UIHandler(h, api.UISignIn.Pattern)
-	for _, e := range []wire.Endpoint{api.UIPages.Endpoint, api.UIActions.Endpoint, api.UISignIn.Endpoint, api.UISignInForm.Endpoint, api.UIStatic.Endpoint} {
+	for _, e := range []wire.Endpoint{api.UIPages.Endpoint, api.UIActions.Endpoint, api.UISignIn.Endpoint, api.UISignInForm.Endpoint, api.UIStatic.Endpoint,
+		api.UIApp.Endpoint, api.UIDriver.Endpoint, api.UILogs.Endpoint, api.UISignOut.Endpoint} {
 		mux.Handle(e.Mux(), h)
 	}
 }
 
-// Handler serves the master's UI (see Mount).
+// Handler serves the master's UI (see Mount). The pages a tenant may
+// open are the ones wire declares for tenants (AccessTenantUI), and they
+// check whose app or driver they show; every other page and the forms
+// are an operator's, at the edge (wire) and here again.
 func Handler(o Options) http.Handler {
 	u := &server{o: o, pages: parse(), csrf: newCSRF()}
 	mux := u.common()
-	mux.HandleFunc("GET /ui/{$}", u.overview)
-	mux.HandleFunc("GET /ui/topology", u.topology)
-	mux.HandleFunc("GET /ui/queues", u.queues)
-	mux.HandleFunc("GET /ui/workers/{id}", u.worker)
-	mux.HandleFunc("GET /ui/apps/{id}", u.app)
-	mux.HandleFunc("GET /ui/drivers/{id}", u.driver)
-	mux.HandleFunc("GET /ui/logs", u.logs)
-	mux.HandleFunc("POST /ui/act", u.act)
-	return securityHeaders(mux)
+	mux.HandleFunc("GET /ui/{$}", u.operatorOnly(u.overview))
+	mux.HandleFunc("GET /ui/topology", u.operatorOnly(u.topology))
+	mux.HandleFunc("GET /ui/queues", u.operatorOnly(u.queues))
+	mux.HandleFunc("GET /ui/workers/{id}", u.operatorOnly(u.worker))
+	mux.HandleFunc(routes.UIApp.Mux(), u.app)
+	mux.HandleFunc(routes.UIDriver.Mux(), u.driver)
+	mux.HandleFunc(routes.UILogs.Mux(), u.logs)
+	mux.HandleFunc("POST /ui/act", u.operatorOnly(u.act))
+	return refuser{securityHeaders(mux), u}
 }
 
 // common is the mux of what master and worker UIs share: the assets and
@@ -86,7 +95,7 @@ func (u *server) common() *http.ServeMux {
 	mux.Handle(routes.UIStatic.Mux(), http.StripPrefix(routes.UIStatic.Pattern, cacheFor(time.Hour, http.FileServerFS(static))))
 	mux.HandleFunc(routes.UISignIn.Mux(), u.signInPage)
 	mux.HandleFunc(routes.UISignInForm.Mux(), u.signIn)
-	mux.HandleFunc("POST /ui/sign-out", u.signOut)
+	mux.HandleFunc(routes.UISignOut.Mux(), u.signOut)
 	return mux
 }
 
@@ -110,19 +119,34 @@ func newCSRF() string {
 }
 
 func (u *server) checkCSRF(r *http.Request) bool {
-	return hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(u.csrf))
+	return hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(u.formToken(r)))
+}
+
+// formToken is the CSRF token of r's pages' forms: the process's, for an
+// operator; for a tenant, whose pages carry a form too (the sign-out),
+// one of its own session, so that no tenant learns the token of the
+// operators' forms (tenantFormToken).
+func (u *server) formToken(r *http.Request) string {
+	if tenantOf(r) != "" {
+		return u.tenantFormToken(r)
+	}
+	return u.csrf
 }
 
 // securityHeaders keeps the pages out of frames (clickjacking) and
 // limits what they may load to themselves.
 func securityHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Frame-Options", "DENY")
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
-		w.Header().Set("Referrer-Policy", "same-origin")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
+		setSecurityHeaders(w.Header())
 		h.ServeHTTP(w, r)
 	})
+}
+
+func setSecurityHeaders(h http.Header) {
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("X-Content-Type-Options", "nosniff")
 }
 
 func cacheFor(d time.Duration, h http.Handler) http.Handler {
@@ -132,16 +156,17 @@ func cacheFor(d time.Duration, h http.Handler) http.Handler {
 	})
 }
 
-// render writes page with data inside the layout; from says whose view
-// it is.
-func (u *server) render(w http.ResponseWriter, status int, page string, from role, data any) {
+// render writes page with data inside the layout, for r's caller; from
+// says whose view it is.
+func (u *server) render(w http.ResponseWriter, r *http.Request, status int, page string, from role, data any) {
 	t, ok := u.pages[page]
 	if !ok {
 		http.Error(w, "no page "+page, http.StatusInternalServerError)
 		return
 	}
 	var b strings.Builder
-	if err := t.ExecuteTemplate(&b, "layout", view{Page: page, CSRF: u.csrf, SignedIn: u.o.SignInNeeded, Role: from, Data: data}); err != nil {
+	v := view{Page: page, CSRF: u.formToken(r), SignedIn: u.o.SignInNeeded, Role: from, Tenant: tenantOf(r), Data: data}
+	if err := t.ExecuteTemplate(&b, "layout", v); err != nil {
 		u.o.Log.Error("ui: rendering", "page", page, "err", err)
 		http.Error(w, "rendering the page failed", http.StatusInternalServerError)
 		return
@@ -158,7 +183,10 @@ type view struct {
 	CSRF     string
 	SignedIn bool // a sign-out button makes sense
 	Role     role // a follower's page says so and links to the leader
-	Data     any
+	// Tenant is the tenant whose session the page is for ("" for an
+	// operator): it offers no action, and no link to an operator's page.
+	Tenant string
+	Data   any
 }
 
 // role is whose view a page shows: a follower's (its replica of the
@@ -188,7 +216,7 @@ func roleOfErr(err error) role {
 
 // fail renders an error page with err's message and status, as a
 // follower's page if from or err says this master does not lead.
-func (u *server) fail(w http.ResponseWriter, from role, err error) {
+func (u *server) fail(w http.ResponseWriter, r *http.Request, from role, err error) {
 	if !from.Follower {
 		from = roleOfErr(err)
 	}
@@ -203,7 +231,7 @@ func (u *server) fail(w http.ResponseWriter, from role, err error) {
 	if errors.Is(err, context.DeadlineExceeded) {
 		status = http.StatusGatewayTimeout
 	}
-	u.render(w, status, "error", from, err.Error())
+	u.render(w, r, status, "error", from, err.Error())
 }
 
 // unknown is the error of an id this master does not list.

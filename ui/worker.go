@@ -43,14 +43,16 @@ type WorkerOptions struct {
 }
 
 // WorkerHandler serves a worker's page (see Mount): its processes, and a
-// link to the master's UI, which shows the cluster.
+// link to the master's UI, which shows the cluster. A worker has no
+// tenants: its sessions take none (no UISessions.TenantToken) and its
+// sign-in takes the operator secret only.
 func WorkerHandler(o WorkerOptions) http.Handler {
 	u := &server{o: Options{Secret: o.Secret, Sessions: o.Sessions, Secure: o.Secure, SignInNeeded: o.SignInNeeded, Log: o.Log}, pages: parse(), csrf: newCSRF()}
 	mux := u.common()
 	mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := pageCtx(r)
 		defer cancel()
-		u.render(w, http.StatusOK, "workerui", role{}, o.View(ctx))
+		u.render(w, r, http.StatusOK, "workerui", role{}, o.View(ctx))
 	})
-	return securityHeaders(mux)
+	return refuser{securityHeaders(mux), u}
 }

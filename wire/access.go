@@ -36,6 +36,12 @@ const (
 	// what they may see of the cluster (its workers, queues and totals,
 	// their own apps and drivers).
 	AccessTenant
+	// AccessTenantUI: operators; tenants on the web UI's pages and logs
+	// of their own apps and drivers. Which app or driver is the tenant's
+	// is the UI's to check, not the route's scope: it answers an id that
+	// is not the tenant's as it answers one that does not exist, so a
+	// page says nothing of other tenants' ids.
+	AccessTenantUI
 )
 
 func (a Access) String() string {
@@ -52,6 +58,8 @@ func (a Access) String() string {
 		return "operators; masters"
 	case AccessTenant:
 		return "operators; a tenant for its own drivers and its view"
+	case AccessTenantUI:
+		return "operators; a tenant on its own apps' and drivers' pages"
 	}
 	return "nobody"
 }

@@ -219,7 +219,11 @@ var WorkerAPI = struct {
 // UI is the web UI's part of an API (package ui), on master and worker:
 // "/" goes to its pages; the pages and their forms are an operator's,
 // behind the sign-in (a session cookie, a cli certificate, or the loopback
-// mode), which is open, as are the styles and script.
+// mode), which is open, as are the styles and script. A tenant's session
+// opens the pages of its own apps and drivers and their logs (the links
+// Spark's UI gives its users), and signs out; every other page and every
+// form stays an operator's: a page added under /ui/ is an operator's
+// unless it is declared here for tenants too.
 type UI struct {
 	UIRoot       Route[None, Text] // redirects to the pages
 	UIPages      Route[None, Text] // GET /ui/...: HTML
@@ -227,6 +231,10 @@ type UI struct {
 	UISignIn     Route[None, Text]
 	UISignInForm Route[None, Text]
 	UIStatic     Route[None, Text]
+	UIApp        Route[None, Text] // {id}: an app's page (a tenant's: read-only)
+	UIDriver     Route[None, Text] // {id}: a driver's page (a tenant's: read-only)
+	UILogs       Route[None, Text] // ?app=&executor=&stream=, or ?driver=&stream=
+	UISignOut    Route[None, Text] // a form, with the UI's CSRF token
 }
 
 var uiRoutes = UI{
@@ -236,6 +244,10 @@ var uiRoutes = UI{
 	UISignIn:     route[None, Text]("GET", "/ui/sign-in", AccessOpen),
 	UISignInForm: route[None, Text]("POST", "/ui/sign-in", AccessOpen),
 	UIStatic:     route[None, Text]("GET", "/ui/static/", AccessOpen),
+	UIApp:        route[None, Text]("GET", "/ui/apps/{id}", AccessTenantUI),
+	UIDriver:     route[None, Text]("GET", "/ui/drivers/{id}", AccessTenantUI),
+	UILogs:       route[None, Text]("GET", "/ui/logs", AccessTenantUI),
+	UISignOut:    route[None, Text]("POST", "/ui/sign-out", AccessTenantUI),
 }
 
 // Endpoints lists the endpoints of an API table (MasterAPI or WorkerAPI), in

@@ -48,7 +48,8 @@ type Principal struct {
 	Name   string
 	Tenant string
 	// Via says how an operator proved itself: ViaSecret, ViaSession or
-	// ViaLoopback ("" for a certificate or a token).
+	// ViaLoopback ("" for a certificate or a token); for a tenant,
+	// ViaSession when it holds a UI session rather than its token.
 	Via string
 }
 
@@ -101,12 +102,15 @@ type Auth struct {
 	Bearer func(ctx context.Context, token string) (Principal, error)
 	// Scope checks a driver's or a worker's access to the route's entity
 	// (see PathParam) once the route's Access admits its kind; nil admits.
+	// It is not asked on wire.AccessTenantUI routes: their handler, the
+	// UI, checks whose the entity is, and answers one that is not the
+	// caller's as one that does not exist.
 	Scope func(r *http.Request, pattern string, p Principal) error
 	// UI, when set, is the sessions of this server's web UI. On the
 	// handlers registered as the UI's (UIHandler), and on no other, a live
-	// session's cookie is then an operator's credential, and a browser
-	// that has no credential is sent to the UI's sign-in page instead of
-	// answered 401.
+	// session's cookie is then an operator's credential (or a tenant's,
+	// for a tenant's session), and a browser that has no credential is
+	// sent to the UI's sign-in page instead of answered 401.
 	UI *UISessions
 	// Refused, when set, hears of each request of a known caller that its
 	// route's access or scope refused (for the audit log).
@@ -123,6 +127,15 @@ func UIHandler(h http.Handler, signIn string) http.Handler { return uiHandler{h,
 type uiHandler struct {
 	http.Handler
 	signIn string
+}
+
+// UIRefuser is a UI's handler that answers a refusal as a page: on it,
+// Authorize hands it the refusal of a caller it knows (a tenant's session
+// on an operator's page, 403) instead of writing the JSON error. It must
+// serve nothing but that answer.
+type UIRefuser interface {
+	http.Handler
+	ServeRefusal(w http.ResponseWriter, r *http.Request, err error)
 }
 
 // loopbackMode: no credential of any kind is configured, so the server is
@@ -158,11 +171,17 @@ func Authorize(api any, mux *http.ServeMux, a Auth) http.Handler {
 		}
 		if err == nil {
 			err = admit(acc, p)
-			if err == nil && a.Scope != nil && (p.Kind == KindDriver || p.Kind == KindWorker || p.Kind == KindTenant) {
+			scoped := p.Kind == KindDriver || p.Kind == KindWorker || p.Kind == KindTenant
+			if err == nil && a.Scope != nil && scoped && acc != wire.AccessTenantUI {
 				err = a.Scope(r, pattern, p)
 			}
 			if err != nil && a.Refused != nil {
 				a.Refused(r, pattern, p, err)
+			}
+			if rf, ok := ui.Handler.(UIRefuser); err != nil && isUI && ok {
+				// A person is refused: a page that says why, not JSON.
+				rf.ServeRefusal(w, r.WithContext(WithPrincipal(r.Context(), p)), err)
+				return
 			}
 		}
 		if err != nil {
@@ -218,7 +237,7 @@ func admit(acc wire.Access, p Principal) error {
 	switch acc {
 	case wire.AccessApp:
 		ok = ok || p.Kind == KindDriver || p.Kind == KindTenant
-	case wire.AccessTenant:
+	case wire.AccessTenant, wire.AccessTenantUI:
 		ok = ok || p.Kind == KindTenant
 	case wire.AccessWorker:
 		ok = ok || p.Kind == KindWorker

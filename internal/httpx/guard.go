@@ -76,7 +76,7 @@ func refuse(r *http.Request, loopbackOnly bool) string {
 var uiForms = func() *http.ServeMux {
 	mux := http.NewServeMux()
 	ui := wire.MasterAPI.UI
-	for _, e := range []wire.Endpoint{ui.UIActions.Endpoint, ui.UISignInForm.Endpoint} {
+	for _, e := range []wire.Endpoint{ui.UIActions.Endpoint, ui.UISignInForm.Endpoint, ui.UISignOut.Endpoint} {
 		mux.Handle(e.Mux(), http.NotFoundHandler())
 	}
 	return mux

@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -25,7 +26,10 @@ import (
 //     log, a worker in its memory);
 //   - ends with the secret: a changed secret is a changed key;
 //   - is valid only in its scope: the masters of a cluster share one (a
-//     session survives a failover), each run of each worker has its own.
+//     session survives a failover), each run of each worker has its own;
+//   - is an operator's, or a tenant's (tenantsession.go): a tenant's names
+//     its tenant and is bound to the tenant's token, which every request
+//     checks against what the servers keep now.
 //
 // The cookie is HttpOnly, SameSite=Strict and for the UI's path: no script
 // reads it, no other site's request carries it, and the JSON API never
@@ -50,6 +54,11 @@ type UISessions struct {
 	// End signs the session value (checked: id, expiring at expires) out,
 	// everywhere it is valid.
 	End func(ctx context.Context, value, id string, expires time.Time) error
+	// TenantToken, when set, lets tenants hold sessions (StartTenant,
+	// tenantsession.go): it is the hash of tenant name's token as the
+	// servers keep it now, "" if there is no such tenant. Nil (a
+	// worker's, which has no tenants): no tenant's session is taken.
+	TenantToken func(ctx context.Context, name string) (string, error)
 }
 
 // NewUISessions makes the sessions of scope, keyed by secret; its Ended and
@@ -95,41 +104,77 @@ func (s *UISessions) mac(payload []byte) []byte {
 // errNoSession: a value that is no session of this scope, or no longer one.
 var errNoSession = errors.New("no valid session")
 
+// sessionValue is what a session's value says once its signature and expiry
+// are checked.
+type sessionValue struct {
+	ID      string
+	Expires time.Time
+	// Tenant is the tenant whose session it is, "" for an operator's.
+	Tenant string
+	bind   []byte // a tenant's: its token's binding (tenantsession.go)
+}
+
 // Parse checks value's signature and expiry (not whether it was signed
-// out) and returns its id and expiry.
+// out, nor, for a tenant's, whether the tenant is still there) and
+// returns its id and expiry.
 func (s *UISessions) Parse(value string) (id string, expires time.Time, err error) {
+	ss, err := s.parse(value)
+	return ss.ID, ss.Expires, err
+}
+
+func (s *UISessions) parse(value string) (sessionValue, error) {
+	if strings.HasPrefix(value, tenantSessionPrefix) {
+		return s.parseTenant(value)
+	}
 	rest, ok := strings.CutPrefix(value, sessionPrefix)
 	p, sig, ok2 := strings.Cut(rest, ".")
 	enc := base64.RawURLEncoding
 	payload, err1 := enc.DecodeString(p)
 	mac, err2 := enc.DecodeString(sig)
 	if !ok || !ok2 || err1 != nil || err2 != nil || len(payload) != sessionIDLen+8 || !hmac.Equal(mac, s.mac(payload)) {
-		return "", time.Time{}, errNoSession
+		return sessionValue{}, errNoSession
 	}
-	expires = time.Unix(int64(binary.BigEndian.Uint64(payload[sessionIDLen:])), 0)
+	return s.live(payload)
+}
+
+// live is the session of a signed payload (its id, then its expiry),
+// unless it has expired.
+func (s *UISessions) live(payload []byte) (sessionValue, error) {
+	expires := time.Unix(int64(binary.BigEndian.Uint64(payload[sessionIDLen:sessionIDLen+8])), 0)
 	if !s.now().Before(expires) {
-		return "", time.Time{}, errNoSession
+		return sessionValue{}, errNoSession
 	}
-	return hex.EncodeToString(payload[:sessionIDLen]), expires, nil
+	return sessionValue{ID: hex.EncodeToString(payload[:sessionIDLen]), Expires: expires}, nil
 }
 
 // Check reports whether value is a live session of this scope: signed,
-// not expired, not signed out.
+// not expired, not signed out, and a tenant's only while its tenant has
+// the token it signed in with.
 func (s *UISessions) Check(ctx context.Context, value string) error {
-	id, _, err := s.Parse(value)
+	_, err := s.Verify(ctx, value)
+	return err
+}
+
+// Verify is who a live session of this scope (see Check) is: an
+// operator, or the tenant it was started for.
+func (s *UISessions) Verify(ctx context.Context, value string) (Principal, error) {
+	ss, err := s.parse(value)
 	if err != nil {
-		return err
+		return Principal{}, err
 	}
 	if s.Ended != nil {
-		ended, err := s.Ended(ctx, id)
+		ended, err := s.Ended(ctx, ss.ID)
 		if err != nil {
-			return err
+			return Principal{}, fmt.Errorf("reading the sessions ended: %w", err)
 		}
 		if ended {
-			return errNoSession
+			return Principal{}, errNoSession
 		}
 	}
-	return nil
+	if ss.Tenant == "" {
+		return Principal{Kind: KindOperator, Via: ViaSession}, nil
+	}
+	return s.verifyTenant(ctx, ss)
 }
 
 // SignOut ends the session value everywhere it is valid; a value that is
@@ -180,11 +225,15 @@ func (e *EndedSet) End(_ context.Context, _, id string, expires time.Time) error
 	return nil
 }
 
-// authenticate finds an operator in a UI request's session cookie.
+// authenticate finds an operator, or a tenant, in a UI request's session
+// cookie. A cookie that is no live session, for whatever reason (garbled,
+// forged, expired, signed out, its tenant gone), is no credential: the
+// browser is as one that never signed in.
 func (s *UISessions) authenticate(r *http.Request) (Principal, bool) {
 	c, err := r.Cookie(s.Cookie)
-	if err != nil || s.Check(r.Context(), c.Value) != nil {
+	if err != nil {
 		return Principal{}, false
 	}
-	return Principal{Kind: KindOperator, Via: ViaSession}, true
+	p, err := s.Verify(r.Context(), c.Value)
+	return p, err == nil
 }

@@ -42,7 +42,7 @@
     setTimeout(tick, 1000);
     return;
   }
-  if (page === "signin" || page === "error" || page === "confirm") return;
+  if (page === "signin" || page === "error" || page === "confirm" || page === "refused") return;
 
   // Other pages refresh their content every 2 seconds, unless the user is
   // typing in a form.
