@@ -24,8 +24,6 @@ type Bolt struct {
 
 var metaBucket = []byte("meta")
 
-var recordBuckets = []Bucket{BucketApps, BucketDrivers, BucketWorkers, BucketMasters, BucketExecutors, BucketQueues, BucketTenants}
-
 // auditBucket holds the audit log, one entry a key: its number, big-endian.
 var auditBucket = []byte("audit")
 
@@ -58,10 +56,11 @@ func OpenBolt(path string) (*Bolt, error) {
 	return b, nil
 }
 
+// bucketNames are the buckets of the records, one per kind.
 func bucketNames() [][]byte {
-	names := make([][]byte, len(recordBuckets))
-	for i, b := range recordBuckets {
-		names[i] = []byte(b)
+	names := make([][]byte, len(recordKinds))
+	for i, k := range recordKinds {
+		names[i] = []byte(k.name())
 	}
 	return names
 }
@@ -132,10 +131,12 @@ func (b *Bolt) read() (*State, error) {
 		if err := readAudit(tx, s); err != nil {
 			return err
 		}
-		for _, name := range recordBuckets {
-			err := tx.Bucket([]byte(name)).ForEach(func(k, v []byte) error {
-				if err := s.decodeRecord(name, string(k), v); err != nil {
-					return fmt.Errorf("%s/%s: %w", name, k, err)
+		for _, kind := range recordKinds {
+			// Each record under its key: Validate then refuses a key
+			// that is not the record's id.
+			err := tx.Bucket([]byte(kind.name())).ForEach(func(k, v []byte) error {
+				if err := kind.decode(s, string(k), v); err != nil {
+					return fmt.Errorf("%s/%s: %w", kind.name(), k, err)
 				}
 				return nil
 			})
@@ -226,51 +227,6 @@ func readAudit(tx *bolt.Tx, s *State) error {
 }
 
 func auditKey(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
-
-// record returns the record k names, if the state has it.
-func (s *State) record(k Key) (any, bool) {
-	var rec any
-	var ok bool
-	switch k.Bucket {
-	case BucketApps:
-		rec, ok = s.Apps[k.ID]
-	case BucketDrivers:
-		rec, ok = s.Drivers[k.ID]
-	case BucketWorkers:
-		rec, ok = s.Workers[k.ID]
-	case BucketMasters:
-		rec, ok = s.Masters[k.ID]
-	case BucketExecutors:
-		rec, ok = s.Executors[k.ID]
-	case BucketQueues:
-		rec, ok = s.Queues[k.ID]
-	case BucketTenants:
-		rec, ok = s.Tenants[k.ID]
-	}
-	return rec, ok
-}
-
-// decodeRecord adds the record stored at key in bucket b to the state, under
-// that key: Validate then refuses a key that is not the record's id.
-func (s *State) decodeRecord(b Bucket, key string, data []byte) error {
-	switch b {
-	case BucketApps:
-		return decodeInto(key, data, s.Apps)
-	case BucketDrivers:
-		return decodeInto(key, data, s.Drivers)
-	case BucketWorkers:
-		return decodeInto(key, data, s.Workers)
-	case BucketMasters:
-		return decodeInto(key, data, s.Masters)
-	case BucketExecutors:
-		return decodeInto(key, data, s.Executors)
-	case BucketQueues:
-		return decodeInto(key, data, s.Queues)
-	case BucketTenants:
-		return decodeInto(key, data, s.Tenants)
-	}
-	return fmt.Errorf("unknown bucket %q", b)
-}
 
 // decodeInto decodes one record; a stored null stays nil, for Validate to
 // name.

@@ -9,24 +9,26 @@ import (
 // commandKinds is the one place a command type is defined: its tag, its
 // name, the field of Command it carries and how it changes the State.
 // Check, Apply, Decode and Type.String all read it, so adding a command is
-// adding an entry here (and a constructor).
+// adding an entry here (and a constructor). A command that only puts or
+// deletes a record by key applies through its kind (recordKinds): putFrom,
+// deleteByID.
 var commandKinds = []commandKind{
 	{TypeBumpEpoch, "BumpEpoch", noPayload, (*State).bumpEpoch},
 	{TypePutApp, "PutApp", appPayload, (*State).putApp},
 	{TypeDeleteApp, "DeleteApp", idPayload, (*State).deleteApp},
 	{TypePutDriver, "PutDriver", driverPayload, (*State).putDriver},
 	{TypeDeleteDriver, "DeleteDriver", idPayload, (*State).deleteDriver},
-	{TypePutWorker, "PutWorker", workerPayload, (*State).putWorker},
+	{TypePutWorker, "PutWorker", workerPayload, workerKind.putFrom(func(c Command) *WorkerRecord { return c.Worker })},
 	{TypeDeleteWorker, "DeleteWorker", idPayload, (*State).deleteWorker},
-	{TypePutMaster, "PutMaster", masterPayload, (*State).putMaster},
-	{TypeDeleteMaster, "DeleteMaster", idPayload, (*State).deleteMaster},
+	{TypePutMaster, "PutMaster", masterPayload, masterKind.putFrom(func(c Command) *MasterRecord { return c.Master })},
+	{TypeDeleteMaster, "DeleteMaster", idPayload, masterKind.deleteByID},
 	{TypePutExecutor, "PutExecutor", executorPayload, (*State).putExecutor},
-	{TypeDeleteExecutor, "DeleteExecutor", idPayload, (*State).deleteExecutor},
+	{TypeDeleteExecutor, "DeleteExecutor", idPayload, executorKind.deleteByID},
 	{TypeEndSession, "EndSession", sessionPayload, (*State).endSession},
-	{TypePutQueue, "PutQueue", queuePayload, (*State).putQueue},
-	{TypeDeleteQueue, "DeleteQueue", idPayload, (*State).deleteQueue},
-	{TypePutTenant, "PutTenant", tenantPayload, (*State).putTenant},
-	{TypeDeleteTenant, "DeleteTenant", idPayload, (*State).deleteTenant},
+	{TypePutQueue, "PutQueue", queuePayload, queueKind.putFrom(func(c Command) *QueueRecord { return c.Queue })},
+	{TypeDeleteQueue, "DeleteQueue", idPayload, queueKind.deleteByID},
+	{TypePutTenant, "PutTenant", tenantPayload, tenantKind.putFrom(func(c Command) *TenantRecord { return c.Tenant })},
+	{TypeDeleteTenant, "DeleteTenant", idPayload, tenantKind.deleteByID},
 	{TypeAudit, "Audit", auditPayload, (*State).audit},
 	{TypeRestore, "Restore", restorePayload, (*State).restore},
 }
@@ -93,51 +95,38 @@ func kindOf(t Type) (*commandKind, bool) {
 	return k, k != nil
 }
 
-// The apply functions of the table. Each keeps the State's invariants (see
-// Validate) whatever the order of commands.
+// The apply functions of the table that do more than put or delete by key.
+// Each keeps the State's invariants (see Validate) whatever the order of
+// commands.
 
 func (s *State) bumpEpoch(Command, func(Key)) { s.Epoch++ }
 
 func (s *State) putApp(c Command, touched func(Key)) {
 	r := *c.App
-	if putEnding(s.Apps, &s.endedApps, &s.NextAppNumber, &r, c.Retain, BucketApps, touched) && r.Finished() {
+	if putEnding(s, appKind, &s.endedApps, &s.NextAppNumber, &r, c.Retain, touched) && r.Finished() {
 		s.dropExecutors(func(e *ExecutorRecord) bool { return e.AppID == r.ID }, touched) // an ended app has none
 	}
 }
 
 func (s *State) deleteApp(c Command, touched func(Key)) {
-	deleteEnding(s.Apps, &s.endedApps, c.ID, BucketApps, touched)
+	deleteEnding(s, appKind, &s.endedApps, c.ID, touched)
 	s.dropExecutors(func(e *ExecutorRecord) bool { return e.AppID == c.ID }, touched)
 }
 
 func (s *State) putDriver(c Command, touched func(Key)) {
 	r := *c.Driver
-	putEnding(s.Drivers, &s.endedDrivers, &s.NextDriverNumber, &r, c.Retain, BucketDrivers, touched)
+	putEnding(s, driverKind, &s.endedDrivers, &s.NextDriverNumber, &r, c.Retain, touched)
 }
 
 func (s *State) deleteDriver(c Command, touched func(Key)) {
-	deleteEnding(s.Drivers, &s.endedDrivers, c.ID, BucketDrivers, touched)
-}
-
-func (s *State) putWorker(c Command, touched func(Key)) {
-	r := *c.Worker
-	putKey(s.Workers, BucketWorkers, &r, touched)
+	deleteEnding(s, driverKind, &s.endedDrivers, c.ID, touched)
 }
 
 func (s *State) deleteWorker(c Command, touched func(Key)) {
-	deleteKey(s.Workers, BucketWorkers, c.ID, touched)
+	workerKind.delete(s, c.ID, touched)
 	// Executors are records of where an executor runs: none runs on a
 	// worker that is gone.
 	s.dropExecutors(func(e *ExecutorRecord) bool { return e.WorkerID == c.ID }, touched)
-}
-
-func (s *State) putMaster(c Command, touched func(Key)) {
-	r := *c.Master
-	putKey(s.Masters, BucketMasters, &r, touched)
-}
-
-func (s *State) deleteMaster(c Command, touched func(Key)) {
-	deleteKey(s.Masters, BucketMasters, c.ID, touched)
 }
 
 func (s *State) putExecutor(c Command, touched func(Key)) {
@@ -150,12 +139,7 @@ func (s *State) putExecutor(c Command, touched func(Key)) {
 		// registered): the executor does not run anywhere the state knows.
 		return
 	}
-	s.Executors[r.Key()] = &r
-	touched(Key{BucketExecutors, r.Key()})
-}
-
-func (s *State) deleteExecutor(c Command, touched func(Key)) {
-	deleteKey(s.Executors, BucketExecutors, c.ID, touched)
+	executorKind.put(s, &r, touched)
 }
 
 // endSession records a signed-out session until it expires, and forgets
@@ -173,38 +157,6 @@ func (s *State) endSession(c Command, _ func(Key)) {
 	}
 	if e.Expires > e.At {
 		s.EndedSessions[e.ID] = e.Expires
-	}
-}
-
-func (s *State) putQueue(c Command, touched func(Key)) {
-	r := *c.Queue
-	if s.Queues == nil {
-		s.Queues = map[string]*QueueRecord{}
-	}
-	s.Queues[r.Name] = &r
-	touched(Key{BucketQueues, r.Name})
-}
-
-func (s *State) deleteQueue(c Command, touched func(Key)) {
-	if _, ok := s.Queues[c.ID]; ok {
-		delete(s.Queues, c.ID)
-		touched(Key{BucketQueues, c.ID})
-	}
-}
-
-func (s *State) putTenant(c Command, touched func(Key)) {
-	r := *c.Tenant
-	if s.Tenants == nil {
-		s.Tenants = map[string]*TenantRecord{}
-	}
-	s.Tenants[r.Name] = &r
-	touched(Key{BucketTenants, r.Name})
-}
-
-func (s *State) deleteTenant(c Command, touched func(Key)) {
-	if _, ok := s.Tenants[c.ID]; ok {
-		delete(s.Tenants, c.ID)
-		touched(Key{BucketTenants, c.ID})
 	}
 }
 

@@ -105,28 +105,9 @@ func decodeSnapshot(r io.Reader) (*State, error) {
 	if err := json.NewDecoder(r).Decode(s); err != nil {
 		return nil, fmt.Errorf("reading snapshot: %w", err)
 	}
-	// A snapshot of an empty map decodes as nil; keep them usable.
-	if s.Apps == nil {
-		s.Apps = map[string]*AppRecord{}
-	}
-	if s.Drivers == nil {
-		s.Drivers = map[string]*DriverRecord{}
-	}
-	if s.Workers == nil {
-		s.Workers = map[string]*WorkerRecord{}
-	}
-	if s.Masters == nil {
-		s.Masters = map[string]*MasterRecord{}
-	}
-	if s.Executors == nil {
-		s.Executors = map[string]*ExecutorRecord{}
-	}
-	if s.Queues == nil {
-		s.Queues = map[string]*QueueRecord{}
-	}
-	if s.Tenants == nil {
-		s.Tenants = map[string]*TenantRecord{}
-	}
+	// A snapshot of an empty map (or null) decodes as nil; keep them
+	// usable.
+	s.makeMaps()
 	// A snapshot is trusted by everything that reads the state afterwards
 	// (a null record would be dereferenced): leftover executor records are
 	// dropped, and a snapshot that breaks an invariant otherwise is refused.

@@ -180,6 +180,14 @@ type ending interface {
 	endTime() *time.Time
 }
 
+// endingRecord is the pointer to a record type R that is ending, for the
+// code that keeps maps of *R (as recordKinds do) and asks the records of
+// their end.
+type endingRecord[R any] interface {
+	*R
+	ending
+}
+
 func (r *AppRecord) endTime() *time.Time    { return r.EndedAt }
 func (r *DriverRecord) endTime() *time.Time { return r.EndedAt }
 

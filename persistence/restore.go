@@ -28,8 +28,9 @@ type RestoreRecord struct {
 
 // restore replaces the state with the restored one, but for what belongs
 // to this cluster rather than to its contents:
-//   - the masters (their API addresses are this cluster's, whatever the
-//     snapshot's cluster had);
+//   - the records of the kinds keptByRestore (recordKinds): the masters,
+//     whose API addresses are this cluster's, whatever the snapshot's
+//     cluster had;
 //   - the audit log: it records what was done to this cluster, the
 //     restore included, and a restore does not rewrite it;
 //   - the web UI's signed-out sessions, merged: a session signed out here
@@ -46,21 +47,12 @@ func (s *State) restore(c Command, touched func(Key)) {
 	n.Epoch = max(s.Epoch, in.Epoch)
 	n.NextAppNumber = max(s.NextAppNumber, in.NextAppNumber)
 	n.NextDriverNumber = max(s.NextDriverNumber, in.NextDriverNumber)
-	n.Masters = s.Masters
 	n.Audit, n.AuditCount, n.auditBytes, n.auditCounted = s.Audit, s.AuditCount, s.auditBytes, s.auditCounted
 	n.EndedSessions = mergeSessions(s.EndedSessions, in.EndedSessions)
-	if n.Queues == nil {
-		n.Queues = map[string]*QueueRecord{}
+	n.makeMaps() // a valid state may lack an optional kind's map
+	for _, k := range recordKinds {
+		k.restored(s, n, touched)
 	}
-	if n.Tenants == nil {
-		n.Tenants = map[string]*TenantRecord{}
-	}
-	touchAll(BucketApps, s.Apps, n.Apps, touched)
-	touchAll(BucketDrivers, s.Drivers, n.Drivers, touched)
-	touchAll(BucketWorkers, s.Workers, n.Workers, touched)
-	touchAll(BucketExecutors, s.Executors, n.Executors, touched)
-	touchAll(BucketQueues, s.Queues, n.Queues, touched)
-	touchAll(BucketTenants, s.Tenants, n.Tenants, touched)
 	*s = *n
 }
 

@@ -70,14 +70,14 @@ func (a aged) cmp(b aged) int {
 }
 
 // build indexes m's finished records, the first time it is needed.
-func build[V ending](x *endedIndex, m map[string]V) {
+func build[R any, P endingRecord[R]](x *endedIndex, m map[string]*R) {
 	if x.known {
 		return
 	}
 	x.known, x.order = true, x.order[:0]
 	for id, r := range m {
-		if r.Finished() {
-			x.order = append(x.order, agedOf(id, r))
+		if P(r).Finished() {
+			x.order = append(x.order, agedOf(id, P(r)))
 		}
 	}
 	slices.SortFunc(x.order, aged.cmp)
@@ -105,31 +105,21 @@ func (x *endedIndex) remove(a aged) {
 	}
 }
 
-// NewState returns an empty state.
+// NewState returns an empty state: an empty map of every kind.
 func NewState() *State {
-	return &State{
-		Apps:      map[string]*AppRecord{},
-		Drivers:   map[string]*DriverRecord{},
-		Workers:   map[string]*WorkerRecord{},
-		Masters:   map[string]*MasterRecord{},
-		Executors: map[string]*ExecutorRecord{},
-		Queues:    map[string]*QueueRecord{},
-		Tenants:   map[string]*TenantRecord{},
-	}
+	s := &State{}
+	s.makeMaps()
+	return s
 }
 
 // Clone copies the state. Records are shared: they are never modified in
 // place.
 func (s *State) Clone() *State {
 	c := *s
-	c.Apps = maps.Clone(s.Apps)
-	c.Drivers = maps.Clone(s.Drivers)
-	c.Workers = maps.Clone(s.Workers)
-	c.Masters = maps.Clone(s.Masters)
-	c.Executors = maps.Clone(s.Executors)
+	for _, k := range recordKinds {
+		k.copyMap(&c) // a missing map stays missing
+	}
 	c.EndedSessions = maps.Clone(s.EndedSessions)
-	c.Queues = maps.Clone(s.Queues)
-	c.Tenants = maps.Clone(s.Tenants)
 	c.Audit = slices.Clip(s.Audit)                           // appended to only: a copy's append reallocates
 	c.endedApps, c.endedDrivers = endedIndex{}, endedIndex{} // rebuilt if the copy is ever trimmed
 	return &c
@@ -224,67 +214,51 @@ func (s *State) dropExecutors(match func(*ExecutorRecord) bool, touched func(Key
 	}
 }
 
-// putKey puts r into m under its id, and tells touched.
-func putKey[V interface{ key() string }](m map[string]V, b Bucket, r V, touched func(Key)) {
-	m[r.key()] = r
-	touched(Key{b, r.key()})
-}
-
-func deleteKey[V any](m map[string]V, b Bucket, id string, touched func(Key)) {
-	if _, ok := m[id]; ok {
-		delete(m, id)
-		touched(Key{b, id})
-	}
-}
-
-// putEnding puts r, an app or a driver, into m, and keeps what the State
-// derives from it: the next id number past r's, and the index x of ended
-// records, trimmed to retain once r ended. It puts nothing and reports
-// false when the record in m already ended: a record ends once, and a later
-// write of it (a change decided before its end committed, or a second end)
-// changes nothing, so no order of writes can bring it back.
-func putEnding[R any, P interface {
-	*R
-	ending
-}](m map[string]P, x *endedIndex, next *int, r P, retain int, b Bucket, touched func(Key)) bool {
+// putEnding puts r, an app or a driver, as its kind k, and keeps what the
+// State derives from it: the next id number past r's, and the index x of
+// ended records, trimmed to retain once r ended. It puts nothing and
+// reports false when the record held already ended: a record ends once,
+// and a later write of it (a change decided before its end committed, or a
+// second end) changes nothing, so no order of writes can bring it back.
+func putEnding[R any, P endingRecord[R]](s *State, k *kind[R], x *endedIndex, next *int, r P, retain int, touched func(Key)) bool {
 	id := r.key()
-	if old := m[id]; old != nil && old.Finished() {
+	if old := P((*k.field(s))[id]); old != nil && old.Finished() {
 		return false
 	}
-	putKey(m, b, r, touched)
+	k.put(s, r, touched)
 	*next = max(*next, idNumber(id)+1)
 	if r.Finished() {
 		x.add(agedOf(id, r))
-		trim(m, x, retain, b, touched)
+		trim[R, P](s, k, x, retain, touched)
 	}
 	return true
 }
 
-// deleteEnding deletes the app or driver id from m and from the index x.
-func deleteEnding[R any, P interface {
-	*R
-	ending
-}](m map[string]P, x *endedIndex, id string, b Bucket, touched func(Key)) {
-	if old := m[id]; old != nil && old.Finished() {
+// deleteEnding deletes the app or driver id, as its kind k, and from the
+// index x.
+func deleteEnding[R any, P endingRecord[R]](s *State, k *kind[R], x *endedIndex, id string, touched func(Key)) {
+	if old := P((*k.field(s))[id]); old != nil && old.Finished() {
 		x.remove(agedOf(old.key(), old))
 	}
-	deleteKey(m, b, id, touched)
+	k.delete(s, id, touched)
 }
 
-// trim drops the oldest finished records beyond retain (retain < 1 keeps
-// them all). Age is by end time then id, so every master drops the same.
-func trim[V ending](m map[string]V, x *endedIndex, retain int, b Bucket, touched func(Key)) {
+// trim drops the oldest finished records of kind k beyond retain (retain <
+// 1 keeps them all). Age is by end time then id, so every master drops the
+// same.
+func trim[R any, P endingRecord[R]](s *State, k *kind[R], x *endedIndex, retain int, touched func(Key)) {
 	if retain < 1 {
 		return
 	}
-	build(x, m)
+	m := *k.field(s)
+	build[R, P](x, m)
 	excess := len(x.order) - retain
 	if excess <= 0 {
 		return
 	}
 	for _, a := range x.order[:excess] {
-		delete(m, a.id)
-		touched(Key{b, a.id})
+		delete(m, a.id) // the index lists only records m holds
+		touched(Key{k.bucket, a.id})
 	}
 	clear(x.order[:excess])    // let the dropped ids go
 	x.order = x.order[excess:] // no copy: appends reallocate the live part only

@@ -16,7 +16,8 @@ var errInvalidState = errors.New("invalid state")
 // a state read back from a snapshot or a file is checked with Validate
 // before it is used, since the code that reads a State (Apply, the master's
 // recovery) dereferences its records and trusts its keys:
-//   - every record map exists and holds no nil record;
+//   - every record map exists (an optional kind's may be nil,
+//     recordKinds) and holds no nil record;
 //   - every record is keyed by its id (an executor by appId/executorId),
 //     and no id is empty;
 //   - every executor belongs to an app that has not ended, and runs on a
@@ -24,27 +25,23 @@ var errInvalidState = errors.New("invalid state")
 //   - the index of ended apps and drivers, once built, lists exactly the
 //     ended records, oldest first.
 func (s *State) Validate() error {
-	if s.Apps == nil || s.Drivers == nil || s.Workers == nil || s.Masters == nil || s.Executors == nil {
-		return fmt.Errorf("%w: a map of records is missing", errInvalidState)
+	for _, k := range recordKinds {
+		if k.missing(s) {
+			return fmt.Errorf("%w: a map of records is missing", errInvalidState)
+		}
 	}
 	// In order: the later checks dereference what the earlier ones vouch
-	// for.
+	// for (the keys of every kind first, in recordKinds' order).
+	for _, k := range recordKinds {
+		if err := k.validate(s); err != nil {
+			return fmt.Errorf("%w: %w", errInvalidState, err)
+		}
+	}
 	for _, check := range []func() error{
-		func() error { return validateKeys(BucketApps, s.Apps, (*AppRecord).key) },
-		func() error { return validateKeys(BucketDrivers, s.Drivers, (*DriverRecord).key) },
-		func() error { return validateKeys(BucketWorkers, s.Workers, (*WorkerRecord).key) },
-		func() error { return validateKeys(BucketMasters, s.Masters, (*MasterRecord).key) },
-		func() error { return validateKeys(BucketExecutors, s.Executors, (*ExecutorRecord).Key) },
 		s.validateExecutors,
 		s.validateWorkerResources,
 		s.validateEndedIndexes,
 		s.validateEndedSessions,
-		func() error {
-			return validateKeys(BucketQueues, s.Queues, func(r *QueueRecord) string { return r.Name })
-		},
-		func() error {
-			return validateKeys(BucketTenants, s.Tenants, func(r *TenantRecord) string { return r.Name })
-		},
 		s.validateAudit,
 	} {
 		if err := check(); err != nil {
@@ -166,12 +163,12 @@ func (s *State) validateEndedIndexes() error {
 }
 
 // validateEnded checks an ended index against the records it indexes.
-func validateEnded[V ending](b Bucket, x *endedIndex, m map[string]V) error {
+func validateEnded[R any, P endingRecord[R]](b Bucket, x *endedIndex, m map[string]*R) error {
 	if !x.known {
 		return nil // built from the records when first needed
 	}
 	var want endedIndex
-	build(&want, m)
+	build[R, P](&want, m)
 	if !slices.Equal(x.order, want.order) {
 		return fmt.Errorf("the index of ended %s (%d records) does not match the %d ended records held", b, len(x.order), len(want.order))
 	}
