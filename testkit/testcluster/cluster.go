@@ -44,6 +44,9 @@ type WorkerSpec struct {
 	// and the cluster's directory traversable by it), so that its sockets
 	// can be told apart by owner (NetCut.CutWorker). It enforces no limits.
 	UID uint32
+	// Env is added to the worker's environment (after the harness's
+	// own), which its processes inherit in part (PATH, JAVA_HOME...).
+	Env []string
 }
 
 // Cluster is a running cluster of masters and workers. Masters and Workers

@@ -175,7 +175,7 @@ func (c *Cluster) AddWorker(spec WorkerSpec) (*Worker, error) {
 		env = append(env, wire.EnvSecretFile+"="+secretFile)
 	}
 	p, err := Start(c.h, "worker-"+spec.ID, c.opt.Bin.Worker, filepath.Join(c.opt.Dir, "worker-"+spec.ID+".log"), append(args, spec.Flags...),
-		ProcOptions{Env: env, UID: spec.UID, GID: spec.UID})
+		ProcOptions{Env: append(env, spec.Env...), UID: spec.UID, GID: spec.UID})
 	if err != nil {
 		return nil, err
 	}

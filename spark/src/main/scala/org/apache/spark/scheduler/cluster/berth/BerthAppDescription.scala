@@ -16,14 +16,28 @@ import org.apache.spark.util.Utils
 /**
  * berth's AppDescription for a SparkContext, as StandaloneSchedulerBackend builds Spark's
  * ApplicationDescription and the standalone Worker's ExecutorRunner turns it into a process
- * (CommandUtils, WorkerCommandBuilder): a worker runs argv directly, with no shell and no
- * spark-class, so the java command line is written out here in full.
+ * (CommandUtils, WorkerCommandBuilder): a worker runs argv directly, with no spark-class,
+ * so the java command line is written out here in full (but for the choice of java).
  */
 private[berth] object BerthAppDescription {
   val ExecutorMain = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 
-  /** Where executors keep blocks and shuffle files: below their berth home (their cwd). */
-  val LocalDir = "spark-local"
+  /**
+   * Where executors keep blocks and shuffle files: below their berth home, an absolute path
+   * ({{HOME}}), as standalone's ExecutorRunner gives SPARK_EXECUTOR_DIRS, so that the worker's
+   * clean-up of the app's directory removes them too.
+   */
+  val LocalDirs = "{{HOME}}/spark-local"
+
+  /**
+   * Runs the executor's java as a standalone Worker does: $JAVA_HOME/bin/java where the
+   * worker (or spark.executorEnv.JAVA_HOME) sets JAVA_HOME, else java from the PATH. berth
+   * runs argv without a shell and substitutes no environment variables, so a shell makes
+   * the choice on each worker; exec leaves the JVM as the process berth watches and kills.
+   */
+  val JavaLauncher = Seq("/bin/sh", "-c",
+    "if [ -n \"$JAVA_HOME\" ]; then exec \"$JAVA_HOME/bin/java\" \"$@\"; else exec java \"$@\"; fi",
+    "java")
 
   /** The resources each executor asks for: its process's memory, heap, cores, custom. */
   case class Shape(
@@ -52,15 +66,18 @@ private[berth] object BerthAppDescription {
       sc: SparkContext,
       driverUrl: String,
       initialLimit: Option[Int],
-      pluginJar: Option[String]): ObjectNode = {
+      logBase: String): ObjectNode = {
     val conf = sc.conf
     val s = shape(sc)
     val json = BerthClient.Json.createObjectNode()
     json.put("name", sc.appName)
     val argv = json.putArray("command")
-    command(conf, sc, driverUrl, s, pluginJar).foreach(argv.add)
+    command(conf, sparkHome(sc), driverUrl, s).foreach(argv.add)
     val env = json.putObject("env")
-    environment(sc).toSeq.sorted.foreach { case (k, v) => env.put(k, v) }
+    environment(sc, logBase).toSeq.sorted.foreach { case (k, v) => env.put(k, v) }
+    // berth's status and UI link to Spark's; the master takes http(s) URLs only.
+    sc.uiWebUrl.filter(u => u.startsWith("http://") || u.startsWith("https://"))
+      .foreach(json.put("uiUrl", _))
     conf.get(CORES_MAX).foreach(json.put("maxCores", _))
     s.cores.foreach(json.put("coresPerExecutor", _))
     json.put("memoryPerExecutorMB", s.totalMemoryMiB)
@@ -88,22 +105,14 @@ private[berth] object BerthAppDescription {
     json
   }
 
-  /** The executor's argv: java, its class path, heap, options, then the backend's args. */
-  def command(
-      conf: SparkConf,
-      sc: SparkContext,
-      driverUrl: String,
-      s: Shape,
-      pluginJar: Option[String]): Seq[String] = {
-    val home = sparkHome(sc)
-    val java = conf.get(BerthConf.EXECUTOR_JAVA)
-      .orElse(sc.executorEnvs.get("JAVA_HOME").map(h => s"$h/bin/java"))
-      .getOrElse("java") // the worker looks it up in the PATH it gives its children
+  /**
+   * The executor's argv: java (spark.berth.executor.java, else JavaLauncher), its class
+   * path, heap, options, then the backend's args.
+   */
+  def command(conf: SparkConf, home: String, driverUrl: String, s: Shape): Seq[String] = {
+    val java = conf.get(BerthConf.EXECUTOR_JAVA).map(Seq(_)).getOrElse(JavaLauncher)
     val userCp = conf.get(EXECUTOR_CLASS_PATH).toSeq.flatMap(_.split(File.pathSeparator))
-    // The discovery plugin must be on the executor's own class path: it runs before the
-    // executor fetches the app's jars.
-    val discovery = if (s.custom.nonEmpty) pluginJar.toSeq else Nil
-    val cp = (userCp ++ Seq(s"$home/conf", s"$home/jars/*") ++ discovery).distinct
+    val cp = (userCp ++ Seq(s"$home/conf", s"$home/jars/*")).distinct
     // Spark's own: spark.auth*, spark.rpc*, spark.network*, spark.ssl* but passwords, ports
     // (isExecutorStartupConf), then spark.executor.extraJavaOptions, to which SparkContext
     // has already prepended the Java 17 module options (JavaModuleOptions: --add-opens...).
@@ -111,8 +120,9 @@ private[berth] object BerthAppDescription {
     val userOpts = conf.get(EXECUTOR_JAVA_OPTIONS).map(Utils.splitCommandString).getOrElse(Nil)
     val secrets = SecurityManager.SPARK_AUTH_SECRET_CONF +: SSLOptions.SPARK_RPC_SSL_PASSWORD_FIELDS
     val opts = (sparkOpts ++ userOpts).filterNot(o => secrets.exists(f => o.startsWith(s"-D$f")))
+    // The addresses berth gave it, in Spark's format, as a standalone Worker writes them.
     val resourcesFile = if (s.custom.nonEmpty) Seq("--resourcesFile", "{{RESOURCES}}") else Nil
-    Seq(java, "-cp", cp.mkString(File.pathSeparator), s"-Xmx${s.heapMiB}m") ++ opts ++
+    java ++ Seq("-cp", cp.mkString(File.pathSeparator), s"-Xmx${s.heapMiB}m") ++ opts ++
       Seq(ExecutorMain,
         "--driver-url", driverUrl,
         "--executor-id", "{{EXECUTOR_ID}}",
@@ -123,8 +133,12 @@ private[berth] object BerthAppDescription {
       resourcesFile
   }
 
-  /** What ExecutorRunner gives an executor on top of sc.executorEnvs. */
-  def environment(sc: SparkContext): Map[String, String] = {
+  /**
+   * What ExecutorRunner gives an executor on top of sc.executorEnvs. The worker fills in the
+   * placeholders of the values for each executor: its log links (logBase: a master's UI
+   * log page) and its local directories.
+   */
+  def environment(sc: SparkContext, logBase: String): Map[String, String] = {
     val conf = sc.conf
     val security = sc.env.securityManager
     val libraryPath = conf.get(EXECUTOR_LIBRARY_PATH).map { p =>
@@ -140,9 +154,15 @@ private[berth] object BerthAppDescription {
       .map("PYSPARK_PYTHON" -> _)
     sc.executorEnvs.toMap ++ Map(
       "SPARK_HOME" -> sparkHome(sc),
-      "SPARK_EXECUTOR_DIRS" -> LocalDir,
-      "SPARK_LAUNCH_WITH_SCALA" -> "0") ++ python ++ libraryPath ++ secrets
+      "SPARK_EXECUTOR_DIRS" -> LocalDirs,
+      "SPARK_LAUNCH_WITH_SCALA" -> "0") ++ logUrls(logBase) ++ python ++ libraryPath ++ secrets
   }
+
+  /** Spark's UI links each executor's logs: SPARK_LOG_URL_STDOUT and _STDERR. */
+  def logUrls(base: String): Map[String, String] = Seq("stdout", "stderr").map { stream =>
+    s"SPARK_LOG_URL_${stream.toUpperCase(java.util.Locale.ROOT)}" ->
+      s"$base/ui/logs?app={{APP_ID}}&executor={{EXECUTOR_ID}}&stream=$stream"
+  }.toMap
 
   def sparkHome(sc: SparkContext): String =
     sc.conf.get(BerthConf.SPARK_HOME).orElse(sc.getSparkHome()).getOrElse {

@@ -49,8 +49,9 @@ private[berth] object BerthConf {
     .version("4.2.0").stringConf.createOptional
 
   val EXECUTOR_JAVA = ConfigBuilder("spark.berth.executor.java")
-    .doc("The java the workers run executors with; default: JAVA_HOME/bin/java when " +
-      "spark.executorEnv.JAVA_HOME is set, else `java` from the worker's PATH.")
+    .doc("The java the workers run executors with (a path on every worker); default: " +
+      "$JAVA_HOME/bin/java with spark.executorEnv.JAVA_HOME, else with the worker's own " +
+      "JAVA_HOME, else `java` from the PATH the worker gives its children.")
     .version("4.2.0").stringConf.createOptional
 
   val STOP_AFTER_DISCONNECT = ConfigBuilder("spark.berth.stopAfterDisconnect")

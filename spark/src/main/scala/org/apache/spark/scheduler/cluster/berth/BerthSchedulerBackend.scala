@@ -3,7 +3,6 @@
  */
 package org.apache.spark.scheduler.cluster.berth
 
-import java.nio.file.{Files, Paths}
 import java.util.UUID
 import java.util.concurrent.{ConcurrentHashMap, TimeUnit}
 import java.util.concurrent.atomic.AtomicBoolean
@@ -59,7 +58,8 @@ private[berth] class BerthSchedulerBackend(
   private implicit val calls: ExecutionContext = ExecutionContext.fromExecutorService(httpPool)
   private val stopping = new AtomicBoolean(false)
   private val aborted = new AtomicBoolean(false)
-  private val hosts = new ConcurrentHashMap[String, String]() // executor id -> its host
+  // Executors that registered: one that fails unregistered has its stderr shown.
+  private val registeredIds = ConcurrentHashMap.newKeySet[String]()
   private val lifecycle = new ExecutorLifecycle(conf, this, conf.get(DECOMMISSION_ENABLED))
   private val removeDelayMs = conf.get(EXECUTOR_REMOVE_DELAY)
 
@@ -81,13 +81,8 @@ private[berth] class BerthSchedulerBackend(
         "core per executor while berth may give more, so more executors may be asked for " +
         "than needed (SPARK-30299); set spark.executor.cores")
     }
-    val jar = pluginJar
-    val custom = BerthAppDescription.shape(sc).custom.nonEmpty
-    if (custom && !conf.contains(RESOURCES_DISCOVERY_PLUGIN)) {
-      // Executors find their addresses in BERTH_RESOURCE_<NAME> (BerthResourceDiscovery).
-      conf.set(RESOURCES_DISCOVERY_PLUGIN.key, classOf[BerthResourceDiscovery].getName)
-    }
-    val desc = BerthAppDescription.build(sc, driverUrl, initialLimit, jar)
+    // Executors' log links go to the first master's UI, which proxies the worker's logs.
+    val desc = BerthAppDescription.build(sc, driverUrl, initialLimit, client.masters.head)
     val submitted = try {
       // A repeat after a lost answer gets the first registration's id, not a second app.
       val key = Map("Idempotency-Key" -> UUID.randomUUID().toString)
@@ -112,8 +107,9 @@ private[berth] class BerthSchedulerBackend(
     } finally {
       if (appId != null) {
         Utils.tryLogNonFatalError {
-          client.call("POST", s"/v1/apps/$appId/unregister", budgetMs = 10000)
+          val app = client.call("POST", s"/v1/apps/$appId/unregister", budgetMs = 10000)
           logInfo(s"berth: unregistered app $appId")
+          if (app != null) lifecycle.appEnded(app)
         }
       }
       Option(events).foreach(e => Utils.tryLogNonFatalError(e.stop()))
@@ -168,11 +164,17 @@ private[berth] class BerthSchedulerBackend(
   override def remove(executorId: String, reason: ExecutorLossReason): Unit =
     removeExecutor(executorId, reason)
 
-  override def decommission(executorId: String, why: String, host: Option[String]): Unit =
-    later(decommissionExecutors(Array((executorId, ExecutorDecommissionInfo(why, host))),
+  /**
+   * As StandaloneSchedulerBackend.executorDecommissioned does, but naming no host: a berth
+   * drain or preemption ends executors of one worker, not of a host (several workers may
+   * share one), and a decommissioned host makes Spark drop every map output there, the
+   * migrated ones included, once the executor is gone.
+   */
+  override def decommission(executorId: String, why: String): Unit =
+    later(decommissionExecutors(Array((executorId, ExecutorDecommissionInfo(why, None))),
       adjustTargetNumExecutors = false, triggeredByExecutor = false))
 
-  override def hostOf(executorId: String): Option[String] = Option(hosts.get(executorId))
+  override def registered(executorId: String): Boolean = registeredIds.contains(executorId)
 
   override def showStderr(executorId: Int): Unit = later {
     val lines = stderrTail(executorId, 20)
@@ -276,16 +278,6 @@ private[berth] class BerthSchedulerBackend(
     }
   }
 
-  /** This jar, put on executors' class path when they need BerthResourceDiscovery. */
-  private def pluginJar: Option[String] =
-    Option(getClass.getProtectionDomain.getCodeSource).map(s => Paths.get(s.getLocation.toURI))
-      .filter(p => Files.isRegularFile(p)).map(_.toString)
-
-  private def logUrls(executorId: String): Map[String, String] = {
-    val base = s"${client.leaderOrFirst}/ui/logs?app=$appId&executor=$executorId&stream="
-    Map("stdout" -> s"${base}stdout", "stderr" -> s"${base}stderr")
-  }
-
   override def createDriverEndpoint(): DriverEndpoint = new BerthDriverEndpoint
 
   private class BerthDriverEndpoint extends DriverEndpoint {
@@ -293,9 +285,8 @@ private[berth] class BerthSchedulerBackend(
       val base = super.receiveAndReply(context)
       val registration: PartialFunction[Any, Unit] = {
         case r: RegisterExecutor =>
-          hosts.put(r.executorId, r.hostname)
-          // berth's UI shows each executor's logs (to operators); Spark's UI links there.
-          base(if (r.logUrls.isEmpty) r.copy(logUrls = logUrls(r.executorId)) else r)
+          registeredIds.add(r.executorId)
+          base(r)
       }
       registration.orElse(base)
     }

@@ -10,7 +10,6 @@ import com.fasterxml.jackson.databind.JsonNode
 
 import org.apache.spark.SparkConf
 import org.apache.spark.deploy.ExecutorFailureTracker
-import org.apache.spark.executor.ExecutorExitCode
 import org.apache.spark.internal.Logging
 import org.apache.spark.scheduler.{ExecutorExited, ExecutorLossReason, ExecutorProcessLost}
 
@@ -18,27 +17,31 @@ import org.apache.spark.scheduler.{ExecutorExited, ExecutorLossReason, ExecutorP
 private[berth] case class BerthExecutor(
     id: Int,
     workerId: String,
+    host: String,
     cores: Int,
     memoryMB: Int,
     state: String,
     exitCode: Option[Int],
-    message: String) {
+    message: String,
+    cause: String) {
   def finished: Boolean = Set("KILLED", "FAILED", "LOST", "EXITED").contains(state)
 }
 
 private[berth] object BerthExecutor {
   def apply(j: JsonNode): BerthExecutor = BerthExecutor(j.path("id").asInt(),
-    j.path("workerId").asText(), j.path("cores").asInt(), j.path("memoryMB").asInt(),
-    j.path("state").asText(), Option(j.get("exitCode")).filter(_.isNumber).map(_.asInt()),
-    j.path("message").asText(""))
+    j.path("workerId").asText(), j.path("host").asText(""), j.path("cores").asInt(),
+    j.path("memoryMB").asInt(), j.path("state").asText(),
+    Option(j.get("exitCode")).filter(_.isNumber).map(_.asInt()), j.path("message").asText(""),
+    j.path("cause").asText(""))
 }
 
 /** What the lifecycle asks of the scheduler backend. */
 private[berth] trait ExecutorSink {
   def remove(executorId: String, reason: ExecutorLossReason): Unit
-  def decommission(executorId: String, why: String, host: Option[String]): Unit
-  /** The host an executor registered from, if it did. */
-  def hostOf(executorId: String): Option[String]
+  /** Spark's graceful end: blocks migrate (spark.storage.decommission.*), then it exits. */
+  def decommission(executorId: String, why: String): Unit
+  /** Whether the executor registered with the driver (then Spark has its logs and host). */
+  def registered(executorId: String): Boolean
   /** Logs the end of an executor's stderr: why one died before it registered. */
   def showStderr(executorId: Int): Unit
   /** Ends the app: its executors fail for a reason no retry will mend (the last: lastId). */
@@ -56,11 +59,15 @@ private[berth] trait ExecutorSink {
  * as YARN and Kubernetes count them (spark.executor.maxNumFailures within
  * spark.executor.failuresValidityInterval), and past the bound the app is ended instead of
  * waiting for ever for executors that cannot start.
+ *
+ * Every end is logged once, as "berth: executor N on worker W ended STATE, the app's
+ * failure|not the app's failure (why): berth's message": the e2e tests read these lines
+ * against berth's own record of the app.
  */
 private[berth] class ExecutorLifecycle(
     conf: SparkConf,
     sink: ExecutorSink,
-    decommissionOnPreemption: Boolean) extends Logging {
+    decommissionEnabled: Boolean) extends Logging {
 
   private val alive = mutable.Map[Int, BerthExecutor]()
   private val ended = mutable.Set[Int]() // berth said it ended; ids are never reused
@@ -93,8 +100,15 @@ private[berth] class ExecutorLifecycle(
         preempted(e.id) = note
         logWarning(s"berth: executor ${e.id} on worker ${e.workerId} is being taken back: $note")
         // Within berth's preemption grace the executor can hand its blocks over.
-        val id = e.id.toString
-        if (decommissionOnPreemption) sink.decommission(id, note, sink.hostOf(id))
+        if (decommissionEnabled) sink.decommission(e.id.toString, note)
+      case "executorDraining" =>
+        val e = executor
+        if (decommissionEnabled) {
+          logInfo(s"berth: decommissioning executor ${e.id}: $note")
+          sink.decommission(e.id.toString, note)
+        } else {
+          logInfo(s"berth: $note (set spark.decommission.enabled to move its blocks first)")
+        }
       case "relaunchDelayed" =>
         logWarning(s"berth: this app's executors keep ending soon after they start: $note")
       case "masterChanged" =>
@@ -103,6 +117,19 @@ private[berth] class ExecutorLifecycle(
       case "executorLimitChanged" => logDebug(s"berth: $note")
       case _ => // appRemoved is the backend's; newer event types are ignored
     }
+  }
+
+  /**
+   * The app's final status (its unregistration's answer): the executors that ran until its
+   * end are logged as ended, as berth recorded them, but not removed (Spark is stopping).
+   */
+  def appEnded(app: JsonNode): Unit = synchronized {
+    app.path("executors").elements().asScala.map(BerthExecutor(_)).filter(_.finished)
+      .filterNot(e => ended.contains(e.id)).foreach { e =>
+        ended += e.id
+        alive -= e.id
+        logInfo(ExecutorLifecycle.endLine(e, appFailure = false, "with the app", e.message))
+      }
   }
 
   private def update(e: BerthExecutor, note: String): Unit =
@@ -131,15 +158,14 @@ private[berth] class ExecutorLifecycle(
   private def end(e: BerthExecutor, note: String): Unit = if (ended.add(e.id)) {
     alive -= e.id
     val id = e.id.toString
-    val host = sink.hostOf(id)
     val (reason, appFailure) = ExecutorLifecycle.lossReason(e, note, killedBySpark.contains(e.id),
-      preempted.get(e.id), host)
+      preempted.get(e.id))
     if (appFailure) logWarning(reason.message) else logInfo(reason.message)
     // One that died before it could register: its own words are all there is to tell why.
-    if (appFailure && host.isEmpty) sink.showStderr(e.id)
+    if (appFailure && !sink.registered(id)) sink.showStderr(e.id)
     if (removed.add(e.id)) sink.remove(id, reason)
     if (appFailure) {
-      failures.registerFailureOnHost(host.getOrElse(e.workerId))
+      failures.registerFailureOnHost(if (e.host.nonEmpty) e.host else e.workerId)
       val n = failures.numFailedExecutors
       if (n >= maxFailures) {
         sink.abort(s"$n executors failed, the most allowed (${maxFailures}, " +
@@ -152,48 +178,55 @@ private[berth] class ExecutorLifecycle(
 }
 
 private[berth] object ExecutorLifecycle {
-  /** Exit codes Spark standalone does not blame on the app: the machine's trouble. */
-  private val notTheApps = Set(ExecutorExitCode.HEARTBEAT_FAILURE,
-    ExecutorExitCode.BLOCK_MANAGER_REREGISTRATION_FAILED,
-    ExecutorExitCode.DISK_STORE_FAILED_TO_CREATE_DIR)
+  /** The line logged for an executor's end, which is also the loss reason's message. */
+  def endLine(e: BerthExecutor, appFailure: Boolean, why: String, what: String): String = {
+    val blame = if (appFailure) "the app's failure" else s"not the app's failure ($why)"
+    val exit = e.exitCode.map(c => s", exit code $c").getOrElse("")
+    val said = if (what.nonEmpty) s": $what" else ""
+    s"berth: executor ${e.id} on worker ${e.workerId} ended ${e.state}$exit, $blame$said"
+  }
 
   /**
-   * Why an executor ended, and whether the app is to blame. Only berth's FAILED with an
-   * exit code of the app's own is: LOST (its worker was lost, or drained past its deadline),
-   * KILLED (at Spark's request, by an operator, preempted for another queue), a clean exit
-   * and the machine's exit codes are not. berth's states cannot tell a kill -9 by a person,
-   * or an OOM killer outside the executor's cgroup, from the app's own crash: those count as
-   * the app's, as on Spark standalone (NOTES.md, "API needs").
+   * Why an executor ended, and whether the app is to blame: only when berth says FAILED
+   * with no cause (its exit code, its crash, its own memory limit). A failure berth owes to
+   * the worker (cause "worker": it could not prepare or start the process) or to a signal
+   * no part of berth sent (cause "signal": a person's kill -9, the host's OOM killer), LOST
+   * (its worker lost, its drain deadline passed), KILLED (Spark's kill, a preemption, an
+   * operator) and a clean exit are not.
+   *
+   * A LOST executor names no host: in berth each executor serves its own shuffle files, and
+   * several workers may share a host, so a host-wide loss (Spark unregisters every map
+   * output there) would discard the good outputs of the others.
    */
   def lossReason(
       e: BerthExecutor,
       note: String,
       killedBySpark: Boolean,
-      preemptedWhy: Option[String],
-      host: Option[String]): (ExecutorLossReason, Boolean) = {
+      preemptedWhy: Option[String]): (ExecutorLossReason, Boolean) = {
     val what = if (e.message.nonEmpty) e.message else note
-    val where = s"berth: executor ${e.id} on worker ${e.workerId}"
     val code = e.exitCode.getOrElse(-1)
+    def notApps(why: String, text: String = what) =
+      (ExecutorExited(code, exitCausedByApp = false, endLine(e, appFailure = false, why, text)),
+        false)
     (e.state, preemptedWhy) match {
-      case (_, Some(why)) =>
-        (ExecutorExited(code, exitCausedByApp = false, s"$where was preempted: $why"), false)
-      case (_, None) if killedBySpark =>
-        (ExecutorExited(code, exitCausedByApp = false, s"$where was killed at Spark's request"),
-          false)
+      case (_, Some(why)) => notApps("preempted", why)
+      case _ if killedBySpark => notApps("killed at Spark's request")
       case ("LOST", _) =>
-        (ExecutorProcessLost(s"$where was lost: $what", host, causedByApp = false), false)
-      case ("KILLED", _) =>
-        (ExecutorExited(code, exitCausedByApp = false, s"$where was killed by berth: $what"), false)
+        (ExecutorProcessLost(endLine(e, appFailure = false, "lost", what), None,
+          causedByApp = false), false)
+      case ("KILLED", _) => notApps("killed by berth")
       case ("EXITED", _) =>
-        (ExecutorExited(e.exitCode.getOrElse(0), exitCausedByApp = false, s"$where exited: $what"),
-          false)
-      case _ if notTheApps.contains(code) =>
-        (ExecutorExited(code, exitCausedByApp = false, s"$where failed: $what"), false)
+        (ExecutorExited(e.exitCode.getOrElse(0), exitCausedByApp = false,
+          endLine(e, appFailure = false, "exited", what)), false)
+      case (_, None) if e.cause == "worker" => notApps("its worker could not start it")
+      case (_, None) if e.cause == "signal" => notApps("a signal berth did not send")
+      case (_, None) if e.cause.nonEmpty => notApps(s"cause ${e.cause}")
       case _ =>
         val hint = if (what.contains("memory limit")) {
           " (raise spark.executor.memoryOverhead: berth's limit is heap + overhead)"
         } else ""
-        (ExecutorExited(code, exitCausedByApp = true, s"$where failed: $what$hint"), true)
+        (ExecutorExited(code, exitCausedByApp = true,
+          endLine(e, appFailure = true, "", what + hint)), true)
     }
   }
 }

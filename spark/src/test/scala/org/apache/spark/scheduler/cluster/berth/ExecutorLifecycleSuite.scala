@@ -11,24 +11,36 @@ import org.apache.spark.scheduler.{ExecutorExited, ExecutorLossReason, ExecutorP
 class ExecutorLifecycleSuite {
   private class Sink extends ExecutorSink {
     val removed = mutable.Buffer[(String, ExecutorLossReason)]()
-    val decommissioned = mutable.Buffer[String]()
+    val decommissioned = mutable.Buffer[(String, String)]()
     var aborted: Option[String] = None
     override def remove(id: String, reason: ExecutorLossReason): Unit = removed += id -> reason
-    override def decommission(id: String, why: String, host: Option[String]): Unit =
-      decommissioned += id
-    override def hostOf(id: String): Option[String] = Some("h" + id)
+    override def decommission(id: String, why: String): Unit = decommissioned += id -> why
+    override def registered(id: String): Boolean = true
     override def showStderr(id: Int): Unit = ()
     override def abort(message: String, lastId: Int): Unit = aborted = Some(message)
   }
 
-  private def event(kind: String, id: Int, state: String, exit: String = "", message: String = "") =
+  /** An event about executor id, as berth's master sends it; more: the executor's fields. */
+  private def event(kind: String, id: Int, state: String, more: String = "",
+      message: String = "") =
     BerthClient.Json.readTree(s"""{"type":"$kind","message":"$message","executor":{"id":$id,
-      "workerId":"w1","cores":1,"memoryMB":896,"state":"$state"$exit,"message":"$message"}}""")
+      "workerId":"w1","host":"10.0.0.1","cores":1,"memoryMB":896,"state":"$state"$more,
+      "message":"$message"}}""")
 
-  private def lifecycle(conf: SparkConf = new SparkConf(false)) = {
+  private def lifecycle(conf: SparkConf = new SparkConf(false), decommission: Boolean = true) = {
     val sink = new Sink
-    (new ExecutorLifecycle(conf, sink, decommissionOnPreemption = true), sink)
+    (new ExecutorLifecycle(conf, sink, decommission), sink)
   }
+
+  /** Whether Spark was told the app caused executor id's end. */
+  private def causedByApp(sink: Sink, id: Int): Boolean =
+    sink.removed.find(_._1 == id.toString).map(_._2) match {
+      case Some(ExecutorExited(_, byApp, _)) => byApp
+      case Some(ExecutorProcessLost(_, host, byApp)) =>
+        assertEquals(s"executor $id's loss names a host", None, host)
+        byApp
+      case other => fail(s"executor $id: removed with $other"); false
+    }
 
   @Test def anEndIsReportedOnceAndBlamesTheAppForItsOwnFailure(): Unit = {
     val (l, sink) = lifecycle()
@@ -38,31 +50,68 @@ class ExecutorLifecycleSuite {
     l.onEvent(event("executorUpdated", 0, "FAILED", ""","exitCode":1""", "exited with code 1"))
     assertEquals(1, sink.removed.size)
     sink.removed.head._2 match {
-      case ExecutorExited(1, true, msg) => assertTrue(msg, msg.contains("exited with code 1"))
+      case ExecutorExited(1, true, msg) =>
+        assertEquals("berth: executor 0 on worker w1 ended FAILED, exit code 1, the app's " +
+          "failure: exited with code 1", msg)
       case other => fail(s"got $other")
     }
     assertEquals(0, l.liveCount)
   }
 
-  @Test def whatBerthOrTheMachineTookIsNotTheApps(): Unit = {
+  /** berth's cause says whose failure a FAILED executor is: only no cause is the app's. */
+  @Test def aFailureIsTheAppsOnlyWithoutACause(): Unit = {
+    val (l, sink) = lifecycle(new SparkConf(false).set("spark.executor.maxNumFailures", "4"))
+    l.onEvent(event("executorUpdated", 0, "FAILED", ""","exitCode":137,"cause":"signal"""",
+      "exited with code 137: killed by SIGKILL"))
+    l.onEvent(event("executorUpdated", 1, "FAILED", ""","cause":"worker"""",
+      "could not start: writing its resources file: disk full"))
+    l.onEvent(event("executorUpdated", 2, "FAILED", ""","exitCode":137""",
+      "killed: exceeded its memory limit of 896 MB"))
+    l.onEvent(event("executorUpdated", 3, "FAILED", ""","exitCode":134""",
+      "exited with code 134: killed by signal SIGABRT"))
+    // The exit codes standalone forgives (56: heartbeat) are the app's own doing on berth.
+    l.onEvent(event("executorUpdated", 4, "FAILED", ""","exitCode":56"""))
+    assertEquals(Seq(false, false, true, true, true), (0 to 4).map(causedByApp(sink, _)))
+    val signal = sink.removed.head._2.message
+    assertTrue(signal, signal.contains("not the app's failure (a signal berth did not send)"))
+    val memory = sink.removed(2)._2.message
+    assertTrue(memory, memory.contains("raise spark.executor.memoryOverhead"))
+    assertEquals(None, sink.aborted) // 3 failures of at most 4
+  }
+
+  @Test def whatBerthOrSparkTookIsNotTheApps(): Unit = {
     val (l, sink) = lifecycle()
     l.killRequested(Seq(1))
-    l.onEvent(event("executorUpdated", 1, "KILLED"))
-    l.onEvent(event("executorPreempted", 2, "RUNNING", message = "for queue etl"))
+    l.onEvent(event("executorUpdated", 1, "KILLED", message = "killed by request"))
+    l.onEvent(event("executorPreempted", 2, "RUNNING", message = "preempted for queue etl"))
     l.onEvent(event("executorUpdated", 2, "KILLED", ""","exitCode":143"""))
     l.onEvent(event("executorLost", 3, "LOST", message = "worker w1 lost"))
-    l.onEvent(event("executorUpdated", 4, "FAILED", ""","exitCode":56"""))
     l.onEvent(event("executorUpdated", 5, "EXITED", ""","exitCode":0"""))
-    assertEquals(Seq("1", "2", "3", "4", "5"), sink.removed.map(_._1))
-    sink.removed.map(_._2).foreach {
-      case ExecutorExited(_, causedByApp, _) => assertFalse(causedByApp)
-      case ExecutorProcessLost(_, host, causedByApp) =>
-        assertFalse(causedByApp)
-        assertEquals(Some("h3"), host)
-      case other => fail(s"got $other")
-    }
-    assertEquals(Seq("2"), sink.decommissioned)
+    l.onEvent(event("executorUpdated", 6, "KILLED", message = "killed by request"))
+    assertEquals(Seq("1", "2", "3", "5", "6"), sink.removed.map(_._1))
+    assertFalse((Seq(1, 2, 3, 5, 6)).exists(causedByApp(sink, _)))
+    assertTrue(sink.removed(2)._2.isInstanceOf[ExecutorProcessLost])
+    assertEquals(Seq("2"), sink.decommissioned.map(_._1)) // at the preemption, in its grace
     assertEquals(None, sink.aborted)
+  }
+
+  @Test def aDrainDecommissionsTheExecutorWhenSparkMay(): Unit = {
+    val drain = ""","drainDeadline":"2026-12-01T23:00:00Z""""
+    val why = "worker w1 is being drained: executor 4 may run until 2026-12-01T23:00:00Z"
+    val (l, sink) = lifecycle(decommission = true)
+    l.onEvent(event("executorAdded", 4, "RUNNING"))
+    l.onEvent(event("executorDraining", 4, "RUNNING", drain, why))
+    assertEquals(Seq("4" -> why), sink.decommissioned)
+    assertTrue(sink.removed.isEmpty) // it stays until it exits (or berth's deadline kills it)
+    l.onEvent(event("executorUpdated", 4, "EXITED", ""","exitCode":0"""))
+    assertFalse(causedByApp(sink, 4))
+
+    val (off, offSink) = lifecycle(decommission = false)
+    off.onEvent(event("executorAdded", 4, "RUNNING"))
+    off.onEvent(event("executorDraining", 4, "RUNNING", drain, why))
+    assertTrue(offSink.decommissioned.isEmpty) // berth kills it at the deadline: LOST
+    off.onEvent(event("executorLost", 4, "LOST", message = "killed: worker w1's drain deadline passed"))
+    assertFalse(causedByApp(offSink, 4))
   }
 
   @Test def aSnapshotEndsWhatTheNewLeaderNoLongerLists(): Unit = {
@@ -76,10 +125,22 @@ class ExecutorLifecycleSuite {
     assertEquals(1, l.liveCount)
   }
 
+  @Test def theAppsEndEndsWhatRanUntilItWithoutRemovingIt(): Unit = {
+    val (l, sink) = lifecycle()
+    l.onEvent(event("executorAdded", 0, "RUNNING"))
+    l.onEvent(event("executorAdded", 1, "RUNNING"))
+    l.onEvent(event("executorUpdated", 1, "FAILED", ""","exitCode":1"""))
+    l.appEnded(BerthClient.Json.readTree("""{"state":"FINISHED","executors":[
+      {"id":0,"workerId":"w1","state":"KILLED"},{"id":1,"workerId":"w1","state":"FAILED"}]}"""))
+    assertEquals(0, l.liveCount)
+    assertEquals(Seq("1"), sink.removed.map(_._1)) // 0 is Spark's to forget as it stops
+  }
+
   @Test def theAppEndsPastMaxNumFailures(): Unit = {
     val (l, sink) = lifecycle(new SparkConf(false).set("spark.executor.maxNumFailures", "2"))
     l.onEvent(event("executorUpdated", 0, "FAILED", ""","exitCode":1"""))
-    assertEquals(None, sink.aborted)
+    l.onEvent(event("executorUpdated", 9, "FAILED", ""","exitCode":137,"cause":"signal""""))
+    assertEquals(None, sink.aborted) // a signal from outside is not counted
     l.onEvent(event("executorUpdated", 1, "FAILED", ""","exitCode":1"""))
     assertTrue(sink.aborted.get, sink.aborted.get.contains("2 executors failed"))
   }

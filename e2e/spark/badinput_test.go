@@ -1,0 +1,76 @@
+package spark
+
+// Settings berth cannot run: each fails SparkContext's start within
+// seconds, saying what is wrong, instead of leaving a driver that waits for
+// executors that never come.
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-cluster/berth/testkit/testcluster"
+)
+
+// Each case is one SparkContext of one JVM (BadStart, in testdata), so
+// that the JVM's start is paid once; the last case, with nothing wrong,
+// shows that the JVM could start one.
+func TestSparkBadInputFailsAtStart(t *testing.T) {
+	t.Parallel()
+	cl := shared(t)
+	slots(t, 1)
+	closed, err := testcluster.FreePort("127.0.0.1") // nothing listens there once it is closed
+	if err != nil {
+		t.Fatal(err)
+	}
+	nowhere := fmt.Sprintf("127.0.0.1:%d", closed)
+	cases := []struct {
+		name, settings string
+		want           []string // in the exception's message
+	}{
+		{"queue", "spark.berth.queue=nope", []string{"berth refused the app", `"nope"`}},
+		{"token", "spark.berth.token=bt.acme.notitstoken", []string{"refused the credential", "spark.berth.token"}},
+		{"master", "spark.master=spark+berth://" + nowhere + ";spark.berth.connectTimeout=2s",
+			[]string{"no master answers at https://" + nowhere}},
+		{"memory", "spark.executor.memory=8g", []string{"cannot start", "no worker has", "MB"}},
+		// Dynamic allocation starts at no executor: berth still says none could start.
+		{"memory-dynamic", "spark.executor.memory=8g;spark.executor.instances=0;spark.dynamicAllocation.enabled=true;" +
+			"spark.dynamicAllocation.shuffleTracking.enabled=true", []string{"cannot start", "no worker has"}},
+		{"none", "spark.executor.instances=0", nil},
+	}
+	args := []string{"--class", "BadStart", appJar}
+	for _, c := range cases {
+		args = append(args, c.name, c.settings)
+	}
+	r := cl.submit(t, "bad-start", nil, args...)
+	r.wait(2*time.Minute, "CASE none")
+	out := map[string][]string{}
+	for _, m := range regexp.MustCompile(`(?m)^CASE (\S+) ([0-9.]+) (.*)$`).FindAllStringSubmatch(r.log(), -1) {
+		out[m[1]] = m[2:]
+	}
+	for _, c := range cases {
+		got, ok := out[c.name]
+		if !ok {
+			t.Errorf("%s (%s): no outcome printed", c.name, c.settings)
+			continue
+		}
+		secs, _ := strconv.ParseFloat(got[0], 64)
+		switch {
+		case c.want == nil && got[1] != "started":
+			t.Errorf("%s (%s): %s; want it started", c.name, c.settings, got[1])
+		case c.want != nil && !strings.HasPrefix(got[1], "failed: org.apache.spark.SparkException: berth"):
+			t.Errorf("%s (%s): %s; want a SparkException of berth's", c.name, c.settings, got[1])
+		case secs > 15:
+			t.Errorf("%s (%s): took %.1f s to end SparkContext's start; want seconds", c.name, c.settings, secs)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(got[1], w) {
+				t.Errorf("%s (%s): %q does not say %q", c.name, c.settings, got[1], w)
+			}
+		}
+		t.Logf("%s: %.1f s: %s", c.name, secs, got[1])
+	}
+}

@@ -1,0 +1,229 @@
+package spark
+
+// What befalls executors under a running job: their processes killed, their
+// worker killed, a worker that cannot start them, berth's leader killed.
+// Each job is the example's (BerthShuffle: Pi, then a shuffle over a cached
+// RDD), slowed by a sleep in every task, and must still give the right
+// answer.
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/berth-cluster/berth/testkit/testcluster"
+	"github.com/berth-cluster/berth/testkit/testproc"
+	"github.com/berth-cluster/berth/wire"
+)
+
+// slowJob: 12 tasks of 800 ms in each of its two stages that sleep, about
+// 5 s a stage on two 1-core executors; slowJobOK its answer. shortJob and
+// shortJobOK: 10 tasks of 600 ms, 3 s a stage.
+func slowJob() []string  { return javaJob(12, 800) }
+func shortJob() []string { return javaJob(10, 600) }
+
+const (
+	slowJobOK  = "shuffle: 10 keys, 120000 values; cached count 120000"
+	shortJobOK = "shuffle: 10 keys, 100000 values; cached count 100000"
+)
+
+// replaced checks that the log's ends of the given executors are none of
+// the app's failures, for why, and that the app got others in their place.
+func replaced(t *testing.T, logged map[int]end, a wire.AppStatus, why string, ids ...int) {
+	t.Helper()
+	for _, id := range ids {
+		if e, ok := logged[id]; !ok || e.appsFailure || e.why != why {
+			t.Errorf("executor %d's end in the driver's log: %+v; want not the app's failure (%s)", id, e, why)
+		}
+	}
+	if len(a.Executors) < 2+len(ids) {
+		t.Errorf("executors %s: want %d in all, the killed replaced", describe(a), 2+len(ids))
+	}
+	if n := appsFailures(logged); n != 0 {
+		t.Errorf("%d executor ends counted as the app's failures, want none", n)
+	}
+}
+
+// Executors' JVMs killed with SIGKILL by a person mid-job: first one,
+// while Pi's stage runs (the other carries on), then, once berth's
+// replacement has registered, every executor at once, while the shuffle
+// over the cached RDD runs (the app has none for a while). berth says
+// FAILED, cause signal, each time; Spark counts none against the tasks or
+// the app; berth starts others; the answer is right.
+func TestSparkExecutorsKilled(t *testing.T) {
+	t.Parallel()
+	cl := shared(t)
+	slots(t, 1)
+	r := cl.submit(t, "kill", nil, javaJob(20, 600)...) // 6 s a stage on two executors
+	id := r.appID()
+	cl.running(t, id, 2, 90*time.Second)
+	r.waitLog(stageTasksDone(0), 2, 90*time.Second)
+	r.killExecutors(0)
+	r.waitLog(regexp.MustCompile(`Registered executor .* with ID 2,`), 1, 90*time.Second)
+	if strings.Contains(r.log(), "shuffle: 10 keys") {
+		t.Fatalf("the job was done before the replacement executor came: too short to kill them all under")
+	}
+	r.killExecutors(1, 2)
+	r.wait(3*time.Minute, "shuffle: 10 keys, 200000 values; cached count 200000")
+	a := cl.finished(t, id)
+	logged := agree(t, r.log(), a)
+	for _, kill := range []int{0, 1, 2} {
+		if e := executor(t, a, kill); e.State != wire.ExecutorFailed || e.Cause != wire.CauseSignal || !sameCode(e.ExitCode, intp(137)) {
+			t.Errorf("killed executor %d in berth: %+v; want FAILED 137, cause signal", kill, e)
+		}
+	}
+	replaced(t, logged, a, "a signal berth did not send", 0, 1, 2)
+}
+
+// The worker of one executor killed with SIGKILL mid-job: its executor dies
+// with it; once the masters give up on the worker (--worker-timeout 5s)
+// berth says LOST, which is no failure of the app's, and starts another on
+// the third worker.
+func TestSparkWorkerKilled(t *testing.T) {
+	t.Parallel()
+	slots(t, 1)
+	cl := startCluster(t, clusterSpec{workers: []testcluster.WorkerSpec{
+		worker("w1", 1, "1g"), worker("w2", 1, "1g"), worker("w3", 1, "1g")}})
+	r := cl.submit(t, "kill-worker", nil, shortJob()...)
+	id := r.appID()
+	execs := cl.running(t, id, 2, 90*time.Second)
+	r.waitLog(stageTasksDone(0), 2, 90*time.Second)
+	victim := cl.WorkerByID(execs[0].WorkerID)
+	if err := victim.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(3*time.Minute, shortJobOK)
+	a := cl.finished(t, id)
+	logged := agree(t, r.log(), a)
+	if e := executor(t, a, execs[0].ID); e.State != wire.ExecutorLost {
+		t.Errorf("the executor on the killed worker %s: %+v, want LOST", victim.ID, e)
+	}
+	replaced(t, logged, a, "lost", execs[0].ID)
+	for _, e := range a.Executors {
+		if e.ID >= 2 && e.WorkerID == victim.ID {
+			t.Errorf("executor %d placed on the dead worker %s", e.ID, victim.ID)
+		}
+	}
+}
+
+// A worker whose processes find no java (its PATH and JAVA_HOME hold none)
+// and has the most free cores, so berth tries it first: the executors it
+// fails to start are the app's failures, as on standalone (exit 127), and
+// the driver's log shows why (the end of their stderr); berth keeps the app
+// off the worker after two, well within spark.executor.maxNumFailures, and
+// the job runs on the two good workers.
+func TestSparkBadWorkerAvoided(t *testing.T) {
+	t.Parallel()
+	slots(t, 1)
+	nojava := t.TempDir()
+	bad := worker("nojava", 4, "4g")
+	bad.Env = []string{"PATH=" + nojava, "JAVA_HOME=" + nojava}
+	cl := startCluster(t, clusterSpec{workers: []testcluster.WorkerSpec{bad, worker("w1", 1, "1g"), worker("w2", 1, "1g")}})
+	r := cl.submit(t, "bad-worker", nil, shortJob()...)
+	id := r.appID()
+	r.wait(3*time.Minute, shortJobOK)
+	a := cl.finished(t, id)
+	logged := agree(t, r.log(), a)
+	onBad := 0
+	for _, e := range a.Executors {
+		if e.WorkerID != "nojava" {
+			continue
+		}
+		onBad++
+		if e.State != wire.ExecutorFailed || e.Cause != wire.CauseProcess || !sameCode(e.ExitCode, intp(127)) {
+			t.Errorf("executor %d on the worker without java: %+v, want FAILED 127 (the app's own)", e.ID, e)
+		}
+	}
+	if onBad == 0 || onBad > 3 {
+		t.Errorf("executors placed on the worker without java: %d (%s); want 1 to 3", onBad, describe(a))
+	}
+	if n := appsFailures(logged); n != onBad {
+		t.Errorf("the driver counted %d failures, berth %d", n, onBad)
+	}
+	if !strings.Contains(r.log(), "java: not found") {
+		t.Errorf("the driver's log does not show why the executors failed (their stderr: java: not found)")
+	}
+	if last := endedWithApp(logged); len(last) != 2 || executor(t, a, last[0]).WorkerID == "nojava" || executor(t, a, last[1]).WorkerID == "nojava" {
+		t.Errorf("executors %s: want two running to the app's end, on w1 and w2", describe(a))
+	}
+}
+
+// berth's leader killed with SIGKILL mid-job: the plugin follows the new
+// leader (its event stream, its calls), no executor is lost or replaced,
+// and the app ends FINISHED on the new leader.
+func TestSparkLeaderKilled(t *testing.T) {
+	t.Parallel()
+	slots(t, 1)
+	cl := startCluster(t, clusterSpec{workers: []testcluster.WorkerSpec{worker("w1", 1, "1g"), worker("w2", 1, "1g")}})
+	r := cl.submit(t, "kill-leader", nil, slowJob()...) // longer than a failover
+	id := r.appID()
+	cl.running(t, id, 2, 90*time.Second)
+	r.waitLog(stageTasksDone(0), 2, 90*time.Second)
+	ctx, cancel := callCtx()
+	defer cancel()
+	old, _, err := cl.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Proc().Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testproc.Eventually(t, 30*time.Second, "a new leader", func() error {
+		ctx, cancel := callCtx()
+		defer cancel()
+		m, _, err := cl.Leader(ctx)
+		if err == nil && m == old {
+			err = fmt.Errorf("%s still leads", m.ID)
+		}
+		return err
+	})
+	r.wait(3*time.Minute, slowJobOK)
+	if !strings.Contains(r.log(), "berth: the leader is now") {
+		t.Errorf("the driver's log does not say it follows a new leader")
+	}
+	a := cl.finished(t, id)
+	logged := agree(t, r.log(), a)
+	if len(a.Executors) != 2 {
+		t.Errorf("executors %s: want the first two only, none lost or replaced", describe(a))
+	}
+	if last := endedWithApp(logged); len(last) != len(logged) {
+		t.Errorf("executors ended before the app did: %s", describe(a))
+	}
+}
+
+func intp(i int) *int { return &i }
+
+// callCtx is a context for one call.
+func callCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+// executor is the app's executor of the id; the test fails if it has none.
+func executor(t *testing.T, a wire.AppStatus, id int) wire.ExecutorStatus {
+	t.Helper()
+	for _, e := range a.Executors {
+		if e.ID == id {
+			return e
+		}
+	}
+	t.Fatalf("app %s has no executor %d: %s", a.ID, id, describe(a))
+	return wire.ExecutorStatus{}
+}
+
+// endedWithApp lists the executors whose end the log says came with the
+// app's (killed as it ended, or exited when Spark stopped them).
+func endedWithApp(logged map[int]end) []int {
+	var out []int
+	for id, e := range logged {
+		if e.why == "with the app" || e.why == "exited" {
+			out = append(out, id)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
