@@ -38,10 +38,14 @@ func (c *core) endedFast(e *executorInfo) bool {
 // noteExecutorEnd applies e's end to its app's backoff: an exit or failure
 // soon after starting starts or doubles it (and tells the app's client),
 // one that ran stably clears it. Kills and losses are not the app's doing
-// and leave it as it is.
+// and leave it as it is; so does a signal no part of berth sent (a
+// person's kill -9 of an executor just started is no reason to delay its
+// replacement). A failure of the worker's own counts: a worker that fails
+// every launch at once would otherwise be retried as fast as its
+// placements commit.
 func (c *core) noteExecutorEnd(e *executorInfo) {
 	a := e.app
-	if e.state != wire.ExecutorExited && e.state != wire.ExecutorFailed {
+	if e.state != wire.ExecutorExited && e.state != wire.ExecutorFailed || e.cause == wire.CauseSignal {
 		return
 	}
 	if !c.endedFast(e) {

@@ -98,3 +98,24 @@ func TestFastEndingExecutorsAreRelaunchedWithBackoff(t *testing.T) {
 		t.Errorf("a stable executor's end delayed the relaunch: %q", d)
 	}
 }
+
+// A person's kill -9 of executors just started (FAILED, cause signal) is
+// no doing of the app's: their replacements start at once, with no
+// relaunchDelayed event. A failure of the worker's own, fast, still
+// delays the next (a worker failing every launch is not hammered).
+func TestExecutorsKilledByASignalAreReplacedWithoutBackoff(t *testing.T) {
+	h := newLeader(t, nil, "w1")
+	a := h.addApp(wire.AppDescription{MaxCores: 2, CoresPerExecutor: 1})
+	for _, e := range executors(a) {
+		h.reportCaused(e, wire.ExecutorFailed, intp(137), wire.CauseSignal)
+	}
+	if n := len(a.executors); n != 2 || a.fastEnds != 0 || h.c.backingOff(a) {
+		t.Errorf("after two executors were killed by a signal: %d executors (want 2, replaced at once), fast ends %d", n, a.fastEnds)
+	}
+	for _, e := range executors(a) {
+		h.reportCaused(e, wire.ExecutorFailed, intp(1), wire.CauseWorker)
+	}
+	if !h.c.backingOff(a) || len(a.executors) != 0 {
+		t.Errorf("after the worker failed to start two executors: backing off %v, %d executors; want a delay", h.c.backingOff(a), len(a.executors))
+	}
+}

@@ -73,10 +73,11 @@ func (c *core) setDrain(w *workerInfo, until *time.Time, reply reply[wire.Worker
 			c.log.Info("draining worker", "worker", w.rec.ID, "deadline", until.Format(time.RFC3339))
 			// Each app's client hears it, so that it can end its
 			// executors there in time (Spark decommissions them).
+			// (One whose placement is still being written hears it once
+			// launched: launchExecutor.)
 			for _, e := range sortedExecutors(w.executors) {
 				if !e.launching {
-					c.publish(e.app, wire.AppEvent{Type: wire.EventExecutorDraining, Executor: executorStatus(e),
-						Message: fmt.Sprintf("worker %s is being drained: executor %d may run until %s, then it is killed and replaced elsewhere", w.rec.ID, e.id, until.Format(time.RFC3339))})
+					c.tellDraining(e)
 				}
 			}
 		} else {
@@ -86,6 +87,17 @@ func (c *core) setDrain(w *workerInfo, until *time.Time, reply reply[wire.Worker
 		}
 		c.schedule()
 	}, answerWrite(reply, func() wire.WorkerStatus { return workerStatus(w) }))
+}
+
+// tellDraining tells e's app's client that e's worker is being drained,
+// and until when e may run.
+func (c *core) tellDraining(e *executorInfo) {
+	w, until := e.worker, e.worker.drainDeadline()
+	if until == nil {
+		return
+	}
+	c.publish(e.app, wire.AppEvent{Type: wire.EventExecutorDraining, Executor: executorStatus(e),
+		Message: fmt.Sprintf("worker %s is being drained: executor %d may run until %s, then it is killed and replaced elsewhere", w.rec.ID, e.id, until.Format(time.RFC3339))})
 }
 
 // drainState is the state of a worker that answers a new leader: ALIVE, or

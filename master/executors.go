@@ -37,6 +37,7 @@ func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int, gran
 			},
 		}))
 		c.publish(a, wire.AppEvent{Type: wire.EventExecutorAdded, Executor: executorStatus(e)})
+		c.tellDraining(e) // placed as its worker's drain was being written
 	}, func(err error) {
 		if err == nil || !c.live(e) || !e.launching {
 			return

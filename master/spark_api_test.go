@@ -75,3 +75,45 @@ func TestAnAppsUIMustBeAWebAddress(t *testing.T) {
 		t.Errorf("a driver's UI: %v", err)
 	}
 }
+
+// An executor placed while its worker's drain was being written (its
+// placement's write came after the drain's, so the drain's apply found it
+// not yet launched) is told too, once it is launched: else it would run
+// to the deadline and end LOST instead of being decommissioned.
+func TestAnExecutorPlacedAsItsWorkerDrainsIsToldSo(t *testing.T) {
+	h := newLeader(t, nil, "w1")
+	desc := oneCoreApp("default", 0)
+	desc.MaxCores = 2
+	var id string
+	h.c.registerApp(desc, keyed{}, func(s wire.Submitted, err error) { id = s.ID })
+	for id == "" && len(h.fx.pending) > 0 { // the registration's writes only
+		p := h.fx.pending[0]
+		h.fx.pending = h.fx.pending[1:]
+		for _, c := range p.cmds {
+			if err := h.fx.state.Apply(c, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.then(nil)
+	}
+	a := h.c.apps[id]
+	// The drain is being written; meanwhile w1, not yet draining, gets
+	// the app's executors, whose placements are written after it.
+	h.c.drainWorker("w1", time.Minute, func(wire.WorkerStatus, error) {})
+	h.c.runSchedule()
+	if a == nil || len(a.executors) == 0 || len(h.fx.pending) < 2 {
+		t.Fatalf("want the drain and placements being written: %v, %d writes pending", a, len(h.fx.pending))
+	}
+	h.commit()
+	told := map[int]bool{}
+	for _, ev := range a.recent {
+		if ev.Type == wire.EventExecutorDraining && ev.Executor != nil && ev.Executor.DrainDeadline != nil {
+			told[ev.Executor.ID] = true
+		}
+	}
+	for id := range a.executors {
+		if !told[id] {
+			t.Errorf("executor %d, placed as w1 was drained, heard no executorDraining (told: %v)", id, told)
+		}
+	}
+}
