@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/internal/httpx"
+	"github.com/berth-cluster/berth/ui"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -23,8 +24,7 @@ func (m *Master) driverLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.proxyLogs(w, r, func(c *core) (string, error) {
-		addr, err := c.driverWorkerAddress(id)
-		return addr + wire.WorkerAPI.DriverLogs.Path(id, stream), err
+		return logURL(ui.LogTarget{DriverID: id, Stream: stream}, c.driverWorkerAddress, c.executorWorkerAddress)
 	})
 }
 
@@ -36,8 +36,7 @@ func (m *Master) executorLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.proxyLogs(w, r, func(c *core) (string, error) {
-		addr, err := c.executorWorkerAddress(id, execID)
-		return addr + wire.WorkerAPI.ExecutorLogs.Path(id, strconv.Itoa(execID), stream), err
+		return logURL(ui.LogTarget{AppID: id, Executor: execID, Stream: stream}, c.driverWorkerAddress, c.executorWorkerAddress)
 	})
 }
 
@@ -73,20 +72,20 @@ func (m *Master) proxyLogs(w http.ResponseWriter, r *http.Request, target func(c
 	io.Copy(w, resp.Body)
 }
 
-// openLog asks the worker that runs (or ran) target's process for its log
-// (the last tail bytes, all if negative), the tail as the master read it. A
-// lookup error is the loop's (404, a redirect); a transport error is left
-// to the caller.
-func (m *Master) openLog(ctx context.Context, target func(c *core) (string, error), tail int64) (*http.Response, error) {
-	return m.openLogAfter(ctx, target, tail, "")
-}
-
-// openLogAfter is openLog from a cursor (wire.LogAfterParam; "": none).
+// openLogAfter asks the worker that runs (or ran) target's process for its
+// log (the last tail bytes, all if negative; from a cursor, after: see
+// wire.LogAfterParam, "" for none). A lookup error is the loop's (404, a
+// redirect); a transport error is left to the caller.
 func (m *Master) openLogAfter(ctx context.Context, target func(c *core) (string, error), tail int64, after string) (*http.Response, error) {
 	url, err := query(ctx, m, target)
 	if err != nil {
 		return nil, err
 	}
+	return m.openWorkerLog(ctx, url, tail, after)
+}
+
+// openWorkerLog opens url, a worker's log route, with tail and after.
+func (m *Master) openWorkerLog(ctx context.Context, url string, tail int64, after string) (*http.Response, error) {
 	q := neturl.Values{}
 	if tail >= 0 {
 		q.Set(wire.LogTailParam, strconv.FormatInt(tail, 10))

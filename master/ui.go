@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strconv"
 
 	"github.com/berth-cluster/berth/ui"
 	"github.com/berth-cluster/berth/wire"
@@ -131,22 +130,17 @@ func uiAct[T any](ctx context.Context, m *Master, kind, id string, fn func(c *co
 	return err
 }
 
-// Log is the last tail bytes of a process's log, through its worker.
+// Log is the last tail bytes of a process's log, through its worker
+// (found by the leader, or in a follower's replica: uilogs.go).
 func (s uiSource) Log(ctx context.Context, t ui.LogTarget, tail int) (string, error) {
 	if err := checkStream(t.Stream); err != nil {
 		return "", err
 	}
-	target := func(c *core) (string, error) {
-		addr, err := c.driverWorkerAddress(t.DriverID)
-		return addr + wire.WorkerAPI.DriverLogs.Path(t.DriverID, t.Stream), err
+	url, err := s.uiLogURL(ctx, t)
+	if err != nil {
+		return "", err
 	}
-	if t.AppID != "" {
-		target = func(c *core) (string, error) {
-			addr, err := c.executorWorkerAddress(t.AppID, t.Executor)
-			return addr + wire.WorkerAPI.ExecutorLogs.Path(t.AppID, strconv.Itoa(t.Executor), t.Stream), err
-		}
-	}
-	resp, err := s.m.openLog(ctx, target, int64(tail))
+	resp, err := s.m.openWorkerLog(ctx, url, int64(tail), "")
 	if err != nil {
 		return "", err
 	}
