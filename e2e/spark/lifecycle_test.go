@@ -80,33 +80,64 @@ func TestSparkExecutorsKilled(t *testing.T) {
 	replaced(t, logged, a, "a signal berth did not send", 0, 1, 2)
 }
 
-// The worker of one executor killed with SIGKILL mid-job: its executor dies
-// with it; once the masters give up on the worker (--worker-timeout 5s)
-// berth says LOST, which is no failure of the app's, and starts another on
-// the third worker.
-func TestSparkWorkerKilled(t *testing.T) {
+// Mid-job, the worker of one executor is killed with SIGKILL and the
+// worker of the other frozen with SIGSTOP, longer than the masters' worker
+// timeout (5 s), while the executors it started run on. Once the masters
+// give up on the two workers, berth says LOST for both executors, which
+// is no failure of the app's, and starts others on the two spare
+// workers. When the frozen worker thaws, it learns its executor ended and
+// stops its process (no JVM of a LOST executor runs on), and the answer
+// is right.
+func TestSparkWorkerKilledAndFrozen(t *testing.T) {
 	t.Parallel()
 	slots(t, 1)
 	cl := startCluster(t, clusterSpec{workers: []testcluster.WorkerSpec{
-		worker("w1", 1, "1g"), worker("w2", 1, "1g"), worker("w3", 1, "1g")}})
-	r := cl.submit(t, "kill-worker", nil, shortJob()...)
+		worker("w1", 1, "1g"), worker("w2", 1, "1g"), worker("w3", 1, "1g"), worker("w4", 1, "1g")}})
+	r := cl.submit(t, "kill-worker", nil, javaJob(16, 700)...) // 6 s a stage on two executors
 	id := r.appID()
 	execs := cl.running(t, id, 2, 90*time.Second)
 	r.waitLog(stageTasksDone(0), 2, 90*time.Second)
-	victim := cl.WorkerByID(execs[0].WorkerID)
-	if err := victim.Signal(syscall.SIGKILL); err != nil {
+	killed, frozen := cl.WorkerByID(execs[0].WorkerID), cl.WorkerByID(execs[1].WorkerID)
+	if err := killed.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	r.wait(3*time.Minute, shortJobOK)
+	if err := frozen.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			if err := frozen.Signal(syscall.SIGCONT); err != nil {
+				t.Errorf("SIGCONT %s: %v", frozen.ID, err)
+			}
+		}
+	}
+	t.Cleanup(thaw) // the harness stops it by pid, which a stopped process ignores
+	cl.appWhen(t, id, 60*time.Second, "both executors LOST", func(a wire.AppStatus) error {
+		for _, e := range execs {
+			if got := executor(t, a, e.ID); got.State != wire.ExecutorLost {
+				return fmt.Errorf("executor %d is %s", e.ID, got.State)
+			}
+		}
+		return nil
+	})
+	// Frozen past every timeout, then thawed: its executor's JVM, which ran
+	// on all along, is stopped by the worker.
+	thaw()
+	testproc.Eventually(t, 60*time.Second, "the LOST executor's JVM on the thawed worker gone", func() error {
+		if pid, ok := r.executorPids()[execs[1].ID]; ok {
+			return fmt.Errorf("executor %d's JVM (pid %d) still runs", execs[1].ID, pid)
+		}
+		return nil
+	})
+	r.wait(3*time.Minute, "shuffle: 10 keys, 160000 values; cached count 160000")
 	a := cl.finished(t, id)
 	logged := agree(t, r.log(), a)
-	if e := executor(t, a, execs[0].ID); e.State != wire.ExecutorLost {
-		t.Errorf("the executor on the killed worker %s: %+v, want LOST", victim.ID, e)
-	}
-	replaced(t, logged, a, "lost", execs[0].ID)
+	replaced(t, logged, a, "lost", execs[0].ID, execs[1].ID)
 	for _, e := range a.Executors {
-		if e.ID >= 2 && e.WorkerID == victim.ID {
-			t.Errorf("executor %d placed on the dead worker %s", e.ID, victim.ID)
+		if e.ID >= 2 && e.WorkerID == killed.ID {
+			t.Errorf("executor %d placed on the dead worker %s", e.ID, killed.ID)
 		}
 	}
 }
