@@ -38,7 +38,7 @@ for i in 1 2; do
 	"$BIN/berth" tls cert create --dir "$TLS" --role worker --name "w$i" --host 127.0.0.1 >/dev/null
 done
 "$BIN/berth" tls cert create --dir "$TLS" --role cli --name operator >/dev/null
-ls "$TLS"
+echo "   $(cd "$TLS" && echo *.pem)"
 tlsflags() { echo --tls-ca-file "$TLS/ca.pem" --tls-cert-file "$TLS/$1.pem" --tls-key-file "$TLS/$1-key.pem"; }
 
 MASTERS=() PEERS=()
