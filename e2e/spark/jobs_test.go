@@ -91,6 +91,22 @@ func TestSparkPySparkSubmit(t *testing.T) {
 	agree(t, r.log(), a)
 }
 
+// Spark's pyspark shell, the plugin given with --jars: a person's shuffle
+// typed at its prompt runs on berth's executors.
+func TestSparkPySparkShell(t *testing.T) {
+	t.Parallel()
+	cl := shared(t)
+	slots(t, 1)
+	r := cl.shell(t, "pyspark-shell", "print('app', sc.applicationId)\n"+
+		"print('answer', sorted(sc.parallelize(range(100), 4).map(lambda x: (x % 3, x)).reduceByKey(lambda a, b: a + b).collect()))\n"+
+		"exit()\n")
+	id := r.appID()
+	r.wait(2*time.Minute, "answer [(0, 1683), (1, 1617), (2, 1650)]")
+	a := cl.finished(t, id)
+	checkTenantApp(t, a, "PySparkShell")
+	agree(t, r.log(), a)
+}
+
 // PySpark from a plain python3 process (the plugin as spark.jars, the rest
 // through PYSPARK_SUBMIT_ARGS), asking a GPU per executor and per task:
 // every task sees, through Spark, the address berth gave its executor.

@@ -51,6 +51,7 @@ type sparkRun struct {
 	name   string
 	proc   *testcluster.Proc
 	marker string
+	stdin  string // what a shell reads: its commands
 }
 
 var markers atomic.Int64
@@ -125,6 +126,18 @@ func (cl *sparkCluster) pythonJob(t *testing.T, name string, conf []string, args
 	return r
 }
 
+// shell starts Spark's pyspark shell as tenant acme, the plugin through
+// --jars, and types commands into it (python -i: the shell's own startup,
+// which makes sc and spark, then the commands, as a person would).
+func (cl *sparkCluster) shell(t *testing.T, name, commands string) *sparkRun {
+	t.Helper()
+	r := newRun(t, name)
+	r.stdin = commands
+	env := append(cl.driverEnv(), "PYSPARK_DRIVER_PYTHON="+python, "PYSPARK_DRIVER_PYTHON_OPTS=-i")
+	r.start(filepath.Join(sparkHome, "bin", "pyspark"), cl.submitArgs(r.marker, nil), env)
+	return r
+}
+
 func newRun(t *testing.T, name string) *sparkRun {
 	r := &sparkRun{t: t, name: name, marker: fmt.Sprintf("%d.%d", os.Getpid(), markers.Add(1))}
 	// Registered first, so that it runs last: whatever JVM of this run is
@@ -148,7 +161,7 @@ func (r *sparkRun) start(path string, args, env []string) {
 			os.WriteFile(filepath.Join(keep, r.t.Name()+"-"+r.name+".log"), data, 0o644)
 		})
 	}
-	p, err := testcluster.Start(r.t, r.name, path, filepath.Join(dir, r.name+".log"), args, testcluster.ProcOptions{Env: env})
+	p, err := testcluster.Start(r.t, r.name, path, filepath.Join(dir, r.name+".log"), args, testcluster.ProcOptions{Env: env, Stdin: r.stdin})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"time"
 
@@ -48,6 +49,9 @@ type ProcOptions struct {
 	// CleanEnv gives the process Env alone, nothing of this process's
 	// environment: a benchmark's daemons get only the flags it prints.
 	CleanEnv bool
+	// Stdin, when set, is what the process reads on its standard input
+	// (a shell's commands); else it reads nothing (/dev/null).
+	Stdin string
 }
 
 // Start runs path with args, its output appended to logPath. The process is
@@ -62,6 +66,9 @@ func Start(h Host, name, path, logPath string, args []string, opt ProcOptions) (
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = f, f
+	if opt.Stdin != "" {
+		cmd.Stdin = strings.NewReader(opt.Stdin)
+	}
 	if !opt.CleanEnv {
 		cmd.Env = os.Environ()
 	}
