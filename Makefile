@@ -5,7 +5,7 @@ PKGS     := ./...
 # CI has 2 cores; the race detector and the end-to-end tests share them.
 TESTFLAGS ?= -race -count=1 -timeout 14m
 
-.PHONY: all build bench-tools test test-deps chaos bench demo demo-pi lint fuzz screenshots clean dist image
+.PHONY: all build bench-tools test test-deps chaos bench bench-spark demo demo-pi lint fuzz screenshots clean dist image
 
 # What --version prints and berth_build_info carries (internal/version):
 # the nearest tag and the commits since (git describe), or devel; the
@@ -65,6 +65,15 @@ chaos: test-deps
 # Go micro-benchmarks (placement round at 100..100,000 workers).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# berth against Spark standalone, the same Spark jobs on the same workers,
+# side by side in one run (bench/sparkcmp): start-up, worker loss, master
+# failover, fragmentation, a 200-app burst. About 2 hours on 2 cores: run
+# it on a quiet machine. Report: out/spark-vs-standalone.md; figures in
+# docs/BENCHMARKS.md.
+bench-spark: build bench-tools
+	@mkdir -p out
+	SPARK_HOME="$$(scripts/spark-deps.sh)" $(BIN)/berthbench spark-vs-standalone --bin $(BIN) --out $(CURDIR)/out/spark-vs-standalone.md
 
 # Builds, starts a local TLS cluster on 127.0.0.x, runs a PySpark job on
 # it with the pinned Spark (installed by scripts/spark-deps.sh) while the

@@ -20,6 +20,7 @@ import (
 	"github.com/berth-cluster/berth/bench/internal/benchtool"
 	"github.com/berth-cluster/berth/bench/load"
 	"github.com/berth-cluster/berth/bench/placement"
+	"github.com/berth-cluster/berth/bench/sparkcmp"
 )
 
 const description = `Each subcommand is one measure; --help after it says what it measures, how,
@@ -32,9 +33,11 @@ flags of every daemon it starts.
   launches         executor launches a second, many apps registered at once
   master-failover  a 3-master Raft cluster losing its leader (kill, handover)
   submissions      submissions committed a second (Raft and bolt)
+  spark-vs-standalone  berth against Spark standalone, the same Spark jobs side by side
 
-The last two need bin/master and bin/worker (make build), the three before
-them bin/master.`
+master-failover and submissions need bin/master and bin/worker (make
+build), the three before them bin/master; spark-vs-standalone also
+bin/berth-spark.jar and SPARK_HOME (scripts/spark-deps.sh).`
 
 func main() { benchtool.Main(newApp(os.Stdout, os.Stderr)) }
 
@@ -43,6 +46,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	commands = append(commands, placement.Commands(stdout)...)
 	commands = append(commands, load.Commands(stdout)...)
 	commands = append(commands, failover.Commands(stdout, stderr)...)
+	commands = append(commands, sparkcmp.Commands(stdout, stderr)...)
 	return &cli.App{
 		Name:            "berthbench",
 		Usage:           "measure berth: placement, a master under load, failover and submissions of a real cluster",

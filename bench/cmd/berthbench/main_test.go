@@ -12,7 +12,7 @@ import (
 
 // The subcommands are the measures the docs name, and each explains itself.
 func TestSubcommandsHelp(t *testing.T) {
-	want := []string{"placement", "heartbeats", "worker-loss", "launches", "fleet-failover", "master-failover", "submissions"}
+	want := []string{"placement", "heartbeats", "worker-loss", "launches", "fleet-failover", "master-failover", "submissions", "spark-vs-standalone"}
 	var names []string
 	for _, c := range newApp(io.Discard, io.Discard).Commands {
 		names = append(names, c.Name)
