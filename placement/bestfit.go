@@ -22,27 +22,31 @@ const bestFitPieces = 2
 // what it has (never less than the unit); cores still unplaced then go to
 // the workers already chosen (their executors grow) before new workers are
 // used, so the grant is never left short while a chosen worker has room.
+// It is a FitPolicy: the Index walks it by its spec (fastpath.go).
 type bestFit struct {
-	unit int
-	cmp  compareFunc
-	kind orderKind
+	spec FitSpec     // its order's name normalized, its unit CoreUnit'd, bestFitPieces
+	cmp  compareFunc // the spec's order, worked out once
 }
+
+var _ FitPolicy = (*bestFit)(nil)
 
 func newBestFit(opts Options) (Policy, error) {
 	cmp, err := orderLess(opts.Order)
 	if err != nil {
 		return nil, err
 	}
-	return &bestFit{unit: CoreUnit(opts.MinCoreUnit), cmp: cmp, kind: kindOf(opts.Order)}, nil
+	spec := FitSpec{WorkerOrder: normalOrder(opts.Order), Unit: CoreUnit(opts.MinCoreUnit), Pieces: bestFitPieces}
+	return &bestFit{spec: spec, cmp: cmp}, nil
 }
 
 func (p *bestFit) Name() string           { return "bestfit" }
-func (p *bestFit) MinCoreUnit() int       { return p.unit }
+func (p *bestFit) MinCoreUnit() int       { return p.spec.Unit }
+func (p *bestFit) Fit() FitSpec           { return p.spec }
 func (p *bestFit) Order(workers []Worker) { sortWorkers(workers, p.cmp) }
 
 func (p *bestFit) Assign(app App, workers []Worker) []int {
-	f := newFit(app, workers, p.unit)
-	assignFit(f)
+	f := newFit(app, workers, p.spec.Unit)
+	assignFit(f, p.spec.Pieces)
 	return f.cores()
 }
 
@@ -80,12 +84,12 @@ type fitter interface {
 	topUp()                // on the workers used
 }
 
-// assignFit is bestfit's assignment: the grant in pieces, each on the
-// worker that holds it with the least to spare, then what is left on the
-// workers used and on new ones.
-func assignFit(f fitter) {
+// assignFit is bestfit's assignment: the grant in at most pieces pieces
+// (FitSpec.Pieces), each on the worker that holds it with the least to
+// spare, then what is left on the workers used and on new ones.
+func assignFit(f fitter, pieces int) {
 	c := f.count()
-	for _, piece := range c.pieces() {
+	for _, piece := range c.split(pieces) {
 		f.placeNew(piece)
 	}
 	for c.remaining > 0 {
@@ -131,14 +135,14 @@ func newFit(app App, workers []Worker, unit int) *fit {
 	return f
 }
 
-// pieces splits the grant into at most bestFitPieces near-equal pieces, none
+// split splits the grant into at most pieces near-equal pieces, none
 // smaller than the smallest allowed executor, largest first.
-func (f *fitCount) pieces() []int {
+func (f *fitCount) split(pieces int) []int {
 	n := f.remaining
 	if n <= 0 {
 		return nil
 	}
-	k := max(1, min(bestFitPieces, n/f.smallest()))
+	k := max(1, min(pieces, n/f.smallest()))
 	out := make([]int, k)
 	for i := range out {
 		out[i] = n / k

@@ -9,29 +9,33 @@ import (
 // incrementally, for a master that schedules round after round: a launch
 // moves the few workers it changed, and a round finds each app's usable
 // workers by walking the order from where they start, stopping as soon as
-// the app is served. With spread and pack (Spark's policies, any unit, any
-// order) a round costs O(steps + log W) per app (in the orders by free
-// cores, O(steps + W/4096) with the buckets of buckets.go, plus one layout
-// of every worker, O(W), after a worker joined with an ID between two
-// others'), and allocates in proportion to the workers an app gets, not to
-// W. A policy that is an IncrementalPolicy (gpushare's fgd and frag-fit)
+// the app is served. The policy picks the walk by the interfaces it
+// implements (fastpath.go), never by which policy it is: a StepPolicy's
+// round (spread and pack, any unit, any order) costs O(steps + log W) per
+// app (in the orders by free cores, O(steps + W/4096) with the buckets of
+// buckets.go, plus one layout of every worker, O(W), after a worker joined
+// with an ID between two others'), and allocates in proportion to the
+// workers an app gets, not to W; a FitPolicy (bestfit) has its own walk
+// (index_bestfit.go); an IncrementalPolicy (gpushare's fgd and frag-fit)
 // decides through its own Placer, which the index keeps up to date
-// (incremental.go); an app the placer declines, and every app of other
-// policies, is decided through
-// StartExecutorsOnWorkers over the indexed workers (O(W) per round). The
-// decisions are the same either way.
+// (incremental.go). An app the placer declines, and every app of other
+// policies, is decided through StartExecutorsOnWorkers over the indexed
+// workers (O(W) per round). The decisions are the same either way.
 //
 // An Index is not safe for concurrent use.
 type Index struct {
 	policy Policy
-	step   *stepPolicy // Spark's policies: the fast path; nil otherwise
-	fit    *bestFit    // bestfit: its own fast path (index_bestfit.go)
-	placer Placer      // an IncrementalPolicy's placer (fgd, frag-fit); nil otherwise
+	// step is a StepPolicy's fast path (index_steps.go), if step.on. A
+	// value, not a pointer: StartExecutorsOnWorkers builds an index of a
+	// StepPolicy every round, and it costs no allocation of its own.
+	step   stepPath
+	fit    *fitPath // a FitPolicy's fast path (index_bestfit.go); nil otherwise
+	placer Placer   // an IncrementalPolicy's placer; nil otherwise
 	order  ordered
-	// byCores replaces order for Spark's policies in the orders by free
-	// cores or by ID (buckets.go); nil otherwise.
+	// byCores replaces order for a StepPolicy in the orders by free cores
+	// or by ID (buckets.go); nil otherwise.
 	byCores *buckets
-	ratio   ordered // bestfit only: the workers by free memory per free core
+	ratio   ordered // a FitPolicy only: the workers by free memory per free core
 	ids     ordered // every worker by ID: where ranks come from (ranks.go)
 	byID    map[string]*slot
 	cores   int // free cores of all indexed workers (saturating)
@@ -43,26 +47,26 @@ type Index struct {
 	steps steps
 }
 
-// NewIndex returns an empty index for policy p.
+// NewIndex returns an empty index for policy p. Its fast path is the first
+// of StepPolicy, FitPolicy and IncrementalPolicy that p implements (with a
+// spec the index can walk, fastpath.go); the spec is read here, once.
 func NewIndex(p Policy) *Index {
 	x := &Index{policy: p, byID: map[string]*slot{}}
 	// By ID for a policy outside the fast paths: its round sorts the
-	// workers again anyway.
+	// workers again anyway. (An IncrementalPolicy's Placer expects it.)
 	x.order.cmp = byRank
 	x.ids.cmp = byIDString
-	if sp, ok := p.(*stepPolicy); ok {
+	if sp, ok := stepPathOf(p); ok {
 		x.step = sp
 		x.order.cmp = sp.kind.compareSlots
 		if sp.kind == byCoresDesc || sp.kind == byCoresAsc || sp.kind == byID {
 			x.byCores = &buckets{desc: sp.kind == byCoresDesc, flat: sp.kind == byID, ids: &x.ids}
 		}
-	}
-	if bf, ok := p.(*bestFit); ok {
-		x.fit = bf
-		x.order.cmp = bf.indexOrder
+	} else if fp, ok := fitPathOf(p); ok {
+		x.fit = &fp
+		x.order.cmp = fp.indexOrder
 		x.ratio.cmp = byMemoryPerCore
-	}
-	if ip, ok := p.(IncrementalPolicy); ok && x.step == nil && x.fit == nil {
+	} else if ip, ok := p.(IncrementalPolicy); ok {
 		x.placer = ip.NewPlacer()
 	}
 	return x
@@ -230,12 +234,12 @@ func (x *Index) Round(apps []App) []Launch {
 	if x.placer != nil {
 		return x.roundPlacer(apps)
 	}
-	if x.step == nil && x.fit == nil {
+	if !x.step.on && x.fit == nil {
 		return x.roundOverAll(apps, nil)
 	}
 	launches := make([]Launch, 0, x.launchesAtMost(apps))
 	for _, app := range apps {
-		if x.step != nil {
+		if x.step.on {
 			launches = x.placeApp(app, launches)
 		} else {
 			launches = x.placeBestFit(app, launches)
@@ -250,7 +254,7 @@ func (x *Index) Round(apps []App) []Launch {
 // large round's garbage.
 func (x *Index) launchesAtMost(apps []App) int {
 	unit := 1
-	if x.step != nil {
+	if x.step.on {
 		unit = x.step.unit
 	}
 	n := 0
@@ -272,51 +276,6 @@ func (x *Index) roundOverAll(apps []App, launches []Launch) []Launch {
 		x.take(l, apps)
 	}
 	return append(launches, got...)
-}
-
-// roundPlacer is a round through an IncrementalPolicy's placer: app by
-// app, as StartExecutorsOnWorkers takes them (each app is offered what the
-// ones before it left, and the policy is asked once per app), the placer
-// decides and the index takes the launches off its own workers. The apps
-// the placer does not accept go, each run of them in one call, through
-// StartExecutorsOnWorkers over every worker (the same decisions: the
-// policy keeps the workers in the order given), and the workers they were
-// given are put back into the placer.
-func (x *Index) roundPlacer(apps []App) []Launch {
-	var launches []Launch
-	one := make([]App, 1)
-	var declined []App // waiting for StartExecutorsOnWorkers
-	flush := func() {
-		if len(declined) == 0 {
-			return
-		}
-		before := len(launches)
-		launches = x.roundOverAll(declined, launches)
-		for _, l := range launches[before:] {
-			if s, ok := x.byID[l.WorkerID]; ok {
-				x.placer.Put(s.w)
-			}
-		}
-		declined = declined[:0]
-	}
-	for _, app := range apps {
-		if app.CoresLeft <= 0 || executorRoom(app) == 0 {
-			continue // a round skips it
-		}
-		if !x.placer.Accepts(app) {
-			declined = append(declined, app)
-			continue
-		}
-		flush()
-		one[0] = app
-		before := len(launches)
-		launches = x.placer.PlaceApp(app, launches)
-		for _, l := range launches[before:] {
-			x.take(l, one)
-		}
-	}
-	flush()
-	return launches
 }
 
 // take removes a launch from its worker (the slow path).
@@ -348,54 +307,6 @@ func (x *Index) take(l Launch, apps []App) {
 	x.attach(s)
 }
 
-// placeApp is one app of a round with Spark's policies: the usable workers
-// are walked in order only as far as the app could use them, the steps run
-// over those, and the workers given executors move in the order.
-func (x *Index) placeApp(app App, launches []Launch) []Launch {
-	p := x.step
-	room := executorRoom(app)
-	if app.CoresLeft <= 0 || room == 0 {
-		return launches
-	}
-	first, memory := firstStep(app, p.unit), max(app.MemoryPerExecutorMB, 0)
-	// No more workers than steps can get one: k. Past them, the walk goes
-	// on only until it knows min(CoresLeft, free cores of all usable
-	// workers) as far as the steps can tell (toAssign below).
-	step := app.CoresPerExecutor
-	if step <= 0 {
-		step = p.unit
-	}
-	k := min(room, ceilDiv(app.CoresLeft, step))
-	big := max(p.unit, app.CoresPerExecutor)
-	cand, sum, sumK := x.cand[:0], 0, 0
-	x.walkUsable(first, memory, app, func(s *slot) bool {
-		if len(cand) < k {
-			cand = append(cand, s)
-			sumK = addCores(sumK, s.w.CoresFree)
-		}
-		sum = addCores(sum, s.w.CoresFree)
-		return len(cand) < k || (sum < app.CoresLeft && sum < addCores(sumK, big))
-	})
-	x.cand = cand
-	if len(cand) == 0 {
-		return launches
-	}
-	ws := x.ws[:0]
-	for _, s := range cand {
-		ws = append(ws, s.w)
-	}
-	x.ws = ws
-	st := &x.steps
-	st.reset(app, ws, p.unit)
-	st.toAssign = min(max(app.CoresLeft, 0), sum)
-	cores := st.run(p.spread)
-	g := newGrant(p, app)
-	for j, s := range cand {
-		launches = x.grantOn(&g, s, cores[j], launches)
-	}
-	return launches
-}
-
 // grantOn gives the worker in s the executors c cores make for g's app
 // (grantState.on) and moves it in the orders.
 func (x *Index) grantOn(g *grantState, s *slot, c int, launches []Launch) []Launch {
@@ -415,43 +326,6 @@ func (x *Index) grantOn(g *grantState, s *slot, c int, launches []Launch) []Laun
 	}
 	x.attach(s)
 	return launches
-}
-
-// walkUsable calls fn on each worker in order that can hold the first step
-// of app, starting where such workers start in the order and stopping
-// where none can follow, until fn returns false.
-func (x *Index) walkUsable(first, memory int, app App, fn func(*slot) bool) {
-	usable := func(w Worker) bool {
-		return w.CoresFree >= first && w.MemoryFreeMB >= memory && ResourceFit(w.Resources, app.ResourcesPerExecutor) >= 1 && app.takes(w)
-	}
-	if x.byCores != nil {
-		// The buckets start at first cores free and stop there (in the
-		// descending order); skipped words hold no usable worker.
-		x.byCores.walk(first, memory, func(s *slot) bool { return !usable(s.w) || fn(s) })
-		return
-	}
-	// The memory orders, and the orders by free cores once the buckets
-	// gave their workers to the sorted store (buckets.go: overflow).
-	c, i := 0, 0
-	switch x.step.kind {
-	case byCoresAsc:
-		c, i = x.order.seek(&slot{w: Worker{CoresFree: first}}) // rank 0: before every worker
-	case byMemoryAsc:
-		c, i = x.order.seek(&slot{w: Worker{MemoryFreeMB: memory}})
-	}
-	// A chunk where no worker has first cores and memory free holds no
-	// usable worker; skipping it never skips a worker whose order ends the
-	// walk (those have fewer cores or less memory than first or memory).
-	x.order.walkPeaks(c, i, first, memory, func(s *slot) bool {
-		switch {
-		case x.step.kind == byCoresDesc && s.w.CoresFree < first,
-			x.step.kind == byMemoryDesc && s.w.MemoryFreeMB < memory:
-			return false // the rest have less
-		case !usable(s.w):
-			return true
-		}
-		return fn(s)
-	})
 }
 
 // cloneWorker copies w with its own resource lists and tags.

@@ -6,12 +6,12 @@ import (
 	"slices"
 )
 
-// bestfit's fast path in the Index. bestFit.Assign looks for "the worker
-// with the fewest free slots that still holds a piece, first in the
-// policy's order among equals", a few times per app. The index keeps the
-// workers by free cores, then the policy's order (indexOrder), so each
-// such question is a binary search and a short walk instead of a sort of
-// every usable worker.
+// A FitPolicy's fast path in the Index (bestfit's). Its Assign looks for
+// "the worker with the fewest free slots that still holds a piece, first
+// in the policy's order among equals", a few times per app. The index
+// keeps the workers by free cores, then the policy's order (indexOrder),
+// so each such question is a binary search and a short walk instead of a
+// sort of every usable worker.
 //
 // A worker's free slots are its free cores (an app without a fixed
 // executor size), or its free cores over the executor size. They can also
@@ -21,9 +21,9 @@ import (
 // instead. Whether memory can bound anyone is one look at the worker with
 // the least free memory per free core (the ratio order).
 
-// indexOrder is the Index's order for bestfit: free cores ascending, then
-// the policy's order.
-func (p *bestFit) indexOrder(a, b *slot) int {
+// indexOrder is the Index's order for a FitPolicy: free cores ascending,
+// then the policy's order.
+func (p *fitPath) indexOrder(a, b *slot) int {
 	return cmp.Or(cmp.Compare(a.w.CoresFree, b.w.CoresFree), p.kind.compareSlots(a, b))
 }
 
@@ -78,8 +78,8 @@ type indexCandidate struct {
 	slots int
 }
 
-// placeBestFit places one app with bestfit exactly as StartExecutorsOnWorkers
-// would over the indexed workers.
+// placeBestFit places one app of a FitPolicy exactly as
+// StartExecutorsOnWorkers would over the indexed workers.
 func (x *Index) placeBestFit(app App, launches []Launch) []Launch {
 	p := x.fit
 	if app.CoresLeft <= 0 || executorRoom(app) == 0 {
@@ -110,14 +110,14 @@ func (x *Index) placeBestFit(app App, launches []Launch) []Launch {
 	if f.remaining == 0 {
 		return launches
 	}
-	assignFit(f)
+	assignFit(f, p.pieces)
 	// The grant goes in the policy's order, as over the usable workers.
 	chosen := make([]*slot, 0, len(f.taken))
 	for s := range f.taken {
 		chosen = append(chosen, s)
 	}
 	slices.SortFunc(chosen, func(a, b *slot) int { return p.cmp(a.w, b.w) })
-	g := newGrant(p, app)
+	g := newGrant(x.policy, app) // the policy's, for its ResourcePicker
 	for _, s := range chosen {
 		launches = x.grantOn(&g, s, f.taken[s]*f.slotCores, launches)
 	}

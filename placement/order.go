@@ -35,19 +35,29 @@ const (
 	byID
 )
 
-// kindOf is the kind of a valid order's name.
+// kindOf is the kind of a valid order's name (the default's for another).
 func kindOf(name string) orderKind {
+	k, _ := parseOrder(name)
+	return k
+}
+
+// parseOrder is the kind of an order's name, and whether it is one of
+// Orders(): what the Index checks of a fast path's spec (fastpath.go),
+// without allocating, as it may on every StartExecutorsOnWorkers.
+func parseOrder(name string) (orderKind, bool) {
 	switch normalOrder(name) {
+	case OrderCoresFreeDesc:
+		return byCoresDesc, true
 	case OrderCoresFreeAsc:
-		return byCoresAsc
+		return byCoresAsc, true
 	case OrderMemoryFreeDesc:
-		return byMemoryDesc
+		return byMemoryDesc, true
 	case OrderMemoryFreeAsc:
-		return byMemoryAsc
+		return byMemoryAsc, true
 	case OrderWorkerID:
-		return byID
+		return byID, true
 	}
-	return byCoresDesc
+	return byCoresDesc, false
 }
 
 // normalOrder is berth's spelling of an order name (Spark spells them

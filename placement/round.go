@@ -44,9 +44,10 @@ func StartExecutorsOnWorkers(apps []App, workers []Worker, p Policy) []Launch {
 	if p == nil || len(workers) == 0 || len(apps) == 0 {
 		return nil
 	}
-	if _, ok := p.(*stepPolicy); ok {
-		// Spark's policies: walk an index of the workers (index.go) rather
-		// than filter and sort them for every app. Same decisions.
+	if _, ok := stepPathOf(p); ok {
+		// A StepPolicy (Spark's policies): walk an index of the workers
+		// (index_steps.go) rather than filter and sort them for every app.
+		// Same decisions.
 		return buildIndex(p, workers).Round(apps)
 	}
 	pool := uniqueWorkers(workers)
