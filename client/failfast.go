@@ -223,6 +223,17 @@ func (c *Client) hopeless(o *outage, broken map[string]*ConfigError) bool {
 	return true
 }
 
+// unasked is the first master that this call has neither heard no_quorum
+// from nor found unreachable or broken, "" if none.
+func (c *Client) unasked(quorumless, gone map[string]bool, broken map[string]*ConfigError) string {
+	for _, m := range c.masters {
+		if !quorumless[m] && !gone[m] && broken[m] == nil {
+			return m
+		}
+	}
+	return ""
+}
+
 // nextUsable is the master after target to try, skipping those found
 // broken in this call ("" when every master is).
 func (c *Client) nextUsable(target string, timedOut bool, broken map[string]*ConfigError) string {
@@ -283,13 +294,5 @@ func verifiedTLS(cfg *tls.Config) *tls.Config {
 // no_quorum while the majority may have a leader: the call tries them
 // all before it gives up.
 func (c *Client) noQuorumAnywhere(quorumless, gone map[string]bool, broken map[string]*ConfigError) bool {
-	if len(quorumless) == 0 {
-		return false
-	}
-	for _, m := range c.masters {
-		if !quorumless[m] && !gone[m] && broken[m] == nil {
-			return false
-		}
-	}
-	return true
+	return len(quorumless) > 0 && c.unasked(quorumless, gone, broken) == ""
 }

@@ -154,6 +154,19 @@ func TestNoQuorumEndsAWriteAtOnce(t *testing.T) {
 	if !errors.Is(err, ErrNotDone) || !strings.Contains(err.Error(), "no quorum") || time.Since(start) > 2*time.Second {
 		t.Fatalf("after %s: %v, want not done, saying no quorum, at once", time.Since(start).Round(time.Millisecond), err)
 	}
+	// berth kill reads first: that read finds the dead master
+	// unreachable, and the write that follows must still ask it rather
+	// than ask the minority master again and again until that mark
+	// expires (3.5 s of berth kill app without a quorum).
+	c = newTestClient(t, []string{down, minority.URL()}, "", WithRetryBudget(30*time.Second))
+	_, _ = c.App(context.Background(), "app-1")
+	before := minority.count()
+	if _, err := c.KillApp(context.Background(), "app-1"); !errors.Is(err, ErrNotDone) || !strings.Contains(err.Error(), "no quorum") {
+		t.Errorf("kill after a read: %v, want not done, saying no quorum", err)
+	}
+	if n := minority.count() - before; n > 2 {
+		t.Errorf("kill after a read asked the minority master %d times, want it asked once and the other master tried", n)
+	}
 	leader := newFakeMaster(t, "", func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, wire.Submitted{ID: "app-1"})
 	})

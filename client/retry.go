@@ -180,6 +180,15 @@ func (c *Client) roundTrip(ctx context.Context, r request, stream bool) (*http.R
 			if broken[next] != nil {
 				next = c.nextUsable(next, false, broken)
 			}
+			if quorumless[next] {
+				// The next in turn said no quorum already: ask one this call
+				// has not heard from, even if an earlier call found it
+				// unreachable, rather than ask the same master again until
+				// that mark expires (3 s of berth kill without a quorum).
+				if m := c.unasked(quorumless, gone, broken); m != "" {
+					next = m
+				}
+			}
 		}
 		if next == "" {
 			return nil, nil, c.allBroken(r, broken, unknown)

@@ -28,7 +28,9 @@ func positional(c *cli.Context, usage string, n int) ([]string, error) {
 			pos = append(pos, args[i+1:]...)
 			break
 		}
-		if len(a) < 2 || a[0] != '-' {
+		if len(a) < 2 || a[0] != '-' || isNumber(a) {
+			// -1 is a number given, not a flag: let the command say why
+			// it is refused (berth app limit ID -1).
 			pos = append(pos, a)
 			continue
 		}
@@ -60,6 +62,12 @@ func positional(c *cli.Context, usage string, n int) ([]string, error) {
 		return nil, fmt.Errorf("usage: %s", usage)
 	}
 	return pos, nil
+}
+
+// isNumber reports whether a parses as a number, as a negative one does.
+func isNumber(a string) bool {
+	_, err := strconv.ParseFloat(a, 64)
+	return err == nil
 }
 
 func findFlag(flags []cli.Flag, name string) cli.Flag {

@@ -395,6 +395,11 @@ func TestUnknownFlagsAndCommandsExit2WithAHint(t *testing.T) {
 			t.Errorf("berth %s: %+v; want exit 2, %q and %q", strings.Join(c.args, " "), res, c.want, c.hint)
 		}
 	}
+	// A negative number is a value given, not a flag ("unknown flag --1").
+	res := berth(t, cleanEnv(), "--master", "http://127.0.0.1:1", "app", "limit", "app-1", "-1")
+	if res.Code != 1 || !strings.Contains(res.Stderr, `limit "-1": want a number of executors, 0 or more`) {
+		t.Errorf("berth app limit app-1 -1: %+v; want exit 1 saying the limit is refused", res)
+	}
 }
 
 // Killing an app that had ended said "killed app" and exited 0: it says
