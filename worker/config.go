@@ -118,6 +118,10 @@ type Config struct {
 	// DefaultHostDir.
 	HostDir string
 	slot    *hostSlot // this worker's, held while it runs
+	// userdbDir is where, with --run-as dynamic, the worker serves the
+	// names of its identities (userdb.go); empty: /run/systemd/userdb,
+	// where nss-systemd looks. Tests give one of their own.
+	userdbDir string
 
 	// WorkDir holds the children's directories and logs (--work-dir),
 	// default ./work. It is created if missing and must be writable.

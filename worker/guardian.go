@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -38,20 +39,26 @@ func RunGuardianIfAsked() {
 }
 
 // runGuardian reads +pgid / -pgid lines (and "c<dir>", the worker's cgroup
-// parents) until EOF, then kills what is left: the listed process groups,
-// and every process in the cgroups under the parents (what left its group,
-// setsid), whose empty groups it then removes.
+// parents, and "s<dev> <ino> <born> <path>", its names' socket) until EOF, then
+// kills what is left: the listed process groups, and every process in the
+// cgroups under the parents (what left its group, setsid), whose empty
+// groups it then removes; and it removes the socket if it is still the
+// worker's.
 func runGuardian(r io.Reader) int {
 	groups := map[int]bool{}
-	var cgroupParents []string
+	var cgroupParents, sockets []string
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := sc.Text()
 		if len(line) < 2 {
 			continue
 		}
-		if line[0] == 'c' {
+		switch line[0] {
+		case 'c':
 			cgroupParents = append(cgroupParents, line[1:])
+			continue
+		case 's':
+			sockets = append(sockets, line[1:])
 			continue
 		}
 		pgid, err := strconv.Atoi(line[1:])
@@ -69,7 +76,25 @@ func runGuardian(r io.Reader) int {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
 	killCgroups(cgroupParents)
+	for _, s := range sockets {
+		var id socketID
+		var path string
+		if n, _ := fmt.Sscanf(s, "%d %d %d %s", &id.dev, &id.ino, &id.born, &path); n == 4 {
+			removeIfSame(path, id)
+		}
+	}
 	return 0
+}
+
+// removeSocketAtExit has the guardian remove the socket at path, the file
+// id, once the worker is gone, however it went (a SIGKILLed worker
+// cannot): stale sockets stay out of /run/systemd/userdb.
+func (g *guardian) removeSocketAtExit(path string, id socketID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.pipe != nil && !strings.ContainsAny(path, " \n") {
+		fmt.Fprintf(g.pipe, "s%d %d %d %s\n", id.dev, id.ino, id.born, path)
+	}
 }
 
 // cgroupParent lists a cgroup parent directory with the guardian.

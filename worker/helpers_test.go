@@ -158,7 +158,7 @@ func startWorker(t testing.TB, masters []string, mod func(*Config)) *testWorker 
 	t.Helper()
 	cfg := Config{
 		Masters: masters, Secret: testSecret, WorkDir: t.TempDir(), HostDir: t.TempDir(),
-		Cores: 4, MemoryMB: 4096,
+		userdbDir: userdbTestDir(t), Cores: 4, MemoryMB: 4096, // never the host's /run/systemd/userdb
 		KillGrace:          400 * time.Millisecond,
 		RegisterBackoffMax: 200 * time.Millisecond,
 		RequestTimeout:     2 * time.Second,

@@ -150,6 +150,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.setupLimits()
 	defer w.cg.close()
 	defer w.guard.stop()
+	names, namesErr := w.serveNames(ctx)
+	defer names.stop() // after every process is gone (shutdown), before the slot
 
 	srv := httpx.NewServer(httpx.Guard(w.handler(), w.cfg.Secret == "" && w.cfg.TLS == nil), w.log)
 	serveErr := make(chan error, 1)
@@ -168,6 +170,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.contact.touch() // out of touch counts from the start, not from 1970
 	bg.Go(func() { w.stopDisconnectedLoop(masterCtx) })
 	bg.Go(func() { w.diskWatchLoop(masterCtx) })
+	if w.cfg.runAs != nil {
+		bg.Go(func() { w.checkNamesAtStart(ctx, names, namesErr) })
+	}
 
 	select {
 	case <-ctx.Done():
