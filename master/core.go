@@ -35,6 +35,10 @@ type effects interface {
 	// leaderAddress is the API address of the current leader, "" if none
 	// is known; asked only when this master does not lead.
 	leaderAddress() string
+	// probeWorker asks, off the loop and after p.delay, whether anything
+	// listens at a worker's API address (worker_probe.go); the answer
+	// comes back through core.probeDone.
+	probeWorker(p probeRequest)
 }
 
 // core is the master's state and its transitions. Only the loop touches it.
@@ -109,6 +113,9 @@ type core struct {
 	// failures: processes that failed, by worker, within the exclusion
 	// window (exclusions.go).
 	failures failureLog
+	// probes: the workers whose heartbeat connection closed, being
+	// probed (worker_probe.go).
+	probes workerProbes
 	// viewRound numbers the preemption views (workerInfo.viewRound);
 	// viewBuf is their storage, reused.
 	viewRound uint64
@@ -153,6 +160,7 @@ func (c *core) reset() {
 	c.tenants = map[string]*persistence.TenantRecord{}
 	c.reclaiming = map[string]int{}
 	c.failures = failureLog{}
+	c.probes.active = nil // seq goes on: a late answer must not pass for a new sequence's
 	c.refusals = refusalRations{}
 	c.inheritedPreemptions = map[*executorInfo]struct{}{}
 }

@@ -32,6 +32,7 @@ type fakeFx struct {
 	prepared []uint64
 	dropped  int
 	leader   string
+	probes   []probeRequest // probeWorker's requests, answered by the test
 }
 
 type sentCommand struct {
@@ -290,3 +291,5 @@ func (h *harness) reregister(w *workerInfo, incarnation string) error {
 	})
 	return err
 }
+
+func (f *fakeFx) probeWorker(p probeRequest) { f.probes = append(f.probes, p) }

@@ -47,6 +47,9 @@ type Master struct {
 	leaderClient peerClient
 	// sessions are the web UI's (sessions.go).
 	sessions *httpx.UISessions
+	// prober asks a worker whose heartbeat connection closed whether
+	// anything still listens at its address (heartbeat_conns.go).
+	prober *httpx.Client
 }
 
 // New builds a master on engine, led by agent; repl is what the engine
@@ -69,6 +72,7 @@ func New(cfg Config, engine persistence.Engine, repl Replication, agent election
 		stopped:  make(chan struct{}),
 	}
 	m.sessions = m.newSessions()
+	m.prober = newProber(cfg)
 	m.out = newOutbox(cfg.workerClient(cfg.CommandTimeout), log, func(workerID string, cmd workerCommand, err error) {
 		m.post(func(c *core) { c.commandFailed(workerID, cmd, err) })
 	})
@@ -92,6 +96,7 @@ func (m *Master) Run(ctx context.Context, ln net.Listener) error {
 	go m.watchPeers(loopCtx)
 
 	srv := httpx.NewServer(httpx.Guard(m.Handler(), m.cfg.Secret == "" && m.cfg.TLS == nil), m.log)
+	m.watchWorkerConns(srv)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	m.agent.Start(m)

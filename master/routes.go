@@ -55,7 +55,7 @@ func (m *Master) Handler() http.Handler {
 	serve(m, mux, api.KillDriver, nil, onEntity(m, "driver id", func(c *core, id string, _ wire.None, r reply[wire.DriverStatus]) { c.killDriver(id, r) }))
 	mux.HandleFunc(api.DriverLogs.Mux(), m.driverLogs)
 
-	serve(m, mux, api.RegisterWorker, validateRegistration, func(r *http.Request, req wire.RegisterWorker) (wire.RegisteredWorker, error) {
+	serve(m, mux, api.RegisterWorker, validateRegistration, fromWorker(func(r *http.Request, req wire.RegisterWorker) (wire.RegisteredWorker, error) {
 		if p := httpx.PrincipalOf(r.Context()); p.Kind == httpx.KindWorker && req.ID != p.Name {
 			return wire.RegisteredWorker{}, forbidden("the certificate of worker %q may not register worker %q", p.Name, req.ID)
 		}
@@ -63,15 +63,15 @@ func (m *Master) Handler() http.Handler {
 			return wire.RegisteredWorker{}, badRequest("address %q: this cluster runs TLS, a worker's address is https", req.Address)
 		}
 		return call(r.Context(), m, func(c *core, r reply[wire.RegisteredWorker]) { c.registerWorker(req, r) })
-	})
-	serve(m, mux, api.WorkerHeartbeat, validateHeartbeat, onEntity(m, "worker id", func(c *core, id string, hb wire.Heartbeat, r reply[wire.HeartbeatReply]) {
+	}, registeringWorker))
+	serve(m, mux, api.WorkerHeartbeat, validateHeartbeat, fromWorker(onEntity(m, "worker id", func(c *core, id string, hb wire.Heartbeat, r reply[wire.HeartbeatReply]) {
 		r(c.heartbeat(id, hb))
-	}))
+	}), pathWorkerUnlessReconnect))
 	serve(m, mux, api.ExecutorStateReport, validateExecutorState, onEntity(m, "worker id", (*core).executorStateChanged))
 	serve(m, mux, api.DriverStateReport, validateDriverState, onEntity(m, "worker id", (*core).driverStateChanged))
-	serve(m, mux, api.LatestState, validateLatestState, onEntity(m, "worker id", func(c *core, id string, st wire.WorkerLatestState, r reply[wire.LatestStateReply]) {
+	serve(m, mux, api.LatestState, validateLatestState, fromWorker(onEntity(m, "worker id", func(c *core, id string, st wire.WorkerLatestState, r reply[wire.LatestStateReply]) {
 		r(c.workerLatestState(id, st))
-	}))
+	}), pathWorker))
 	serve(m, mux, api.Decommission, nil, onEntity(m, "worker id", func(c *core, id string, _ wire.None, r reply[wire.None]) {
 		r(wire.None{}, c.decommissionWorker(id))
 	}))

@@ -65,6 +65,7 @@ func setupCgroups(workerID string, pidsMax int, movers ...int) (*cgroups, error)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("cgroup v1 %s: %w", ctl, err)
 		}
+		sweepStale(filepath.Dir(dir), name) // as on v2: see sweepStale
 		c.base[ctl] = dir
 	}
 	c.sweep()
@@ -174,10 +175,12 @@ func setupV2(fs cgroupFS, root, own, name string, movers []int) (string, error) 
 
 // sweepStale removes the empty parents (and their empty groups) that
 // earlier runs of workers left under parent, berth-<id>-<pid> of a pid
-// that is gone, all but ours: a run whose worker moved into a leaf could
-// not remove its own. A parent of a live worker (another of the same id,
-// a restart while the old one drains) is left alone, and rmdir takes only
-// empty groups: one that holds a process stays.
+// that is gone, all but ours: a worker killed with its guardian (v1 or
+// v2) removed neither its groups nor its parent, and a run whose worker
+// moved into a leaf (v2) could not remove its own. A parent of a live
+// worker (another of the same id, a restart while the old one drains) is
+// left alone, and rmdir takes only empty groups: one that holds a process
+// stays.
 func sweepStale(parent, ours string) {
 	entries, _ := os.ReadDir(parent)
 	for _, e := range entries {
