@@ -28,6 +28,9 @@ type clusterSpec struct {
 	workers []testcluster.WorkerSpec
 	flags   []string // the masters' flags, after the harness's and masterFlags
 	queues  map[string]wire.QueueSpec
+	// reachable: the tenants' identities may traverse the cluster's
+	// directory (workers with --run-as dynamic).
+	reachable bool
 }
 
 // masterFlags: a lost worker is noticed within seconds (an app's client
@@ -53,6 +56,9 @@ type sparkCluster struct {
 func startCluster(t *testing.T, spec clusterSpec) *sparkCluster {
 	t.Helper()
 	dir := t.TempDir()
+	if spec.reachable {
+		reachableDir(t, dir)
+	}
 	dumpLogsOnFailure(t, dir)
 	cl, err := newCluster(t, dir, spec)
 	if err != nil {

@@ -119,7 +119,8 @@ private[berth] object BerthAppDescription {
     val sparkOpts = Utils.sparkJavaOpts(conf, SparkConf.isExecutorStartupConf)
     val userOpts = conf.get(EXECUTOR_JAVA_OPTIONS).map(Utils.splitCommandString).getOrElse(Nil)
     val secrets = SecurityManager.SPARK_AUTH_SECRET_CONF +: SSLOptions.SPARK_RPC_SSL_PASSWORD_FIELDS
-    val opts = (sparkOpts ++ userOpts).filterNot(o => secrets.exists(f => o.startsWith(s"-D$f")))
+    val opts = (sparkOpts ++ userOpts).filterNot(o => secrets.exists(f => o.startsWith(s"-D$f"))) ++
+      hostLocalReads(conf)
     // The addresses berth gave it, in Spark's format, as a standalone Worker writes them.
     val resourcesFile = if (s.custom.nonEmpty) Seq("--resourcesFile", "{{RESOURCES}}") else Nil
     java ++ Seq("-cp", cp.mkString(File.pathSeparator), s"-Xmx${s.heapMiB}m") ++ opts ++
@@ -132,6 +133,21 @@ private[berth] object BerthAppDescription {
         "--resourceProfileId", ResourceProfile.DEFAULT_RESOURCE_PROFILE_ID.toString) ++
       resourcesFile
   }
+
+  /**
+   * Executors that share a host name read each other's shuffle files from disk
+   * (spark.shuffle.readHostLocalDisk, default true). On berth two workers of one host may
+   * run one app's executors as two identities (--run-as dynamic gives each worker its own
+   * range), and such a read fails with AccessDeniedException, then the stage. The driver
+   * cannot tell which hosts those are, so unless the app says otherwise executors fetch
+   * from each other over the block transfer service, as on Kubernetes, where no two pods
+   * share a host name. The driver's value wins where set: the executor takes its startup
+   * -D only when the driver sends none (CoarseGrainedExecutorBackend.run).
+   */
+  def hostLocalReads(conf: SparkConf): Seq[String] =
+    if (conf.contains(HostLocalDiskReads)) Nil else Seq(s"-D$HostLocalDiskReads=false")
+
+  val HostLocalDiskReads = "spark.shuffle.readHostLocalDisk"
 
   /**
    * What ExecutorRunner gives an executor on top of sc.executorEnvs. The worker fills in the

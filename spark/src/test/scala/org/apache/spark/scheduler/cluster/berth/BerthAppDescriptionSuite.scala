@@ -64,6 +64,14 @@ class BerthAppDescriptionSuite {
     assertEquals(Seq("--resourcesFile", "{{RESOURCES}}"), gpu.takeRight(2))
   }
 
+  @Test def executorsFetchShuffleFilesUnlessTheAppLetsThemReadEachOthersDisks(): Unit = {
+    assertTrue(command(new SparkConf(false)).contains("-Dspark.shuffle.readHostLocalDisk=false"))
+    for (v <- Seq("true", "false")) {
+      val set = command(new SparkConf(false).set("spark.shuffle.readHostLocalDisk", v))
+      assertFalse(set.mkString(" "), set.exists(_.startsWith("-Dspark.shuffle.readHostLocalDisk")))
+    }
+  }
+
   @Test def eachExecutorGetsItsOwnLogLinks(): Unit = {
     assertEquals(Map(
       "SPARK_LOG_URL_STDOUT" -> "https://m1:7077/ui/logs?app={{APP_ID}}&executor={{EXECUTOR_ID}}&stream=stdout",
