@@ -16,16 +16,7 @@ const (
 
 // App checks an app's description as POST /v1/apps admits it.
 func App(d wire.AppDescription) error {
-	if len(d.Name) > 256 {
-		return BadRequest("name is longer than 256 characters")
-	}
-	if err := Name("name", d.Name); err != nil {
-		return err
-	}
-	if err := checkCommand(d.Command); err != nil {
-		return err
-	}
-	if err := checkEnv(d.Env); err != nil {
+	if err := checkProcess(d.Name, d.Command, d.Env); err != nil {
 		return err
 	}
 	if err := Range("maxCores", d.MaxCores, 0, MaxAppCores); err != nil {
@@ -51,14 +42,8 @@ func App(d wire.AppDescription) error {
 	if _, err := d.ResourcesPerExecutor.Milli(); err != nil {
 		return BadRequest("resourcesPerExecutor: %v", err)
 	}
-	if err := wire.CheckStopAfterDisconnect(d.StopAfterDisconnect); err != nil {
-		return BadRequest("%v", err)
-	}
-	if err := wire.CheckHealthSpec(d.Ports, d.Checks, d.Restart); err != nil {
-		return BadRequest("%v", err)
-	}
-	if err := wire.CheckConstraints(d.Constraints); err != nil {
-		return BadRequest("%v", err)
+	if err := checkProcessSpec(d.ProcessSpec); err != nil {
+		return err
 	}
 	if err := checkUIURL(d.UIURL); err != nil {
 		return err
@@ -85,16 +70,7 @@ func checkUIURL(s string) error {
 
 // Driver checks a driver's description as POST /v1/drivers admits it.
 func Driver(d wire.DriverDescription) error {
-	if len(d.Name) > 256 {
-		return BadRequest("name is longer than 256 characters")
-	}
-	if err := Name("name", d.Name); err != nil {
-		return err
-	}
-	if err := checkCommand(d.Command); err != nil {
-		return err
-	}
-	if err := checkEnv(d.Env); err != nil {
+	if err := checkProcess(d.Name, d.Command, d.Env); err != nil {
 		return err
 	}
 	if err := Range("cores", d.Cores, 0, wire.MaxCores); err != nil {
@@ -106,16 +82,42 @@ func Driver(d wire.DriverDescription) error {
 	if err := checkPlacementClass(d.Queue, d.Priority); err != nil {
 		return err
 	}
-	if err := wire.CheckStopAfterDisconnect(d.StopAfterDisconnect); err != nil {
-		return BadRequest("%v", err)
-	}
-	if err := wire.CheckHealthSpec(d.Ports, d.Checks, d.Restart); err != nil {
-		return BadRequest("%v", err)
-	}
-	if err := wire.CheckConstraints(d.Constraints); err != nil {
-		return BadRequest("%v", err)
+	if err := checkProcessSpec(d.ProcessSpec); err != nil {
+		return err
 	}
 	return Range("memoryMB", d.MemoryMB, 0, wire.MaxMemoryMB)
+}
+
+// checkProcess checks what every description starts with: its name, its
+// command and its environment.
+func checkProcess(name string, command []string, env map[string]string) error {
+	if len(name) > 256 {
+		return BadRequest("name is longer than 256 characters")
+	}
+	if err := Name("name", name); err != nil {
+		return err
+	}
+	if err := checkCommand(command); err != nil {
+		return err
+	}
+	return checkEnv(env)
+}
+
+// checkProcessSpec checks what apps and drivers are described by alike
+// beyond their queue and priority (checkPlacementClass, which each
+// description checks among its sizes): when they stop out of touch, their
+// ports, checks and restart policy, their constraints.
+func checkProcessSpec(s wire.ProcessSpec) error {
+	if err := wire.CheckStopAfterDisconnect(s.StopAfterDisconnect); err != nil {
+		return BadRequest("%v", err)
+	}
+	if err := wire.CheckHealthSpec(s.Ports, s.Checks, s.Restart); err != nil {
+		return BadRequest("%v", err)
+	}
+	if err := wire.CheckConstraints(s.Constraints); err != nil {
+		return BadRequest("%v", err)
+	}
+	return nil
 }
 
 // checkGang checks an app's gang: fixed-size executors (the gang is N

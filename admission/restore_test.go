@@ -19,7 +19,7 @@ func TestARestoredStateIsCheckedRecordByRecord(t *testing.T) {
 		s := persistence.NewState()
 		s.Queues["etl"] = &persistence.QueueRecord{Name: "etl", Weight: 1, Preempt: true}
 		s.Tenants["a"] = &persistence.TenantRecord{Name: "a", Queues: []string{"etl"}, TokenHash: goodHash, UnixUser: "team-a"}
-		s.Apps["app-1"] = &persistence.AppRecord{ID: "app-1", State: wire.AppWaiting, Desc: wire.AppDescription{Command: []string{"pi"}, Queue: "etl"}}
+		s.Apps["app-1"] = &persistence.AppRecord{ID: "app-1", State: wire.AppWaiting, Desc: wire.AppDescription{Command: []string{"pi"}, ProcessSpec: wire.ProcessSpec{Queue: "etl"}}}
 		return s
 	}
 	if err := RestoredState(base()); err != nil {

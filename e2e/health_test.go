@@ -27,10 +27,13 @@ func wint(n int) *int                     { return &n }
 // an http check on its port http.
 func checkedService(name string, max int, args []string, interval, timeout time.Duration, failures int, startPeriod time.Duration) wire.AppDescription {
 	return wire.AppDescription{
-		Name: name, Command: append([]string{healthBin}, args...), MaxCores: max, CoresPerExecutor: 1, MemoryPerExecutorMB: 64,
-		Ports: []string{"http"},
-		Checks: []wire.Check{{Name: "web", Type: wire.CheckHTTP, Port: "http", Path: "/health",
-			Interval: wdur(interval), Timeout: wdur(timeout), Failures: wint(failures), StartPeriod: wdur(startPeriod)}},
+		Name:                name,
+		Command:             append([]string{healthBin}, args...),
+		MaxCores:            max,
+		CoresPerExecutor:    1,
+		MemoryPerExecutorMB: 64,
+		ProcessSpec: wire.ProcessSpec{Ports: []string{"http"}, Checks: []wire.Check{{Name: "web", Type: wire.CheckHTTP, Port: "http", Path: "/health",
+			Interval: wdur(interval), Timeout: wdur(timeout), Failures: wint(failures), StartPeriod: wdur(startPeriod)}}},
 	}
 }
 

@@ -44,8 +44,14 @@ func TestConstraintsAndGangs(t *testing.T) {
 	}
 
 	sleeper := []string{"/bin/sh", "-c", "sleep 3600"}
-	t4, err := cl.c.RegisterApp(callCtx(t, 20*time.Second), wire.AppDescription{Name: "on-t4", Command: sleeper, MaxCores: 3, CoresPerExecutor: 1,
-		MemoryPerExecutorMB: 64, Constraints: []wire.Constraint{{Label: "gpu-model", In: []string{"T4"}}}})
+	t4, err := cl.c.RegisterApp(callCtx(t, 20*time.Second), wire.AppDescription{
+		Name:                "on-t4",
+		Command:             sleeper,
+		MaxCores:            3,
+		CoresPerExecutor:    1,
+		MemoryPerExecutorMB: 64,
+		ProcessSpec:         wire.ProcessSpec{Constraints: []wire.Constraint{{Label: "gpu-model", In: []string{"T4"}}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +63,15 @@ func TestConstraintsAndGangs(t *testing.T) {
 		return nil
 	})
 
-	gang, err := cl.c.RegisterApp(callCtx(t, 20*time.Second), wire.AppDescription{Name: "gang", Command: sleeper, MaxCores: 3, CoresPerExecutor: 1,
-		MemoryPerExecutorMB: 64, Gang: 3, Constraints: []wire.Constraint{{Label: "gpu-model", In: []string{"P100"}}}})
+	gang, err := cl.c.RegisterApp(callCtx(t, 20*time.Second), wire.AppDescription{
+		Name:                "gang",
+		Command:             sleeper,
+		MaxCores:            3,
+		CoresPerExecutor:    1,
+		MemoryPerExecutorMB: 64,
+		Gang:                3,
+		ProcessSpec:         wire.ProcessSpec{Constraints: []wire.Constraint{{Label: "gpu-model", In: []string{"P100"}}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

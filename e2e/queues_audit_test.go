@@ -56,9 +56,13 @@ func TestQueuesAuditLog(t *testing.T) {
 	// ta's driver registers an app with its own credential: the app is
 	// ta's, in the driver's queue.
 	marker := newMarker(t)
-	driver, err := ca.SubmitDriver(callCtx(t, 30*time.Second), wire.DriverDescription{Queue: "a", Cores: 1, MemoryMB: 64,
+	driver, err := ca.SubmitDriver(callCtx(t, 30*time.Second), wire.DriverDescription{
+		Cores:    1,
+		MemoryMB: 64,
 		Command: []string{bin.Berth, "run", "--name", "from-driver", "--max-cores", "1", "--cores-per-executor", "1",
-			"--executor-memory", "64m", "--", "sleep", "600", marker}})
+			"--executor-memory", "64m", "--", "sleep", "600", marker},
+		ProcessSpec: wire.ProcessSpec{Queue: "a"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

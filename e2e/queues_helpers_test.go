@@ -85,8 +85,14 @@ func (cl *cluster) termApp(name, q string, maxCores int, dir string, exitOnTerm 
 	}
 	script := "trap '" + onTerm + "' TERM; echo started " + wire.PlaceholderExecutorID + "; " +
 		"while :; do sleep 3600 & wait $!; done; : " + cl.marker + " " + wire.PlaceholderAppID + "/" + wire.PlaceholderExecutorID
-	return wire.AppDescription{Name: name, Command: []string{"/bin/sh", "-c", script}, Queue: q,
-		MaxCores: maxCores, CoresPerExecutor: 1, MemoryPerExecutorMB: 64}
+	return wire.AppDescription{
+		Name:                name,
+		Command:             []string{"/bin/sh", "-c", script},
+		MaxCores:            maxCores,
+		CoresPerExecutor:    1,
+		MemoryPerExecutorMB: 64,
+		ProcessSpec:         wire.ProcessSpec{Queue: q},
+	}
 }
 
 // sigterms returns the SIGTERMs executor exec of app got, as termApp's

@@ -66,9 +66,13 @@ func TestQueuesTenantIsolation(t *testing.T) {
 	}
 	led.tenant("ta", wire.MasterAPI.RegisterApp.Mux(), appA, "ok")
 	followEvents(t, ca, appA)
-	driverD, err := ca.SubmitDriver(callCtx(t, 30*time.Second), wire.DriverDescription{Queue: "a", Cores: 1, MemoryMB: 64,
-		Command: []string{"sh", "-c", "echo driver up; exec sleep 600 " + strings.TrimPrefix(private, "ta-private-")},
-		Env:     map[string]string{"TA_PRIVATE": private + "-driver-env"}})
+	driverD, err := ca.SubmitDriver(callCtx(t, 30*time.Second), wire.DriverDescription{
+		Cores:       1,
+		MemoryMB:    64,
+		Command:     []string{"sh", "-c", "echo driver up; exec sleep 600 " + strings.TrimPrefix(private, "ta-private-")},
+		Env:         map[string]string{"TA_PRIVATE": private + "-driver-env"},
+		ProcessSpec: wire.ProcessSpec{Queue: "a"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +159,7 @@ func TestQueuesTenantIsolation(t *testing.T) {
 		mentions string
 	}{
 		{api.RegisterApp.Endpoint, cl.termApp("sneaky", "a", 1, dir, true), http.StatusForbidden, wire.CodeForbidden, "queue a"},
-		{api.SubmitDriver.Endpoint, wire.DriverDescription{Queue: "a", Cores: 1, MemoryMB: 64, Command: []string{"true"}}, http.StatusForbidden, wire.CodeForbidden, "queue a"},
+		{api.SubmitDriver.Endpoint, wire.DriverDescription{Cores: 1, MemoryMB: 64, Command: []string{"true"}, ProcessSpec: wire.ProcessSpec{Queue: "a"}}, http.StatusForbidden, wire.CodeForbidden, "queue a"},
 		{api.RegisterApp.Endpoint, cl.termApp("lost", "zz", 1, dir, true), http.StatusBadRequest, wire.CodeUnknownQueue, `"zz"`},
 	} {
 		a, err := call(c.route.Method, leader+c.route.Pattern, tbToken, jsonOf(t, c.body))

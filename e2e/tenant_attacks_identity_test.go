@@ -32,8 +32,12 @@ func TestTwoWorkersOfOneHostGiveTwoTenantsTwoIdentities(t *testing.T) {
 	cc := tenantClient(t, cl.createTenant(led, "c", "qc"), cl.URLs()...)
 
 	// Tenant a's driver: the first identity its worker hands out.
-	driver, err := ca.SubmitDriver(callCtx(t, 30*time.Second), wire.DriverDescription{Queue: "qa", Cores: 1, MemoryMB: 64,
-		Command: []string{"/bin/sh", "-c", "echo pid:$$ uid:$(id -u); exec sleep 600 " + cl.marker}})
+	driver, err := ca.SubmitDriver(callCtx(t, 30*time.Second), wire.DriverDescription{
+		Cores:       1,
+		MemoryMB:    64,
+		Command:     []string{"/bin/sh", "-c", "echo pid:$$ uid:$(id -u); exec sleep 600 " + cl.marker},
+		ProcessSpec: wire.ProcessSpec{Queue: "qa"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,8 +58,14 @@ func TestTwoWorkersOfOneHostGiveTwoTenantsTwoIdentities(t *testing.T) {
 	// other worker among them) try to read the driver's environment.
 	script := fmt.Sprintf("echo uid:$(id -u); cat /proc/%d/environ >/dev/null 2>&1; echo read:$?; kill -0 %d 2>/dev/null; echo signal:$?; exec sleep 600 %s",
 		driverPid, driverPid, cl.marker)
-	app, err := cc.RegisterApp(callCtx(t, 30*time.Second), wire.AppDescription{Name: "prober", Queue: "qc", Command: []string{"/bin/sh", "-c", script},
-		MaxCores: 3, CoresPerExecutor: 1, MemoryPerExecutorMB: 64})
+	app, err := cc.RegisterApp(callCtx(t, 30*time.Second), wire.AppDescription{
+		Name:                "prober",
+		Command:             []string{"/bin/sh", "-c", script},
+		MaxCores:            3,
+		CoresPerExecutor:    1,
+		MemoryPerExecutorMB: 64,
+		ProcessSpec:         wire.ProcessSpec{Queue: "qc"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,8 +28,14 @@ func TestATenantsFailingAppsDoNotBenchTheWorker(t *testing.T) {
 	cy := tenantClient(t, cl.createTenant(led, "y", "qy"), cl.URLs()...)
 	var failing []string
 	for i := range 3 {
-		id, err := cx.RegisterApp(callCtx(t, 30*time.Second), wire.AppDescription{Name: fmt.Sprintf("false-%d", i), Queue: "qx",
-			Command: []string{"/bin/false"}, MaxCores: 1, CoresPerExecutor: 1, MemoryPerExecutorMB: 64})
+		id, err := cx.RegisterApp(callCtx(t, 30*time.Second), wire.AppDescription{
+			Name:                fmt.Sprintf("false-%d", i),
+			Command:             []string{"/bin/false"},
+			MaxCores:            1,
+			CoresPerExecutor:    1,
+			MemoryPerExecutorMB: 64,
+			ProcessSpec:         wire.ProcessSpec{Queue: "qx"},
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,8 +55,14 @@ func TestATenantsFailingAppsDoNotBenchTheWorker(t *testing.T) {
 		}
 		return nil
 	})
-	app, err := cy.RegisterApp(callCtx(t, 30*time.Second), wire.AppDescription{Name: "bystander", Queue: "qy",
-		Command: []string{"sleep", "600", cl.marker}, MaxCores: 1, CoresPerExecutor: 1, MemoryPerExecutorMB: 64})
+	app, err := cy.RegisterApp(callCtx(t, 30*time.Second), wire.AppDescription{
+		Name:                "bystander",
+		Command:             []string{"sleep", "600", cl.marker},
+		MaxCores:            1,
+		CoresPerExecutor:    1,
+		MemoryPerExecutorMB: 64,
+		ProcessSpec:         wire.ProcessSpec{Queue: "qy"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

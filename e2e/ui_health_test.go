@@ -55,9 +55,15 @@ func TestUIHealthInABrowser(t *testing.T) {
 	var planted []string
 	failing := func(name string) string {
 		zero := 0
-		id := cl.registerApp(t, wire.AppDescription{Name: name, MaxCores: 1, CoresPerExecutor: 1, MemoryPerExecutorMB: 32,
-			InitialExecutorLimit: &zero, Restart: &wire.RestartPolicy{Attempts: &attempts}, // not ended FAILED while the test looks
-			Command: []string{"/bin/sh", "-c", "sleep 3600; : " + cl.marker}})
+		id := cl.registerApp(t, wire.AppDescription{
+			Name:                 name,
+			MaxCores:             1,
+			CoresPerExecutor:     1,
+			MemoryPerExecutorMB:  32,
+			InitialExecutorLimit: &zero,
+			Command:              []string{"/bin/sh", "-c", "sleep 3600; : " + cl.marker},
+			ProcessSpec:          wire.ProcessSpec{Restart: &wire.RestartPolicy{Attempts: &attempts}},
+		})
 		file := filepath.Join(cl.worker("w1").WorkDir, id)
 		if err := os.WriteFile(file, nil, 0o644); err != nil {
 			t.Fatal(err)

@@ -28,8 +28,7 @@ func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply reply[wir
 	if d := c.drivers[idem.owner]; d != nil && desc.Queue == "" {
 		desc.Queue = d.rec.Desc.Queue // a driver's apps run in its queue
 	}
-	desc.Queue = queueName(c.queueOfSubmission(idem.tenant, desc.Queue))
-	if err := c.tenantMaySubmit(idem.tenant, desc.Queue); err != nil && c.leading() {
+	if err := c.placeInQueue(idem.tenant, &desc.ProcessSpec); err != nil {
 		reply.fail(err)
 		return
 	}
@@ -58,11 +57,14 @@ func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply reply[wir
 // finds the app gone (ended, or this leadership over) by its turn is not
 // made.
 func (c *core) updateApp(a *appInfo, retain int, change func(*persistence.AppRecord), apply func(), done func(error)) {
-	writeRecord(c, &a.writes, &a.rec, func() bool { return c.apps[a.rec.ID] == a }, func() error { return c.appGone(a) },
-		func(r persistence.AppRecord) []persistence.Command {
+	record[persistence.AppRecord]{
+		rec: &a.rec, queue: &a.writes,
+		listed: func() bool { return c.apps[a.rec.ID] == a },
+		gone:   func() error { return c.appGone(a) },
+		put: func(r persistence.AppRecord) []persistence.Command {
 			return []persistence.Command{persistence.PutApp(r, retain)}
 		},
-		change, apply, done)
+	}.write(c, recordChange[persistence.AppRecord]{edit: change, apply: apply, done: done})
 }
 
 // endApp ends an app on request: its client finished (FINISHED) or someone
@@ -227,19 +229,15 @@ func (c *core) acknowledge(a *appInfo) {
 
 // ensureExecutorIDs makes sure a has need executor ids durably reserved
 // beyond the ones it used, and reports whether it has them now. If not, it
-// writes a larger reservation (need plus a block, so that steady growth
-// costs few writes) whose outcome schedules again.
+// writes a larger reservation (reserveExecutorIDs) unless a write of a is
+// in flight, whose outcome schedules again.
 func (c *core) ensureExecutorIDs(a *appInfo, need int) bool {
 	if a.rec.ExecutorIDsReserved-a.nextExecID >= need {
 		return true
 	}
-	if a.writes.busy || a.ending != nil {
-		return false // the write in flight schedules again when done
+	if !a.writes.busy && a.ending == nil {
+		c.reserveExecutorIDs(a, need)
 	}
-	want := min(a.nextExecID+need+executorIDBlock, maxExecutorID)
-	c.updateApp(a, 0, func(rec *persistence.AppRecord) {
-		rec.ExecutorIDsReserved = max(rec.ExecutorIDsReserved, want)
-	}, func() {}, c.logPersistFailure("reserve executor ids of "+a.rec.ID))
 	return false
 }
 

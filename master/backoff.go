@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/berth-cluster/berth/scheduler"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -64,11 +65,6 @@ func (c *core) noteExecutorEnd(e *executorInfo) {
 	c.publish(a, wire.AppEvent{Type: wire.EventRelaunchDelayed, Message: msg})
 }
 
-// backingOff reports whether a waits out a relaunch backoff.
-func (c *core) backingOff(a *appInfo) bool {
-	return !a.backoffUntil.IsZero() && c.now().Before(a.backoffUntil)
-}
-
 // endBackoffs schedules the apps whose backoff is over (from tick), and
 // clears the backoff of apps whose executors have proved they run.
 func (c *core) endBackoffs() {
@@ -76,7 +72,7 @@ func (c *core) endBackoffs() {
 		switch {
 		case a.fastEnds > 0 && c.hasStableExecutor(a):
 			a.fastEnds, a.backoffUntil = 0, time.Time{}
-		case !a.backoffUntil.IsZero() && !c.backingOff(a):
+		case !a.backoffUntil.IsZero() && !scheduler.BackingOff(a.backoffUntil, c.now()):
 			a.backoffUntil = time.Time{} // fastEnds stays: the next fast end doubles
 			c.schedule()
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-cluster/berth/scheduler"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -109,13 +110,13 @@ func TestExecutorsKilledByASignalAreReplacedWithoutBackoff(t *testing.T) {
 	for _, e := range executors(a) {
 		h.reportCaused(e, wire.ExecutorFailed, intp(137), wire.CauseSignal)
 	}
-	if n := len(a.executors); n != 2 || a.fastEnds != 0 || h.c.backingOff(a) {
+	if n := len(a.executors); n != 2 || a.fastEnds != 0 || scheduler.BackingOff(a.backoffUntil, h.c.now()) {
 		t.Errorf("after two executors were killed by a signal: %d executors (want 2, replaced at once), fast ends %d", n, a.fastEnds)
 	}
 	for _, e := range executors(a) {
 		h.reportCaused(e, wire.ExecutorFailed, intp(1), wire.CauseWorker)
 	}
-	if !h.c.backingOff(a) || len(a.executors) != 0 {
-		t.Errorf("after the worker failed to start two executors: backing off %v, %d executors; want a delay", h.c.backingOff(a), len(a.executors))
+	if !scheduler.BackingOff(a.backoffUntil, h.c.now()) || len(a.executors) != 0 {
+		t.Errorf("after the worker failed to start two executors: backing off %v, %d executors; want a delay", scheduler.BackingOff(a.backoffUntil, h.c.now()), len(a.executors))
 	}
 }

@@ -107,3 +107,12 @@ func (c *core) killExecutorCommand(appID string, id int) workerCommand {
 func killDriverCommand(epoch uint64, id string) workerCommand {
 	return commandOn(wire.WorkerAPI.KillDriver, wire.KillDriver{Epoch: epoch, DriverID: id})
 }
+
+// process is what a worker runs for an executor or a driver: its command
+// and environment, what its description says of its checks and of a
+// masters' outage (spec), as its tenant's Unix user, with the room, the
+// resource addresses and the ports its placement gave it.
+func process(command []string, env map[string]string, spec wire.ProcessSpec, user string, cores, memory int, grants wire.ResourceGrants, ports map[string]int) wire.Process {
+	return wire.Process{Command: command, Env: env, Cores: cores, MemoryMB: memory, Resources: grants, User: user,
+		StopAfterDisconnect: spec.StopAfterDisconnect, Ports: ports, Checks: spec.Checks}
+}

@@ -38,35 +38,54 @@ func (c *core) commit(cmds []persistence.Command, apply func(), done func(error)
 	})
 }
 
-// writeRecord writes a change of one record (*rec, the committed record)
-// after the writes of it already in flight (q): cmds builds the write from
-// the changed record. Once durable, *rec is the new record and apply runs
-// (if this leadership goes on); done learns the outcome. A write that finds
-// its entity no longer listed by its turn is not made: done gets gone().
-func writeRecord[R any](c *core, q *serial, rec *R, listed func() bool, gone func() error,
-	cmds func(R) []persistence.Command, change func(*R), apply func(), done func(error)) {
+// record is one entity's durable record, as its writes need it: the
+// committed record (rec), the writes of it in flight (queue), whether the
+// entity is still the core's (listed; if not, gone is the answer), and the
+// commands that write a changed record (put).
+type record[R any] struct {
+	rec    *R
+	queue  *serial
+	listed func() bool
+	gone   func() error
+	put    func(R) []persistence.Command
+}
+
+// recordChange is one change of a record: edit makes it on a copy; once
+// the copy is durable it is the record and apply runs (if this leadership
+// goes on); done learns the outcome.
+type recordChange[R any] struct {
+	edit  func(*R)
+	apply func()
+	done  func(error)
+}
+
+// write makes ch after the writes of the record already in flight, in
+// this order: wait for its turn; give up (done(gone())) if the entity is
+// no longer listed; edit a copy; commit the copy's commands; once durable,
+// the copy is the record, apply runs, and the next write may start.
+func (r record[R]) write(c *core, ch recordChange[R]) {
 	req := c.req // a write queued behind others still carries its request's entry
-	q.do(func() {
+	r.queue.do(func() {
 		was := c.req
 		c.req = req
 		defer func() { c.req = was }()
-		if !listed() {
-			q.done()
-			done(gone())
+		if !r.listed() {
+			r.queue.done()
+			ch.done(r.gone())
 			return
 		}
-		next := *rec
-		change(&next)
-		c.commit(cmds(next), func() {
-			*rec = next
-			apply()
+		next := *r.rec
+		ch.edit(&next)
+		c.commit(r.put(next), func() {
+			*r.rec = next
+			ch.apply()
 		}, func(err error) {
 			if err == nil {
-				*rec = next // durable, even if this leadership ended before applying it
+				*r.rec = next // durable, even if this leadership ended before applying it
 			}
-			q.done()
+			r.queue.done()
 			c.schedule()
-			done(err)
+			ch.done(err)
 		})
 	})
 }

@@ -41,13 +41,13 @@ func constraintsPlaceOnlyOnMatchingWorkers(t *testing.T, policy string) {
 	h.addLabelledWorker("w-bare", nil)
 
 	// A driver, with the same rule.
-	id := h.addDriver(wire.DriverDescription{Command: []string{"d"}, MemoryMB: 100, Constraints: []wire.Constraint{{Label: "gpu-model", In: []string{"P100"}}}})
+	id := h.addDriver(wire.DriverDescription{Command: []string{"d"}, MemoryMB: 100, ProcessSpec: wire.ProcessSpec{Constraints: []wire.Constraint{{Label: "gpu-model", In: []string{"P100"}}}}})
 	h.commit()
 	d, _ := h.c.driver(id)
 	if d.WorkerID != "w-p100" {
 		t.Errorf("a driver with gpu-model in [P100] on %q", d.WorkerID)
 	}
-	id = h.addDriver(wire.DriverDescription{Command: []string{"d"}, MemoryMB: 100, Constraints: []wire.Constraint{{Label: "gpu-model", In: []string{"V100"}}}})
+	id = h.addDriver(wire.DriverDescription{Command: []string{"d"}, MemoryMB: 100, ProcessSpec: wire.ProcessSpec{Constraints: []wire.Constraint{{Label: "gpu-model", In: []string{"V100"}}}}})
 	h.commit()
 	d, _ = h.c.driver(id)
 	if d.WorkerID != "" {
@@ -55,7 +55,7 @@ func constraintsPlaceOnlyOnMatchingWorkers(t *testing.T, policy string) {
 	}
 	wantWaiting(t, "driver V100", d.Waiting, "no live worker with gpu-model in [V100]")
 
-	onT4 := h.addApp(wire.AppDescription{MaxCores: 8, CoresPerExecutor: 1, Constraints: []wire.Constraint{{Label: "gpu-model", In: []string{"T4"}}}})
+	onT4 := h.addApp(wire.AppDescription{MaxCores: 8, CoresPerExecutor: 1, ProcessSpec: wire.ProcessSpec{Constraints: []wire.Constraint{{Label: "gpu-model", In: []string{"T4"}}}}})
 	h.commit()
 	if n := len(onT4.executors); n != 4 {
 		t.Fatalf("gpu-model in [T4]: %d executors, want the 4 cores of w-t4", n)
@@ -71,7 +71,7 @@ func constraintsPlaceOnlyOnMatchingWorkers(t *testing.T, policy string) {
 		t.Errorf("the app's status has constraints %+v", a.Constraints)
 	}
 
-	notA := h.addApp(wire.AppDescription{MaxCores: 8, CoresPerExecutor: 1, Constraints: []wire.Constraint{{Label: "zone", NotIn: []string{"a"}}}})
+	notA := h.addApp(wire.AppDescription{MaxCores: 8, CoresPerExecutor: 1, ProcessSpec: wire.ProcessSpec{Constraints: []wire.Constraint{{Label: "zone", NotIn: []string{"a"}}}}})
 	h.commit()
 	on := map[string]int{}
 	for _, e := range notA.executors {
@@ -81,7 +81,7 @@ func constraintsPlaceOnlyOnMatchingWorkers(t *testing.T, policy string) {
 		t.Errorf("zone not in [a]: executors on %v, want some on w-p100 and w-bare (an unset label is not in [a]), none on w-t4", on)
 	}
 
-	nowhere := h.addApp(wire.AppDescription{MaxCores: 1, Constraints: []wire.Constraint{{Label: "gpu-model", In: []string{"A100"}}}})
+	nowhere := h.addApp(wire.AppDescription{MaxCores: 1, ProcessSpec: wire.ProcessSpec{Constraints: []wire.Constraint{{Label: "gpu-model", In: []string{"A100"}}}}})
 	h.commit()
 	a, _ = h.c.app(nowhere.rec.ID)
 	if len(nowhere.executors) != 0 {
@@ -89,7 +89,7 @@ func constraintsPlaceOnlyOnMatchingWorkers(t *testing.T, policy string) {
 	}
 	wantWaiting(t, "no A100", a.Waiting, "waiting: no live worker with gpu-model in [A100]")
 
-	too := h.addApp(wire.AppDescription{MaxCores: 8, CoresPerExecutor: 8, Constraints: []wire.Constraint{{Label: "gpu-model", In: []string{"P100"}}}})
+	too := h.addApp(wire.AppDescription{MaxCores: 8, CoresPerExecutor: 8, ProcessSpec: wire.ProcessSpec{Constraints: []wire.Constraint{{Label: "gpu-model", In: []string{"P100"}}}}})
 	a, _ = h.c.app(too.rec.ID)
 	wantWaiting(t, "too big", a.Waiting, "cannot start: no worker with gpu-model in [P100] has 8 cores")
 
@@ -112,10 +112,10 @@ func TestConstraintsBadInputRefused(t *testing.T) {
 		{{Label: "gpu model", In: []string{"T4"}}},
 		{{Label: "gpu-model", In: []string{"T4,P100"}}},
 	} {
-		if err := admission.App(wire.AppDescription{Command: []string{"x"}, Constraints: cs}); err == nil {
+		if err := admission.App(wire.AppDescription{Command: []string{"x"}, ProcessSpec: wire.ProcessSpec{Constraints: cs}}); err == nil {
 			t.Errorf("constraints %+v accepted", cs)
 		}
-		if err := admission.Driver(wire.DriverDescription{Command: []string{"x"}, Constraints: cs}); err == nil {
+		if err := admission.Driver(wire.DriverDescription{Command: []string{"x"}, ProcessSpec: wire.ProcessSpec{Constraints: cs}}); err == nil {
 			t.Errorf("a driver's constraints %+v accepted", cs)
 		}
 	}

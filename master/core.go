@@ -7,7 +7,7 @@ import (
 
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/placement"
-	"github.com/berth-cluster/berth/placement/share"
+	"github.com/berth-cluster/berth/scheduler"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -99,8 +99,8 @@ type core struct {
 	// is made without waiting for another event.
 	owing bool
 	// heldForGang: the apps the last round held back for a gang that has
-	// waited long enough, and that gang's app id (gang.go).
-	heldForGang map[*appInfo]string
+	// waited long enough (by id), and that gang's app id.
+	heldForGang map[string]string
 	// reclaiming counts, by owed queue, the executors being taken back for
 	// it: a queue waits for them to end before more are taken.
 	reclaiming map[string]int
@@ -116,13 +116,11 @@ type core struct {
 	// probes: the workers whose heartbeat connection closed, being
 	// probed (worker_probe.go).
 	probes workerProbes
-	// viewRound numbers the preemption views (workerInfo.viewRound);
-	// viewBuf is their storage, reused.
-	viewRound uint64
-	viewBuf   struct {
-		running []share.Running
-		execs   []*executorInfo
-	}
+	// slots name the workers to the scheduler (fleet.go); schedBuffers
+	// is storage its rounds reuse.
+	slots        workerSlots
+	schedBuffers scheduler.Buffers
+	viewApps     []scheduler.App
 }
 
 func newCore(cfg Config, log *slog.Logger, clock Clock, fx effects) (*core, error) {
@@ -163,6 +161,8 @@ func (c *core) reset() {
 	c.probes.active = nil // seq goes on: a late answer must not pass for a new sequence's
 	c.refusals = refusalRations{}
 	c.inheritedPreemptions = map[*executorInfo]struct{}{}
+	c.slots = workerSlots{}
+	c.heldForGang = nil
 }
 
 func (c *core) now() time.Time { return c.clock.Now() }

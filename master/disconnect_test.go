@@ -20,8 +20,8 @@ func TestStopAfterDisconnectCarriedToTheWorker(t *testing.T) {
 		ok bool
 	}{{0, true}, {time.Second, true}, {90 * time.Second, true}, {wire.MaxStopAfterDisconnect, true},
 		{500 * time.Millisecond, false}, {-time.Minute, false}, {wire.MaxStopAfterDisconnect + time.Second, false}} {
-		app := wire.AppDescription{Command: []string{"x"}, StopAfterDisconnect: wire.Duration(c.d)}
-		drv := wire.DriverDescription{Command: []string{"x"}, StopAfterDisconnect: wire.Duration(c.d)}
+		app := wire.AppDescription{Command: []string{"x"}, ProcessSpec: wire.ProcessSpec{StopAfterDisconnect: wire.Duration(c.d)}}
+		drv := wire.DriverDescription{Command: []string{"x"}, ProcessSpec: wire.ProcessSpec{StopAfterDisconnect: wire.Duration(c.d)}}
 		for what, err := range map[string]error{"app": admission.App(app), "driver": admission.Driver(drv)} {
 			if c.ok != (err == nil) || err != nil && (statusOf(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "stopAfterDisconnect")) {
 				t.Errorf("%s stopAfterDisconnect %s: %v", what, c.d, err)
@@ -33,7 +33,7 @@ func TestStopAfterDisconnectCarriedToTheWorker(t *testing.T) {
 	desc := oneCoreApp("default", 0)
 	desc.MaxCores, desc.StopAfterDisconnect = 1, wire.Duration(90*time.Second)
 	h.addApp(desc)
-	h.addDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 64, StopAfterDisconnect: wire.Duration(2 * time.Minute)})
+	h.addDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 64, ProcessSpec: wire.ProcessSpec{StopAfterDisconnect: wire.Duration(2 * time.Minute)}})
 	h.commit()
 	launches := h.takeSent(wire.WorkerAPI.LaunchExecutor.Pattern)
 	if len(launches) != 1 || launches[0].cmd.body.(wire.LaunchExecutor).StopAfterDisconnect.D() != 90*time.Second {
@@ -76,8 +76,13 @@ func TestADriverStoppedOutOfTouchIsRelaunched(t *testing.T) {
 			h := newLeader(t, nil)
 			h.addWorker("w1", 4, 4096)
 			v, err := run(h, func(reply reply[wire.Submitted]) {
-				h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 256, Supervise: supervise,
-					StopAfterDisconnect: wire.Duration(time.Minute)}, keyed{}, reply)
+				h.c.submitDriver(wire.DriverDescription{
+					Command:     []string{"d"},
+					Cores:       1,
+					MemoryMB:    256,
+					Supervise:   supervise,
+					ProcessSpec: wire.ProcessSpec{StopAfterDisconnect: wire.Duration(time.Minute)},
+				}, keyed{}, reply)
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -18,8 +18,7 @@ func (c *core) submitDriver(desc wire.DriverDescription, idem keyed, reply reply
 	if desc.MemoryMB == 0 {
 		desc.MemoryMB = defaultDriverMemoryMB
 	}
-	desc.Queue = queueName(c.queueOfSubmission(idem.tenant, desc.Queue))
-	if err := c.tenantMaySubmit(idem.tenant, desc.Queue); err != nil && c.leading() {
+	if err := c.placeInQueue(idem.tenant, &desc.ProcessSpec); err != nil {
 		reply.fail(err)
 		return
 	}
@@ -34,7 +33,7 @@ func (c *core) submitDriver(desc wire.DriverDescription, idem keyed, reply reply
 
 // driverAdded applies a durable new driver: it waits for a worker.
 func (c *core) driverAdded(rec persistence.DriverRecord) {
-	d := &driverInfo{rec: rec, state: wire.DriverSubmitted}
+	d := newDriverInfo(rec, wire.DriverSubmitted)
 	c.drivers[rec.ID] = d
 	c.rememberKey(submissionKey{keyDriver, rec.IdempotencyKey}, rec.ID)
 	c.waitingDrivers = append(c.waitingDrivers, d)
@@ -50,11 +49,14 @@ func (c *core) updateDriver(d *driverInfo, retain int, change func(*persistence.
 	if done == nil {
 		done = c.logPersistFailure("write driver " + d.rec.ID)
 	}
-	writeRecord(c, &d.writes, &d.rec, func() bool { return c.drivers[d.rec.ID] == d }, func() error { return c.driverGone(d) },
-		func(r persistence.DriverRecord) []persistence.Command {
+	record[persistence.DriverRecord]{
+		rec: &d.rec, queue: &d.writes,
+		listed: func() bool { return c.drivers[d.rec.ID] == d },
+		gone:   func() error { return c.driverGone(d) },
+		put: func(r persistence.DriverRecord) []persistence.Command {
 			return append([]persistence.Command{persistence.PutDriver(r, retain)}, extra...)
 		},
-		change, apply, done)
+	}.write(c, recordChange[persistence.DriverRecord]{edit: change, apply: apply, done: done})
 }
 
 // launchDriver starts a waiting driver on w. The driver holds w's resources
@@ -75,12 +77,7 @@ func (c *core) launchDriver(w *workerInfo, d *driverInfo, grants wire.ResourceGr
 		c.viewsStale() // its committed use changed; placement saw the cores taken already
 		c.fx.send(w, commandOn(wire.WorkerAPI.LaunchDriver, wire.LaunchDriver{
 			Epoch: c.epoch, MasterURL: c.cfg.Advertise, DriverID: d.rec.ID,
-			Process: wire.Process{
-				Command: d.rec.Desc.Command, Env: d.rec.Desc.Env,
-				Cores: d.rec.Desc.Cores, MemoryMB: d.rec.Desc.MemoryMB, Resources: grants, User: d.rec.UnixUser,
-				StopAfterDisconnect: d.rec.Desc.StopAfterDisconnect,
-				Ports:               ports, Checks: d.rec.Desc.Checks,
-			},
+			Process:   process(d.rec.Desc.Command, d.rec.Desc.Env, d.rec.Desc.ProcessSpec, d.rec.UnixUser, d.rec.Desc.Cores, d.rec.Desc.MemoryMB, grants, ports),
 			Supervise: d.rec.Desc.Supervise, Token: token, Restart: c.restartPolicyOf(d.rec.Desc.Restart),
 		}))
 	}, func(err error) {

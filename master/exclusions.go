@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berth-cluster/berth/scheduler"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -78,12 +79,6 @@ func (f failureLog) owners(worker string, now time.Time) []string {
 	return out
 }
 
-// exclusion keeps an app's executors off a worker until then.
-type exclusion struct {
-	until  time.Time
-	reason string
-}
-
 // noteFailure records that a process of owner failed on w, for cause: it
 // may exclude w for the app (a), and, if the worker failed it, make w
 // unhealthy.
@@ -92,11 +87,11 @@ func (c *core) noteFailure(w *workerInfo, owner string, a *appInfo, why string, 
 	c.failures.add(w.rec.ID, owner, cause == wire.CauseWorker, now)
 	if a != nil && c.failures.of(w.rec.ID, owner, now) >= failuresExclude {
 		if a.excluded == nil {
-			a.excluded = map[string]exclusion{}
+			a.excluded = map[string]scheduler.Exclusion{}
 		}
 		reason := fmt.Sprintf("%d executors failed there within %s (last: %s)", c.failures.of(w.rec.ID, owner, now), failureWindow, why)
-		a.excluded[w.rec.ID] = exclusion{until: now.Add(c.cfg.ExcludeDuration), reason: reason}
-		c.log.Warn("worker excluded for an app", "worker", w.rec.ID, "app", a.rec.ID, "until", a.excluded[w.rec.ID].until, "reason", reason)
+		a.excluded[w.rec.ID] = scheduler.Exclusion{Until: now.Add(c.cfg.ExcludeDuration), Reason: reason}
+		c.log.Warn("worker excluded for an app", "worker", w.rec.ID, "app", a.rec.ID, "until", a.excluded[w.rec.ID].Until, "reason", reason)
 		c.metrics.exclusions.Inc()
 		c.schedule()
 	}
@@ -127,7 +122,7 @@ func (c *core) expireExclusions() {
 	now := c.now()
 	for _, a := range c.appOrder {
 		for id, x := range a.excluded {
-			if !now.Before(x.until) {
+			if !now.Before(x.Until) {
 				delete(a.excluded, id)
 				c.schedule()
 			}
@@ -168,30 +163,6 @@ func (c *core) clearWorker(id string) (wire.WorkerStatus, error) {
 	return workerStatus(w), nil
 }
 
-// excluding reports whether a's exclusions apply: it has some, and a live
-// worker is left that it is not kept off. An app is never kept off every
-// worker: with nowhere else to go, its failures count toward its restart
-// policy (or --max-executor-retries) instead, as they would without
-// exclusions.
-func (c *core) excluding(a *appInfo) bool {
-	if len(a.excluded) == 0 {
-		return false
-	}
-	now := c.now()
-	for _, w := range c.aliveWorkers() {
-		if !a.excludes(w.rec.ID, now) {
-			return true
-		}
-	}
-	return false
-}
-
-// excludes reports whether a's executors are kept off worker id now.
-func (a *appInfo) excludes(id string, now time.Time) bool {
-	x, ok := a.excluded[id]
-	return ok && now.Before(x.until)
-}
-
 // exclusionList is a's exclusions, for its status.
 func (a *appInfo) exclusionList() []wire.Exclusion {
 	if len(a.excluded) == 0 {
@@ -199,7 +170,7 @@ func (a *appInfo) exclusionList() []wire.Exclusion {
 	}
 	out := make([]wire.Exclusion, 0, len(a.excluded))
 	for id, x := range a.excluded {
-		out = append(out, wire.Exclusion{WorkerID: id, Until: x.until, Reason: x.reason})
+		out = append(out, wire.Exclusion{WorkerID: id, Until: x.Until, Reason: x.Reason})
 	}
 	slices.SortFunc(out, func(x, y wire.Exclusion) int { return strings.Compare(x.WorkerID, y.WorkerID) })
 	return out

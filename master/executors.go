@@ -29,12 +29,7 @@ func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int, gran
 		a.state = wire.AppRunning
 		c.fx.send(w, commandOn(wire.WorkerAPI.LaunchExecutor, wire.LaunchExecutor{
 			Epoch: c.epoch, MasterURL: c.cfg.Advertise, AppID: a.rec.ID, ExecutorID: e.id,
-			Process: wire.Process{
-				Command: a.rec.Desc.Command, Env: a.rec.Desc.Env,
-				Cores: cores, MemoryMB: memory, Resources: grants, User: a.rec.UnixUser,
-				StopAfterDisconnect: a.rec.Desc.StopAfterDisconnect,
-				Ports:               e.ports, Checks: a.rec.Desc.Checks,
-			},
+			Process: process(a.rec.Desc.Command, a.rec.Desc.Env, a.rec.Desc.ProcessSpec, a.rec.UnixUser, cores, memory, grants, e.ports),
 		}))
 		c.publish(a, wire.AppEvent{Type: wire.EventExecutorAdded, Executor: executorStatus(e)})
 		c.tellDraining(e) // placed as its worker's drain was being written

@@ -44,8 +44,13 @@ func fairShareCluster(b *testing.B, queues, want int) *harness {
 		}
 	}
 	for i := range 1000 {
-		h.addAppNoSchedule(wire.AppDescription{Command: []string{"x"}, Queue: fmt.Sprintf("q%03d", i%queues), Priority: i % 3,
-			MaxCores: want, CoresPerExecutor: 1, MemoryPerExecutorMB: 512})
+		h.addAppNoSchedule(wire.AppDescription{
+			Command:             []string{"x"},
+			MaxCores:            want,
+			CoresPerExecutor:    1,
+			MemoryPerExecutorMB: 512,
+			ProcessSpec:         wire.ProcessSpec{Queue: fmt.Sprintf("q%03d", i%queues), Priority: i % 3},
+		})
 	}
 	for _, a := range h.c.appOrder {
 		a.rec.ExecutorIDsReserved = 1 << 20 // ids enough: the round writes no reservation
@@ -71,7 +76,7 @@ func BenchmarkPreemptionDecision(b *testing.B) {
 		}
 		h.setQueue("late", wire.QueueSpec{Weight: weight(10)})
 		for i := range 1000 {
-			a := h.addAppNoSchedule(wire.AppDescription{Command: []string{"x"}, Queue: fmt.Sprintf("q%03d", i%100), MaxCores: 80, CoresPerExecutor: 1, MemoryPerExecutorMB: 512})
+			a := h.addAppNoSchedule(wire.AppDescription{Command: []string{"x"}, MaxCores: 80, CoresPerExecutor: 1, MemoryPerExecutorMB: 512, ProcessSpec: wire.ProcessSpec{Queue: fmt.Sprintf("q%03d", i%100)}})
 			h.c.ensureExecutorIDs(a, 80)
 			h.commit()
 		}
@@ -81,7 +86,7 @@ func BenchmarkPreemptionDecision(b *testing.B) {
 			}
 		}
 		h.fx.pending = nil
-		h.addAppNoSchedule(wire.AppDescription{Command: []string{"x"}, Queue: "late", MaxCores: 400, CoresPerExecutor: 1, MemoryPerExecutorMB: 512})
+		h.addAppNoSchedule(wire.AppDescription{Command: []string{"x"}, MaxCores: 400, CoresPerExecutor: 1, MemoryPerExecutorMB: 512, ProcessSpec: wire.ProcessSpec{Queue: "late"}})
 		h.c.scheduleNow() // starved from now
 		h.clock.advance(2 * time.Second)
 		h.fx.pending = nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/scheduler"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -44,12 +45,12 @@ func TestPortsGivenWithThePlacement(t *testing.T) {
 		t.Errorf("launches %+v do not carry the ports", launches)
 	}
 	w := h.c.workers["w1"]
-	if w.ports.free() != wire.DefaultPortRange.Size()-8 {
-		t.Errorf("%d ports free, want %d", w.ports.free(), wire.DefaultPortRange.Size()-8)
+	if w.ports.Free() != wire.DefaultPortRange.Size()-8 {
+		t.Errorf("%d ports free, want %d", w.ports.Free(), wire.DefaultPortRange.Size()-8)
 	}
 	h.failover()
-	if w := h.c.workers["w1"]; w.ports.free() != wire.DefaultPortRange.Size()-8 {
-		t.Errorf("after a failover %d ports free, want the 8 held", w.ports.free())
+	if w := h.c.workers["w1"]; w.ports.Free() != wire.DefaultPortRange.Size()-8 {
+		t.Errorf("after a failover %d ports free, want the 8 held", w.ports.Free())
 	}
 }
 
@@ -58,7 +59,7 @@ func TestPortsGivenWithThePlacement(t *testing.T) {
 func TestAnExhaustedPortRangeWaits(t *testing.T) {
 	h := newLeader(t, nil)
 	h.addWorkerNoCommit("w0") // a worker with the default range, to be removed below
-	h.c.workers["w0"].ports = *newPortPool(&wire.PortRange{First: 20000, Last: 20001})
+	h.c.workers["w0"].ports = *scheduler.NewPortPool(&wire.PortRange{First: 20000, Last: 20001})
 	h.c.touched(h.c.workers["w0"])
 	desc := oneCoreApp("default", 0)
 	desc.Ports = []string{"http"}
@@ -99,7 +100,7 @@ func TestBadWorkersAvoided(t *testing.T) {
 	fail(a, "bad")
 	h.pass(2*time.Second, "bad") // the relaunch backoff
 	fail(a, "bad")
-	if h.c.excluding(a) {
+	if v := a.view(); scheduler.Excluding(fleet{h.c}, &v, h.c.now()) {
 		t.Fatal("an app kept off its only worker: it would wait for ever instead of failing")
 	}
 	h.addWorker("good", 2, 4096)

@@ -158,10 +158,14 @@ func TestSubmissionSizeIsCapped(t *testing.T) {
 		"driver env":  {wire.MasterAPI.SubmitDriver.Path(), wire.DriverDescription{Command: []string{"x"}, Env: big}},
 		"driver argv": {wire.MasterAPI.SubmitDriver.Path(), wire.DriverDescription{Command: []string{strings.Repeat("y", 1000)}}},
 		// A check's command is a process's argv too (it got past the cap).
-		"app check": {wire.MasterAPI.RegisterApp.Path(), wire.AppDescription{Command: []string{"x"},
-			Checks: []wire.Check{{Name: "c", Type: wire.CheckExec, Command: []string{"x", strings.Repeat("y", 1000)}}}}},
-		"driver check": {wire.MasterAPI.SubmitDriver.Path(), wire.DriverDescription{Command: []string{"x"},
-			Checks: []wire.Check{{Name: "c", Type: wire.CheckExec, Command: []string{"x", strings.Repeat("y", 1000)}}}}},
+		"app check": {wire.MasterAPI.RegisterApp.Path(), wire.AppDescription{
+			Command:     []string{"x"},
+			ProcessSpec: wire.ProcessSpec{Checks: []wire.Check{{Name: "c", Type: wire.CheckExec, Command: []string{"x", strings.Repeat("y", 1000)}}}},
+		}},
+		"driver check": {wire.MasterAPI.SubmitDriver.Path(), wire.DriverDescription{
+			Command:     []string{"x"},
+			ProcessSpec: wire.ProcessSpec{Checks: []wire.Check{{Name: "c", Type: wire.CheckExec, Command: []string{"x", strings.Repeat("y", 1000)}}}},
+		}},
 	} {
 		status, e := post(c.path, c.body)
 		if status != http.StatusTooManyRequests || e.Code != wire.CodeLimitReached || !strings.Contains(e.Error, "--max-submission-bytes") {

@@ -120,7 +120,7 @@ func (c *core) stateCounts() stateCounts {
 				s.executors[e.state]++
 			}
 		}
-		if wantsCores(a) && a.rec.Desc.MaxCores > 0 {
+		if a.eligible() && a.coresLeft() > 0 && a.rec.Desc.MaxCores > 0 {
 			s.waitingCores += a.coresLeft()
 		}
 	}

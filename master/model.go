@@ -9,6 +9,7 @@ import (
 
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/placement"
+	"github.com/berth-cluster/berth/scheduler"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -46,18 +47,18 @@ type workerInfo struct {
 	// diskFull: its last heartbeat said its disk is short of space (why);
 	// nothing new is placed on it meanwhile.
 	diskFull string
-	// ports: the ports it hands out, and those taken (ports.go).
-	ports portPool
+	// ports: the ports it hands out, and those taken (held by value: one
+	// allocation less a worker of a large fleet).
+	ports scheduler.PortPool
 	// unhealthy: processes of several apps failed here lately
 	// (exclusions.go): why, and since when; nothing new goes here.
 	unhealthy      string
 	unhealthySince time.Time
 	// touch tells the core that what placement sees of the worker changed.
 	touch func(*workerInfo)
-	// viewIndex is its place in preemption view number viewRound
-	// (preemptionView): a stamp, so no map of 10,000 workers per round.
-	viewRound uint64
-	viewIndex int
+	// slot names it to the scheduler while the core knows it (fleet.go);
+	// -1: none.
+	slot int
 }
 
 // changed reports a change of the worker's free capacity or state to the
@@ -111,7 +112,7 @@ func newWorkerInfo(rec persistence.WorkerRecord, state wire.WorkerState, now tim
 		// executors and drivers are made on first use: most of a large
 		// fleet holds none (two empty maps a worker cost ~100 bytes each).
 		rec: rec, state: state, lastHeartbeat: now, resNames: slices.Sorted(maps.Keys(rec.Resources)),
-		ports: *newPortPool(rec.PortRange),
+		ports: *scheduler.NewPortPool(rec.PortRange), slot: -1,
 	}
 }
 
@@ -133,7 +134,7 @@ func (w *workerInfo) addExecutor(e *executorInfo) {
 	w.coresUsed += e.cores
 	w.memoryUsed += e.memory
 	w.useResources(e.resources, 1)
-	w.ports.hold(e.ports)
+	w.ports.Hold(e.ports)
 	if tag := e.tag(); tag != "" {
 		if w.tags == nil {
 			w.tags = map[string]int{}
@@ -150,7 +151,7 @@ func (w *workerInfo) removeExecutor(e *executorInfo) {
 		w.coresUsed -= e.cores
 		w.memoryUsed -= e.memory
 		w.useResources(e.resources, -1)
-		w.ports.release(e.ports)
+		w.ports.Release(e.ports)
 		if tag := e.tag(); tag != "" {
 			if w.tags[tag]--; w.tags[tag] <= 0 {
 				delete(w.tags, tag)
@@ -173,7 +174,7 @@ func (w *workerInfo) addDriver(d *driverInfo, held wire.ResourceGrants) {
 	w.memoryUsed += d.rec.Desc.MemoryMB
 	d.held = held
 	w.useResources(held, 1)
-	w.ports.hold(d.ports)
+	w.ports.Hold(d.ports)
 	w.changed()
 }
 
@@ -184,7 +185,7 @@ func (w *workerInfo) removeDriver(d *driverInfo) {
 		w.memoryUsed -= d.rec.Desc.MemoryMB
 		w.useResources(d.held, -1)
 		d.held = nil
-		w.ports.release(d.ports)
+		w.ports.Release(d.ports)
 		w.changed()
 	}
 }
@@ -192,8 +193,11 @@ func (w *workerInfo) removeDriver(d *driverInfo) {
 type appInfo struct {
 	// rec is the app's committed record. Its writes go one at a time
 	// (writes), each carrying rec plus its own change.
-	rec       persistence.AppRecord
-	writes    serial
+	rec    persistence.AppRecord
+	writes serial
+	// spec is what the scheduler reads of rec's description, resolved
+	// once (its queue named, its resources in thousandths).
+	spec      scheduler.AppSpec
 	state     wire.AppState
 	executors map[int]*executorInfo // live ones, launches being committed included
 	// bySeq is its executors in order of age (seq), oldest first, ended
@@ -215,9 +219,9 @@ type appInfo struct {
 	ending       *waiters
 	coresGranted int
 	retryCount   int
-	fastEnds     int                  // executors in a row that ended soon after starting (backoff.go)
-	failures     []time.Time          // its executors' failures within its restart policy's interval (restart.go)
-	excluded     map[string]exclusion // workers its executors are kept off, by id (exclusions.go)
+	fastEnds     int                            // executors in a row that ended soon after starting (backoff.go)
+	failures     []time.Time                    // its executors' failures within its restart policy's interval (restart.go)
+	excluded     map[string]scheduler.Exclusion // workers its executors are kept off, by id (exclusions.go)
 	// leavingCores and leavingExecs are what its executors being taken
 	// back hold (preempt.go): its queue is about to be without them.
 	leavingCores, leavingExecs int
@@ -234,21 +238,14 @@ const finishedExecutorsKept = 100
 
 func newAppInfo(rec persistence.AppRecord, state wire.AppState, now time.Time) *appInfo {
 	return &appInfo{
-		rec: rec, state: state, lastSeen: now,
+		rec: rec, spec: scheduler.NewAppSpec(rec.Desc), state: state, lastSeen: now,
 		executors: map[int]*executorInfo{},
 		hosts:     map[string]struct{}{},
 		subs:      map[*subscriber]struct{}{},
 	}
 }
 
-func (a *appInfo) maxCores() int {
-	if a.rec.Desc.MaxCores <= 0 {
-		return placement.Unlimited
-	}
-	return a.rec.Desc.MaxCores
-}
-
-func (a *appInfo) coresLeft() int { return a.maxCores() - a.coresGranted }
+func (a *appInfo) coresLeft() int { return a.spec.MaxCores - a.coresGranted }
 
 func (a *appInfo) executorLimit() int {
 	if a.rec.ExecutorLimit == nil {
@@ -315,10 +312,17 @@ type executorInfo struct {
 	reclaimedFor string
 }
 
+// newDriverInfo is a driver of rec.
+func newDriverInfo(rec persistence.DriverRecord, state wire.DriverState) *driverInfo {
+	return &driverInfo{rec: rec, spec: scheduler.NewDriverSpec(rec.Desc), state: state}
+}
+
 type driverInfo struct {
 	// rec is the driver's committed record, written one change at a time.
-	rec          persistence.DriverRecord
-	writes       serial
+	rec    persistence.DriverRecord
+	writes serial
+	// spec is what the scheduler reads of rec's description.
+	spec         scheduler.Spec
 	state        wire.DriverState
 	worker       *workerInfo
 	exitCode     *int

@@ -41,14 +41,14 @@ func TestPortsHeldOnTheHostAreRefusedAndAvoided(t *testing.T) {
 		t.Errorf("the replacement was given port %d, which the worker said is held", p)
 	}
 	w := h.c.workers["w1"]
-	if w.ports.free() != w.ports.r.Size()-1-2 {
-		t.Errorf("%d ports free, want the range less the one given and the two held", w.ports.free())
+	if w.ports.Free() != w.ports.Range().Size()-1-2 {
+		t.Errorf("%d ports free, want the range less the one given and the two held", w.ports.Free())
 	}
 	// Once the heartbeat lists them no more, they are free again.
 	if _, err := h.c.heartbeat("w1", wire.Heartbeat{}); err != nil {
 		t.Fatal(err)
 	}
-	if w.ports.free() != w.ports.r.Size()-1 {
-		t.Errorf("%d ports free once nothing is held, want the range less the one given", w.ports.free())
+	if w.ports.Free() != w.ports.Range().Size()-1 {
+		t.Errorf("%d ports free once nothing is held, want the range less the one given", w.ports.Free())
 	}
 }

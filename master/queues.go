@@ -1,7 +1,6 @@
 package master
 
 import (
-	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"github.com/berth-cluster/berth/admission"
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/scheduler"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -27,19 +27,9 @@ type queueInfo struct {
 	// starvedSince: since when it has been owed capacity it could not get
 	// (zero: it is not); preemption waits PreemptionDelay from then.
 	starvedSince time.Time
-	// Of the last scheduling round (fairshare.go): what it held, was owed
-	// and waited for, and why its apps got no more.
-	view queueView
-}
-
-type queueView struct {
-	usage, fair, waiting wire.Amount
-	ds, fairDS           float64
-	// held says why its apps got nothing more ("" when nothing held them):
-	// its limit, or its fair share while others are owed theirs.
-	held string
-	// reclaiming says what is being taken back for it.
-	reclaiming string
+	// Of the last scheduling round: what it held, was owed and waited
+	// for, and why its apps got no more.
+	view scheduler.QueueOutcome
 }
 
 // defaultQueue is the default queue's settings until an operator sets them.
@@ -216,24 +206,16 @@ func (c *core) deleteQueue(name string, reply reply[wire.None]) {
 // queueHolds counts the active apps and drivers of queue name.
 func (c *core) queueHolds(name string) (apps, drivers int) {
 	for _, a := range c.appOrder {
-		if queueName(a.rec.Desc.Queue) == name {
+		if a.spec.Queue == name {
 			apps++
 		}
 	}
 	for _, d := range c.drivers {
-		if queueName(d.rec.Desc.Queue) == name {
+		if d.spec.Queue == name {
 			drivers++
 		}
 	}
 	return apps, drivers
-}
-
-// queueName is the queue an app or a driver names ("": the default).
-func queueName(name string) string {
-	if name == "" {
-		return wire.DefaultQueue
-	}
-	return name
 }
 
 // queuesStatus is GET /v1/queues.
@@ -252,8 +234,8 @@ func (c *core) queueStatus(q *queueInfo) wire.QueueStatus {
 	apps, drivers := c.queueHolds(q.rec.Name)
 	return wire.QueueStatus{
 		Name: q.rec.Name, Weight: q.rec.Weight, Guarantee: q.rec.Guarantee, Limit: q.rec.Limit, Preempt: q.rec.Preempt,
-		InUse: q.view.usage, DominantShare: q.view.ds, FairShare: q.view.fair, FairDominantShare: q.view.fairDS,
-		Waiting: q.view.waiting, Apps: apps, Drivers: drivers, Preemptions: q.preemptions, Reclaiming: q.view.reclaiming,
+		InUse: q.view.Usage, DominantShare: q.view.DominantShare, FairShare: q.view.Fair, FairDominantShare: q.view.FairDominantShare,
+		Waiting: q.view.Waiting, Apps: apps, Drivers: drivers, Preemptions: q.preemptions, Reclaiming: q.view.Reclaiming,
 	}
 }
 
@@ -280,28 +262,4 @@ func checkQueueName(name string) error {
 		return badRequest("%v", err)
 	}
 	return nil
-}
-
-// describeAmount renders an amount: "cores 16, memory 32768 MB, gpu 2".
-func describeAmount(a wire.Amount) string {
-	s := ""
-	add := func(part string) {
-		if s != "" {
-			s += ", "
-		}
-		s += part
-	}
-	if a.Cores > 0 {
-		add(fmt.Sprintf("cores %d", a.Cores))
-	}
-	if a.MemoryMB > 0 {
-		add(fmt.Sprintf("memory %d MB", a.MemoryMB))
-	}
-	for _, r := range slices.Sorted(maps.Keys(a.Resources)) {
-		add(fmt.Sprintf("%s %v", r, a.Resources[r]))
-	}
-	if s == "" {
-		return "nothing"
-	}
-	return s
 }

@@ -22,7 +22,7 @@ func boolp(b bool) *bool        { return &b }
 
 // oneCoreApp is an app of unlimited one-core executors of 100 MB in queue q.
 func oneCoreApp(q string, priority int) wire.AppDescription {
-	return wire.AppDescription{Command: []string{"x"}, Queue: q, Priority: priority, CoresPerExecutor: 1, MemoryPerExecutorMB: 100}
+	return wire.AppDescription{Command: []string{"x"}, CoresPerExecutor: 1, MemoryPerExecutorMB: 100, ProcessSpec: wire.ProcessSpec{Queue: q, Priority: priority}}
 }
 
 // running reports every launched executor of a RUNNING.
@@ -450,9 +450,9 @@ func TestADriverHeldByItsQueuesLimitSaysWhy(t *testing.T) {
 	h := newLeader(t, nil)
 	h.addWorker("w1", 8, 8192)
 	h.setQueue("small", wire.QueueSpec{Limit: &wire.Amount{Cores: 2}})
-	big := h.addDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 4, MemoryMB: 64, Queue: "small"})
-	first := h.addDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 2, MemoryMB: 64, Queue: "small"})
-	second := h.addDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 64, Queue: "small"})
+	big := h.addDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 4, MemoryMB: 64, ProcessSpec: wire.ProcessSpec{Queue: "small"}})
+	first := h.addDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 2, MemoryMB: 64, ProcessSpec: wire.ProcessSpec{Queue: "small"}})
+	second := h.addDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 64, ProcessSpec: wire.ProcessSpec{Queue: "small"}})
 	h.commit()
 	st := h.statusOf()
 	why := map[string]string{}

@@ -105,7 +105,7 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 		if rec.Finished() {
 			continue
 		}
-		d := &driverInfo{rec: *rec, state: wire.DriverUnknown}
+		d := newDriverInfo(*rec, wire.DriverUnknown)
 		if rec.State == wire.DriverSubmitted {
 			d.state = wire.DriverSubmitted // never launched: it just waits again
 			c.waitingDrivers = append(c.waitingDrivers, d)
@@ -138,10 +138,9 @@ func (c *core) loadCompleted(s *persistence.State) {
 	}
 	for _, rec := range sortedRecords(s.Drivers, func(r *persistence.DriverRecord) string { return sortTime(endTime(r.EndedAt)) + r.ID }) {
 		if rec.Finished() {
-			c.completedDrivers = append(c.completedDrivers, &driverInfo{
-				rec: *rec, state: rec.State, exitCode: rec.ExitCode, message: rec.Message,
-				relaunchedAs: rec.RelaunchedAs, endedAt: endTime(rec.EndedAt),
-			})
+			d := newDriverInfo(*rec, rec.State)
+			d.exitCode, d.message, d.relaunchedAs, d.endedAt = rec.ExitCode, rec.Message, rec.RelaunchedAs, endTime(rec.EndedAt)
+			c.completedDrivers = append(c.completedDrivers, d)
 		}
 	}
 }

@@ -186,19 +186,10 @@ func (w *workerInfo) resourceUse() []wire.ResourceUse {
 	return out
 }
 
-// milli converts checked amounts (validated at submission) to thousandths.
-func milli(r wire.ResourceAmounts) map[string]int {
-	m, err := r.Milli()
-	if err != nil {
-		return nil // cannot happen: validated when submitted
-	}
-	return m
-}
-
 // tag is the executor's kind for placement (placement.Tag of its app).
 func (e *executorInfo) tag() string {
-	if len(e.app.rec.Desc.ResourcesPerExecutor) == 0 {
+	if len(e.app.spec.Resources) == 0 {
 		return ""
 	}
-	return placement.Tag(placement.App{ResourcesPerExecutor: milli(e.app.rec.Desc.ResourcesPerExecutor)})
+	return placement.Tag(placement.App{ResourcesPerExecutor: e.app.spec.Resources})
 }

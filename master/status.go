@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/scheduler"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -22,7 +23,7 @@ func appStatus(a *appInfo) *wire.AppStatus {
 		CoresPerExecutor: a.rec.Desc.CoresPerExecutor, MemoryPerExecutorMB: a.rec.Desc.MemoryPerExecutorMB,
 		ExecutorLimit: a.rec.ExecutorLimit, RetryCount: a.retryCount, Message: a.message,
 		ResourcesPerExecutor: a.rec.Desc.ResourcesPerExecutor, Executors: []wire.ExecutorStatus{},
-		Queue: queueName(a.rec.Desc.Queue), Priority: a.rec.Desc.Priority, Tenant: a.rec.Tenant,
+		Queue: a.spec.Queue, Priority: a.rec.Desc.Priority, Tenant: a.rec.Tenant,
 		Ports: a.rec.Desc.Ports, Checks: a.rec.Desc.Checks, Restart: a.rec.Desc.Restart, Excluded: a.exclusionList(),
 		Constraints: a.rec.Desc.Constraints, Gang: a.rec.Desc.Gang, GangRestart: a.rec.Desc.GangRestart,
 		Detached: a.rec.Desc.Detached, UIURL: a.rec.Desc.UIURL, Command: a.rec.Desc.Command,
@@ -55,7 +56,7 @@ func driverStatus(d *driverInfo) *wire.DriverStatus {
 		Command: d.rec.Desc.Command, ExitCode: d.exitCode, Message: d.message,
 		RelaunchOf: d.rec.RelaunchOf, RelaunchedAs: d.relaunchedAs, WorkerID: d.rec.WorkerID,
 		KillRequested: d.rec.KillRequested, ResourcesAsked: d.rec.Desc.Resources,
-		Queue: queueName(d.rec.Desc.Queue), Priority: d.rec.Desc.Priority, Tenant: d.rec.Tenant,
+		Queue: d.spec.Queue, Priority: d.rec.Desc.Priority, Tenant: d.rec.Tenant,
 		Constraints: d.rec.Desc.Constraints,
 	}
 	if d.state.Finished() && !d.endedAt.IsZero() { // zero: ended before records kept the time
@@ -108,12 +109,12 @@ func (c *core) clusterStatus(completed, listWorkers bool) *wire.ClusterStatus {
 	} else {
 		s.WorkerSummary = c.workerSummary()
 	}
-	r := c.room()
+	sv := c.statusView()
 	for _, a := range c.appOrder {
-		s.ActiveApps = append(s.ActiveApps, *c.appStatusWaiting(a, r))
+		s.ActiveApps = append(s.ActiveApps, *c.appStatusWaiting(a, sv))
 	}
 	for _, d := range sortedDrivers(c.drivers) {
-		s.ActiveDrivers = append(s.ActiveDrivers, *c.driverStatusWaiting(d, r))
+		s.ActiveDrivers = append(s.ActiveDrivers, *c.driverStatusWaiting(d, sv))
 	}
 	if completed {
 		s.CompletedApps = newestFirst(c.completedApps, appStatus)
@@ -134,26 +135,25 @@ func newestFirst[T, S any](ended []T, status func(T) *S) []S {
 
 // app returns the status of an active or completed app.
 func (c *core) app(id string) (wire.AppStatus, error) {
-	return readOne(c, c.findApp(id), func(a *appInfo) *wire.AppStatus { return c.appStatusWaiting(a, c.room()) }, "application", id)
+	return readOne(c, c.findApp(id), func(a *appInfo) *wire.AppStatus { return c.appStatusWaiting(a, c.statusView()) }, "application", id)
 }
 
 // driver returns the status of an active or completed driver.
 func (c *core) driver(id string) (wire.DriverStatus, error) {
-	return readOne(c, c.findDriver(id), func(d *driverInfo) *wire.DriverStatus { return c.driverStatusWaiting(d, c.room()) }, "driver", id)
+	return readOne(c, c.findDriver(id), func(d *driverInfo) *wire.DriverStatus { return c.driverStatusWaiting(d, c.statusView()) }, "driver", id)
 }
 
-// appStatusWaiting is a's status with why it waits, given the room the
-// cluster has.
-func (c *core) appStatusWaiting(a *appInfo, r room) *wire.AppStatus {
+// appStatusWaiting is a's status with why it waits, judged against sv.
+func (c *core) appStatusWaiting(a *appInfo, sv *scheduler.StatusView) *wire.AppStatus {
 	st := appStatus(a)
-	st.Waiting = c.appWaiting(a, r)
+	st.Waiting = c.appWaiting(a, sv)
 	return st
 }
 
 // driverStatusWaiting is d's status with why it waits.
-func (c *core) driverStatusWaiting(d *driverInfo, r room) *wire.DriverStatus {
+func (c *core) driverStatusWaiting(d *driverInfo, sv *scheduler.StatusView) *wire.DriverStatus {
 	st := driverStatus(d)
-	st.Waiting = c.driverWaiting(d, r)
+	st.Waiting = c.driverWaiting(d, sv)
 	return st
 }
 
@@ -264,7 +264,7 @@ func recordAppStatus(r *persistence.AppRecord) wire.AppStatus {
 		MaxCores: r.Desc.MaxCores, CoresGranted: r.CoresGranted, CoresPerExecutor: r.Desc.CoresPerExecutor,
 		MemoryPerExecutorMB: r.Desc.MemoryPerExecutorMB, ExecutorLimit: r.ExecutorLimit, Message: r.Message,
 		ResourcesPerExecutor: r.Desc.ResourcesPerExecutor, Executors: append([]wire.ExecutorStatus{}, r.Executors...),
-		Queue: queueName(r.Desc.Queue), Priority: r.Desc.Priority, Tenant: r.Tenant, Detached: r.Desc.Detached,
+		Queue: wire.QueueName(r.Desc.Queue), Priority: r.Desc.Priority, Tenant: r.Tenant, Detached: r.Desc.Detached,
 	}
 }
 
@@ -274,6 +274,6 @@ func recordDriverStatus(r *persistence.DriverRecord) wire.DriverStatus {
 		Supervise: r.Desc.Supervise, Command: r.Desc.Command, WorkerID: r.WorkerID, ExitCode: r.ExitCode,
 		Message: r.Message, RelaunchOf: r.RelaunchOf, RelaunchedAs: r.RelaunchedAs, KillRequested: r.KillRequested,
 		ResourcesAsked: r.Desc.Resources, EndedAt: r.EndedAt,
-		Queue: queueName(r.Desc.Queue), Priority: r.Desc.Priority, Tenant: r.Tenant,
+		Queue: wire.QueueName(r.Desc.Queue), Priority: r.Desc.Priority, Tenant: r.Tenant,
 	}
 }

@@ -131,6 +131,18 @@ func (c *core) tenantOfToken(token string) (string, error) {
 	return name, nil
 }
 
+// placeInQueue names the queue of a submission by tenant (s.Queue: the
+// one it names, else queueOfSubmission's) and checks that the tenant may
+// submit there. A master that does not lead refuses nothing here: the
+// submission is refused as this master's (admitKeyed).
+func (c *core) placeInQueue(tenant string, s *wire.ProcessSpec) error {
+	s.Queue = wire.QueueName(c.queueOfSubmission(tenant, s.Queue))
+	if err := c.tenantMaySubmit(tenant, s.Queue); err != nil && c.leading() {
+		return err
+	}
+	return nil
+}
+
 // queueOfSubmission is the queue of a submission by tenant that names
 // queue: the one named, else the tenant's default queue, else its only
 // queue (a tenant of one queue had to name it on every submission, or be
@@ -154,7 +166,7 @@ func (c *core) queueOfSubmission(tenant, queue string) string {
 // tenantMaySubmit checks that tenant (none: an operator) may submit into
 // queue, and that the queue exists.
 func (c *core) tenantMaySubmit(tenant, queue string) error {
-	queue = queueName(queue)
+	queue = wire.QueueName(queue)
 	if c.queues[queue] == nil {
 		return httpx.Coded(http.StatusBadRequest, wire.CodeUnknownQueue, "queue: no queue %q", queue)
 	}

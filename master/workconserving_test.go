@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-cluster/berth/placement"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -77,7 +78,7 @@ func TestNoPlaceableDemandBesideFreeRoom(t *testing.T) {
 		}
 		var apps []*appInfo
 		for range 1 + rng.IntN(5) {
-			d := wire.AppDescription{Command: []string{"x"}, Queue: queues[rng.IntN(len(queues))], MemoryPerExecutorMB: 100 * (1 + rng.IntN(20))}
+			d := wire.AppDescription{Command: []string{"x"}, MemoryPerExecutorMB: 100 * (1 + rng.IntN(20)), ProcessSpec: wire.ProcessSpec{Queue: queues[rng.IntN(len(queues))]}}
 			if rng.IntN(2) == 0 {
 				d.CoresPerExecutor = 1 + rng.IntN(3)
 			}
@@ -98,12 +99,12 @@ func TestNoPlaceableDemandBesideFreeRoom(t *testing.T) {
 			st := mustAppStatus(t, h, a.rec.ID)
 			if why := h.falseReason(a, st.Waiting); why != "" {
 				t.Errorf("seed %d: app %s (queue %s, %d cores per executor, %d MB, max %d) holds %s and says %q: %s",
-					seed, a.rec.ID, queueName(a.rec.Desc.Queue), a.rec.Desc.CoresPerExecutor, a.rec.Desc.MemoryPerExecutorMB, a.rec.Desc.MaxCores, layout(a), st.Waiting, why)
+					seed, a.rec.ID, wire.QueueName(a.rec.Desc.Queue), a.rec.Desc.CoresPerExecutor, a.rec.Desc.MemoryPerExecutorMB, a.rec.Desc.MaxCores, layout(a), st.Waiting, why)
 			}
 			if w := h.roomFor(a); w != "" {
 				st := mustAppStatus(t, h, a.rec.ID)
 				t.Errorf("seed %d: app %s (queue %s, %d cores per executor, %d MB, max %d) holds %s and waits beside room on %s: %q",
-					seed, a.rec.ID, queueName(a.rec.Desc.Queue), a.rec.Desc.CoresPerExecutor, a.rec.Desc.MemoryPerExecutorMB, a.rec.Desc.MaxCores, layout(a), w, st.Waiting)
+					seed, a.rec.ID, wire.QueueName(a.rec.Desc.Queue), a.rec.Desc.CoresPerExecutor, a.rec.Desc.MemoryPerExecutorMB, a.rec.Desc.MaxCores, layout(a), w, st.Waiting)
 			}
 		}
 	}
@@ -118,17 +119,17 @@ func (h *harness) workerIDs() []string {
 // bounds: its queue's limit, its max cores and executor limit allow it,
 // the worker is placeable and a is not kept off it; "" if none.
 func (h *harness) roomFor(a *appInfo) string {
-	if !wantsCores(a) || len(a.executors) >= a.executorLimit() {
+	if !(a.eligible() && a.coresLeft() > 0) || len(a.executors) >= a.executorLimit() {
 		return ""
 	}
-	step := h.c.executorStep(a)
+	step := placement.ExecutorStep(a.rec.Desc.CoresPerExecutor, h.c.cfg.MinCoreUnit, a.coresLeft())
 	if a.coresLeft() < step {
 		return "" // a fixed size bigger than what its max cores leave it
 	}
-	if lim := h.c.queues[queueName(a.rec.Desc.Queue)].rec.Limit; lim != nil && lim.Cores > 0 {
+	if lim := h.c.queues[wire.QueueName(a.rec.Desc.Queue)].rec.Limit; lim != nil && lim.Cores > 0 {
 		held := 0
 		for _, b := range h.c.appOrder {
-			if queueName(b.rec.Desc.Queue) == queueName(a.rec.Desc.Queue) {
+			if wire.QueueName(b.rec.Desc.Queue) == wire.QueueName(a.rec.Desc.Queue) {
 				held += b.coresGranted
 			}
 		}
@@ -138,7 +139,7 @@ func (h *harness) roomFor(a *appInfo) string {
 	}
 	for _, id := range h.workerIDs() {
 		w := h.c.workers[id]
-		if !w.placeable() || a.excludes(id, h.c.now()) {
+		if !w.placeable() || a.excluded[id].Until.After(h.c.now()) {
 			continue
 		}
 		if w.coresFree() >= step && w.memoryFree() >= a.rec.Desc.MemoryPerExecutorMB {
@@ -156,10 +157,10 @@ func (h *harness) roomFor(a *appInfo) string {
 // that could says no such thing, and one that waits for its fair share
 // has a queue below it.
 func (h *harness) falseReason(a *appInfo, why string) string {
-	if !wantsCores(a) || len(a.executors) >= a.executorLimit() || why == "" {
+	if !(a.eligible() && a.coresLeft() > 0) || len(a.executors) >= a.executorLimit() || why == "" {
 		return ""
 	}
-	step := h.c.executorStep(a)
+	step := placement.ExecutorStep(a.rec.Desc.CoresPerExecutor, h.c.cfg.MinCoreUnit, a.coresLeft())
 	ever := false // some worker could hold one executor, were it empty
 	for _, w := range h.c.workers {
 		if w.placeable() && w.rec.Cores >= step && w.rec.MemoryMB >= a.rec.Desc.MemoryPerExecutorMB {
@@ -172,9 +173,9 @@ func (h *harness) falseReason(a *appInfo, why string) string {
 	case ever && strings.HasPrefix(why, "cannot start"):
 		return "a worker could hold one when empty: not \"cannot start\""
 	case strings.Contains(why, "waiting for fair share"):
-		q := h.c.queues[queueName(a.rec.Desc.Queue)].view
-		if q.ds >= q.fairDS-1e-9 {
-			return fmt.Sprintf("its queue is at its fair share (%.3f of %.3f): it waits for something else", q.ds, q.fairDS)
+		q := h.c.queues[wire.QueueName(a.rec.Desc.Queue)].view
+		if q.DominantShare >= q.FairDominantShare-1e-9 {
+			return fmt.Sprintf("its queue is at its fair share (%.3f of %.3f): it waits for something else", q.DominantShare, q.FairDominantShare)
 		}
 	}
 	return ""

@@ -9,6 +9,7 @@ import (
 	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/placement"
+	"github.com/berth-cluster/berth/scheduler"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -154,7 +155,7 @@ func (c *core) heartbeat(id string, hb wire.Heartbeat) (wire.HeartbeatReply, err
 	w.lastHeartbeat = c.now()
 	c.metrics.heartbeats.Inc()
 	c.noteDiskFull(w, hb.DiskFull)
-	w.ports.setBusy(hb.BusyPorts)
+	w.ports.SetBusy(hb.BusyPorts)
 	return wire.HeartbeatReply{Epoch: c.epoch, HeartbeatIntervalMs: c.cfg.heartbeatInterval(len(c.workers)).Milliseconds()}, nil
 }
 
@@ -228,7 +229,11 @@ func (c *core) liveWorker(id string) (*workerInfo, error) {
 
 // putWorker adds a worker to the indexes.
 func (c *core) putWorker(w *workerInfo) {
+	if old := c.workers[w.rec.ID]; old != nil && old != w {
+		c.slots.take(old)
+	}
 	c.workers[w.rec.ID] = w
+	c.slots.give(w)
 	w.touch = c.touched
 	c.touched(w)
 	if w.state != wire.WorkerDead {
@@ -251,6 +256,7 @@ func (c *core) workerPosition(id string) (int, bool) {
 func (c *core) dropWorker(w *workerInfo) {
 	delete(c.workers, w.rec.ID)
 	c.touched(w)
+	c.slots.take(w)
 	addr := w.hostPort()
 	c.deadAt[addr] = slices.DeleteFunc(c.deadAt[addr], func(id string) bool { return id == w.rec.ID })
 	if len(c.deadAt[addr]) == 0 {
@@ -290,9 +296,8 @@ func (c *core) viewsStale() { c.workerViews = workerViews{} }
 // summary, the room waiting reasons are judged against) until a worker's
 // capacity, use or state changes: a large fleet's heartbeats change none.
 type workerViews struct {
-	summary     *wire.WorkerSummary
-	room        *room
-	constrained map[string]room // roomFor, by constraints
+	summary *wire.WorkerSummary
+	rooms   scheduler.Rooms // the rooms waiting reasons are judged against
 }
 
 // workerSummary counts the workers by state, with their committed use.

@@ -157,9 +157,9 @@ func (f *fitCount) split(pieces int) []int {
 // executor, or the unit (less when fewer cores remain).
 func (f *fitCount) smallest() int {
 	if f.fixed {
-		return 1
+		return 1 // a slot is one executor of the fixed size
 	}
-	return min(f.unit, f.remaining)
+	return ExecutorStep(0, f.unit, f.remaining)
 }
 
 // placeNew puts up to want slots on one worker not used yet and returns how

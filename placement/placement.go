@@ -1,8 +1,9 @@
 // Package placement decides where an application's executors go.
 //
-// It is pure: no I/O, no clock, no goroutines. The master calls
-// StartExecutorsOnWorkers once per scheduling round with the waiting apps (in
-// FIFO order) and the ALIVE workers, and launches what it returns.
+// It is pure: no I/O, no clock, no goroutines. StartExecutorsOnWorkers
+// places one round of waiting apps (in FIFO order) on the ALIVE workers
+// given; the master's scheduler keeps the workers in an Index between rounds
+// and places each round through Index.Round.
 //
 // With a minimum core unit of 1 the "spread" and "pack" policies make exactly
 // the decisions of Spark standalone's scheduleExecutorsOnWorkers
@@ -91,5 +92,6 @@ type TaskShape struct {
 
 // CoreUnit is the step, in cores, of a minimum core unit of n, as every
 // policy, the master and the benchmarks take it: n, and one core (Spark's
-// step) for 0 or less. It is the one place that says so.
+// step) for 0 or less. It is the one place that says so; ExecutorStep
+// (unit.go) is the step of an app's next executor.
 func CoreUnit(n int) int { return max(n, 1) }

@@ -21,12 +21,7 @@ func minCoreUnit(p Policy) int {
 
 // firstStep is the smallest executor the app may start on a worker: its fixed
 // size, or otherwise the unit (less when the app needs fewer cores).
-func firstStep(app App, unit int) int {
-	if app.CoresPerExecutor > 0 {
-		return app.CoresPerExecutor
-	}
-	return min(unit, app.CoresLeft)
-}
+func firstStep(app App, unit int) int { return ExecutorStep(app.CoresPerExecutor, unit, app.CoresLeft) }
 
 // StartExecutorsOnWorkers runs one FIFO scheduling round: each app in the order
 // given, in turn, is offered what the apps before it left. An app with no

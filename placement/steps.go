@@ -76,12 +76,7 @@ func sumCoresFree(workers []Worker) int {
 }
 
 // step is the number of cores the next step hands out.
-func (s *steps) step() int {
-	if s.fixed > 0 {
-		return s.fixed
-	}
-	return min(s.unit, s.toAssign)
-}
+func (s *steps) step() int { return ExecutorStep(s.fixed, s.unit, s.toAssign) }
 
 // canTake reports whether worker i can take the next step (Spark's
 // canLaunchExecutorForApp).

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"slices"
-	"strings"
 	"time"
 )
 
@@ -27,86 +25,6 @@ import (
 // IETF draft "The Idempotency-Key HTTP Header Field"): 1 to 128 characters
 // among letters, digits and "-_.:+/=", optionally in double quotes.
 const IdempotencyKeyHeader = "Idempotency-Key"
-
-// AppDescription is what a client registers.
-type AppDescription struct {
-	Name    string            `json:"name"`
-	Command []string          `json:"command"` // argv of each executor
-	Env     map[string]string `json:"env,omitempty"`
-	// MaxCores caps the cores the app holds; 0 takes the master's
-	// --default-cores (unlimited unless set).
-	MaxCores int `json:"maxCores,omitempty"`
-	// CoresPerExecutor fixes the executor size; 0 leaves it to placement
-	// (one executor per worker holding all the cores it gets there).
-	CoresPerExecutor int `json:"coresPerExecutor,omitempty"`
-	// MemoryPerExecutorMB defaults to 1024.
-	MemoryPerExecutorMB int `json:"memoryPerExecutorMB,omitempty"`
-	// InitialExecutorLimit bounds the executors the app starts with
-	// (dynamic allocation); absent means no bound.
-	InitialExecutorLimit *int `json:"initialExecutorLimit,omitempty"`
-	// ResourcesPerExecutor: custom resources each executor needs, e.g.
-	// {"gpu": 1}, or {"gpu": 0.5} for half of one shared GPU.
-	ResourcesPerExecutor ResourceAmounts `json:"resourcesPerExecutor,omitempty"`
-	// Queue is the queue the app runs in (DefaultQueue when empty);
-	// Priority orders it within its queue, higher first.
-	Queue    string `json:"queue,omitempty"`
-	Priority int    `json:"priority,omitempty"`
-	// StopAfterDisconnect, when set, stops the app's executors on a worker
-	// that has been out of touch with every master that long (Nomad's
-	// disconnect.stop_on_client_after), so that an executor the masters
-	// count as LOST is not still running when its replacement starts. Off
-	// by default: a masters' outage then kills nothing (docs/HA.md).
-	StopAfterDisconnect Duration `json:"stopAfterDisconnect,omitempty"`
-	// Ports each executor gets, by label; Checks its worker runs against
-	// it; Restart counts its failures (docs/HEALTH.md).
-	Ports   []string       `json:"ports,omitempty"`
-	Checks  []Check        `json:"checks,omitempty"`
-	Restart *RestartPolicy `json:"restart,omitempty"`
-	// Constraints: its executors go only to workers whose labels satisfy
-	// every one (docs/PLACEMENT.md).
-	Constraints []Constraint `json:"constraints,omitempty"`
-	// Gang: its first Gang executors start together or not at all
-	// (distributed training, MPI); a member lost later is replaced alone,
-	// unless GangRestart, which kills and replaces the whole gang.
-	Gang        int  `json:"gang,omitempty"`
-	GangRestart bool `json:"gangRestart,omitempty"`
-	// UIURL is the app's own web UI (a Spark driver's), which berth's
-	// status and web UI link to: an http or https URL, at most
-	// MaxUIURLBytes.
-	UIURL string `json:"uiUrl,omitempty"`
-	// Detached: no client holds the app (berth run --detach). The master
-	// keeps it without one, for as long as it is not killed (berth kill
-	// app) or unregistered, instead of finishing it after --app-timeout;
-	// a new leader schedules it at once instead of waiting for a client.
-	Detached bool `json:"detached,omitempty"`
-}
-
-// DriverDescription is what `berth submit` sends: a driver run in the cluster.
-type DriverDescription struct {
-	// Name is for people: status and the UI list the driver by it
-	// (default: the base name of its program), at most 256 bytes.
-	Name      string            `json:"name,omitempty"`
-	Command   []string          `json:"command"`
-	Env       map[string]string `json:"env,omitempty"`
-	Cores     int               `json:"cores"`
-	MemoryMB  int               `json:"memoryMB"`
-	Supervise bool              `json:"supervise"`
-	// Resources: custom resources the driver needs, e.g. {"gpu": 1}.
-	Resources ResourceAmounts `json:"resources,omitempty"`
-	// Queue and Priority, as an app's.
-	Queue    string `json:"queue,omitempty"`
-	Priority int    `json:"priority,omitempty"`
-	// StopAfterDisconnect, as an app's: the driver is stopped on a worker
-	// out of touch with every master that long.
-	StopAfterDisconnect Duration `json:"stopAfterDisconnect,omitempty"`
-	// Ports, Checks and Restart, as an app's executors'; Restart counts a
-	// supervised driver's runs (unset: restarted for ever, with backoff).
-	Ports   []string       `json:"ports,omitempty"`
-	Checks  []Check        `json:"checks,omitempty"`
-	Restart *RestartPolicy `json:"restart,omitempty"`
-	// Constraints, as an app's: where the driver may run.
-	Constraints []Constraint `json:"constraints,omitempty"`
-}
 
 // Submitted answers a registration or submission with the new id.
 type Submitted struct {
@@ -339,107 +257,6 @@ type RaftFigures struct {
 	AppliedIndex uint64 `json:"appliedIndex"`
 	LastContact  string `json:"lastContact"`       // since it last heard the leader: "0" on the leader, "never"
 	Version      string `json:"version,omitempty"` // the master's build
-}
-
-// ClusterStatus is GET /v1/cluster.
-type ClusterStatus struct {
-	MasterID string       `json:"masterId"`
-	Status   MasterStatus `json:"status"`
-	// Version is the build of the master that answered (each master's is
-	// in Masters).
-	Version string `json:"version,omitempty"`
-	// View is "leader" when this master leads, "follower" when the answer is
-	// a follower's replica (durable state only: no executors, no heartbeats).
-	View     string `json:"view"`
-	Leader   string `json:"leader,omitempty"` // API address of the leader, if known
-	LeaderID string `json:"leaderId,omitempty"`
-	Epoch    uint64 `json:"epoch"`
-	// LeaderSince is when this master's leadership began (leader view only).
-	LeaderSince *time.Time `json:"leaderSince,omitempty"`
-	// LeaderContact is when this master last heard from a leader
-	// (follower view only; absent if it never has since it started): its
-	// replica holds what was committed until about then.
-	LeaderContact *time.Time `json:"leaderContact,omitempty"`
-
-	// WorkerSummary counts the workers by state, with their cores and
-	// memory; always set. Workers lists them, unless ?workers=false asked
-	// for the summary alone (a cluster of 100,000 workers).
-	WorkerSummary    WorkerSummary  `json:"workerSummary"`
-	Workers          []WorkerStatus `json:"workers"`
-	ActiveApps       []AppStatus    `json:"activeApps"`
-	CompletedApps    []AppStatus    `json:"completedApps"`
-	ActiveDrivers    []DriverStatus `json:"activeDrivers"`
-	CompletedDrivers []DriverStatus `json:"completedDrivers"`
-	Masters          []MasterNode   `json:"masters,omitempty"`
-}
-
-// WorkerSummary is ClusterStatus's count of the workers.
-type WorkerSummary struct {
-	Total           int `json:"total"`
-	Alive           int `json:"alive"`
-	Decommissioning int `json:"decommissioning"`
-	Dead            int `json:"dead"`
-	Other           int `json:"other"` // UNKNOWN (recovery), DECOMMISSIONED
-	Cores           int `json:"cores"`
-	CoresUsed       int `json:"coresUsed"`
-	MemoryMB        int `json:"memoryMB"`
-	MemoryUsedMB    int `json:"memoryUsedMB"`
-	// Resources: the custom resources the workers offer, by name.
-	Resources []ResourceTotal `json:"resources,omitempty"`
-}
-
-// ResourceTotal is one custom resource over the workers: the addresses
-// they offer (as Cores counts every worker's cores), and those wholly free
-// on ALIVE workers, which a new executor or driver can have.
-type ResourceTotal struct {
-	Name      string `json:"name"`
-	Addresses int    `json:"addresses"`
-	Free      int    `json:"free"`
-}
-
-// Add counts one worker.
-func (s *WorkerSummary) Add(w WorkerStatus) {
-	s.Total++
-	switch w.State {
-	case WorkerAlive:
-		s.Alive++
-	case WorkerDecommissioning:
-		s.Decommissioning++
-	case WorkerDead:
-		s.Dead++
-	default:
-		s.Other++
-	}
-	s.Cores += w.Cores
-	s.CoresUsed += w.CoresUsed
-	s.MemoryMB += w.MemoryMB
-	s.MemoryUsedMB += w.MemoryUsedMB
-	s.Resources = AddResourceUses(s.Resources, w.State, w.Resources)
-}
-
-// AddResourceUses counts one worker's resources (in state) into ts: every
-// address it offers, and the wholly free ones when it is ALIVE.
-func AddResourceUses(ts []ResourceTotal, state WorkerState, rs []ResourceUse) []ResourceTotal {
-	for _, r := range rs {
-		free := 0
-		if state == WorkerAlive {
-			free = r.Free
-		}
-		ts = AddResourceTotal(ts, r.Name, len(r.Addresses), free)
-	}
-	return ts
-}
-
-// AddResourceTotal counts addresses and free ones of resource name in ts,
-// the names kept in order, and returns ts.
-func AddResourceTotal(ts []ResourceTotal, name string, addresses, free int) []ResourceTotal {
-	i, found := slices.BinarySearchFunc(ts, name, func(t ResourceTotal, name string) int { return strings.Compare(t.Name, name) })
-	if !found {
-		ts = slices.Insert(ts, i, ResourceTotal{Name: name})
-	}
-	ts[i].Addresses += addresses
-	ts[i].Free += free
-	return ts
 }
 
 // Query parameters of GET /v1/cluster: completed=false leaves the finished

@@ -13,6 +13,14 @@ import (
 // always exists (weight 1, no guarantee, no limit, preemptible).
 const DefaultQueue = "default"
 
+// QueueName is the queue a description names: DefaultQueue for "".
+func QueueName(name string) string {
+	if name == "" {
+		return DefaultQueue
+	}
+	return name
+}
+
 // Amount is an amount of the cluster's capacity: cores, memory and custom
 // resources (a whole number of addresses, or a share of one).
 type Amount struct {

@@ -75,8 +75,12 @@ func TestRunAndSubmitHealthFlags(t *testing.T) {
 		t.Fatalf("run: %+v", res)
 	}
 	app := sent[wire.AppDescription](t, f, "/v1/apps")
-	want := wire.AppDescription{Name: "svc", Command: []string{"/opt/svc", "{{PORT_HTTP}}"}, MemoryPerExecutorMB: 1024,
-		Ports: ports, Checks: checks, Restart: restart}
+	want := wire.AppDescription{
+		Name:                "svc",
+		Command:             []string{"/opt/svc", "{{PORT_HTTP}}"},
+		MemoryPerExecutorMB: 1024,
+		ProcessSpec:         wire.ProcessSpec{Ports: ports, Checks: checks, Restart: restart},
+	}
 	if !reflect.DeepEqual(app, want) {
 		t.Errorf("run sent\n%s\nwant\n%s", mustJSON(t, app), mustJSON(t, want))
 	}
@@ -87,8 +91,14 @@ func TestRunAndSubmitHealthFlags(t *testing.T) {
 		t.Fatalf("submit: %+v", res)
 	}
 	drv := sent[wire.DriverDescription](t, f, "/v1/drivers")
-	wantDrv := wire.DriverDescription{Name: "drv", Command: []string{"/opt/drv"}, Cores: 1, MemoryMB: 512, Supervise: true,
-		Ports: ports, Checks: checks, Restart: restart}
+	wantDrv := wire.DriverDescription{
+		Name:        "drv",
+		Command:     []string{"/opt/drv"},
+		Cores:       1,
+		MemoryMB:    512,
+		Supervise:   true,
+		ProcessSpec: wire.ProcessSpec{Ports: ports, Checks: checks, Restart: restart},
+	}
 	if !reflect.DeepEqual(drv, wantDrv) {
 		t.Errorf("submit sent\n%s\nwant\n%s", mustJSON(t, drv), mustJSON(t, wantDrv))
 	}
@@ -142,12 +152,16 @@ func TestFileWithFlagsOverriding(t *testing.T) {
 		t.Fatalf("run --file: %+v", res)
 	}
 	got := sent[wire.AppDescription](t, f, "/v1/apps")
-	want := wire.AppDescription{Name: "web", Command: []string{"/opt/web", "--port", "{{PORT_HTTP}}"}, Env: map[string]string{"A": "1", "B": "2"},
-		MaxCores: 4, MemoryPerExecutorMB: 1024, Queue: "etl", Priority: 3, Ports: []string{"http", "admin"},
-		Checks: []wire.Check{{Name: "web", Type: wire.CheckHTTP, Port: "http", Path: "/health", Interval: durp(5 * time.Second),
-			Timeout: durp(time.Second), Failures: intp(5)}},
-		Restart:     &wire.RestartPolicy{Attempts: intp(2), Interval: durp(time.Minute), Mode: wire.RestartDelay},
-		Constraints: []wire.Constraint{{Label: "zone", In: []string{"a"}}}, Gang: 2}
+	want := wire.AppDescription{
+		Name:                "web",
+		Command:             []string{"/opt/web", "--port", "{{PORT_HTTP}}"},
+		Env:                 map[string]string{"A": "1", "B": "2"},
+		MaxCores:            4,
+		MemoryPerExecutorMB: 1024,
+		Gang:                2,
+		ProcessSpec: wire.ProcessSpec{Queue: "etl", Priority: 3, Ports: []string{"http", "admin"}, Checks: []wire.Check{{Name: "web", Type: wire.CheckHTTP, Port: "http", Path: "/health", Interval: durp(5 * time.Second),
+			Timeout: durp(time.Second), Failures: intp(5)}}, Restart: &wire.RestartPolicy{Attempts: intp(2), Interval: durp(time.Minute), Mode: wire.RestartDelay}, Constraints: []wire.Constraint{{Label: "zone", In: []string{"a"}}}},
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("run --file sent\n%s\nwant\n%s", mustJSON(t, got), mustJSON(t, want))
 	}
@@ -162,8 +176,14 @@ func TestFileWithFlagsOverriding(t *testing.T) {
 		t.Fatalf("submit --file: %+v", res)
 	}
 	gotDrv := sent[wire.DriverDescription](t, f, "/v1/drivers")
-	wantDrv := wire.DriverDescription{Name: "new", Command: []string{"/opt/new", "x"}, Cores: 2, MemoryMB: 1024, Supervise: true,
-		Ports: []string{"admin"}, Checks: []wire.Check{{Name: "tcp-admin", Type: wire.CheckTCP, Port: "admin"}}}
+	wantDrv := wire.DriverDescription{
+		Name:        "new",
+		Command:     []string{"/opt/new", "x"},
+		Cores:       2,
+		MemoryMB:    1024,
+		Supervise:   true,
+		ProcessSpec: wire.ProcessSpec{Ports: []string{"admin"}, Checks: []wire.Check{{Name: "tcp-admin", Type: wire.CheckTCP, Port: "admin"}}},
+	}
 	if !reflect.DeepEqual(gotDrv, wantDrv) {
 		t.Errorf("submit --file sent\n%s\nwant\n%s", mustJSON(t, gotDrv), mustJSON(t, wantDrv))
 	}

@@ -123,8 +123,14 @@ func (w *workload) driverDesc() wire.DriverDescription {
 // burstDesc is a burst's app: up to burstCores executors of one core,
 // each a `sleep` numbered by its executor id and ending with the marker.
 func burstDesc(key string, b *burst, priority int) wire.AppDescription {
-	return wire.AppDescription{Name: key, Command: []string{"sleep", "600", "{{EXECUTOR_ID}}", b.marker},
-		MaxCores: burstCores, CoresPerExecutor: 1, MemoryPerExecutorMB: 64, Queue: b.queue, Priority: priority}
+	return wire.AppDescription{
+		Name:                key,
+		Command:             []string{"sleep", "600", "{{EXECUTOR_ID}}", b.marker},
+		MaxCores:            burstCores,
+		CoresPerExecutor:    1,
+		MemoryPerExecutorMB: 64,
+		ProcessSpec:         wire.ProcessSpec{Queue: b.queue, Priority: priority},
+	}
 }
 
 const (

@@ -1,4 +1,4 @@
-package master
+package scheduler
 
 import (
 	"cmp"
@@ -13,9 +13,9 @@ import (
 )
 
 // The fair-share round. Each scheduling round works out, over the
-// schedulable workers' capacity, what every queue holds, wants and is
-// owed (placement/share: weighted DRF, guarantees first, limits), then
-// places in two passes over the same index:
+// placeable workers' capacity, what every queue holds, wants and is owed
+// (placement/share: weighted DRF, guarantees first, limits), then places
+// in two passes over the same index:
 //  1. the queues below their guarantee first, then by weighted dominant
 //     share, lowest first; within a queue by priority, then first come
 //     first served; each app capped at what its queue is owed;
@@ -23,82 +23,19 @@ import (
 //     cores, fragments) to whoever still wants it, up to the queues'
 //     limits: capacity never idles while an app that fits it waits.
 
-// clusterCapacity is what the schedulable workers offer, kept as the index
-// takes them in and out (syncIndex).
-type clusterCapacity struct {
-	cores, memory int
-	res           map[string]int // thousandths of an address
-	of            map[string]workerCap
-}
-
-type workerCap struct {
-	cores, memory int
-	res           map[string]int
-}
-
-func (k *clusterCapacity) put(w *workerInfo) {
-	k.del(w.rec.ID)
-	wc := workerCap{cores: w.rec.Cores, memory: w.rec.MemoryMB}
-	if len(w.rec.Resources) > 0 {
-		wc.res = map[string]int{}
-		for r, addrs := range w.rec.Resources {
-			wc.res[r] = len(addrs) * placement.Whole
-		}
-	}
-	k.add(wc, 1)
-	if k.of == nil {
-		k.of = map[string]workerCap{}
-	}
-	k.of[w.rec.ID] = wc
-}
-
-func (k *clusterCapacity) del(id string) {
-	if wc, ok := k.of[id]; ok {
-		k.add(wc, -1)
-		delete(k.of, id)
-	}
-}
-
-func (k *clusterCapacity) add(wc workerCap, sign int) {
-	k.cores += sign * wc.cores
-	k.memory += sign * wc.memory
-	for r, v := range wc.res {
-		if k.res == nil {
-			k.res = map[string]int{}
-		}
-		if k.res[r] += sign * v; k.res[r] == 0 {
-			delete(k.res, r)
-		}
-	}
-}
-
-// amount is the capacity as the API tells it.
-func (k *clusterCapacity) amount() wire.Amount {
-	a := wire.Amount{Cores: k.cores, MemoryMB: k.memory}
-	for r, v := range k.res {
-		if a.Resources == nil {
-			a.Resources = wire.ResourceAmounts{}
-		}
-		a.Resources[r] = float64(v) / placement.Whole
-	}
-	return a
-}
-
 // shareRound is one round's view of the queues.
 type shareRound struct {
 	dims     []string // cores, memory, then each resource offered
 	capacity share.Vec
 	queues   map[string]*queueRound
-	// cands are the apps that wanted executors, in pass 1's order, and
-	// placed how many each got this round.
+	// cands are the apps that wanted executors, in pass 1's order.
 	cands  []candidate
-	placed map[*appInfo]int
 	shared bool // fairShares has run
 }
 
 // queueRound is one queue in a round.
 type queueRound struct {
-	q                 *queueInfo
+	q                 *Queue
 	usage, want, fair share.Vec
 	leaving           share.Vec // held by its executors being taken back (in usage still)
 	limit             share.Vec
@@ -110,37 +47,38 @@ type queueRound struct {
 }
 
 // newShareRound takes the capacity and what every queue holds.
-func (c *core) newShareRound() *shareRound {
-	rnd := &shareRound{dims: append([]string{"cores", "memory"}, slices.Sorted(maps.Keys(c.capacity.res))...), queues: map[string]*queueRound{}, placed: map[*appInfo]int{}}
-	rnd.capacity = rnd.vec(c.capacity.cores, c.capacity.memory, c.capacity.res, 1)
+func (r *round) newShareRound() *shareRound {
+	k := r.v.Capacity
+	rnd := &shareRound{dims: append([]string{"cores", "memory"}, slices.Sorted(maps.Keys(k.Resources))...), queues: map[string]*queueRound{}}
+	rnd.capacity = rnd.vec(k.Cores, k.MemoryMB, k.Resources, 1)
 	n := len(rnd.dims)
-	for name, q := range c.queues {
+	for name, q := range r.queues {
 		qr := &queueRound{q: q, usage: share.Zero(n), leaving: share.Zero(n), limit: share.Unbounded(n)}
-		if l := q.rec.Limit; l != nil {
+		if l := q.Limit; l != nil {
 			qr.limit = rnd.amountVec(*l, math.Inf(1))
 		}
 		rnd.queues[name] = qr
 	}
-	for _, a := range c.appOrder {
-		if qr := rnd.queues[queueName(a.rec.Desc.Queue)]; qr != nil {
-			qr.usage = qr.usage.Add(rnd.vec(a.coresGranted, len(a.executors)*a.rec.Desc.MemoryPerExecutorMB, milli(a.rec.Desc.ResourcesPerExecutor), len(a.executors)))
-			if a.leavingExecs > 0 {
-				qr.leaving = qr.leaving.Add(rnd.vec(a.leavingCores, a.leavingExecs*a.rec.Desc.MemoryPerExecutorMB, milli(a.rec.Desc.ResourcesPerExecutor), a.leavingExecs))
+	for _, a := range r.apps {
+		if qr := rnd.queues[a.Queue]; qr != nil {
+			qr.usage = qr.usage.Add(rnd.vec(a.granted, a.held*a.MemoryMB, a.Resources, a.held))
+			if a.LeavingExecs > 0 {
+				qr.leaving = qr.leaving.Add(rnd.vec(a.LeavingCores, a.LeavingExecs*a.MemoryMB, a.Resources, a.LeavingExecs))
 			}
 		}
 	}
-	for _, d := range c.drivers {
-		if qr := rnd.queues[queueName(d.rec.Desc.Queue)]; qr != nil && d.worker != nil {
-			qr.usage = qr.usage.Add(rnd.vec(d.rec.Desc.Cores, d.rec.Desc.MemoryMB, milli(d.rec.Desc.Resources), 1))
+	for _, d := range r.v.Drivers {
+		if qr := rnd.queues[d.Queue]; qr != nil {
+			qr.usage = qr.usage.Add(rnd.vec(d.Cores, d.MemoryMB, d.Resources, 1))
 		}
 	}
 	for _, qr := range rnd.queues {
 		qr.want = slices.Clone(qr.usage)
 	}
 	// Waiting drivers are their queues' demand too.
-	for _, d := range c.waitingDrivers {
-		if qr := rnd.queues[queueName(d.rec.Desc.Queue)]; qr != nil {
-			qr.want = qr.want.Add(rnd.vec(d.rec.Desc.Cores, d.rec.Desc.MemoryMB, milli(d.rec.Desc.Resources), 1))
+	for _, d := range r.v.WaitingDrivers {
+		if qr := rnd.queues[d.Queue]; qr != nil {
+			qr.want = qr.want.Add(rnd.vec(d.Cores, d.MemoryMB, d.Resources, 1))
 		}
 	}
 	return rnd
@@ -184,7 +122,7 @@ func (rnd *shareRound) amountVec(a wire.Amount, unset float64) share.Vec {
 // what was reclaimed for the queue went back to others, round after
 // round).
 func (rnd *shareRound) guaranteeOf(qr *queueRound) share.Vec {
-	g := rnd.amountVec(qr.q.rec.Guarantee, -1)
+	g := rnd.amountVec(qr.q.Guarantee, -1)
 	ratio, named := math.Inf(1), false
 	for d, x := range g {
 		if x < 0 {
@@ -209,14 +147,14 @@ func (rnd *shareRound) guaranteeOf(qr *queueRound) share.Vec {
 	return g
 }
 
-// shape is what one executor of a takes, and want what a asks this round
-// (need executors, within its cores left and the free cores).
-func (rnd *shareRound) shape(a *appInfo, coresFree int) (one, want share.Vec, cores int) {
-	cores = a.rec.Desc.CoresPerExecutor
+// shape is what one executor of a takes, and its cores (of an app of no
+// fixed size: all it may still get of coresFree).
+func (rnd *shareRound) shape(a *app, coresFree int) (one share.Vec, cores int) {
+	cores = a.Cores
 	if cores == 0 {
 		cores = min(a.coresLeft(), coresFree)
 	}
-	return rnd.vec(cores, a.rec.Desc.MemoryPerExecutorMB, milli(a.rec.Desc.ResourcesPerExecutor), 1), nil, cores
+	return rnd.vec(cores, a.MemoryMB, a.Resources, 1), cores
 }
 
 // fairShares computes every queue's fair share from what it holds and
@@ -227,7 +165,7 @@ func (rnd *shareRound) fairShares() {
 	qs := make([]share.Queue, len(names))
 	for i, name := range names {
 		qr := rnd.queues[name]
-		qs[i] = share.Queue{Weight: qr.q.rec.Weight, Guarantee: rnd.guaranteeOf(qr), Limit: qr.limit, Want: qr.want}
+		qs[i] = share.Queue{Weight: qr.q.Weight, Guarantee: rnd.guaranteeOf(qr), Limit: qr.limit, Want: qr.want}
 	}
 	for i, f := range share.FairShares(rnd.capacity, qs) {
 		qr := rnd.queues[names[i]]
@@ -252,10 +190,10 @@ func (rnd *shareRound) order() []*queueRound {
 		if ds < share.DominantShare(rnd.guaranteeOf(qr).Min(qr.want), rnd.capacity)-1e-9 {
 			below = 0
 		}
-		keys = append(keys, keyed{qr, below, ds / qr.q.rec.Weight})
+		keys = append(keys, keyed{qr, below, ds / qr.q.Weight})
 	}
 	slices.SortFunc(keys, func(a, b keyed) int {
-		return cmp.Or(cmp.Compare(a.below, b.below), cmp.Compare(a.ds, b.ds), cmp.Compare(a.qr.q.rec.Name, b.qr.q.rec.Name))
+		return cmp.Or(cmp.Compare(a.below, b.below), cmp.Compare(a.ds, b.ds), cmp.Compare(a.qr.q.Name, b.qr.q.Name))
 	})
 	out := make([]*queueRound, len(keys))
 	for i, k := range keys {
@@ -264,10 +202,9 @@ func (rnd *shareRound) order() []*queueRound {
 	return out
 }
 
-// allowed is how many executors of shape one, and how many cores, a queue
-// with left to give may start: up to what it is owed, rounded up by one
-// executor (an executor is not cut in pieces), none once it is owed
-// nothing.
+// allowed is how many executors of shape one a queue with left to give
+// may start: up to what it is owed, rounded up by one executor (an
+// executor is not cut in pieces), none once it is owed nothing.
 func allowed(left, one share.Vec) int {
 	k := math.Inf(1)
 	for i := range one {
@@ -284,7 +221,7 @@ func allowed(left, one share.Vec) int {
 	return int(math.Ceil(k - 1e-6)) // the shares are sums of floats: 7.0000001 is 7
 }
 
-// describeVec renders a Vec of the round as an amount.
+// amount renders a Vec of the round as an amount.
 func (rnd *shareRound) amount(v share.Vec) wire.Amount {
 	a := wire.Amount{Cores: int(math.Round(v[0])), MemoryMB: int(math.Round(v[1]))}
 	for i, r := range rnd.dims[2:] {
@@ -298,32 +235,34 @@ func (rnd *shareRound) amount(v share.Vec) wire.Amount {
 	return a
 }
 
-// record keeps what the round found of each queue, for its status and for
-// why its apps wait.
-func (rnd *shareRound) record() {
+// record puts in the plan what the round found of each queue, for its
+// status and for why its apps wait; the reclaiming and the starvation
+// clock are the last round's until reclaim decides them.
+func (r *round) record(rnd *shareRound) {
 	if !rnd.shared {
 		rnd.fairShares()
 	}
-	for _, qr := range rnd.queues {
-		v := &qr.q.view
-		v.usage, v.fair = rnd.amount(qr.usage), rnd.amount(qr.fair)
-		v.waiting = rnd.amount(qr.want.Sub(qr.usage).Max(share.Zero(len(qr.usage))))
-		v.ds, v.fairDS = share.DominantShare(qr.usage, rnd.capacity), share.DominantShare(qr.fair, rnd.capacity)
-		v.held = ""
+	r.plan.Queues = make(map[string]QueueOutcome, len(rnd.queues))
+	for name, qr := range rnd.queues {
+		o := QueueOutcome{Usage: rnd.amount(qr.usage), Fair: rnd.amount(qr.fair),
+			Waiting:       rnd.amount(qr.want.Sub(qr.usage).Max(share.Zero(len(qr.usage)))),
+			DominantShare: share.DominantShare(qr.usage, rnd.capacity), FairDominantShare: share.DominantShare(qr.fair, rnd.capacity),
+			Reclaiming: qr.q.Last.Reclaiming, StarvedSince: qr.q.StarvedSince}
 		switch {
 		case qr.placed >= qr.wanted:
 		case atLimit(qr):
-			v.held = fmt.Sprintf("queue %s at its limit (%s)", qr.q.rec.Name, describeAmount(*qr.q.rec.Limit))
+			o.Held = fmt.Sprintf("queue %s at its limit (%s)", qr.q.Name, DescribeAmount(*qr.q.Limit))
 		case qr.capped && rnd.othersOwed(qr):
-			v.held = fmt.Sprintf("queue %s holds its fair share (%s) while others are owed theirs", qr.q.rec.Name, describeAmount(v.fair))
+			o.Held = fmt.Sprintf("queue %s holds its fair share (%s) while others are owed theirs", qr.q.Name, DescribeAmount(o.Fair))
 		}
+		r.plan.Queues[name] = o
 	}
 }
 
 // atLimit reports whether a queue with a limit cannot grow in one of the
 // resources it wants more of.
 func atLimit(qr *queueRound) bool {
-	if qr.q.rec.Limit == nil {
+	if qr.q.Limit == nil {
 		return false
 	}
 	for i := range qr.usage {
