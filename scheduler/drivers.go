@@ -48,7 +48,10 @@ func (r *round) placeDrivers(rnd *shareRound) {
 			if w.coresFree() < d.Cores || w.memoryFree() < d.MemoryMB || !wire.Satisfies(w.Labels, d.Constraints) {
 				continue
 			}
-			picked, ok := placement.PickResources(r.resourcesFree(w), d.Resources)
+			// PickResources takes what it picks from the map it is given:
+			// a copy, so that take subtracts the driver's share once, and a
+			// worker refused for want of ports keeps its addresses.
+			picked, ok := placement.PickResources(cloneFree(r.resourcesFree(w)), d.Resources)
 			if !ok || w.freePorts() < len(d.Ports) {
 				continue
 			}

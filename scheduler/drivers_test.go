@@ -3,6 +3,7 @@ package scheduler
 import (
 	"testing"
 
+	"github.com/berth-cluster/berth/placement"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -52,5 +53,40 @@ func TestLaunchesTakePorts(t *testing.T) {
 	}
 	if w.Ports.Free() != 3 {
 		t.Errorf("the round took the master's own ports: %d free", w.Ports.Free())
+	}
+}
+
+// Two drivers of half a GPU share one GPU, as they did when the master
+// decided (a pick once took the share twice from the round's own free
+// map, and the second driver found no room), and a driver refused for
+// want of ports leaves its GPU free for the next.
+func TestDriversShareAGPUAndARefusalTakesNone(t *testing.T) {
+	cl := newCluster(t)
+	w := cl.worker("w1", 4, 4096)
+	w.Resources, w.res = true, map[string][]int{"gpu": {placement.Whole}}
+	half := NewDriverSpec(wire.DriverDescription{Cores: 1, MemoryMB: 100, Resources: wire.ResourceAmounts{"gpu": 0.5}})
+	cl.drivers = []Driver{{ID: "d1", Spec: half, Waiting: true}, {ID: "d2", Spec: half, Waiting: true}}
+	p := cl.schedule()
+	if len(p.Drivers) != 2 {
+		t.Fatalf("drivers placed %+v, want both on w1's one GPU, half each", p.Drivers)
+	}
+	for _, d := range p.Drivers {
+		if got := d.Resources["gpu"]; len(got) != 1 || got[0] != 0 {
+			t.Errorf("driver %s got gpu %v, want address 0", d.DriverID, got)
+		}
+	}
+
+	cl = newCluster(t)
+	w = cl.worker("w1", 4, 4096)
+	w.Resources, w.res = true, map[string][]int{"gpu": {placement.Whole}}
+	w.Ports = NewPortPool(&wire.PortRange{First: 20000, Last: 20000})
+	w.Ports.Hold(map[string]int{"taken": 20000})
+	ported := half
+	ported.Ports = []string{"http"}
+	whole := NewDriverSpec(wire.DriverDescription{Cores: 1, MemoryMB: 100, Resources: wire.ResourceAmounts{"gpu": 1}})
+	cl.drivers = []Driver{{ID: "ported", Spec: ported, Waiting: true}, {ID: "whole", Spec: whole, Waiting: true}}
+	p = cl.schedule()
+	if len(p.Drivers) != 1 || p.Drivers[0].DriverID != "whole" {
+		t.Fatalf("drivers placed %+v, want the whole-GPU driver: the one short of ports took nothing", p.Drivers)
 	}
 }
