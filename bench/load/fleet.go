@@ -35,7 +35,9 @@ type fleetConfig struct {
 	Seed     uint64 // of the heartbeat phase jitter
 	// NoListen: the workers register their slot address without listening
 	// there, for fleets larger than the file descriptors allow (a listener
-	// each); only for measures that send them no command (heartbeats).
+	// each); only for measures that send them no command (heartbeats). The
+	// master's probes of those addresses are answered for them
+	// (probesink.go).
 	NoListen bool
 	// Scheme of the workers' addresses: "http", or "https" for a master
 	// that runs TLS (only with NoListen: the fleet serves no TLS).
@@ -54,6 +56,7 @@ type fleet struct {
 	ws     []*simWorker
 	byID   map[string]*simWorker
 	byAddr map[string]*simWorker // by the address a worker listens at
+	sink   *probeSink            // NoListen: answers the master's probes
 
 	started   time.Time
 	ctx       context.Context // the fleet's lifetime: every loop stops with it
@@ -123,6 +126,12 @@ func newFleet(cfg fleetConfig, mc *masterClient) (*fleet, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &fleet{started: time.Now(), cfg: cfg, mc: mc, ctx: ctx, cancel: cancel, byID: map[string]*simWorker{}, byAddr: map[string]*simWorker{}}
 	f.srv = &http.Server{Handler: httpx.RequireSecret(cfg.Secret, f.handler()), ReadHeaderTimeout: 10 * time.Second}
+	if cfg.NoListen {
+		var err error
+		if f.sink, err = startProbeSink(cfg.PortBase, cfg.Workers); err != nil {
+			f.note("no probe sink", "the master's probes of workers whose connection closed will find nothing listening and remove them: %v", err)
+		}
+	}
 	for n := range cfg.Workers {
 		addr := slotAddr(cfg.PortBase + n)
 		var ln net.Listener
@@ -171,6 +180,7 @@ func (f *fleet) shutdown() {
 	if f.srv.Shutdown(ctx) != nil {
 		f.srv.Close()
 	}
+	f.sink.close()
 	f.cancel()
 	f.wg.Wait()
 }

@@ -121,7 +121,7 @@ func heartbeatsCommand(out io.Writer) *cli.Command {
 			&cli.Float64Flag{Name: "held-ratio", Value: 0.99, Usage: "share of the offered rate a held size must achieve"},
 		}, rampFlags(3*time.Minute, " (each worker heartbeats as soon as it is registered)"), []cli.Flag{
 			&cli.BoolFlag{Name: "api-probe", Usage: "during the window, every 100 ms: a status read (GET /v1/cluster?workers=false) and an app registered and killed, timed; with the master's scheduling-round p99 (its /metrics) and resident memory"},
-			&cli.BoolFlag{Name: "listen", Value: true, Usage: "each simulated worker listens at its address; --listen=false registers the address without a listener, for fleets beyond the file descriptor limit (this measure sends the workers no command)"},
+			&cli.BoolFlag{Name: "listen", Value: true, Usage: "each simulated worker listens at its address; --listen=false registers the address without a listener, for fleets beyond the file descriptor limit (this measure sends the workers no command; as root, an nftables table of the run's own answers the master's probes of them, as live workers would)"},
 		}),
 		params: readHeartbeatParams,
 		run:    runHeartbeats,
