@@ -108,9 +108,9 @@ func TestDaemonsWorkerKilledExecutorsLostAndReplacedInCoreUnits(t *testing.T) {
 	if elapsed > daemonWorkerTimeout+time.Second {
 		t.Errorf("worker DEAD %s after the kill, want within the worker timeout %s + 1s", elapsed, daemonWorkerTimeout)
 	}
-	if elapsed <= daemonWorkerTimeout/2 {
-		t.Errorf("worker DEAD %s after the kill, before half the worker timeout %s: not the timeout's doing", elapsed, daemonWorkerTimeout)
-	}
+	// No lower bound: on a host that is up, the leader finds nothing
+	// listening at a SIGKILLed worker's address and removes it at once
+	// (e2e/worker_gone_test.go measures that, and a freeze's timeout).
 
 	// The worker's children died with it (SIGKILL to the worker reaches
 	// them through their parent-death signal).

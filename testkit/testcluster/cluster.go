@@ -2,9 +2,12 @@ package testcluster
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -140,16 +143,33 @@ func (c *Cluster) WorkerByID(id string) *Worker {
 	return nil
 }
 
-var portMu sync.Mutex
+var (
+	portMu   sync.Mutex
+	nextPort int
+)
 
-// FreePort returns a TCP port free on ip now.
+// FreePort returns a TCP port free on ip now, for a daemon to bind soon.
+// Not one of the kernel's ephemeral ports (a listen on port 0): any
+// socket of any test may be given that one before the daemon binds it
+// (make test saw "raft transport on 127.0.0.3:41483: bind: address
+// already in use"). Ports 12000-17999 instead, below the ephemeral range
+// and apart from the workers' --port-range (portRange: 20000 up), taken
+// in turn from a place of this process's own, as tests of several
+// packages run at once.
 func FreePort(ip string) (int, error) {
 	portMu.Lock()
 	defer portMu.Unlock()
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		return 0, err
+	const first, size = 12000, 6000
+	if nextPort == 0 {
+		nextPort = os.Getpid()*101%size + 1
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	for range size {
+		port := first + nextPort%size
+		nextPort++
+		if l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port))); err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("no free port on %s in %d-%d", ip, first, first+size-1)
 }
