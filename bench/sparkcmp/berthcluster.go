@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/berth-cluster/berth/bench/internal/benchtool"
@@ -168,21 +167,7 @@ func (c *berthCluster) clusterStatus(ctx context.Context, i int) (wire.ClusterSt
 // status asks every running master at once (a follower answers with its
 // replica, marked so).
 func (c *berthCluster) status(ctx context.Context) (clusterView, error) {
-	states := make([]wire.ClusterStatus, len(c.masterDs))
-	errs := make([]error, len(c.masterDs))
-	var wg sync.WaitGroup
-	for i, m := range c.masterDs {
-		if !m.running() {
-			errs[i] = fmt.Errorf("not running")
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			states[i], errs[i] = c.clusterStatus(ctx, i)
-		}()
-	}
-	wg.Wait()
+	states, errs := askAll(ctx, c.masterDs, c.clusterStatus)
 	v := clusterView{aliveHosts: map[string]bool{}}
 	var said []string
 	for i, st := range states {

@@ -274,3 +274,23 @@ func readUsage(pid int) usage {
 func resetPeak(pid int) error {
 	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
 }
+
+// askAll asks each running daemon of ds at once (ask gets its index) and
+// returns the answers and errors by index; one not running is an error.
+func askAll[T any](ctx context.Context, ds []*daemon, ask func(context.Context, int) (T, error)) ([]T, []error) {
+	states, errs := make([]T, len(ds)), make([]error, len(ds))
+	var wg sync.WaitGroup
+	for i, d := range ds {
+		if !d.running() {
+			errs[i] = fmt.Errorf("not running")
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			states[i], errs[i] = ask(ctx, i)
+		}()
+	}
+	wg.Wait()
+	return states, errs
+}

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/berth-cluster/berth/internal/poll"
@@ -273,21 +272,7 @@ func (c *sparkCluster) waitMasterState(ctx context.Context, i int, want string, 
 
 // status asks both Masters at once.
 func (c *sparkCluster) status(ctx context.Context) (clusterView, error) {
-	states := make([]sparkMasterJSON, len(c.masterDs))
-	errs := make([]error, len(c.masterDs))
-	var wg sync.WaitGroup
-	for i, m := range c.masterDs {
-		if !m.running() {
-			errs[i] = fmt.Errorf("not running")
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			states[i], errs[i] = c.masterState(ctx, i)
-		}()
-	}
-	wg.Wait()
+	states, errs := askAll(ctx, c.masterDs, c.masterState)
 	v := clusterView{aliveHosts: map[string]bool{}}
 	var said []string
 	for i, st := range states {
