@@ -127,16 +127,7 @@ func waitNewActive(ctx context.Context, s system, old *daemon, within time.Durat
 // waitWorkerDown polls until the leading master no longer lists host as
 // ALIVE, so that a worker restarted there registers anew.
 func waitWorkerDown(ctx context.Context, s system, host string, within time.Duration) error {
-	var last string
-	if !poll.Within(ctx, within, 100*time.Millisecond, func() bool {
-		v, err := s.status(ctx)
-		if err != nil {
-			last = err.Error()
-			return false
-		}
-		last = v.description
-		return !v.aliveHosts[host]
-	}) {
+	if last, ok := waitView(ctx, s, within, func(v clusterView) bool { return !v.aliveHosts[host] }); !ok {
 		return fmt.Errorf("%s: the worker at %s still ALIVE after %s (%s)", s.name(), host, within, last)
 	}
 	return nil
@@ -144,19 +135,25 @@ func waitWorkerDown(ctx context.Context, s system, host string, within time.Dura
 
 // waitWorkers polls until a master leads n ALIVE workers.
 func waitWorkers(ctx context.Context, s system, n int, within time.Duration) error {
-	var last string
-	if !poll.Within(ctx, within, 100*time.Millisecond, func() bool {
+	if last, ok := waitView(ctx, s, within, func(v clusterView) bool { return len(v.aliveHosts) == n }); !ok {
+		return fmt.Errorf("%s: %d workers not ALIVE within %s (%s)", s.name(), n, within, last)
+	}
+	return nil
+}
+
+// waitView polls s's status every 100 ms until done holds, within; when
+// it does not, last is what the status said last (or its error).
+func waitView(ctx context.Context, s system, within time.Duration, done func(clusterView) bool) (last string, ok bool) {
+	ok = poll.Within(ctx, within, 100*time.Millisecond, func() bool {
 		v, err := s.status(ctx)
 		if err != nil {
 			last = err.Error()
 			return false
 		}
 		last = v.description
-		return len(v.aliveHosts) == n
-	}) {
-		return fmt.Errorf("%s: %d workers not ALIVE within %s (%s)", s.name(), n, within, last)
-	}
-	return nil
+		return done(v)
+	})
+	return last, ok
 }
 
 // loseWorker is what both systems do to lose worker d.
