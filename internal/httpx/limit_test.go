@@ -146,6 +146,7 @@ type limitedServer struct {
 	clientTLS  *tls.Config
 	entered    chan struct{} // one per /v1/block request in its handler
 	release    func()
+	limit      *limitListener // to see its connections' states
 }
 
 func startLimitedServer(t *testing.T, n int, tlsOn bool) *limitedServer {
@@ -172,6 +173,7 @@ func startLimitedServer(t *testing.T, n int, tlsOn bool) *limitedServer {
 		w.Write([]byte("released\n"))
 	})
 	ln := LimitListener(s.counts, n)
+	s.limit = ln.(*limitListener)
 	if tlsOn {
 		m1, w1 := testTLS(t)
 		ln = tls.NewListener(ln, w1.ServerConfig(tls.VerifyClientCertIfGiven))
@@ -238,6 +240,16 @@ func TestLimitListenerKeepsHealthChecksAtTheCap(t *testing.T) {
 			})
 			s.wantStatus(t, "/healthz", http.StatusOK) // within 1 s: before, 10 s (ReadHeaderTimeout)
 			s.wantStatus(t, "/v1/cluster", http.StatusOK)
+			// The server closes those two connections a moment after their
+			// answers: until then they count as serving a request, and a
+			// blocker taken meanwhile lands in the reserve (on a busy CI
+			// machine, it did). Wait until every connection within the cap
+			// is a silent socket again.
+			waitFor(t, "the server to close the answered connections", func() bool {
+				s.limit.mu.Lock()
+				defer s.limit.mu.Unlock()
+				return s.limit.underCap == s.limit.capped.fresh.Len()
+			})
 
 			// n long requests take every connection under the cap. One at
 			// a time: a blocker whose request has not arrived yet is a
