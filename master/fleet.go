@@ -92,6 +92,8 @@ type executorHistory struct{ a *appInfo }
 
 func (h executorHistory) Len() int { return len(h.a.bySeq) }
 
+func (h executorHistory) Seq(i int) uint64 { return h.a.bySeq[i].seq }
+
 func (h executorHistory) At(i int) scheduler.Executor {
 	e := h.a.bySeq[i]
 	return scheduler.Executor{ID: e.id, WorkerSlot: e.worker.slot, Cores: e.cores, MemoryMB: e.memory, Seq: e.seq,

@@ -146,6 +146,7 @@ type history []Executor
 
 func (h history) Len() int          { return len(h) }
 func (h history) At(i int) Executor { return h[i] }
+func (h history) Seq(i int) uint64  { return h[i].Seq }
 
 type testFleet struct{ c *cluster }
 

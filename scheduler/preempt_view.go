@@ -198,17 +198,17 @@ func (v *viewBuilder) aboveFair(qi int, qr *queueRound, apps []*app, guaranteed 
 	h := &recentFirst{}
 	for _, a := range apps {
 		if n := historyLen(a); n > 0 {
-			h.tails = append(h.tails, appTail{a, n - 1, a.History.At(n - 1)})
+			h.tails = append(h.tails, appTail{a, n - 1, a.History.Seq(n - 1)})
 		}
 	}
 	heap.Init(h)
 	for h.Len() > 0 {
 		t := &h.tails[0]
-		a, e := t.a, t.e
+		a, e := t.a, t.a.History.At(t.i)
 		if t.i--; t.i < 0 {
 			heap.Pop(h)
 		} else {
-			t.e = a.History.At(t.i)
+			t.seq = a.History.Seq(t.i)
 			heap.Fix(h, 0)
 		}
 		if !v.takeable(e) {
@@ -232,18 +232,18 @@ func (v *viewBuilder) aboveFair(qi int, qr *queueRound, apps []*app, guaranteed 
 }
 
 // appTail is an app's executors (History) not yet looked at, up to i,
-// and the one at i.
+// and the age of the one at i.
 type appTail struct {
-	a *app
-	i int
-	e Executor
+	a   *app
+	i   int
+	seq uint64
 }
 
 // recentFirst is a heap of apps' tails, the most recent executor on top.
 type recentFirst struct{ tails []appTail }
 
 func (h recentFirst) Len() int           { return len(h.tails) }
-func (h recentFirst) Less(i, j int) bool { return h.tails[i].e.Seq > h.tails[j].e.Seq }
+func (h recentFirst) Less(i, j int) bool { return h.tails[i].seq > h.tails[j].seq }
 func (h recentFirst) Swap(i, j int)      { h.tails[i], h.tails[j] = h.tails[j], h.tails[i] }
 func (h *recentFirst) Push(x any)        { h.tails = append(h.tails, x.(appTail)) }
 func (h *recentFirst) Pop() any {
