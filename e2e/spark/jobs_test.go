@@ -60,10 +60,12 @@ func TestSparkJavaJob(t *testing.T) {
 	t.Parallel()
 	cl := shared(t)
 	slots(t, 1)
-	r := cl.submit(t, "java", nil, javaJob(8, 400)...)
+	// 1 s a task, 4 s a stage on two executors: the checks below run while
+	// the Pi stage's last tasks and the shuffle's first stage still do.
+	r := cl.submit(t, "java", nil, javaJob(8, 1000)...)
 	id := r.appID()
-	r.waitLog(stageTasksDone(1), 1, 2*time.Minute)
-	checkExecutorPlaces(t, cl, id)
+	r.waitLog(stageTasksDone(0), 1, 2*time.Minute)
+	checkExecutorPlaces(t, cl, r, id)
 	r.wait(2*time.Minute, "shuffle: 10 keys, 80000 values; cached count 80000")
 	if !regexp.MustCompile(`Pi is roughly 3\.1\d`).MatchString(r.log()) {
 		t.Errorf("no Pi in the job's output:\n%s", r.proc.LogTail(3000))
@@ -148,11 +150,25 @@ func TestSparkPySparkFromPython(t *testing.T) {
 	}
 }
 
-// checkExecutorPlaces checks, while the app runs, the log links Spark's
-// REST API gives each of its executors and their local directories.
-func checkExecutorPlaces(t *testing.T, cl *sparkCluster, id string) {
+// checkExecutorPlaces checks, while the app runs, each running executor's
+// local directory (first: Spark deletes it when the executor stops) and the
+// log links Spark's REST API gives each of its executors.
+func checkExecutorPlaces(t *testing.T, cl *sparkCluster, r *sparkRun, id string) {
 	t.Helper()
 	a := cl.app(t, id)
+	running := inState(a, wire.ExecutorRunning)
+	if len(running) != 2 {
+		t.Errorf("executors %s while the job runs, want two RUNNING", describe(a))
+	}
+	for _, e := range running {
+		home := filepath.Join(cl.WorkerByID(e.WorkerID).WorkDir, id, strconv.Itoa(e.ID), "home")
+		if dirs, _ := filepath.Glob(filepath.Join(home, "spark-local", "blockmgr-*")); len(dirs) != 1 {
+			t.Errorf("executor %d keeps no blocks in %s/spark-local: %v", e.ID, home, dirs)
+		}
+	}
+	if strings.Contains(r.log(), "shuffle: ") {
+		t.Errorf("the job had ended before its executors' directories were looked at: the check proves nothing")
+	}
 	resp, err := http.Get(a.UIURL + "/api/v1/applications/" + id + "/executors")
 	if err != nil {
 		t.Fatalf("Spark's UI at %q: %v", a.UIURL, err)
@@ -191,12 +207,6 @@ func checkExecutorPlaces(t *testing.T, cl *sparkCluster, id string) {
 	}
 	if seen != 2 {
 		t.Errorf("Spark's UI lists %d executors, want 2: %+v", seen, execs)
-	}
-	for _, e := range inState(a, wire.ExecutorRunning) {
-		home := filepath.Join(cl.WorkerByID(e.WorkerID).WorkDir, id, strconv.Itoa(e.ID), "home")
-		if dirs, _ := filepath.Glob(filepath.Join(home, "spark-local", "blockmgr-*")); len(dirs) != 1 {
-			t.Errorf("executor %d keeps no blocks in %s/spark-local: %v", e.ID, home, dirs)
-		}
 	}
 }
 
