@@ -61,6 +61,28 @@ func (b *browser) run(what string, actions ...chromedp.Action) {
 	}
 }
 
+// click clicks the element sel names once it is visible, as a person
+// does. The pages' live refresh replaces their content every 2 seconds, so
+// the node found may be gone by the time the mouse is over it (Chromium's
+// "Could not find node with given id"): a person's click lands on the new
+// button in the same place, and the helper finds it again and clicks that,
+// until within. A click that went through is never repeated.
+func (b *browser) click(what, sel string, within time.Duration) {
+	b.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		err := chromedp.Run(ctx, chromedp.WaitVisible(sel, chromedp.ByQuery), chromedp.Click(sel, chromedp.ByQuery))
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("browser, %s: %v", what, err)
+		}
+	}
+}
+
 // text is the visible text of the page's body.
 func (b *browser) text() string {
 	b.t.Helper()

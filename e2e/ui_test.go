@@ -228,10 +228,8 @@ func TestWebUIInABrowser(t *testing.T) {
 	}
 
 	// Kill the app from its page: the button, the confirmation, done.
-	b.run("killing the app from its page",
-		chromedp.Navigate(newLeader.URL+"/ui/apps/"+appID),
-		chromedp.WaitVisible(`button.danger`, chromedp.ByQuery),
-		chromedp.Click(`button.danger`, chromedp.ByQuery))
+	b.run("opening the app's page", chromedp.Navigate(newLeader.URL+"/ui/apps/"+appID))
+	b.click("killing the app from its page", `button.danger`, 10*time.Second)
 	hc.appWhen(appID, 15*time.Second, "KILLED from the UI", func(a wire.AppStatus) error {
 		if a.State != wire.AppKilled {
 			return fmt.Errorf("state %s", a.State)
