@@ -169,3 +169,23 @@ func (c *core) endingWritten(ending **waiters, err error, kind, id string) {
 	}
 	w.finish(err)
 }
+
+// inTurn runs write, a write of a queue or a tenant, once those before it
+// have been answered. Each decides against the committed state (does the
+// tenant exist, is its unix user free, do the guarantees fit, does a tenant
+// still name the queue) and then commits: two at once would each decide
+// against a state without the other (two creates of one tenant were both
+// answered 201, the second's token replacing the first's). The write runs
+// with its own request's audit tag, however late its turn comes.
+func inTurn[R any](c *core, r reply[R], write func(reply[R])) {
+	req := c.req
+	c.sharedWrites.do(func() {
+		was := c.req
+		c.req = req
+		defer func() { c.req = was }()
+		write(func(v R, err error) {
+			r(v, err)
+			c.sharedWrites.done()
+		})
+	})
+}

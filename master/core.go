@@ -88,6 +88,9 @@ type core struct {
 	capacity clusterCapacity
 	queues   map[string]*queueInfo
 	tenants  map[string]*persistence.TenantRecord
+	// sharedWrites runs the writes of queues and tenants one at a time,
+	// each deciding against what those before it committed (shared.go).
+	sharedWrites serial
 	// req is the audit tag of the request being served (audit.go), set
 	// while its transition runs: its first write carries the entry.
 	req *auditTag

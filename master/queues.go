@@ -66,48 +66,50 @@ func (c *core) sortedQueues() []*queueInfo {
 // putQueue creates queue name or changes its settings: what spec gives
 // replaces the queue's, what it leaves out stays (a new queue's defaults:
 // weight 1, no guarantee, no limit, preemptible). Answered once durable.
-func (c *core) putQueue(name string, spec wire.QueueSpec, reply reply[wire.QueueStatus]) {
-	if !c.leading() {
-		reply.fail(c.notLeader())
-		return
-	}
-	rec := persistence.QueueRecord{Name: name, Weight: 1, Preempt: true}
-	if q := c.queues[name]; q != nil {
-		rec = q.rec
-	}
-	if spec.Weight != nil {
-		rec.Weight = *spec.Weight
-	}
-	if spec.Guarantee != nil {
-		rec.Guarantee = *spec.Guarantee
-	}
-	if spec.Limit != nil {
-		rec.Limit = spec.Limit
-		if isZeroAmount(*spec.Limit) {
-			rec.Limit = nil // {} clears it
+func (c *core) putQueue(name string, spec wire.QueueSpec, answer reply[wire.QueueStatus]) {
+	inTurn(c, answer, func(reply reply[wire.QueueStatus]) {
+		if !c.leading() {
+			reply.fail(c.notLeader())
+			return
 		}
-	}
-	if spec.Preempt != nil {
-		rec.Preempt = *spec.Preempt
-	}
-	if err := c.checkQueue(rec); err != nil {
-		reply.fail(err)
-		return
-	}
-	c.commit([]persistence.Command{persistence.PutQueue(rec)}, func() {
+		rec := persistence.QueueRecord{Name: name, Weight: 1, Preempt: true}
 		if q := c.queues[name]; q != nil {
-			q.rec = rec
-		} else {
-			c.queues[name] = &queueInfo{rec: rec}
+			rec = q.rec
 		}
-		c.log.Info("queue set", "queue", name, "weight", rec.Weight)
-		c.schedule()
-	}, func(err error) {
-		if err != nil {
+		if spec.Weight != nil {
+			rec.Weight = *spec.Weight
+		}
+		if spec.Guarantee != nil {
+			rec.Guarantee = *spec.Guarantee
+		}
+		if spec.Limit != nil {
+			rec.Limit = spec.Limit
+			if isZeroAmount(*spec.Limit) {
+				rec.Limit = nil // {} clears it
+			}
+		}
+		if spec.Preempt != nil {
+			rec.Preempt = *spec.Preempt
+		}
+		if err := c.checkQueue(rec); err != nil {
 			reply.fail(err)
 			return
 		}
-		reply(c.queueStatus(c.queueOf(name)), nil)
+		c.commit([]persistence.Command{persistence.PutQueue(rec)}, func() {
+			if q := c.queues[name]; q != nil {
+				q.rec = rec
+			} else {
+				c.queues[name] = &queueInfo{rec: rec}
+			}
+			c.log.Info("queue set", "queue", name, "weight", rec.Weight)
+			c.schedule()
+		}, func(err error) {
+			if err != nil {
+				reply.fail(err)
+				return
+			}
+			reply(c.queueStatus(c.queueOf(name)), nil)
+		})
 	})
 }
 
@@ -175,32 +177,34 @@ func (c *core) offered() offer {
 
 // deleteQueue removes a queue that holds no active app or driver and that
 // no tenant may submit into; the default queue stays.
-func (c *core) deleteQueue(name string, reply reply[wire.None]) {
-	switch q := c.queues[name]; {
-	case !c.leading():
-		reply.fail(c.notLeader())
-		return
-	case name == wire.DefaultQueue:
-		reply.fail(httpx.Coded(http.StatusConflict, wire.CodeWrongState, "the default queue cannot be deleted (its settings can be changed)"))
-		return
-	case q == nil:
-		reply.fail(httpx.Coded(http.StatusNotFound, wire.CodeUnknownQueue, "no queue %q", name))
-		return
-	}
-	if apps, drivers := c.queueHolds(name); apps+drivers > 0 {
-		reply.fail(httpx.Coded(http.StatusConflict, wire.CodeWrongState, "queue %s holds %d active apps and %d active drivers: kill them or let them end first", name, apps, drivers))
-		return
-	}
-	for _, t := range c.sortedTenants() {
-		if slices.Contains(t.Queues, name) {
-			reply.fail(httpx.Coded(http.StatusConflict, wire.CodeWrongState, "tenant %s may submit into queue %s: delete the tenant first, or create it again without that queue", t.Name, name))
+func (c *core) deleteQueue(name string, answer reply[wire.None]) {
+	inTurn(c, answer, func(reply reply[wire.None]) {
+		switch q := c.queues[name]; {
+		case !c.leading():
+			reply.fail(c.notLeader())
+			return
+		case name == wire.DefaultQueue:
+			reply.fail(httpx.Coded(http.StatusConflict, wire.CodeWrongState, "the default queue cannot be deleted (its settings can be changed)"))
+			return
+		case q == nil:
+			reply.fail(httpx.Coded(http.StatusNotFound, wire.CodeUnknownQueue, "no queue %q", name))
 			return
 		}
-	}
-	c.commit([]persistence.Command{persistence.DeleteQueue(name)}, func() {
-		delete(c.queues, name)
-		c.log.Info("queue deleted", "queue", name)
-	}, func(err error) { reply(wire.None{}, err) })
+		if apps, drivers := c.queueHolds(name); apps+drivers > 0 {
+			reply.fail(httpx.Coded(http.StatusConflict, wire.CodeWrongState, "queue %s holds %d active apps and %d active drivers: kill them or let them end first", name, apps, drivers))
+			return
+		}
+		for _, t := range c.sortedTenants() {
+			if slices.Contains(t.Queues, name) {
+				reply.fail(httpx.Coded(http.StatusConflict, wire.CodeWrongState, "tenant %s may submit into queue %s: delete the tenant first, or create it again without that queue", t.Name, name))
+				return
+			}
+		}
+		c.commit([]persistence.Command{persistence.DeleteQueue(name)}, func() {
+			delete(c.queues, name)
+			c.log.Info("queue deleted", "queue", name)
+		}, func(err error) { reply(wire.None{}, err) })
+	})
 }
 
 // queueHolds counts the active apps and drivers of queue name.

@@ -40,41 +40,43 @@ func (c *core) sortedTenants() []*persistence.TenantRecord {
 
 // createTenant makes tenant name with its token, answered once durable;
 // an existing tenant is refused (delete it first: its token is gone).
-func (c *core) createTenant(name string, spec wire.TenantSpec, reply reply[wire.TenantCreated]) {
-	switch {
-	case !c.leading():
-		reply.fail(c.notLeader())
-		return
-	case c.tenants[name] != nil:
-		reply.fail(httpx.Coded(http.StatusConflict, wire.CodeWrongState, "tenant %s exists: delete it first (its token is shown only at its creation)", name))
-		return
-	case c.tenantHasWork(name):
-		// A new tenant of the name would manage what the old one left.
-		reply.fail(httpx.Coded(http.StatusConflict, wire.CodeWrongState, "tenant %s was deleted, but apps or drivers it submitted still run: kill them, or wait for them to end, before a tenant of that name is made again", name))
-		return
-	}
-	if err := admission.UnixUserFree(name, spec.UnixUser, c.tenants); err != nil {
-		reply.fail(err)
-		return
-	}
-	for _, q := range spec.Queues {
-		if c.queues[q] == nil {
-			reply.fail(httpx.Coded(http.StatusBadRequest, wire.CodeUnknownQueue, "queues: no queue %q (berth queue set %s)", q, q))
+func (c *core) createTenant(name string, spec wire.TenantSpec, answer reply[wire.TenantCreated]) {
+	inTurn(c, answer, func(reply reply[wire.TenantCreated]) {
+		switch {
+		case !c.leading():
+			reply.fail(c.notLeader())
+			return
+		case c.tenants[name] != nil:
+			reply.fail(httpx.Coded(http.StatusConflict, wire.CodeWrongState, "tenant %s exists: delete it first (its token is shown only at its creation)", name))
+			return
+		case c.tenantHasWork(name):
+			// A new tenant of the name would manage what the old one left.
+			reply.fail(httpx.Coded(http.StatusConflict, wire.CodeWrongState, "tenant %s was deleted, but apps or drivers it submitted still run: kill them, or wait for them to end, before a tenant of that name is made again", name))
 			return
 		}
-	}
-	token := mintTenantToken(name)
-	rec := persistence.TenantRecord{Name: name, Queues: slices.Clone(spec.Queues), TokenHash: tokenHash(token), UnixUser: spec.UnixUser,
-		DefaultQueue: spec.DefaultQueue, CreatedAt: c.now()}
-	c.commit([]persistence.Command{persistence.PutTenant(rec)}, func() {
-		c.tenants[name] = &rec
-		c.log.Info("tenant created", "tenant", name, "queues", rec.Queues)
-	}, func(err error) {
-		if err != nil {
+		if err := admission.UnixUserFree(name, spec.UnixUser, c.tenants); err != nil {
 			reply.fail(err)
 			return
 		}
-		reply(wire.TenantCreated{Name: name, Token: token}, nil)
+		for _, q := range spec.Queues {
+			if c.queues[q] == nil {
+				reply.fail(httpx.Coded(http.StatusBadRequest, wire.CodeUnknownQueue, "queues: no queue %q (berth queue set %s)", q, q))
+				return
+			}
+		}
+		token := mintTenantToken(name)
+		rec := persistence.TenantRecord{Name: name, Queues: slices.Clone(spec.Queues), TokenHash: tokenHash(token), UnixUser: spec.UnixUser,
+			DefaultQueue: spec.DefaultQueue, CreatedAt: c.now()}
+		c.commit([]persistence.Command{persistence.PutTenant(rec)}, func() {
+			c.tenants[name] = &rec
+			c.log.Info("tenant created", "tenant", name, "queues", rec.Queues)
+		}, func(err error) {
+			if err != nil {
+				reply.fail(err)
+				return
+			}
+			reply(wire.TenantCreated{Name: name, Token: token}, nil)
+		})
 	})
 }
 
@@ -87,19 +89,21 @@ func mintTenantToken(name string) string {
 
 // deleteTenant removes tenant name: its token stops working; what it
 // submitted runs on.
-func (c *core) deleteTenant(name string, reply reply[wire.None]) {
-	switch {
-	case !c.leading():
-		reply.fail(c.notLeader())
-		return
-	case c.tenants[name] == nil:
-		reply.fail(httpx.Coded(http.StatusNotFound, wire.CodeUnknownTenant, "no tenant %q", name))
-		return
-	}
-	c.commit([]persistence.Command{persistence.DeleteTenant(name)}, func() {
-		delete(c.tenants, name)
-		c.log.Info("tenant deleted", "tenant", name)
-	}, func(err error) { reply(wire.None{}, err) })
+func (c *core) deleteTenant(name string, answer reply[wire.None]) {
+	inTurn(c, answer, func(reply reply[wire.None]) {
+		switch {
+		case !c.leading():
+			reply.fail(c.notLeader())
+			return
+		case c.tenants[name] == nil:
+			reply.fail(httpx.Coded(http.StatusNotFound, wire.CodeUnknownTenant, "no tenant %q", name))
+			return
+		}
+		c.commit([]persistence.Command{persistence.DeleteTenant(name)}, func() {
+			delete(c.tenants, name)
+			c.log.Info("tenant deleted", "tenant", name)
+		}, func(err error) { reply(wire.None{}, err) })
+	})
 }
 
 // tenantsStatus is GET /v1/tenants.
