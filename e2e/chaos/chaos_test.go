@@ -431,7 +431,7 @@ func (ch *chaos) verify(w *workload, lw *leaderWatch, pw *pidWatch, aw *auditWat
 		v.problems = append(v.problems, fmt.Sprintf("history of %d ops is %s; see %s", len(history), res, path))
 		for _, part := range model.Partition(history) {
 			if !porcupine.CheckOperations(model.ToModel(), part) {
-				v.problems = append(v.problems, "not linearizable:\n"+describe(part))
+				v.problems = append(v.problems, "not linearizable: "+describeIllegal(part, 40))
 			}
 		}
 	}
