@@ -101,5 +101,24 @@ func (c *core) roomForStream(a *appInfo) error {
 }
 
 // inFlight counts the registrations written but not yet answered, which
-// the caps count as active.
-type inFlight struct{ apps, drivers int }
+// the caps count as active, and a queue's deletion as held (inQueue).
+type inFlight struct {
+	apps, drivers int
+	queues        map[string]int
+}
+
+// inQueue counts a submission into queue as in flight until r is called:
+// a queue deleted while a registration into it is written would leave the
+// app waiting in no queue for ever, with no reason given.
+func (f *inFlight) inQueue(queue string, r reply[wire.Submitted]) reply[wire.Submitted] {
+	if f.queues == nil {
+		f.queues = map[string]int{}
+	}
+	f.queues[queue]++
+	return func(v wire.Submitted, err error) {
+		if f.queues[queue]--; f.queues[queue] == 0 {
+			delete(f.queues, queue)
+		}
+		r(v, err)
+	}
+}

@@ -190,8 +190,8 @@ func (c *core) deleteQueue(name string, answer reply[wire.None]) {
 			reply.fail(httpx.Coded(http.StatusNotFound, wire.CodeUnknownQueue, "no queue %q", name))
 			return
 		}
-		if apps, drivers := c.queueHolds(name); apps+drivers > 0 {
-			reply.fail(httpx.Coded(http.StatusConflict, wire.CodeWrongState, "queue %s holds %d active apps and %d active drivers: kill them or let them end first", name, apps, drivers))
+		if apps, drivers := c.queueHolds(name); apps+drivers+c.registering.queues[name] > 0 {
+			reply.fail(httpx.Coded(http.StatusConflict, wire.CodeWrongState, "queue %s holds %d active apps and %d active drivers, %d more being submitted: kill them or let them end first", name, apps, drivers, c.registering.queues[name]))
 			return
 		}
 		for _, t := range c.sortedTenants() {

@@ -109,3 +109,42 @@ func TestQueueAndTenantWritesDecideAfterThoseInFlight(t *testing.T) {
 		t.Errorf("the delete queued behind a failed one: %d %v", s, after.err)
 	}
 }
+
+// A queue deleted while an app's or a driver's registration into it was
+// being written left the app WAITING in no queue, with no reason, for
+// ever: the deletion counted the committed apps only.
+func TestAQueueIsNotDeletedUnderASubmissionInFlight(t *testing.T) {
+	h := newLeader(t, nil)
+	h.addWorker("w1", 4, 8192)
+	for _, q := range []string{"q", "d"} {
+		if _, err := h.setQueue(q, wire.QueueSpec{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var app, driver answer[wire.Submitted]
+	var delQ, delD answer[wire.None]
+	h.c.registerApp(oneCoreApp("q", 0), keyed{}, app.reply())
+	h.c.deleteQueue("q", delQ.reply())
+	h.c.submitDriver(wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 64, ProcessSpec: wire.ProcessSpec{Queue: "d"}}, keyed{}, driver.reply())
+	h.c.deleteQueue("d", delD.reply())
+	h.commit()
+	if s := app.status(t, "the app"); s != http.StatusOK {
+		t.Fatalf("the app's registration: %d %v", s, app.err)
+	}
+	if s := driver.status(t, "the driver"); s != http.StatusOK {
+		t.Fatalf("the driver's submission: %d %v", s, driver.err)
+	}
+	for q, del := range map[string]*answer[wire.None]{"q": &delQ, "d": &delD} {
+		if s := del.status(t, "the delete of "+q); s != http.StatusConflict || h.c.queues[q] == nil {
+			t.Errorf("queue %s deleted while a submission into it was written: %d %v", q, s, del.err)
+		}
+	}
+	if a := h.c.apps[app.v.ID]; a == nil || len(a.executors) == 0 {
+		t.Errorf("the app in queue q was not placed")
+	}
+	// Once answered, the submission holds the queue as an active app does,
+	// and nothing is left counted in flight.
+	if len(h.c.registering.queues) != 0 {
+		t.Errorf("submissions still counted in flight: %v", h.c.registering.queues)
+	}
+}
