@@ -41,7 +41,7 @@ func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply reply[wir
 		ExecutorLimit: desc.InitialExecutorLimit, ExecutorIDsReserved: executorIDBlock,
 		IdempotencyKey: idem.key, IdempotencyHash: idem.hash, Owner: idem.owner, Tenant: idem.tenant, UnixUser: c.unixUserOfSubmitter(idem),
 	}
-	reply = c.registering.inQueue(desc.Queue, reply)
+	reply = c.registering.submitting(desc.Queue, idem.tenant, reply)
 	c.commitKeyed(key, rec.ID, persistence.PutApp(rec, 0), &c.registering.apps, func() {
 		c.rememberKey(key, rec.ID)
 		a := newAppInfo(rec, wire.AppWaiting, c.now())

@@ -28,7 +28,7 @@ func (c *core) submitDriver(desc wire.DriverDescription, idem keyed, reply reply
 	}
 	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: desc, SubmittedAt: c.now(), State: wire.DriverSubmitted,
 		IdempotencyKey: idem.key, IdempotencyHash: idem.hash, Tenant: idem.tenant, UnixUser: c.unixUserOf(idem.tenant)}
-	reply = c.registering.inQueue(desc.Queue, reply)
+	reply = c.registering.submitting(desc.Queue, idem.tenant, reply)
 	c.commitKeyed(key, rec.ID, persistence.PutDriver(rec, 0), &c.registering.drivers, func() { c.driverAdded(rec) }, reply)
 }
 

@@ -101,24 +101,37 @@ func (c *core) roomForStream(a *appInfo) error {
 }
 
 // inFlight counts the registrations written but not yet answered, which
-// the caps count as active, and a queue's deletion as held (inQueue).
+// the caps count as active, and a queue's deletion and a tenant's
+// re-creation as held (submitting).
 type inFlight struct {
 	apps, drivers int
-	queues        map[string]int
+	queues        counts // by the queue they go into
+	tenants       counts // by the tenant that made them
 }
 
-// inQueue counts a submission into queue as in flight until r is called:
-// a queue deleted while a registration into it is written would leave the
-// app waiting in no queue for ever, with no reason given.
-func (f *inFlight) inQueue(queue string, r reply[wire.Submitted]) reply[wire.Submitted] {
-	if f.queues == nil {
-		f.queues = map[string]int{}
+// counts is a number per name; names at zero are not kept.
+type counts map[string]int
+
+func (n *counts) add(name string, d int) {
+	if *n == nil {
+		*n = counts{}
 	}
-	f.queues[queue]++
+	if (*n)[name] += d; (*n)[name] == 0 {
+		delete(*n, name)
+	}
+}
+
+// submitting counts a submission into queue by tenant ("": the operator's)
+// as in flight until r is called. Without it, a queue deleted while a
+// registration into it was written left the app waiting in no queue for
+// ever, and a tenant made again while one was written got the old
+// tenant's app, running as the old tenant's Unix user.
+func (f *inFlight) submitting(queue, tenant string, r reply[wire.Submitted]) reply[wire.Submitted] {
+	f.queues.add(queue, 1)
+	f.tenants.add(tenant, 1)
 	return func(v wire.Submitted, err error) {
-		if f.queues[queue]--; f.queues[queue] == 0 {
-			delete(f.queues, queue)
-		}
+		f.queues.add(queue, -1)
+		f.tenants.add(tenant, -1)
 		r(v, err)
 	}
 }

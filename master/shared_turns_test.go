@@ -148,3 +148,38 @@ func TestAQueueIsNotDeletedUnderASubmissionInFlight(t *testing.T) {
 		t.Errorf("submissions still counted in flight: %v", h.c.registering.queues)
 	}
 }
+
+// A tenant deleted and made again while one of the old tenant's
+// registrations was being written: the new tenant got the old one's app,
+// which ran as the old tenant's Unix user.
+func TestATenantIsNotMadeAgainUnderItsNamesakesSubmission(t *testing.T) {
+	h := newLeader(t, nil)
+	h.addWorker("w1", 4, 8192)
+	if _, err := h.setQueue("etl", wire.QueueSpec{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(h, func(r reply[wire.TenantCreated]) {
+		h.c.createTenant("t", wire.TenantSpec{Queues: []string{"etl"}, UnixUser: "olduser"}, r)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var del answer[wire.None]
+	var app answer[wire.Submitted]
+	var made answer[wire.TenantCreated]
+	h.c.deleteTenant("t", del.reply())
+	h.c.registerApp(oneCoreApp("etl", 0), keyed{tenant: "t"}, app.reply())
+	h.c.createTenant("t", wire.TenantSpec{Queues: []string{"etl"}}, made.reply())
+	h.commit()
+	if s := del.status(t, "the delete"); s != http.StatusOK {
+		t.Fatalf("the delete: %d %v", s, del.err)
+	}
+	if s := app.status(t, "the old tenant's app"); s != http.StatusOK {
+		t.Fatalf("the app: %d %v", s, app.err)
+	}
+	if s := made.status(t, "the new tenant t"); s != http.StatusConflict || h.c.tenants["t"] != nil {
+		t.Errorf("tenant t made again while its namesake's app was written: %d %v", s, made.err)
+	}
+	if len(h.c.registering.tenants) != 0 {
+		t.Errorf("submissions still counted in flight: %v", h.c.registering.tenants)
+	}
+}

@@ -199,6 +199,9 @@ func (c *core) unixUserOf(tenant string) string {
 // tenantHasWork reports whether an active app or driver was submitted by
 // (a tenant named) name.
 func (c *core) tenantHasWork(name string) bool {
+	if c.registering.tenants[name] > 0 {
+		return true
+	}
 	for _, a := range c.appOrder {
 		if a.rec.Tenant == name {
 			return true
