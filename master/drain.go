@@ -22,7 +22,7 @@ const DefaultDrainDeadline = 10 * time.Minute
 // drainWorker starts (or re-times) the drain of worker id; it answers the
 // worker's status once the drain is durable.
 func (c *core) drainWorker(id string, deadline time.Duration, reply reply[wire.WorkerStatus]) {
-	w, err := c.liveWorker(id)
+	w, err := c.drainableWorker(id)
 	if err != nil {
 		reply.fail(err)
 		return
@@ -44,7 +44,7 @@ func (c *core) drainWorker(id string, deadline time.Duration, reply reply[wire.W
 
 // undrainWorker ends the drain of worker id before its deadline.
 func (c *core) undrainWorker(id string, reply reply[wire.WorkerStatus]) {
-	w, err := c.liveWorker(id)
+	w, err := c.drainableWorker(id)
 	if err != nil {
 		reply.fail(err)
 		return
@@ -58,6 +58,17 @@ func (c *core) undrainWorker(id string, reply reply[wire.WorkerStatus]) {
 		return
 	}
 	c.setDrain(w, nil, reply)
+}
+
+// drainableWorker is worker id, unless it is being removed: a drain's
+// write of the whole record, committed after the removal's, would bring
+// the removed worker's record back, with the removal never finished.
+func (c *core) drainableWorker(id string) (*workerInfo, error) {
+	w, err := c.liveWorker(id)
+	if err == nil && w.removing != nil {
+		return nil, conflict("worker %s is being removed", id)
+	}
+	return w, err
 }
 
 // setDrain writes w's record with the drain deadline until (nil: none) and,
