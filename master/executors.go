@@ -65,7 +65,15 @@ type executorEnd struct {
 // endExecutor writes an executor's end (its placement record goes); once
 // durable the executor leaves its app and worker (executorEnded).
 func (c *core) endExecutor(e *executorInfo, end executorEnd, done func(error)) {
-	c.commit([]persistence.Command{persistence.DeleteExecutor(e.app.rec.ID, e.id)}, func() { c.executorEnded(e, end) }, done)
+	e.ending = true
+	c.commit([]persistence.Command{persistence.DeleteExecutor(e.app.rec.ID, e.id)}, func() { c.executorEnded(e, end) }, func(err error) {
+		if err != nil {
+			e.ending = false // not durable: it runs on as it was
+		}
+		if done != nil {
+			done(err)
+		}
+	})
 }
 
 // executorEnded applies an executor's durable end: its resources are free,

@@ -97,5 +97,5 @@ func (h executorHistory) Seq(i int) uint64 { return h.a.bySeq[i].seq }
 func (h executorHistory) At(i int) scheduler.Executor {
 	e := h.a.bySeq[i]
 	return scheduler.Executor{ID: e.id, WorkerSlot: e.worker.slot, Cores: e.cores, MemoryMB: e.memory, Seq: e.seq,
-		Takeable: h.a.executors[e.id] == e && !e.launching && e.preemptedFor == "" && e.state == wire.ExecutorRunning}
+		Takeable: h.a.executors[e.id] == e && !e.launching && !e.ending && e.preemptedFor == "" && e.state == wire.ExecutorRunning}
 }

@@ -292,6 +292,10 @@ type executorInfo struct {
 	// launching: its placement record is being committed; it holds its
 	// cores but is not shown, nor launched, until then.
 	launching bool
+	// ending: its end is being committed; nothing may take it meanwhile (a
+	// preemption's write of its record, after the end's delete, would
+	// bring the record back for a new leader to adopt).
+	ending bool
 	// preemptedFor, once durable, is why it is being taken back, and
 	// killSent whether this leader has told its worker.
 	preemptedFor string
