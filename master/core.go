@@ -89,7 +89,8 @@ type core struct {
 	queues   map[string]*queueInfo
 	tenants  map[string]*persistence.TenantRecord
 	// sharedWrites runs the writes of queues and tenants one at a time,
-	// each deciding against what those before it committed (shared.go).
+	// each deciding against what those before it committed (inTurn,
+	// commit.go).
 	sharedWrites serial
 	// req is the audit tag of the request being served (audit.go), set
 	// while its transition runs: its first write carries the entry.

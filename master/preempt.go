@@ -15,9 +15,6 @@ import (
 // preemption grace and tells its app.
 func (c *core) preempt(e *executorInfo, why, owed string) {
 	a := e.app
-	if e.ending {
-		return // ending already (the view does not offer it; a plan made before may)
-	}
 	c.markReclaimed(e, why, owed) // taken: a later round does not pick it again
 	c.commit([]persistence.Command{persistence.PutExecutor(e.record())}, func() {
 		if !c.live(e) {

@@ -190,8 +190,9 @@ func (c *core) deleteQueue(name string, answer reply[wire.None]) {
 			reply.fail(httpx.Coded(http.StatusNotFound, wire.CodeUnknownQueue, "no queue %q", name))
 			return
 		}
-		if apps, drivers := c.queueHolds(name); apps+drivers+c.registering.queues[name] > 0 {
-			reply.fail(httpx.Coded(http.StatusConflict, wire.CodeWrongState, "queue %s holds %d active apps and %d active drivers, %d more being submitted: kill them or let them end first", name, apps, drivers, c.registering.queues[name]))
+		submitting := c.registering.queues[name]
+		if apps, drivers := c.queueHolds(name); apps+drivers+submitting > 0 {
+			reply.fail(httpx.Coded(http.StatusConflict, wire.CodeWrongState, "queue %s holds %d active apps and %d active drivers, %d more being submitted: kill them or let them end first", name, apps, drivers, submitting))
 			return
 		}
 		for _, t := range c.sortedTenants() {
