@@ -20,6 +20,13 @@ func TestStartFailuresSayWhoTheyAreOwedTo(t *testing.T) {
 	if e := last[len(last)-1]; e.State != wire.ExecutorFailed || e.ExitCode == nil || *e.ExitCode != 127 || e.Cause != wire.CauseProcess {
 		t.Errorf("a command that does not exist: %s %v cause %q (%s); want FAILED 127, the app's", e.State, e.ExitCode, e.Cause, e.Message)
 	}
+	// A path through a file (ENOTDIR from execve) is the app's mistake
+	// too: three of them benched a worker for every tenant (issue 30).
+	w.mustCall(200, "POST", "/v1/executors", launchOf("app-notdir", 0, []string{"/bin/sh/x"}, nil))
+	last = fm.waitFinal(t, "app-notdir", 0)
+	if e := last[len(last)-1]; e.State != wire.ExecutorFailed || e.ExitCode == nil || *e.ExitCode != 126 || e.Cause != wire.CauseProcess {
+		t.Errorf("a path through a file: %s %v cause %q (%s); want FAILED 126, the app's", e.State, e.ExitCode, e.Cause, e.Message)
+	}
 	// The app's directory is a file: the worker cannot make the
 	// executor's directory in it.
 	if err := os.WriteFile(filepath.Join(w.Config().WorkDir, "app-blocked"), nil, 0o600); err != nil {

@@ -34,6 +34,8 @@ func TestExecutorExitStates(t *testing.T) {
 		{[]string{"berth-no-such-command"}, wire.ExecutorFailed, 127, "command not found", false},
 		{[]string{"/nonexistent/berth"}, wire.ExecutorFailed, 127, "command not found", false},
 		{[]string{notExec}, wire.ExecutorFailed, 126, "command not executable", false},
+		// A path through a file is the app's mistake, not the worker's.
+		{[]string{"/bin/sh/x"}, wire.ExecutorFailed, 126, "not a directory", false},
 	}
 	for i, c := range cases {
 		w.launchExecutor("app-exit", i, c.argv)

@@ -146,15 +146,35 @@ func lookPath(name, path string) (string, error) {
 }
 
 // startFailure maps an error starting a command to the exit code a shell
-// would report (127 not found, 126 not executable), or 0 when it is neither
-// (then there is no exit code to report).
+// would report (127 not found, 126 found but not run), or 0 when the
+// machine, not the command, failed it (then there is no exit code, and the
+// worker, not the app, is blamed). Only a shortage of the worker's own
+// resources (processes, memory, descriptors) is the machine's: every other
+// errno of execve is about the path or file the app named (a component
+// that is not a directory, a loop of links, a name too long, a file open
+// for writing, an environment too big), and a tenant that names such a
+// path three times must not bench the worker for everyone (HEALTH.md).
 func startFailure(err error) int {
 	switch {
 	case errors.Is(err, errNotFound), errors.Is(err, fs.ErrNotExist):
 		return 127
-	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM),
-		errors.Is(err, syscall.ENOEXEC), errors.Is(err, syscall.EISDIR):
+	case machineShortage(err):
+		return 0
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
 		return 126
 	}
 	return 0
+}
+
+// machineShortage reports whether err is the worker running out of
+// something a fork needs.
+func machineShortage(err error) bool {
+	for _, e := range []syscall.Errno{syscall.EAGAIN, syscall.ENOMEM, syscall.EMFILE, syscall.ENFILE, syscall.ENOSPC} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
