@@ -27,7 +27,7 @@ func RestoredState(s *persistence.State) error {
 		}
 		queues[name] = true
 	}
-	users := map[string]string{} // Unix user → tenant
+	users := unixUsers{} // Unix user → tenant
 	for _, name := range slices.Sorted(maps.Keys(s.Tenants)) {
 		t := s.Tenants[name]
 		if err := TenantRecord(t, queues); err != nil {
@@ -46,6 +46,9 @@ func RestoredState(s *persistence.State) error {
 			if err := knownQueue(rec.Desc.Queue, queues); err != nil {
 				return fmt.Errorf("app %s: %s", id, reason(err))
 			}
+			if err := users.run(rec.Tenant, rec.UnixUser); err != nil {
+				return fmt.Errorf("app %s: %w", id, err)
+			}
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.Drivers)) {
@@ -56,8 +59,31 @@ func RestoredState(s *persistence.State) error {
 			if err := knownQueue(rec.Desc.Queue, queues); err != nil {
 				return fmt.Errorf("driver %s: %s", id, reason(err))
 			}
+			if err := users.run(rec.Tenant, rec.UnixUser); err != nil {
+				return fmt.Errorf("driver %s: %w", id, err)
+			}
 		}
 	}
+	return nil
+}
+
+// unixUsers maps each Unix user of a state to the one tenant it is.
+type unixUsers map[string]string
+
+// run checks that a record of tenant may run as user: a user the API
+// would give a tenant (not root), and no other tenant's, live or deleted
+// (a deleted tenant's work runs on as the user it was submitted with).
+func (u unixUsers) run(tenant, user string) error {
+	if user == "" {
+		return nil
+	}
+	if err := UnixUser(user); err != nil {
+		return fmt.Errorf("unixUser: %s", reason(err))
+	}
+	if other, ok := u[user]; ok && other != tenant {
+		return fmt.Errorf("unixUser %s is tenant %s's, not tenant %s's: two tenants of one Unix user can signal and read each other", user, other, tenant)
+	}
+	u[user] = tenant
 	return nil
 }
 

@@ -25,6 +25,13 @@ func TestARestoredStateIsCheckedRecordByRecord(t *testing.T) {
 	if err := RestoredState(base()); err != nil {
 		t.Fatalf("a state the API could have made: %v", err)
 	}
+	ok := base() // a deleted tenant's app, running on as its own user
+	ok.Apps["app-2"] = &persistence.AppRecord{ID: "app-2", State: wire.AppRunning, Tenant: "gone", UnixUser: "team-gone",
+		Desc: wire.AppDescription{Command: []string{"pi"}, ProcessSpec: wire.ProcessSpec{Queue: "etl"}}}
+	ok.Apps["app-1"].Tenant, ok.Apps["app-1"].UnixUser = "a", "team-a"
+	if err := RestoredState(ok); err != nil {
+		t.Fatalf("apps running as their own tenants' users: %v", err)
+	}
 	for _, c := range []struct {
 		name   string
 		change func(s *persistence.State)
@@ -45,6 +52,16 @@ func TestARestoredStateIsCheckedRecordByRecord(t *testing.T) {
 		}, "queue etl: queue etl: its guarantee is above its limit"},
 		{"an app of a missing queue", func(s *persistence.State) { s.Apps["app-1"].Desc.Queue = "gone" }, `app app-1: queue "gone"`},
 		{"an app with no command", func(s *persistence.State) { s.Apps["app-1"].Desc.Command = nil }, "app app-1: command is empty"},
+		// An app or driver runs as the Unix user it was submitted with,
+		// which no request could make root or another tenant's.
+		{"an app running as root", func(s *persistence.State) { s.Apps["app-1"].Tenant, s.Apps["app-1"].UnixUser = "a", "root" }, "app app-1: unixUser: unixUser root"},
+		{"an app of another tenant running as tenant a's user", func(s *persistence.State) {
+			s.Apps["app-1"].Tenant, s.Apps["app-1"].UnixUser = "gone", "team-a"
+		}, "app app-1: unixUser team-a is tenant a's, not tenant gone's"},
+		{"a driver running as tenant a's user", func(s *persistence.State) {
+			s.Drivers["driver-1"] = &persistence.DriverRecord{ID: "driver-1", State: wire.DriverSubmitted, Tenant: "c", UnixUser: "team-a",
+				Desc: wire.DriverDescription{Command: []string{"d"}, Cores: 1, MemoryMB: 64}}
+		}, "driver driver-1: unixUser team-a is tenant a's, not tenant c's"},
 	} {
 		s := base()
 		c.change(s)

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
@@ -56,6 +57,10 @@ func (c *core) createTenant(name string, spec wire.TenantSpec, answer reply[wire
 		}
 		if err := admission.UnixUserFree(name, spec.UnixUser, c.tenants); err != nil {
 			reply.fail(err)
+			return
+		}
+		if holder := c.unixUserRunning(name, spec.UnixUser); holder != "" {
+			reply.fail(httpx.Coded(http.StatusConflict, wire.CodeWrongState, "unixUser %s: apps or drivers of deleted tenant %s still run as it: a new tenant of that user could signal them and read their environments; kill them, or wait for them to end", spec.UnixUser, holder))
 			return
 		}
 		for _, q := range spec.Queues {
@@ -213,6 +218,27 @@ func (c *core) tenantHasWork(name string) bool {
 		}
 	}
 	return false
+}
+
+// unixUserRunning names the tenant other than name whose active apps or
+// drivers run as Unix user user, or is "". A deleted tenant's work keeps the
+// user it was submitted with, so the live tenants alone do not say who
+// holds a user.
+func (c *core) unixUserRunning(name, user string) string {
+	if user == "" {
+		return ""
+	}
+	for _, a := range c.appOrder {
+		if a.rec.UnixUser == user && a.rec.Tenant != name {
+			return cmp.Or(a.rec.Tenant, "(none)")
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.drivers)) {
+		if d := c.drivers[id]; d.rec.UnixUser == user && d.rec.Tenant != name {
+			return cmp.Or(d.rec.Tenant, "(none)")
+		}
+	}
+	return ""
 }
 
 // unixUserOfSubmitter is the Unix user an app's processes run as: its

@@ -327,7 +327,7 @@ func (c Config) withDefaults() (Config, error) {
 			errs = append(errs, err)
 		} else {
 			c.slot, c.PortRange = slot, ports
-			c.runAs.within(slot.identities())
+			c.runAs.within(slot)
 		}
 	}
 	return c, errors.Join(errs...)

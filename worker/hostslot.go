@@ -64,12 +64,42 @@ type slotRecord struct {
 	WorkDir string         `json:"workDir"`
 	Ports   wire.PortRange `json:"ports"`
 	Pid     int            `json:"pid"`
+	// NextID is the next identity of the slot's range to hand out: kept
+	// here, not found again from the work directory, so that neither a
+	// work directory wiped nor a new worker taking the slot starts the
+	// range over (a new tenant given the uid of one gone a minute ago
+	// would own what that one left in /tmp and in IPC objects).
+	NextID uint32 `json:"nextId,omitempty"`
 }
 
-// hostSlot is a slot this worker holds: its index and its locked file.
+// hostSlot is a slot this worker holds: its index, its locked file and
+// what it says.
 type hostSlot struct {
 	index int
 	file  *os.File
+	rec   slotRecord
+}
+
+// keepNext records next as the slot's next identity to hand out.
+func (s *hostSlot) keepNext(next uint32) error {
+	s.rec.NextID = next
+	return s.write()
+}
+
+// write puts s.rec in the slot's file (this worker holds its lock).
+func (s *hostSlot) write() error {
+	data, _ := json.Marshal(s.rec)
+	err := s.file.Truncate(0)
+	if err == nil {
+		_, err = s.file.WriteAt(append(data, '\n'), 0)
+	}
+	if err == nil {
+		err = s.file.Sync()
+	}
+	if err != nil {
+		return fmt.Errorf("--host-dir: writing %s: %w", s.file.Name(), err)
+	}
+	return nil
 }
 
 // identities is the slot's range of identities, [lo, hi).
@@ -99,16 +129,20 @@ func claimHostSlot(dir, workDir string, ports wire.PortRange, explicit bool) (*h
 	}
 	defer unlock()
 	mine, free := -1, -1
-	live := map[int]slotRecord{}
+	live, kept := map[int]slotRecord{}, map[int]uint32{}
 	for i := range hostSlots {
 		rec, exists, held, err := readSlot(dir, i)
-		switch {
-		case err != nil:
+		if err != nil {
 			return nil, ports, err
-		case !exists:
+		}
+		if !exists {
 			if free < 0 {
 				free = i
 			}
+			continue
+		}
+		kept[i] = rec.NextID
+		switch {
 		case rec.WorkDir == workDir && held:
 			return nil, ports, fmt.Errorf("--work-dir %s: another worker runs with it on this host (pid %d): give each worker a work directory of its own", workDir, rec.Pid)
 		case rec.WorkDir == workDir:
@@ -147,15 +181,12 @@ func claimHostSlot(dir, workDir string, ports wire.PortRange, explicit bool) (*h
 		f.Close()
 		return nil, ports, fmt.Errorf("--host-dir: locking %s: %w", f.Name(), err)
 	}
-	data, _ := json.Marshal(slotRecord{WorkDir: workDir, Ports: ports, Pid: os.Getpid()})
-	if err := f.Truncate(0); err == nil {
-		_, err = f.WriteAt(append(data, '\n'), 0)
-	}
-	if err != nil {
+	slot := &hostSlot{index: i, file: f, rec: slotRecord{WorkDir: workDir, Ports: ports, Pid: os.Getpid(), NextID: kept[i]}}
+	if err := slot.write(); err != nil {
 		f.Close()
-		return nil, ports, fmt.Errorf("--host-dir: writing %s: %w", f.Name(), err)
+		return nil, ports, err
 	}
-	return &hostSlot{index: i, file: f}, ports, nil
+	return slot, ports, nil
 }
 
 func slotPath(dir string, i int) string {

@@ -27,9 +27,11 @@ import (
 //
 // The identity is kept on the app's (or driver's) directory as its group,
 // so a relaunch, or a restarted worker, finds it again. A new app gets the
-// next number after the last given out, not the lowest free one: a number
-// comes back only after the whole range went round, long after whatever
-// the old app left in /tmp is gone. The directories are laid out in
+// next number after the last given out, not the lowest free one, and that
+// next number is kept in the slot's file (hostslot.go), so neither a
+// restart with a wiped work directory nor a new worker of the slot starts
+// the range over: a number comes back only after the whole range went
+// round, long after whatever the old app left in /tmp is gone. The directories are laid out in
 // procdir.go.
 
 // tenantIDBase is the first uid and gid given to an app or a driver;
@@ -53,12 +55,19 @@ type runAs struct {
 	used    map[uint32]bool // ids of the directories present
 	next    uint32          // the next id to try
 	scanned bool
+	slot    *hostSlot // keeps next across restarts; nil in tests of r alone
 }
 
-// within gives r the identities [lo, hi) to hand out.
-func (r *runAs) within(lo, hi uint32) {
-	if r != nil {
-		r.lo, r.hi, r.next = lo, hi, lo
+// within gives r its slot's identities to hand out, from the next one the
+// slot says (a new worker of the slot goes on where the last one stopped).
+func (r *runAs) within(slot *hostSlot) {
+	if r == nil {
+		return
+	}
+	r.lo, r.hi = slot.identities()
+	r.next, r.slot = r.lo, slot
+	if n := slot.rec.NextID; r.mine(n) {
+		r.next = n
 	}
 }
 
@@ -175,6 +184,11 @@ func (r *runAs) allocate(root *dirHandle) (uint32, error) {
 			r.scan(root) // round again: only what is on disk now is taken
 		}
 		if !r.used[id] {
+			if r.slot != nil {
+				if err := r.slot.keepNext(r.next); err != nil {
+					return 0, fmt.Errorf("--run-as: keeping the next identity: %w", err)
+				}
+			}
 			return id, nil
 		}
 	}

@@ -277,3 +277,57 @@ func TestRunAsATenantsUnixUser(t *testing.T) {
 		t.Errorf("an unknown user: %s %q, want FAILED naming it", got.State, got.Message)
 	}
 }
+
+// The next identity is the slot's, not the work directory's: a worker
+// restarted on a wiped work directory, or a new worker given the slot of
+// one that is gone, went back to the bottom of the range, handing a new
+// tenant the uid of one gone a minute ago (and what it left in /tmp).
+func TestRunAsGoesOnFromTheSlotsNextIdentity(t *testing.T) {
+	requireRoot(t)
+	host, work := t.TempDir(), t.TempDir()
+	claimIn := func(work, app string) (uint32, *hostSlot) {
+		t.Helper()
+		slot, _, err := claimHostSlot(host, work, wire.PortRange{}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := resolveRunAs(runAsDynamic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.within(slot)
+		root, err := openRootDir(work)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer root.Close()
+		d, err := root.sub(app, true, 0o750)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		id, err := r.claim(root, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id.uid, slot
+	}
+	first, slot := claimIn(work, "app-a")
+	lo, _ := slot.identities()
+	if first != lo {
+		t.Fatalf("the first app: %d, want the range's first %d", first, lo)
+	}
+	slot.release()
+	os.RemoveAll(filepath.Join(work, "app-a")) // the work directory wiped
+	second, slot := claimIn(work, "app-b")
+	if second != lo+1 {
+		t.Errorf("after a restart on a wiped work directory: %d, want %d (not app A's, given a moment ago)", second, lo+1)
+	}
+	slot.release()
+	os.RemoveAll(work) // the worker and its directory gone: a new one gets the slot
+	third, slot := claimIn(t.TempDir(), "app-c")
+	if third != lo+2 || slot.index != 0 {
+		t.Errorf("a new worker of the slot: %d (slot %d), want %d of slot 0", third, slot.index, lo+2)
+	}
+	slot.release()
+}
