@@ -3,6 +3,7 @@ package master
 import (
 	"time"
 
+	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -88,4 +89,62 @@ func (c *core) flushSuppressedAudit() {
 	if len(cmds) > 0 {
 		c.commit(cmds, func() {}, c.logPersistFailure("audit refusals not recorded"))
 	}
+}
+
+// What one tenant may change is rationed too, since every change it makes
+// is an audit entry on every master and the log keeps the newest 100,000:
+// a tenant that set its app's executor limit in a loop pushed every other
+// principal's entries out of the log within minutes. So a tenant's writes
+// (its own and its drivers', one ration for all of them) take a token of
+// a bucket of MaxTenantWritesPerSecond, holding 10 s of them: a write
+// beyond is a 429 (limit_reached, naming the flag) that changes nothing,
+// and is a refusal, rationed as above. At the default ceiling of 20 a
+// second, a tenant needs 83 minutes of writing at it to push 100,000
+// entries out, each naming it. An operator's writes are not rationed.
+// This is the leader's memory, as the refusals' ration is.
+
+const tenantWriteBurstSeconds = 10
+
+// writeRations are the tenants' buckets, by tenant.
+type writeRations map[string]*bucket
+
+// bucket is a token bucket of rate a second, holding burst.
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+// take takes a token of tenant's bucket at now, if it has one.
+func (rs writeRations) take(tenant string, rate int, now time.Time) bool {
+	burst := float64(rate * tenantWriteBurstSeconds)
+	b := rs[tenant]
+	if b == nil {
+		b = &bucket{tokens: burst, at: now}
+		rs[tenant] = b
+	}
+	if d := now.Sub(b.at); d > 0 {
+		b.tokens = min(burst, b.tokens+d.Seconds()*float64(rate))
+	}
+	b.at = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+// tenantWriteRefused is the 429 of the request being served when it is a
+// tenant's change beyond its ration, else nil. Only the request's first
+// write, the one its entry goes with, is counted.
+func (c *core) tenantWriteRefused() error {
+	tag := c.req
+	if tag == nil || tag.written || tag.principal.Tenant == "" || tag.principal.Kind == httpx.KindOperator {
+		return nil
+	}
+	rate := c.cfg.MaxTenantWritesPerSecond
+	if c.writes.take(tag.principal.Tenant, rate, c.now()) {
+		return nil
+	}
+	return limitReached("--max-tenant-writes-per-second", "tenant %s made more than %d changes a second (%d in a burst): nothing was changed; retry later",
+		tag.principal.Tenant, rate, rate*tenantWriteBurstSeconds)
 }

@@ -24,6 +24,12 @@ import (
 // reported as a success without being applied: the new leader recovers it
 // from the log.
 func (c *core) commit(cmds []persistence.Command, apply func(), done func(error)) {
+	if err := c.tenantWriteRefused(); err != nil {
+		if done != nil {
+			done(err)
+		}
+		return
+	}
 	cmds = c.withAudit(cmds)
 	gen := c.gen
 	c.fx.persist(cmds, func(err error) {

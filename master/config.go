@@ -55,6 +55,9 @@ type Config struct {
 	MaxActiveDrivers   int // drivers submitted and not ended
 	MaxSubmissionBytes int // bytes of a submission's command and environment
 	MaxStreamsPerApp   int // event streams open on one app
+	// MaxTenantWritesPerSecond rations each tenant's changes
+	// (audit_budget.go).
+	MaxTenantWritesPerSecond int
 
 	CommandTimeout time.Duration // per master → worker request
 
@@ -166,6 +169,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.MaxActiveDrivers = cmp.Or(c.MaxActiveDrivers, DefaultMaxActiveDrivers)
 	c.MaxSubmissionBytes = cmp.Or(c.MaxSubmissionBytes, DefaultMaxSubmissionBytes)
 	c.MaxStreamsPerApp = cmp.Or(c.MaxStreamsPerApp, DefaultMaxStreamsPerApp)
+	c.MaxTenantWritesPerSecond = cmp.Or(c.MaxTenantWritesPerSecond, DefaultMaxTenantWritesPerSecond)
 	if c.Placement == "" {
 		c.Placement = "spread"
 	}
@@ -187,7 +191,8 @@ func (c Config) withDefaults() (Config, error) {
 		v    int
 	}{{"--retained-apps", c.RetainedApps}, {"--retained-drivers", c.RetainedDrivers}, {"--max-drivers", c.MaxDrivers},
 		{"--max-active-apps", c.MaxActiveApps}, {"--max-active-drivers", c.MaxActiveDrivers}, {"--max-submission-bytes", c.MaxSubmissionBytes},
-		{"--max-streams-per-app", c.MaxStreamsPerApp}, {"--max-heartbeats-per-second", c.MaxHeartbeatsPerSecond}} {
+		{"--max-streams-per-app", c.MaxStreamsPerApp}, {"--max-heartbeats-per-second", c.MaxHeartbeatsPerSecond},
+		{"--max-tenant-writes-per-second", c.MaxTenantWritesPerSecond}} {
 		if n.v < 0 {
 			return c, fmt.Errorf("%s %d is negative", n.flag, n.v)
 		}

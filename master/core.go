@@ -83,7 +83,8 @@ type core struct {
 	index       *placement.Index
 	dirty       map[string]struct{}
 	workerViews workerViews
-	// capacity is what the index's workers offer (fairshare.go); queues
+	// capacity is what the index's workers offer (capacity.go), the total
+	// the scheduler's fair shares divide (scheduler.View.Capacity); queues
 	// and tenants as the committed state has them (queues.go, tenants.go).
 	capacity clusterCapacity
 	queues   map[string]*queueInfo
@@ -98,9 +99,12 @@ type core struct {
 	// refusals ration what each principal's refusals write to the audit
 	// log (audit_budget.go).
 	refusals refusalRations
+	// writes ration what each tenant may change (audit_budget.go).
+	writes writeRations
 	// owing: after the last round, a queue or an app was owed capacity
-	// (preempt.go): each tick runs a round, so a preemption that comes due
-	// is made without waiting for another event.
+	// (scheduler.Plan.Owing, decided in scheduler/preempt.go): each tick
+	// runs a round, so a preemption that comes due is made without
+	// waiting for another event.
 	owing bool
 	// heldForGang: the apps the last round held back for a gang that has
 	// waited long enough (by id), and that gang's app id.
@@ -164,6 +168,7 @@ func (c *core) reset() {
 	c.failures = failureLog{}
 	c.probes.active = nil // seq goes on: a late answer must not pass for a new sequence's
 	c.refusals = refusalRations{}
+	c.writes = writeRations{}
 	c.inheritedPreemptions = map[*executorInfo]struct{}{}
 	c.slots = workerSlots{}
 	c.heldForGang = nil

@@ -21,6 +21,9 @@ const (
 	DefaultMaxActiveDrivers   = 1000
 	DefaultMaxSubmissionBytes = 64 << 10
 	DefaultMaxStreamsPerApp   = 16
+	// DefaultMaxTenantWritesPerSecond: a tenant's changes a second
+	// (audit_budget.go).
+	DefaultMaxTenantWritesPerSecond = 20
 )
 
 // limitReached is the 429 of a cap; flag names the setting that raises it.
