@@ -245,7 +245,7 @@ func newAppInfo(rec persistence.AppRecord, state wire.AppState, now time.Time) *
 	}
 }
 
-func (a *appInfo) coresLeft() int { return a.spec.MaxCores - a.coresGranted }
+func (a *appInfo) coresLeft() int { return a.spec.CoresLeft(a.coresGranted) }
 
 func (a *appInfo) executorLimit() int {
 	if a.rec.ExecutorLimit == nil {

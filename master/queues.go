@@ -13,11 +13,13 @@ import (
 	"github.com/berth-cluster/berth/wire"
 )
 
-// Queues (docs/QUEUES.md): each app and driver runs in one; the master
-// divides the cluster between them by weighted DRF (fairshare.go) and
-// takes back what a queue is owed (preempt.go). Their settings are written
-// through the log; what they hold and are owed is the leader's, worked out
-// at each scheduling round.
+// Queues (docs/QUEUES.md): each app and driver runs in one. At each
+// scheduling round package scheduler divides the cluster between them by
+// weighted DRF (scheduler/fairshare.go) and decides what to take back for
+// a queue owed its share (scheduler/preempt.go); the master writes and
+// sends those preemptions (preempt.go). Their settings are written through
+// the log; what they hold and are owed is the leader's, kept in queueInfo
+// from each round's plan (keepRound, schedule.go).
 
 // queueInfo is a queue as the leader knows it.
 type queueInfo struct {

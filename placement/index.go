@@ -259,11 +259,10 @@ func (x *Index) launchesAtMost(apps []App) int {
 	}
 	n := 0
 	for _, app := range apps {
-		step := app.CoresPerExecutor
-		if step <= 0 {
-			step = unit
-		}
-		n = addCores(n, min(executorRoom(app), ceilDiv(app.CoresLeft, step)))
+		// ExecutorStep is the largest step: CoresLeft holds at most
+		// ceilDiv of it (0 when nothing is left).
+		steps := ceilDiv(app.CoresLeft, ExecutorStep(app.CoresPerExecutor, unit, app.CoresLeft))
+		n = addCores(n, min(executorRoom(app), steps))
 	}
 	return min(n, x.cores/unit, 1<<20)
 }

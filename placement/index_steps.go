@@ -18,15 +18,12 @@ func (x *Index) placeApp(app App, launches []Launch) []Launch {
 		return launches
 	}
 	first, memory := firstStep(app, p.unit), max(app.MemoryPerExecutorMB, 0)
-	// No more workers than steps can get one: k. Past them, the walk goes
-	// on only until it knows min(CoresLeft, free cores of all usable
-	// workers) as far as the steps can tell (toAssign below).
-	step := app.CoresPerExecutor
-	if step <= 0 {
-		step = p.unit
-	}
-	k := min(room, ceilDiv(app.CoresLeft, step))
-	big := max(p.unit, app.CoresPerExecutor)
+	// No more workers than steps can get one: k (first, ExecutorStep's, is
+	// the largest step, so CoresLeft holds at most ceilDiv of it). Past
+	// them, the walk goes on only until it knows min(CoresLeft, free cores
+	// of all usable workers) as far as the steps can tell (toAssign below).
+	k := min(room, ceilDiv(app.CoresLeft, first))
+	big := max(p.unit, first)
 	cand, sum, sumK := x.cand[:0], 0, 0
 	x.walkUsable(first, memory, app, func(s *slot) bool {
 		if len(cand) < k {

@@ -124,7 +124,7 @@ func (a *App) clocks() AppClocks {
 	return AppClocks{WaitingSince: a.WaitingSince, GangWaitingSince: a.GangWaitingSince, GangRestarting: a.GangRestarting}
 }
 
-func (a *app) coresLeft() int { return a.MaxCores - a.granted }
+func (a *app) coresLeft() int { return a.CoresLeft(a.granted) }
 
 // wants reports whether a may get executors: its client has answered this
 // leader, it is not ending, and it has cores left to get.

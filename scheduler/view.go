@@ -7,9 +7,16 @@
 // which the master applies with its commit-first writes. It also says why
 // an app or a driver waits (StatusView.AppWaiting, DriverWaiting).
 //
-// It does no I/O, starts no goroutine and never calls into the master: it
-// reads the view and, during Schedule only, takes the plan's placements
-// off the view's Index (see Index). The same view gives the same plan.
+// It does no I/O, starts no goroutine and does not import the master, but
+// a View is not a copy: its Fleet and each app's History are the master's
+// live workers and executors read through interfaces (so that a round
+// costs what it decides, not the fleet's size), so Schedule and the
+// StatusView's methods must run where that state cannot change meanwhile:
+// the master's loop goroutine. They change only what they are handed to
+// change: Schedule takes the plan's placements off the view's Index (the
+// master's own, which it puts right again from its state: see
+// View.Index), and the Rooms memo and the Buffers are filled. The same
+// view gives the same plan.
 package scheduler
 
 import (
@@ -153,6 +160,12 @@ type AppSpec struct {
 	MaxCores int // placement.Unlimited when the description sets none
 	Gang     int
 }
+
+// CoresLeft is how many more cores an app of s may get while it holds
+// granted (placement.Unlimited less granted when it sets no maximum). It
+// is the one formula, so that the round, the waiting reasons and the
+// master's status never disagree on whether an app still wants cores.
+func (s *AppSpec) CoresLeft(granted int) int { return s.MaxCores - granted }
 
 // NewAppSpec resolves an app's description (its resources were checked at
 // submission).

@@ -40,7 +40,7 @@ type StatusView struct {
 // limit (dynamic allocation) holds it there; "" when it waits for nothing.
 func (v *StatusView) AppWaiting(a *App) string {
 	r := v.Rooms.Of(v.Fleet, a.Constraints)
-	coresLeft := a.MaxCores - a.CoresGranted
+	coresLeft := a.CoresLeft(a.CoresGranted)
 	step := placement.ExecutorStep(a.Cores, v.Config.MinCoreUnit, coresLeft)
 	switch {
 	case a.Finished || a.Ending:
@@ -236,9 +236,11 @@ func driverOverLimit(q *Queue, d *Driver) string {
 	}
 	dims := []dim{{"cores", float64(d.Cores), float64(l.Cores), float64(used.Cores)},
 		{"memory MB", float64(d.MemoryMB), float64(l.MemoryMB), float64(used.MemoryMB)}}
-	for r, v := range d.Asked {
+	// By name: the first dimension over its limit is the one told, and
+	// the same driver must be told the same reason every time it is read.
+	for _, r := range slices.Sorted(maps.Keys(d.Asked)) {
 		if lim, ok := l.Resources[r]; ok {
-			dims = append(dims, dim{r, v, lim, used.Resources[r]})
+			dims = append(dims, dim{r, d.Asked[r], lim, used.Resources[r]})
 		}
 	}
 	for _, x := range dims {

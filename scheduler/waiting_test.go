@@ -89,3 +89,20 @@ func TestDriverWaitingSaysWhy(t *testing.T) {
 	d.Cores = 64
 	wantSays(t, "too large", cl.status(true, Plan{}).DriverWaiting(&d), "cannot start: no worker has 64 cores")
 }
+
+// A driver over its queue's limit in two resources is told of the same one
+// at every read (the first by name), not of whichever a map gave first.
+func TestDriverOverTwoLimitsSaysOneStably(t *testing.T) {
+	cl := newCluster(t)
+	cl.worker("w1", 8, 8192)
+	cl.queues[wire.DefaultQueue].Limit = &wire.Amount{Resources: wire.ResourceAmounts{"gpu": 1, "fpga": 1}}
+	d := Driver{ID: "d1", Waiting: true, Spec: NewDriverSpec(wire.DriverDescription{Cores: 1, MemoryMB: 100,
+		Resources: wire.ResourceAmounts{"gpu": 2, "fpga": 2}})}
+	v := cl.status(true, Plan{})
+	want := "cannot start: the driver asks 2 fpga, more than queue default's limit (1)"
+	for i := range 50 { // map order changes from one range to the next
+		if got := v.DriverWaiting(&d); got != want {
+			t.Fatalf("read %d: %q, want %q", i, got, want)
+		}
+	}
+}

@@ -132,10 +132,7 @@ func (f *Fleet) Worker(i int) placement.Worker { return f.workers[i] }
 // not change for a worker (its answer is kept); "" with a nil Fits. (An
 // app with a Fits and no name is placed by PlaceOne over every worker.)
 func (f *Fleet) Place(app placement.App, constraint string) (placement.Launch, int) {
-	size := app.CoresPerExecutor
-	if size <= 0 {
-		size = min(f.unit, app.CoresLeft)
-	}
+	size := placement.ExecutorStep(app.CoresPerExecutor, f.unit, app.CoresLeft)
 	if size <= 0 || app.ExecutorLimit <= 0 || app.ExecutorLimit-max(app.Executors, 0) <= 0 {
 		return placement.Launch{}, -1
 	}

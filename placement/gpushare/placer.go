@@ -202,9 +202,18 @@ func (p *placer) Accepts(app placement.App) bool {
 	if len(p.f.m.groups) > 0 {
 		return false
 	}
-	room, left, unit := placement.ExecutorRoom(app), app.CoresLeft, p.f.unit
-	// Without a fixed size, its last executor could be smaller.
-	return app.CoresPerExecutor > 0 || left <= unit || left%unit == 0 || room <= left/unit
+	room, left := placement.ExecutorRoom(app), app.CoresLeft
+	if left <= 0 {
+		return true // nothing to place
+	}
+	// PlaceApp gives every executor the first step's size, while a round
+	// steps by ExecutorStep on the cores still left: without a fixed size,
+	// the cores after the whole steps are a smaller last step. Decline the
+	// app only if its executor room reaches that smaller step.
+	size := placement.ExecutorStep(app.CoresPerExecutor, p.f.unit, left)
+	whole := left / size
+	rest := left - whole*size
+	return rest == 0 || room <= whole || placement.ExecutorStep(app.CoresPerExecutor, p.f.unit, rest) == size
 }
 
 // PlaceApp places app as one app of placement.StartExecutorsOnWorkers
@@ -215,10 +224,7 @@ func (p *placer) PlaceApp(app placement.App, launches []placement.Launch) []plac
 	if left <= 0 || room == 0 {
 		return launches
 	}
-	size := app.CoresPerExecutor
-	if size <= 0 {
-		size = min(f.unit, left)
-	}
+	size := placement.ExecutorStep(app.CoresPerExecutor, f.unit, left)
 	p.sync()
 	one := app
 	one.CoresLeft, one.ExecutorLimit, one.Executors, one.CoresPerExecutor = size, 1, 0, size

@@ -102,10 +102,7 @@ func assignEach(choose chooser, unit int, app placement.App, workers []placement
 	usable := make([]int, 0, len(workers))
 	cand := make([]placement.Worker, 0, len(workers))
 	for room > 0 && left > 0 {
-		size := app.CoresPerExecutor
-		if size <= 0 {
-			size = min(unit, left)
-		}
+		size := placement.ExecutorStep(app.CoresPerExecutor, unit, left)
 		if left < size {
 			break
 		}
