@@ -86,6 +86,9 @@ func (m *Master) serveSignInLink(r *http.Request, _ wire.None) (wire.SignInLink,
 	}
 	code, expires := m.links.mint(time.Now())
 	m.log.Info("made a one-time sign-in link for the web UI", "for", httpx.PrincipalOf(r.Context()).Audit(), "expires", expires)
+	// A credential to the UI was made: who asked is recorded (by the
+	// leader; a link made at a follower is in that master's log only).
+	m.auditSuccess(r.Context())
 	return wire.SignInLink{
 		URL:     m.cfg.Advertise + wire.MasterAPI.UISignIn.Pattern + "?" + url.Values{wire.SignInCodeParam: {code}}.Encode(),
 		Expires: &expires,

@@ -19,6 +19,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/berth-cluster/berth/internal/regularfile"
 )
 
 // Role is what a certificate may do in the cluster.
@@ -167,11 +169,13 @@ func serial() *big.Int {
 
 // readCA reads dir/ca.pem and dir/ca-key.pem.
 func readCA(dir string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
-	certPEM, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
+	// Read as regular files within a bound: a FIFO named ca.pem hung
+	// `berth tls cert create`, a link to /dev/zero fed it without end.
+	certPEM, err := regularfile.Read(filepath.Join(dir, "ca.pem"), maxPEMFile)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the CA (make one with berth tls ca create --dir %s): %w", dir, err)
 	}
-	keyPEM, err := os.ReadFile(filepath.Join(dir, "ca-key.pem"))
+	keyPEM, err := regularfile.Read(filepath.Join(dir, "ca-key.pem"), maxPEMFile)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the CA's key: %w", err)
 	}

@@ -52,7 +52,7 @@ func actionOf(r *http.Request) (a Action, back, msg string) {
 	a = Action{Kind: ActionKind(r.PostFormValue("kind")), ID: r.PostFormValue("id")}
 	k, ok := actionKinds[a.Kind]
 	if !ok {
-		return a, "", "unknown action " + strconv.Quote(string(a.Kind))
+		return a, "", "unknown action " + strconv.Quote(wire.Clip(string(a.Kind), wire.MaxEchoBytes))
 	}
 	if k.limit {
 		n, err := strconv.Atoi(strings.TrimSpace(r.PostFormValue("limit")))

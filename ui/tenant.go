@@ -105,9 +105,10 @@ func (u *server) operatorsOnly(w http.ResponseWriter, r *http.Request) {
 }
 
 // notTheTenants is the one answer to a tenant about an app or a driver
-// that is not its own, or that does not exist.
+// that is not its own, or that does not exist; the id repeated as the
+// API repeats a value (a megabyte of it came back whole).
 func notTheTenants(tenant string, on entity, id string) string {
-	return fmt.Sprintf("Tenant %s has no %s %q.", tenant, [...]string{"application", "driver", "worker"}[on], id)
+	return fmt.Sprintf("Tenant %s has no %s %q.", tenant, [...]string{"application", "driver", "worker"}[on], wire.Clip(id, wire.MaxEchoBytes))
 }
 
 // refuseNotTheTenants answers a tenant's page of an app or a driver that

@@ -8,8 +8,12 @@ import (
 	"os/exec"
 	"syscall"
 
+	"github.com/berth-cluster/berth/internal/regularfile"
 	"github.com/berth-cluster/berth/wire"
 )
+
+// maxCAFile bounds the CA certificate a driver is given a copy of.
+const maxCAFile = 1 << 20
 
 // An attempt is one run of a proc's process: startAttempt prepares its
 // directory, logs, credentials and cgroup and starts it; wait waits for it
@@ -125,7 +129,7 @@ func (w *Worker) writeProcFiles(p *proc, d *procDir) error {
 		}
 	}
 	if p.kind == kindDriver && w.cfg.TLS != nil {
-		ca, err := os.ReadFile(w.cfg.TLS.CAFile())
+		ca, err := regularfile.Read(w.cfg.TLS.CAFile(), maxCAFile) // not a FIFO: it would hang every driver launch
 		if err == nil {
 			err = d.writeFile(caFile, ca, d.gid, 0o640)
 		}
