@@ -5,7 +5,7 @@ PKGS     := ./...
 # CI has 2 cores; the race detector and the end-to-end tests share them.
 TESTFLAGS ?= -race -count=1 -timeout 14m
 
-.PHONY: all build bench-tools test test-deps chaos bench bench-spark demo demo-pi lint fuzz screenshots clean dist image
+.PHONY: all build bench-tools test test-deps chaos bench bench-spark demo demo-deps demo-pi lint fuzz screenshots clean dist image
 
 # What --version prints and berth_build_info carries (internal/version):
 # the nearest tag and the commits since (git describe), or devel; the
@@ -75,12 +75,19 @@ bench-spark: build bench-tools
 	@mkdir -p out
 	SPARK_HOME="$$(scripts/spark-deps.sh)" $(BIN)/berthbench spark-vs-standalone --bin $(BIN) --out $(CURDIR)/out/spark-vs-standalone.md
 
-# Builds, starts a local TLS cluster on 127.0.0.x, runs a PySpark job on
-# it with the pinned Spark (installed by scripts/spark-deps.sh) while the
-# leader is killed, prints Spark's result and the cluster status, and
-# stops everything it started. demo-pi: the Go pi example, without Spark.
-demo: build
+# Installs what it needs when missing (demo-deps: a JDK, the pinned Spark,
+# Maven), builds, starts a local TLS cluster on 127.0.0.x, runs a PySpark
+# job on it with the pinned Spark while the leader is killed, prints
+# Spark's result and the cluster status, and stops everything it started.
+# The build runs once demo-deps is done (it needs Maven and the JDK).
+# demo-pi: the Go pi example, without Spark.
+demo: demo-deps
+	$(MAKE) build
 	scripts/demo.sh
+
+# What make demo needs beyond Go (scripts/demo-deps.sh; root installs it).
+demo-deps:
+	scripts/demo-deps.sh
 
 demo-pi: build
 	scripts/demo-pi.sh

@@ -73,7 +73,7 @@ func berthBinaries(t *testing.T, root string) string {
 	}
 	jar, err := os.ReadFile(filepath.Join(root, "bin", "berth-spark.jar"))
 	if err != nil {
-		t.Skipf("no bin/berth-spark.jar (spark/build.sh, which make test runs, makes it): %v", err)
+		t.Fatalf("no bin/berth-spark.jar (spark/build.sh makes it; make test runs it first, after scripts/test-deps.sh installs Maven and a JDK): %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(bin, "berth-spark.jar"), jar, 0o644); err != nil {
 		t.Fatal(err)
@@ -133,8 +133,9 @@ func expectedFigures(cfg *config) [][2]string {
 }
 
 // findSpark finds the pinned Spark (SPARK_HOME, else the venv of
-// scripts/spark-deps.sh, which make test-deps runs) and the module's root;
-// it skips the test without Spark or a JDK.
+// scripts/spark-deps.sh, which scripts/test-deps.sh runs) and the module's
+// root. Without Spark or a JDK the test fails, naming the script that
+// installs them: no Spark test may skip (make test runs test-deps first).
 func findSpark(t *testing.T) (sparkHome, root string) {
 	t.Helper()
 	wd, err := os.Getwd()
@@ -150,7 +151,7 @@ func findSpark(t *testing.T) (sparkHome, root string) {
 		}
 	}
 	if _, err := exec.LookPath("javac"); err != nil && os.Getenv("JAVA_HOME") == "" {
-		t.Skip("no JDK (javac): scripts/spark-deps.sh installs one")
+		t.Fatal("no JDK (javac on PATH, or JAVA_HOME): scripts/test-deps.sh installs one (make test runs it first)")
 	}
 	candidates := []string{os.Getenv("SPARK_HOME")}
 	venv, _ := filepath.Glob(filepath.Join(root, ".deps/spark/venv/lib/python3*/site-packages/pyspark"))
@@ -162,7 +163,7 @@ func findSpark(t *testing.T) (sparkHome, root string) {
 			return c, root
 		}
 	}
-	t.Skip("no Spark: SPARK_HOME unset and no .deps/spark venv (make test-deps runs scripts/spark-deps.sh)")
+	t.Fatal("no Spark: SPARK_HOME unset (or without bin/spark-submit) and no .deps/spark venv: scripts/test-deps.sh installs the pinned pyspark (make test runs it first)")
 	return "", ""
 }
 
