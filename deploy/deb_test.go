@@ -4,10 +4,13 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -16,6 +19,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/fstest"
 )
 
 const (
@@ -123,16 +127,12 @@ func TestDistInstallAndPurge(t *testing.T) {
 	} {
 		checkFile(t, path, want.mode, want.owner, want.grp, want.dir)
 	}
-	// README's links lead to files the package has (it shipped README
-	// and OPERATIONS.md alone, and every link went nowhere).
-	readme, err := os.ReadFile("/usr/share/doc/berth-master/README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range regexp.MustCompile(`\]\((docs/[^)#]+)`).FindAllStringSubmatch(string(readme), -1) {
-		if _, err := os.Stat(filepath.Join("/usr/share/doc/berth-master", m[1])); err != nil {
-			t.Errorf("README's link %s goes nowhere in the package: %v", m[1], err)
-		}
+	// Every relative link of README and of every doc leads to a file the
+	// package has (it shipped README and OPERATIONS.md alone, and every
+	// link went nowhere; then docs/ linked to ../deploy, ../examples and
+	// ../spark, none of them shipped).
+	for _, p := range packages {
+		checkLinks(t, p, os.DirFS("/usr/share/doc/"+p))
 	}
 	for p, conf := range map[string]string{"berth-master": "/etc/berth/master.toml", "berth-worker": "/etc/berth/worker.toml", "berth-cli": "/etc/berth/berth.toml"} {
 		if c := run(t, nil, "dpkg-query", "-W", "-f=${Conffiles}", p); !strings.Contains(c, conf) {
@@ -207,6 +207,109 @@ func checkFile(t *testing.T, path string, mode os.FileMode, owner, group string,
 	}
 }
 
+// The docs as the packages and the tarball ship them (README.md, LICENSE
+// and docs/ whole, from the repository's root) have no link that leads
+// out of what is shipped: the source tree's own check, without root, of
+// what TestDistInstallAndPurge checks of the installed packages.
+func TestShippedDocsLinkOnlyToShippedFiles(t *testing.T) {
+	shipped := fstest.MapFS{}
+	err := fs.WalkDir(os.DirFS(".."), ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if name == "README.md" || name == "LICENSE" || name == "docs" || strings.HasPrefix(name, "docs/") {
+			if d.IsDir() {
+				shipped[name] = &fstest.MapFile{Mode: fs.ModeDir | 0o755}
+				return nil
+			}
+			data, err := os.ReadFile(filepath.Join("..", name))
+			if err != nil {
+				return fmt.Errorf("reading %s: %w", name, err)
+			}
+			shipped[name] = &fstest.MapFile{Data: data}
+		} else if d.IsDir() && name != "." {
+			return fs.SkipDir
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLinks(t, "the repository's README and docs as shipped", shipped)
+}
+
+// mdLink is an inline link or image of markdown, [text](target) or
+// ![alt](target), with the target's optional "title".
+var mdLink = regexp.MustCompile(`\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)`)
+
+var (
+	codeSpan  = regexp.MustCompile("`[^`]*`")
+	urlScheme = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*:`)
+)
+
+// relativeLinks are the relative targets of md's links, with the line of
+// each, outside code (fenced blocks and `spans`); anchors within the page,
+// URLs with a scheme and the fragments of the others are left out.
+func relativeLinks(md string) (targets []string, lines []int) {
+	fenced := false
+	for i, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue
+		}
+		line = codeSpan.ReplaceAllString(line, "")
+		for _, m := range mdLink.FindAllStringSubmatch(line, -1) {
+			target, _, _ := strings.Cut(m[1], "#")
+			if target == "" || urlScheme.MatchString(target) {
+				continue
+			}
+			targets, lines = append(targets, target), append(lines, i+1)
+		}
+	}
+	return targets, lines
+}
+
+// checkLinks follows every relative link of README.md and docs/*.md in
+// fsys (where: what it is, for the errors): each must name a file or a
+// directory within fsys.
+func checkLinks(t *testing.T, where string, fsys fs.FS) {
+	t.Helper()
+	pages, err := fs.Glob(fsys, "docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append([]string{"README.md"}, pages...)
+	if len(pages) < 2 {
+		t.Fatalf("%s: no docs/*.md", where)
+	}
+	links := 0
+	for _, page := range pages {
+		data, err := fs.ReadFile(fsys, page)
+		if err != nil {
+			t.Errorf("%s: %v", where, err)
+			continue
+		}
+		targets, lines := relativeLinks(string(data))
+		for i, target := range targets {
+			links++
+			name := path.Join(path.Dir(page), target)
+			if !fs.ValidPath(name) {
+				t.Errorf("%s: %s:%d links to %s, outside what is shipped", where, page, lines[i], target)
+				continue
+			}
+			if _, err := fs.Stat(fsys, name); err != nil {
+				t.Errorf("%s: %s:%d links to %s, which is not shipped: %v", where, page, lines[i], target, err)
+			}
+		}
+	}
+	if links == 0 {
+		t.Errorf("%s: no relative link found in %d pages: the check checks nothing", where, len(pages))
+	}
+}
+
 // checkTarball checks that the tarball holds what an operator installs
 // from, under one top directory.
 func checkTarball(t *testing.T, path, top string) {
@@ -222,6 +325,7 @@ func checkTarball(t *testing.T, path, top string) {
 	}
 	tr := tar.NewReader(gz)
 	var names []string
+	tree := fstest.MapFS{} // what it holds, the docs' text with it
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -233,8 +337,20 @@ func checkTarball(t *testing.T, path, top string) {
 		if !strings.HasPrefix(h.Name, top) || h.Uid != 0 {
 			t.Errorf("%s: entry %s (uid %d) outside %s or not root's", path, h.Name, h.Uid, top)
 		}
-		names = append(names, strings.TrimPrefix(h.Name, top))
+		name := strings.TrimPrefix(h.Name, top)
+		names = append(names, name)
+		if name = strings.TrimSuffix(name, "/"); name == "" {
+			continue
+		}
+		f := &fstest.MapFile{Mode: h.FileInfo().Mode()}
+		if strings.HasSuffix(name, ".md") {
+			if f.Data, err = io.ReadAll(tr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tree[name] = f
 	}
+	checkLinks(t, path, tree)
 	for _, want := range []string{"bin/berth-master", "bin/berth-worker", "bin/berth", "systemd/berth-master.service",
 		"systemd/berth-worker.service", "config/master.toml", "config/worker.toml", "config/berth.toml", "README.md", "LICENSE",
 		"docs/OPERATIONS.md", "docs/SECURITY.md", "bin/pi"} {

@@ -3,6 +3,7 @@ package master
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/berth-cluster/berth/persistence"
@@ -58,14 +59,20 @@ func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply reply[wir
 // finds the app gone (ended, or this leadership over) by its turn is not
 // made.
 func (c *core) updateApp(a *appInfo, retain int, change func(*persistence.AppRecord), apply func(), done func(error)) {
-	record[persistence.AppRecord]{
+	c.appRecord(a, retain).write(c, recordChange[persistence.AppRecord]{edit: change, apply: apply, done: done})
+}
+
+// appRecord is a's record as its writes need it (retain: how many
+// completed apps the write keeps).
+func (c *core) appRecord(a *appInfo, retain int) record[persistence.AppRecord] {
+	return record[persistence.AppRecord]{
 		rec: &a.rec, queue: &a.writes,
 		listed: func() bool { return c.apps[a.rec.ID] == a },
 		gone:   func() error { return c.appGone(a) },
 		put: func(r persistence.AppRecord) []persistence.Command {
 			return []persistence.Command{persistence.PutApp(r, retain)}
 		},
-	}.write(c, recordChange[persistence.AppRecord]{edit: change, apply: apply, done: done})
+	}
 }
 
 // endApp ends an app on request: its client finished (FINISHED) or someone
@@ -103,7 +110,7 @@ func (c *core) finishApp(a *appInfo, state wire.AppState, msg string, done func(
 	endedAt := c.now()
 	c.updateApp(a, c.cfg.RetainedApps, func(rec *persistence.AppRecord) {
 		rec.State, rec.Message, rec.CoresGranted = state, msg, a.coresShown()
-		rec.Executors = finalExecutors(a)
+		rec.Executors = finalExecutors(a, state, msg)
 		rec.EndedAt = &endedAt
 		rec.Desc.Env = nil // a completed record keeps no environment (secrets, bulk)
 	}, func() {
@@ -113,8 +120,8 @@ func (c *core) finishApp(a *appInfo, state wire.AppState, msg string, done func(
 
 // finalExecutors is what an ending app's status lists, for its final
 // record: the executors that ended, then those that run (killed by the
-// end), the last finishedExecutorsKept of them.
-func finalExecutors(a *appInfo) []wire.ExecutorStatus {
+// end, saying so: endedWithApp), the last finishedExecutorsKept of them.
+func finalExecutors(a *appInfo, state wire.AppState, msg string) []wire.ExecutorStatus {
 	var out []wire.ExecutorStatus
 	for _, e := range a.finished {
 		out = append(out, *executorStatus(e))
@@ -122,11 +129,23 @@ func finalExecutors(a *appInfo) []wire.ExecutorStatus {
 	for _, e := range sortedExecutors(a.executors) {
 		if !e.launching {
 			st := *executorStatus(e)
-			st.State = wire.ExecutorKilled
+			st.State, st.Message = wire.ExecutorKilled, endedWithApp(state, msg)
 			out = append(out, st)
 		}
 	}
 	return out[max(len(out)-finishedExecutorsKept, 0):]
+}
+
+// endedWithApp is the reason of an executor killed because its app ended
+// (state, for msg): "app killed: killed by request", "app finished:
+// unregistered by its client", "app failed: ...". The status of such an
+// executor showed KILLED with no reason at all.
+func endedWithApp(state wire.AppState, msg string) string {
+	why := "app " + strings.ToLower(string(state))
+	if msg == "" {
+		return why
+	}
+	return why + ": " + msg
 }
 
 // appEnded applies an app's durable end.
@@ -136,7 +155,7 @@ func (c *core) appEnded(a *appInfo, state wire.AppState, msg string, endedAt tim
 	for _, e := range sortedExecutors(a.executors) {
 		// The final record dropped their placements: end them in memory.
 		e.worker.removeExecutor(e)
-		e.state = wire.ExecutorKilled
+		e.state, e.message = wire.ExecutorKilled, endedWithApp(state, msg)
 		a.retire(e)
 		if !e.launching {
 			c.fx.send(e.worker, c.killExecutorCommand(a.rec.ID, e.id))
@@ -159,20 +178,36 @@ func (c *core) appEnded(a *appInfo, state wire.AppState, msg string, endedAt tim
 
 // setExecutorLimit is dynamic allocation's request for a total number of
 // executors. It takes effect, is told to the app's streams (and its UI
-// page) and is answered once durable; a limit set again to what it was is
-// not told (dynamic allocation repeats its request).
+// page) and is answered once durable. A limit the app has already, once
+// the writes of it before this one are done, is answered at once with no
+// write: dynamic allocation repeats its request, and each repeat wrote the
+// record and an audit entry, so a tenant looping it flooded the audit log.
 func (c *core) setExecutorLimit(id string, limit int, reply reply[wire.ExecutorLimit]) {
 	a, err := c.activeApp(id)
 	if err != nil {
 		reply.fail(err)
 		return
 	}
-	var was *int
-	c.updateApp(a, 0, func(rec *persistence.AppRecord) { was, rec.ExecutorLimit = rec.ExecutorLimit, &limit }, func() {
-		if was == nil || *was != limit {
-			c.publish(a, wire.AppEvent{Type: wire.EventExecutorLimitChanged, Message: limitChange(was, limit)})
+	r := c.appRecord(a, 0)
+	listed, gone, same := r.listed, r.gone, false
+	r.listed = func() bool { // its turn: written only if listed and changed
+		same = listed() && a.rec.ExecutorLimit != nil && *a.rec.ExecutorLimit == limit
+		return listed() && !same
+	}
+	r.gone = func() error {
+		if same {
+			return nil // answered as done: the limit is what was asked
 		}
-	}, answerWrite(reply, func() wire.ExecutorLimit { return wire.ExecutorLimit{Limit: limit} }))
+		return gone()
+	}
+	var was *int
+	r.write(c, recordChange[persistence.AppRecord]{
+		edit: func(rec *persistence.AppRecord) { was, rec.ExecutorLimit = rec.ExecutorLimit, &limit },
+		apply: func() {
+			c.publish(a, wire.AppEvent{Type: wire.EventExecutorLimitChanged, Message: limitChange(was, limit)})
+		},
+		done: answerWrite(reply, func() wire.ExecutorLimit { return wire.ExecutorLimit{Limit: limit} }),
+	})
 }
 
 // limitChange says how an executor limit changed.

@@ -28,7 +28,12 @@ func (h *harness) freeCores() int {
 // fixed size got 2 cores on one worker and never took the 2 free on the
 // other; a second, --max-cores 1, waited beside a free core, saying it
 // waited for its fair share. After a round, no demand that fits is left
-// beside free room, whatever its executors' shape.
+// beside free room, whatever its executors' shape. Here the first is of
+// at most 4 cores, so that a core stays free: it takes its 4 across both
+// workers (neither has 4 free); an etl app of 2-core executors, which the
+// free core cannot hold, keeps etl owed and default over its fair share,
+// so only the pass beyond the fair shares can place the second, and it
+// must take the core (before issue 33's fix it waited beside it).
 func TestNoIdleCoresBesideAnAppOfNoFixedSize(t *testing.T) {
 	h := newLeader(t, nil)
 	h.addWorker("w1", 4, 4096)
@@ -38,15 +43,24 @@ func TestNoIdleCoresBesideAnAppOfNoFixedSize(t *testing.T) {
 	etl.MaxCores = 3
 	e := h.addApp(etl)
 	h.running(e)
-	whole := h.addApp(wire.AppDescription{Command: []string{"x"}, MemoryPerExecutorMB: 100})
+	if e.coresGranted != 3 || h.freeCores() != 5 {
+		t.Fatalf("etl holds %s, %d cores free: want 3 held and 5 free", layout(e), h.freeCores())
+	}
+	whole := h.addApp(wire.AppDescription{Command: []string{"x"}, MaxCores: 4, MemoryPerExecutorMB: 100})
 	h.running(whole)
-	if whole.coresGranted != 5 || h.freeCores() != 0 {
-		t.Errorf("default's app of no fixed size holds %s (%d cores), %d cores free: want the 5 left", layout(whole), whole.coresGranted, h.freeCores())
+	if whole.coresGranted != 4 || len(whole.executors) != 2 || h.freeCores() != 1 {
+		t.Fatalf("default's app of no fixed size, at most 4 cores, holds %s (%d cores), %d cores free: want 4 on both workers, 1 left", layout(whole), whole.coresGranted, h.freeCores())
+	}
+	pairs := oneCoreApp("etl", 0)
+	pairs.CoresPerExecutor = 2
+	p := h.addApp(pairs)
+	if len(p.executors) != 0 || h.freeCores() != 1 {
+		t.Fatalf("etl's app of 2-core executors holds %s beside %d free cores: want nothing (no worker has 2 free)", layout(p), h.freeCores())
 	}
 	one := h.addApp(wire.AppDescription{Command: []string{"x"}, MaxCores: 1, MemoryPerExecutorMB: 100})
-	st := mustAppStatus(t, h, one.rec.ID)
-	if len(one.executors) == 0 && h.freeCores() > 0 {
-		t.Errorf("an app of --max-cores 1 waits beside %d free cores, saying %q", h.freeCores(), st.Waiting)
+	h.running(one)
+	if st := mustAppStatus(t, h, one.rec.ID); one.coresGranted != 1 || h.freeCores() != 0 || st.Waiting != "" {
+		t.Errorf("an app of --max-cores 1 holds %s beside %d free cores, saying %q: want the free core taken", layout(one), h.freeCores(), st.Waiting)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"hash/fnv"
-	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -48,23 +47,34 @@ type appShape struct {
 type sizeCount struct{ Cores, Count int }
 
 // color is an app's colour: the same on every page and every master. An
-// app's id ends with the master's counter of apps, so consecutive apps
-// step round the hues by the golden angle (about 137.5°): apps submitted
-// near each other get hues far apart (a hash of the id gave two apps of a
-// page one colour). An id without a number falls back to a hash.
+// app's id ends with the master's counter of apps, n: its hue is slot
+// n×hueStep of hueSlots slots round the wheel, so any hueSlots consecutive
+// apps get hueSlots different hues, at least 360°/hueSlots (18°) apart,
+// the most so many hues can be; the next app is 162° away, and one within
+// 8 apps at least 36°. Odd and even apps differ in lightness too (the
+// nearest hues, 9 and 11 apps apart, are of one odd and one even), and each
+// round of hueSlots apps in saturation. (The golden angle this replaces
+// put apps 13 apart 12° apart; a hash of the id gave two apps of a page
+// one colour.) An id without a number falls back to a hash.
 func color(app string) string {
-	var v uint32
 	if i := strings.LastIndexByte(app, '-'); i >= 0 {
 		if n, err := strconv.ParseUint(app[i+1:], 10, 32); err == nil {
-			hue := math.Mod(float64(n)*137.50776, 360)
-			return fmt.Sprintf("hsl(%d,%d%%,%d%%)", int(hue), 55+n/3%3*10, 40+n/9%3*8)
+			hue := n * hueStep % hueSlots * (360 / hueSlots)
+			return fmt.Sprintf("hsl(%d,%d%%,%d%%)", hue, 60+n/hueSlots%3*10, 40+n%2*14)
 		}
 	}
 	h := fnv.New32a()
 	h.Write([]byte(app))
-	v = h.Sum32()
+	v := h.Sum32()
 	return fmt.Sprintf("hsl(%d,%d%%,%d%%)", v%360, 55+v/360%25, 42+v/9000%16)
 }
+
+// hueSlots hues round the wheel, stepped hueStep at a time (coprime with
+// hueSlots, so each round visits every slot once).
+const (
+	hueSlots = 20
+	hueStep  = 9
+)
 
 // bars lays out the executors and drivers of c on its workers.
 func bars(c *wire.ClusterStatus) []bar {

@@ -186,7 +186,7 @@ func (f *flagReader) argv(what string) []string { return readFlag(f, what, argv)
 func runSubmitFlags(cmd string) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "queue", EnvVars: env(cmd, "queue"),
-			Usage: "the `QUEUE` to run in (default: the default queue; a tenant names one of its own)"},
+			Usage: "the `QUEUE` to run in (default: for a tenant, its default queue, set by tenant create --default-queue, else its only queue; otherwise the queue named default)"},
 		&cli.IntFlag{Name: "priority", EnvVars: env(cmd, "priority"),
 			Usage: "`P`: the order within its queue, higher first, -1000000 to 1000000"},
 		&cli.DurationFlag{Name: "stop-after-disconnect", EnvVars: env(cmd, "stop-after-disconnect"),
