@@ -31,6 +31,9 @@ type clusterSpec struct {
 	memory  string   // each worker's (1g)
 	// workerFlags are more flags for every worker.
 	workerFlags []string
+	// defaultPorts: the workers take their host slots' blocks of the
+	// default --port-range, not the harness's ranges.
+	defaultPorts bool
 	// tenantsReach makes the cluster's directory traversable by others
 	// (0711, as --run-as asks of a work directory's parents); what is in
 	// it keeps its own modes.
@@ -74,6 +77,7 @@ func startCluster(t *testing.T, spec clusterSpec) *cluster {
 	for i, id := range spec.workers {
 		workers[i] = workerSpec(id, spec.cores, spec.memory)
 		workers[i].Flags = append(workers[i].Flags, spec.workerFlags...)
+		workers[i].DefaultPortRange = spec.defaultPorts
 	}
 	tc, err := testcluster.StartCluster(t, testcluster.Options{
 		Bin: bin, Dir: dir, Secret: secret, Masters: max(spec.masters, 1), Standalone: spec.masters == 0,

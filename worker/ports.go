@@ -37,13 +37,20 @@ type busyPorts struct {
 }
 
 // portFree reports whether port can be bound on every address of the
-// host: a listener on any address of the port holds it against this.
+// host, for TCP and for UDP: a listener or a socket on any address of the
+// port holds it against this (a process given a port may serve either).
 func portFree(port int) bool {
-	ln, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+	addr := ":" + strconv.Itoa(port)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return false
 	}
 	ln.Close()
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return false
+	}
+	pc.Close()
 	return true
 }
 

@@ -57,3 +57,22 @@ func TestALaunchOnAHeldPortIsRefusedAndTheHeartbeatSaysSo(t *testing.T) {
 		return len(hb.BusyPorts) == 0
 	})
 }
+
+// A port held for UDP was taken for free (the probe bound TCP only), and
+// the process given it failed binding it: the app's failure, charged to
+// the app. UDP is probed as TCP is.
+func TestAPortHeldForUDPIsNotFree(t *testing.T) {
+	t.Parallel()
+	port := freePortIn(t, wire.PortRange{First: 19200, Last: 19299})
+	if !portFree(port) {
+		t.Fatalf("port %d: not free before anything holds it", port)
+	}
+	pc, err := net.ListenPacket("udp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	if portFree(port) {
+		t.Errorf("port %d held for UDP: said free", port)
+	}
+}

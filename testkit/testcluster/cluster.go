@@ -50,6 +50,10 @@ type WorkerSpec struct {
 	// Env is added to the worker's environment (after the harness's
 	// own), which its processes inherit in part (PATH, JAVA_HOME...).
 	Env []string
+	// DefaultPortRange leaves out the harness's --port-range (a range of
+	// its own for each worker of the machine), so that the worker takes
+	// its host slot's block of the default range, as a user's would.
+	DefaultPortRange bool
 }
 
 // Cluster is a running cluster of masters and workers. Masters and Workers

@@ -148,7 +148,10 @@ func (c *Cluster) AddWorker(spec WorkerSpec) (*Worker, error) {
 	hostDir := filepath.Join(c.opt.Dir, fmt.Sprintf("host-%d", spec.UID))
 	args := []string{"--master", strings.Join(c.URLs(), ","), "--id", spec.ID, "--port", strconv.Itoa(port),
 		"--cores", strconv.Itoa(spec.Cores), "--memory", spec.Memory, "--work-dir", dir, "--kill-grace", spec.KillGrace.String(),
-		"--port-range", portRange(), "--host-dir", hostDir}
+		"--host-dir", hostDir}
+	if !spec.DefaultPortRange {
+		args = append(args, "--port-range", portRange())
+	}
 	tlsFlags, err := c.PKI.WorkerFlags(spec.ID, "127.0.0.1", spec.UID)
 	if err != nil {
 		return nil, err
