@@ -62,3 +62,38 @@ func TestAGuaranteeIsReachedWhateverTheExecutorsSizes(t *testing.T) {
 		t.Errorf("default's app holds %s: want the 5 cores left (one 4-core executor, and the core etl leaves)", layout(whole))
 	}
 }
+
+// The same when the queue taken from is guaranteed too (5 of the 8
+// cores, etl 3: both fit): a 4-core executor taken for etl's 3 one-core
+// ones put it at 4, below its 5, so nothing was taken and etl waited for
+// ever. Only the 3 cores etl uses count against its guarantee; the core
+// left is its own again in the next round, and both guarantees hold.
+func TestTwoGuaranteesThatFitAreBothReached(t *testing.T) {
+	h := newLeader(t, func(c *Config) { c.PreemptionDelay = 2 * time.Second; c.PreemptionGrace = time.Second })
+	h.addWorker("w1", 4, 4096)
+	h.addWorker("w2", 4, 4096)
+	h.setQueue("big", wire.QueueSpec{Guarantee: &wire.Amount{Cores: 5}})
+	h.setQueue("etl", wire.QueueSpec{Guarantee: &wire.Amount{Cores: 3}})
+	whole := h.addApp(wire.AppDescription{Command: []string{"x"}, MemoryPerExecutorMB: 100, ProcessSpec: wire.ProcessSpec{Queue: "big"}})
+	h.running(whole)
+	if whole.coresGranted != 8 {
+		t.Fatalf("big's app of no fixed size holds %s, want 8 cores", layout(whole))
+	}
+	etl := oneCoreApp("etl", 0)
+	etl.MaxCores = 3
+	e := h.addApp(etl)
+	kills := 0
+	for range 16 {
+		h.pass(500*time.Millisecond, "w1", "w2")
+		kills += h.killAndReport()
+		h.running(e)
+		h.running(whole)
+	}
+	if len(e.executors) != 3 {
+		st := mustAppStatus(t, h, e.rec.ID)
+		t.Fatalf("etl holds %s, want its 3 guaranteed cores; it says %q", layout(e), st.Waiting)
+	}
+	if kills != 1 || whole.coresGranted != 5 {
+		t.Errorf("%d preempted, big's app holds %s: want one 4-core executor taken and big back at its 5 cores", kills, layout(whole))
+	}
+}

@@ -48,9 +48,20 @@ func (r *round) preemptionView(rnd *shareRound, queues []*queueRound, needs []sh
 		below[i], index[qr] = math.MinInt, i
 	}
 	guaranteed := false // a need of a queue below its guarantee: others down to theirs may give
+	var owed share.Vec  // the most such a need uses of what is taken (share.GuaranteeUse)
 	for _, n := range needs {
 		below[n.Queue] = max(below[n.Queue], n.Priority)
-		guaranteed = guaranteed || n.Guaranteed
+		if !n.Guaranteed {
+			continue
+		}
+		guaranteed = true
+		q := v.cl.Queues[n.Queue]
+		if owed == nil {
+			owed = make(share.Vec, len(rnd.capacity))
+		}
+		for d := range owed {
+			owed[d] = max(owed[d], share.GuaranteeUse(n.Shape, n.Count, q.Guarantee, q.Usage, d))
+		}
 	}
 	v.free()
 	appsOf := make([][]*app, len(queues))
@@ -83,7 +94,7 @@ func (r *round) preemptionView(rnd *shareRound, queues []*queueRound, needs []sh
 				rest = append(rest, a)
 			}
 		}
-		v.aboveFair(qi, qr, rest, guaranteed)
+		v.aboveFair(qi, qr, rest, guaranteed, owed)
 	}
 	return v.cl, v.victims
 }
@@ -185,9 +196,10 @@ func (v *viewBuilder) add(qi int, a *app, e Executor) {
 
 // aboveFair adds queue qi's most recent executors among apps, as long as
 // the queue, without them, stays at or above its fair share, or, for a
-// need of a queue below its guarantee (guaranteed), its own guarantee
-// (share.Plan's rule, which then picks among them).
-func (v *viewBuilder) aboveFair(qi int, qr *queueRound, apps []*app, guaranteed bool) {
+// need of a queue below its guarantee (guaranteed), its own guarantee,
+// counting of them only what such a need uses (owed; the rest is free
+// again for qi): share.Plan's rule, which then picks among them.
+func (v *viewBuilder) aboveFair(qi int, qr *queueRound, apps []*app, guaranteed bool, owed share.Vec) {
 	capacity, fair := v.rnd.capacity, share.DominantShare(qr.fair, v.rnd.capacity)
 	if guaranteed {
 		fair = share.DominantShare(v.rnd.guaranteeOf(qr), capacity)
@@ -195,6 +207,10 @@ func (v *viewBuilder) aboveFair(qi int, qr *queueRound, apps []*app, guaranteed 
 	// What it holds without those added, and without those being taken
 	// back already (they leave whatever happens).
 	left := qr.usage.Sub(qr.leaving)
+	var added share.Vec // what is added so far, when owed caps what counts
+	if guaranteed && owed != nil {
+		added = make(share.Vec, len(left))
+	}
 	h := &recentFirst{}
 	for _, a := range apps {
 		if n := historyLen(a); n > 0 {
@@ -217,7 +233,11 @@ func (v *viewBuilder) aboveFair(qi int, qr *queueRound, apps []*app, guaranteed 
 		use := v.cl.Shapes[v.use(a, e)]
 		after := 0.0
 		for d := range left {
-			if x := left[d] - use[d]; x > 1e-9 && capacity[d] > 0 {
+			x := left[d] - use[d]
+			if added != nil {
+				x = left[d] - min(added[d]+use[d], owed[d])
+			}
+			if x > 1e-9 && capacity[d] > 0 {
 				after = max(after, x/capacity[d])
 			}
 		}
@@ -225,7 +245,11 @@ func (v *viewBuilder) aboveFair(qi int, qr *queueRound, apps []*app, guaranteed 
 			return // taking it would take the queue below its fair share
 		}
 		for d := range left {
-			left[d] -= use[d]
+			if added != nil {
+				added[d] += use[d]
+			} else {
+				left[d] -= use[d]
+			}
 		}
 		v.add(qi, a, e)
 	}

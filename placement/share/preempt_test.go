@@ -176,4 +176,15 @@ func TestAGuaranteeTakesBelowAnothersFairShare(t *testing.T) {
 	if got := Plan(c, []Need{need}); len(got) != 0 {
 		t.Errorf("took %v below queue 0's own guarantee", got)
 	}
+	// Guaranteed 5 itself: taking a 4-core executor for 3 one-core ones
+	// leaves it 4 and a free core to take back, so 5: both guarantees
+	// hold. It waited for ever when the whole executor counted.
+	c.Queues[0].Guarantee = Vec{5}
+	if got := executors(Plan(c, []Need{need})); !slices.Equal(got, []int{1}) {
+		t.Errorf("queue 0 guaranteed 5 of its 8: took %v, want one 4-core executor (3 for the need, 1 back to it)", got)
+	}
+	c.Queues[0].Guarantee = Vec{6} // 8-3 = 5 < 6: its guarantee would not hold
+	if got := Plan(c, []Need{need}); len(got) != 0 {
+		t.Errorf("queue 0 guaranteed 6 of its 8: took %v, which leaves it 5", got)
+	}
 }
