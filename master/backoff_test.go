@@ -10,18 +10,6 @@ import (
 	"github.com/berth-cluster/berth/wire"
 )
 
-func TestRelaunchBackoffDoublesUpToItsCap(t *testing.T) {
-	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}
-	for i, w := range want {
-		if got := relaunchBackoff(i + 1); got != w {
-			t.Errorf("backoff %d: %v, want %v", i+1, got, w)
-		}
-	}
-	if got := relaunchBackoff(40); got != relaunchBackoffMax {
-		t.Errorf("backoff 40: %v, want the cap %v", got, relaunchBackoffMax)
-	}
-}
-
 // executors lists a's live executors.
 func executors(a *appInfo) []*executorInfo { return sortedExecutors(a.executors) }
 

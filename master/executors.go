@@ -2,9 +2,9 @@ package master
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/scheduler"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -113,16 +113,14 @@ func (c *core) executorEnded(e *executorInfo, end executorEnd) {
 		a.retryCount = 0
 	}
 	c.noteExecutorEnd(e)
-	if e.state != wire.ExecutorKilled || preempted != "" {
-		c.restartGang(a, e) // a member gone on its own (or preempted) breaks the gang
-	}
+	c.restartGang(a, e) // a member gone on its own (or preempted) breaks the gang: scheduler.GangEnd
 	if e.state == wire.ExecutorFailed {
 		c.noteFailure(e.worker, a.rec.ID, a, e.message, end.cause)
 		a.retryCount++
 		switch limit := c.cfg.MaxExecutorRetries; {
 		case a.rec.Desc.Restart != nil:
 			c.applyRestartPolicy(a, e)
-		case limit >= 0 && a.retryCount >= limit && !c.hasStableExecutor(a):
+		case scheduler.RetriesExhausted(limit, a.retryCount, c.hasStableExecutor(a)):
 			c.finishApp(a, wire.AppFailed, fmt.Sprintf("%d executors failed in a row with none running (last: %s)", a.retryCount, e.message), nil)
 		}
 	}
@@ -225,17 +223,9 @@ func (c *core) killExecutors(id string, ids []int, reply reply[wire.KillExecutor
 	}, answerWrite(reply, func() wire.KillExecutors { return wire.KillExecutors{ExecutorIDs: killed} }))
 }
 
-// executorStableAfter is how long an executor must stay RUNNING to prove the
-// app's command works. A worker reports RUNNING as soon as the process
-// starts, so a command that exits non-zero at once is RUNNING for a moment
-// every time: resetting the failure count on that moment would relaunch it
-// forever (the loop SPARK-27510 set out to stop).
-const executorStableAfter = 5 * time.Second
-
-// stable reports whether e has been RUNNING for executorStableAfter.
-func (c *core) stable(e *executorInfo) bool {
-	return !e.runningSince.IsZero() && c.now().Sub(e.runningSince) >= executorStableAfter
-}
+// stable reports whether e has been RUNNING long enough to prove its
+// app's command works (scheduler.Stable).
+func (c *core) stable(e *executorInfo) bool { return scheduler.Stable(e.runningSince, c.now()) }
 
 func (c *core) hasStableExecutor(a *appInfo) bool {
 	for _, e := range a.executors {

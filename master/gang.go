@@ -4,18 +4,26 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/berth-cluster/berth/scheduler"
 	"github.com/berth-cluster/berth/wire"
 )
 
 // Gangs (docs/PLACEMENT.md): the scheduler places a gang whole or not at
-// all (scheduler/gang.go); a member lost later is replaced alone, unless
-// the app asks "gangRestart": then the others are killed here and the
-// whole gang placed again.
+// all, and decides when a member's end restarts it (scheduler/gang.go); a
+// member lost later is replaced alone, unless the app asks "gangRestart":
+// then the others are killed here and the whole gang placed again.
 
-// restartGang kills the rest of a's gang once one member ended, for an
-// app that asks gangRestart: the whole gang is then placed again.
+// restartGang kills the rest of a's gang once ended, one of its members,
+// has ended, when scheduler.GangEnd says so: the whole gang is then placed
+// again.
 func (c *core) restartGang(a *appInfo, ended *executorInfo) {
-	if a.rec.Desc.Gang == 0 || !a.rec.Desc.GangRestart || a.ending != nil || a.gangRestarting || a.state.Finished() {
+	g := scheduler.GangEnd{
+		Gang: a.rec.Desc.Gang, Restart: a.rec.Desc.GangRestart, Restarting: a.gangRestarting,
+		Ending: a.ending != nil || a.state.Finished(),
+		// endExecutor keeps a preempted member's reason through its end.
+		Killed: ended.state == wire.ExecutorKilled && ended.preemptedFor == "",
+	}
+	if !g.Restarts() {
 		return
 	}
 	a.gangRestarting, a.gangWaitingSince = true, time.Time{}

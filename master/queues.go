@@ -47,14 +47,6 @@ func (c *core) loadQueues(s *persistence.State) {
 	}
 }
 
-// queueOf is the queue name names ("": the default); nil when there is none.
-func (c *core) queueOf(name string) *queueInfo {
-	if name == "" {
-		name = wire.DefaultQueue
-	}
-	return c.queues[name]
-}
-
 // sortedQueues is the queues by name.
 func (c *core) sortedQueues() []*queueInfo {
 	names := slices.Sorted(maps.Keys(c.queues))
@@ -110,7 +102,7 @@ func (c *core) putQueue(name string, spec wire.QueueSpec, answer reply[wire.Queu
 				reply.fail(err)
 				return
 			}
-			reply(c.queueStatus(c.queueOf(name)), nil)
+			reply(c.queueStatus(c.queues[name]), nil) // name: the route's, checked (checkQueueName)
 		})
 	})
 }

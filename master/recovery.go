@@ -74,7 +74,7 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 		if rec.Desc.Detached { // no client to wait for
 			state = wire.AppWaiting
 		}
-		a := newAppInfo(*rec, state, now)
+		a := newAppInfo(loadedApp(rec), state, now)
 		// Ids below the reservation may have been used by the previous
 		// leader; start above them (a fresh block is reserved below).
 		a.nextExecID = rec.ExecutorIDsReserved
@@ -105,7 +105,7 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 		if rec.Finished() {
 			continue
 		}
-		d := newDriverInfo(*rec, wire.DriverUnknown)
+		d := newDriverInfo(loadedDriver(rec), wire.DriverUnknown)
 		if rec.State == wire.DriverSubmitted {
 			d.state = wire.DriverSubmitted // never launched: it just waits again
 			c.waitingDrivers = append(c.waitingDrivers, d)
@@ -131,18 +131,36 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 func (c *core) loadCompleted(s *persistence.State) {
 	for _, rec := range sortedRecords(s.Apps, func(r *persistence.AppRecord) string { return sortTime(endTime(r.EndedAt)) + r.ID }) {
 		if rec.Finished() {
-			a := newAppInfo(*rec, rec.State, endTime(rec.EndedAt))
+			a := newAppInfo(loadedApp(rec), rec.State, endTime(rec.EndedAt))
 			a.endedAt, a.message, a.coresGranted = endTime(rec.EndedAt), rec.Message, rec.CoresGranted
 			c.completedApps = append(c.completedApps, a)
 		}
 	}
 	for _, rec := range sortedRecords(s.Drivers, func(r *persistence.DriverRecord) string { return sortTime(endTime(r.EndedAt)) + r.ID }) {
 		if rec.Finished() {
-			d := newDriverInfo(*rec, rec.State)
+			d := newDriverInfo(loadedDriver(rec), rec.State)
 			d.exitCode, d.message, d.relaunchedAs, d.endedAt = rec.ExitCode, rec.Message, rec.RelaunchedAs, endTime(rec.EndedAt)
 			c.completedDrivers = append(c.completedDrivers, d)
 		}
 	}
+}
+
+// loadedApp and loadedDriver are a record read from the state as the
+// master keeps it: its queue named. The master names an app's or a
+// driver's queue once, when it admits it (placeInQueue) or reads its
+// record (here: a new leader's state, a follower's view), so that nothing
+// after looks it up again (its status, its spec, its driver's apps); a
+// record from before queues, or from a master that kept "", names none.
+func loadedApp(rec *persistence.AppRecord) persistence.AppRecord {
+	r := *rec
+	r.Desc.Queue = wire.QueueName(r.Desc.Queue)
+	return r
+}
+
+func loadedDriver(rec *persistence.DriverRecord) persistence.DriverRecord {
+	r := *rec
+	r.Desc.Queue = wire.QueueName(r.Desc.Queue)
+	return r
 }
 
 // maybeCompleteRecovery ends recovery as soon as every worker has answered.

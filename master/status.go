@@ -225,7 +225,7 @@ func followerStatus(id string, status wire.MasterStatus, leaderID, leader string
 		}
 	}
 	byEnd(sortedRecords(s.Apps, func(r *persistence.AppRecord) string { return sortTime(r.SubmittedAt) + r.ID }),
-		recordAppStatus, completed, &out.ActiveApps, &out.CompletedApps)
+		func(r *persistence.AppRecord) wire.AppStatus { l := loadedApp(r); return recordAppStatus(&l) }, completed, &out.ActiveApps, &out.CompletedApps)
 	// An active app's record says WAITING whatever it does: whether it
 	// runs is the leader's to know (its executors' states are not in the
 	// log). UNKNOWN, with the cores its placements on record hold.
@@ -238,7 +238,10 @@ func followerStatus(id string, status wire.MasterStatus, leaderID, leader string
 		a.State, a.CoresGranted = wire.AppUnknown, placed[a.ID]
 	}
 	byEnd(sortedRecords(s.Drivers, func(r *persistence.DriverRecord) string { return sortTime(r.SubmittedAt) + r.ID }),
-		recordDriverStatus, completed, &out.ActiveDrivers, &out.CompletedDrivers)
+		func(r *persistence.DriverRecord) wire.DriverStatus {
+			l := loadedDriver(r)
+			return recordDriverStatus(&l)
+		}, completed, &out.ActiveDrivers, &out.CompletedDrivers)
 	for _, r := range sortedRecords(s.Masters, func(r *persistence.MasterRecord) string { return r.ID }) {
 		out.Masters = append(out.Masters, wire.MasterNode{ID: r.ID, APIAddr: r.APIAddr, Leader: r.ID == leaderID})
 	}
@@ -258,13 +261,16 @@ func byEnd[R interface{ Finished() bool }, S any](recs []R, status func(R) S, wi
 	}
 }
 
+// recordAppStatus and recordDriverStatus are the status a record says, for
+// a record whose queue is named (admitted, or loadedApp's and
+// loadedDriver's).
 func recordAppStatus(r *persistence.AppRecord) wire.AppStatus {
 	return wire.AppStatus{
 		ID: r.ID, Name: r.Desc.Name, State: r.State, SubmittedAt: r.SubmittedAt, EndedAt: r.EndedAt,
 		MaxCores: r.Desc.MaxCores, CoresGranted: r.CoresGranted, CoresPerExecutor: r.Desc.CoresPerExecutor,
 		MemoryPerExecutorMB: r.Desc.MemoryPerExecutorMB, ExecutorLimit: r.ExecutorLimit, Message: r.Message,
 		ResourcesPerExecutor: r.Desc.ResourcesPerExecutor, Executors: append([]wire.ExecutorStatus{}, r.Executors...),
-		Queue: wire.QueueName(r.Desc.Queue), Priority: r.Desc.Priority, Tenant: r.Tenant, Detached: r.Desc.Detached,
+		Queue: r.Desc.Queue, Priority: r.Desc.Priority, Tenant: r.Tenant, Detached: r.Desc.Detached,
 	}
 }
 
@@ -274,6 +280,6 @@ func recordDriverStatus(r *persistence.DriverRecord) wire.DriverStatus {
 		Supervise: r.Desc.Supervise, Command: r.Desc.Command, WorkerID: r.WorkerID, ExitCode: r.ExitCode,
 		Message: r.Message, RelaunchOf: r.RelaunchOf, RelaunchedAs: r.RelaunchedAs, KillRequested: r.KillRequested,
 		ResourcesAsked: r.Desc.Resources, EndedAt: r.EndedAt,
-		Queue: wire.QueueName(r.Desc.Queue), Priority: r.Desc.Priority, Tenant: r.Tenant,
+		Queue: r.Desc.Queue, Priority: r.Desc.Priority, Tenant: r.Tenant,
 	}
 }

@@ -141,8 +141,9 @@ func (c *core) tenantOfToken(token string) (string, error) {
 }
 
 // placeInQueue names the queue of a submission by tenant (s.Queue: the
-// one it names, else queueOfSubmission's) and checks that the tenant may
-// submit there. A master that does not lead refuses nothing here: the
+// one it names, else queueOfSubmission's, else the default) and checks
+// that the tenant may submit there. It is where an admitted record's queue
+// is named, once (loadedApp names a record read from the state). A master that does not lead refuses nothing here: the
 // submission is refused as this master's (admitKeyed).
 func (c *core) placeInQueue(tenant string, s *wire.ProcessSpec) error {
 	s.Queue = wire.QueueName(c.queueOfSubmission(tenant, s.Queue))
@@ -173,9 +174,8 @@ func (c *core) queueOfSubmission(tenant, queue string) string {
 }
 
 // tenantMaySubmit checks that tenant (none: an operator) may submit into
-// queue, and that the queue exists.
+// queue (named: placeInQueue), and that the queue exists.
 func (c *core) tenantMaySubmit(tenant, queue string) error {
-	queue = wire.QueueName(queue)
 	if c.queues[queue] == nil {
 		return httpx.Coded(http.StatusBadRequest, wire.CodeUnknownQueue, "queue: no queue %q", queue)
 	}

@@ -63,6 +63,10 @@ func (c *cluster) queue(name string, weight float64) *Queue {
 	return q
 }
 
+// inDefault is the common part of a description in the default queue:
+// the master names a description's queue before the scheduler reads it.
+var inDefault = wire.ProcessSpec{Queue: wire.DefaultQueue}
+
 // app adds an app of one-core executors of memory MB, in queue q, that
 // wants maxCores (0: unlimited).
 func (c *cluster) app(id, q string, priority, maxCores, memory int) *testApp {

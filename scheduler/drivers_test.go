@@ -13,7 +13,7 @@ func TestDriversGoRoundTheRing(t *testing.T) {
 	cl := newCluster(t)
 	cl.worker("w1", 2, 4096)
 	cl.worker("w2", 2, 4096)
-	spec := NewDriverSpec(wire.DriverDescription{Cores: 1, MemoryMB: 100})
+	spec := NewDriverSpec(wire.DriverDescription{ProcessSpec: inDefault, Cores: 1, MemoryMB: 100})
 	low := Driver{ID: "low", Spec: spec, Waiting: true}
 	high := Driver{ID: "high", Spec: spec, Waiting: true}
 	high.Priority = 5
@@ -64,7 +64,7 @@ func TestDriversShareAGPUAndARefusalTakesNone(t *testing.T) {
 	cl := newCluster(t)
 	w := cl.worker("w1", 4, 4096)
 	w.Resources, w.res = true, map[string][]int{"gpu": {placement.Whole}}
-	half := NewDriverSpec(wire.DriverDescription{Cores: 1, MemoryMB: 100, Resources: wire.ResourceAmounts{"gpu": 0.5}})
+	half := NewDriverSpec(wire.DriverDescription{ProcessSpec: inDefault, Cores: 1, MemoryMB: 100, Resources: wire.ResourceAmounts{"gpu": 0.5}})
 	cl.drivers = []Driver{{ID: "d1", Spec: half, Waiting: true}, {ID: "d2", Spec: half, Waiting: true}}
 	p := cl.schedule()
 	if len(p.Drivers) != 2 {
@@ -83,7 +83,7 @@ func TestDriversShareAGPUAndARefusalTakesNone(t *testing.T) {
 	w.Ports.Hold(map[string]int{"taken": 20000})
 	ported := half
 	ported.Ports = []string{"http"}
-	whole := NewDriverSpec(wire.DriverDescription{Cores: 1, MemoryMB: 100, Resources: wire.ResourceAmounts{"gpu": 1}})
+	whole := NewDriverSpec(wire.DriverDescription{ProcessSpec: inDefault, Cores: 1, MemoryMB: 100, Resources: wire.ResourceAmounts{"gpu": 1}})
 	cl.drivers = []Driver{{ID: "ported", Spec: ported, Waiting: true}, {ID: "whole", Spec: whole, Waiting: true}}
 	p = cl.schedule()
 	if len(p.Drivers) != 1 || p.Drivers[0].DriverID != "whole" {

@@ -254,7 +254,7 @@ func Excluding(f Fleet, a *App, now time.Time) bool {
 // excludes reports whether a's executors are kept off worker id now.
 func (a *App) excludes(id string, now time.Time) bool {
 	x, ok := a.Excluded[id]
-	return ok && now.Before(x.Until)
+	return ok && !x.Over(now)
 }
 
 // backingOff reports whether a waits out a relaunch backoff.

@@ -18,6 +18,25 @@ import (
 // later is replaced alone, unless the app asks "gangRestart": the master
 // then kills the others, and the whole gang is placed again.)
 
+// GangEnd is what the gang-restart rule reads of an app when one of its
+// executors has ended.
+type GangEnd struct {
+	Gang       int  // the app's gang size; 0: it has none
+	Restart    bool // it asks "gangRestart"
+	Restarting bool // its gang is already being killed to start again
+	Ending     bool // the app is being ended, or has ended
+	// Killed: the member was killed by a request or by its app's end, not
+	// preempted: one the app (or an operator) chose to lose breaks nothing.
+	Killed bool
+}
+
+// Restarts reports whether the rest of the gang is killed, so that the
+// whole gang is placed again: a member gone on its own (or preempted)
+// breaks the gang of an app that asks so, once per restart.
+func (g GangEnd) Restarts() bool {
+	return g.Gang > 0 && g.Restart && !g.Restarting && !g.Ending && !g.Killed
+}
+
 // gangHeld reports whether a gets nothing this round for its gang: its
 // gang is being restarted (until its last member is gone).
 func (a *app) gangHeld() bool {

@@ -5,7 +5,10 @@
 // ports and resources, executor id reservations, preemptions with their
 // reasons, gang holds, and what each queue holds, is owed and waits for),
 // which the master applies with its commit-first writes. It also says why
-// an app or a driver waits (StatusView.AppWaiting, DriverWaiting).
+// an app or a driver waits (StatusView.AppWaiting, DriverWaiting), and
+// what a failure does (failures.go: exclusions, unhealthy workers, the
+// relaunch backoff, restart policies; GangEnd: gang restarts), rules the
+// master calls with the values it records and the time.
 //
 // It does no I/O, starts no goroutine and does not import the master, but
 // a View is not a copy: its Fleet and each app's History are the master's
@@ -141,8 +144,9 @@ type Queue struct {
 }
 
 // Spec is what placement needs of an app's or a driver's description,
-// resolved once when the master learns of it: its queue named (never ""),
-// its resources in thousandths.
+// resolved once when the master learns of it: its queue (never "": the
+// master names it when it admits or loads the record), its resources in
+// thousandths.
 type Spec struct {
 	Queue       string
 	Priority    int
@@ -183,9 +187,10 @@ func NewDriverSpec(d wire.DriverDescription) Spec {
 }
 
 // newSpec is what placement reads of a description's common part and its
-// size.
+// size. Its queue is named already (wire.QueueName, once, by the master):
+// one that names none would be in no queue, and wait for ever.
 func newSpec(ps wire.ProcessSpec, cores, memory int, res wire.ResourceAmounts) Spec {
-	return Spec{Queue: wire.QueueName(ps.Queue), Priority: ps.Priority, Cores: cores, MemoryMB: memory,
+	return Spec{Queue: ps.Queue, Priority: ps.Priority, Cores: cores, MemoryMB: memory,
 		Resources: milli(res), Asked: res, Ports: ps.Ports, Constraints: ps.Constraints}
 }
 

@@ -78,8 +78,8 @@ func TestDriverWaitingSaysWhy(t *testing.T) {
 	cl := newCluster(t)
 	cl.worker("w1", 2, 4096)
 	cl.cfg.MaxDrivers = 1
-	cl.placed = []Driver{{ID: "d0", Spec: NewDriverSpec(wire.DriverDescription{Cores: 1, MemoryMB: 100})}}
-	d := Driver{ID: "d1", Spec: NewDriverSpec(wire.DriverDescription{Cores: 1, MemoryMB: 100}), Waiting: true}
+	cl.placed = []Driver{{ID: "d0", Spec: NewDriverSpec(wire.DriverDescription{ProcessSpec: inDefault, Cores: 1, MemoryMB: 100})}}
+	d := Driver{ID: "d1", Spec: NewDriverSpec(wire.DriverDescription{ProcessSpec: inDefault, Cores: 1, MemoryMB: 100}), Waiting: true}
 	wantSays(t, "max drivers", cl.status(true, Plan{}).DriverWaiting(&d), "waiting: 1 drivers run, the most --max-drivers allows")
 	cl.cfg.MaxDrivers = 0
 	cl.queues[wire.DefaultQueue].Limit = &wire.Amount{Cores: 1}
@@ -96,7 +96,7 @@ func TestDriverOverTwoLimitsSaysOneStably(t *testing.T) {
 	cl := newCluster(t)
 	cl.worker("w1", 8, 8192)
 	cl.queues[wire.DefaultQueue].Limit = &wire.Amount{Resources: wire.ResourceAmounts{"gpu": 1, "fpga": 1}}
-	d := Driver{ID: "d1", Waiting: true, Spec: NewDriverSpec(wire.DriverDescription{Cores: 1, MemoryMB: 100,
+	d := Driver{ID: "d1", Waiting: true, Spec: NewDriverSpec(wire.DriverDescription{ProcessSpec: inDefault, Cores: 1, MemoryMB: 100,
 		Resources: wire.ResourceAmounts{"gpu": 2, "fpga": 2}})}
 	v := cl.status(true, Plan{})
 	want := "cannot start: the driver asks 2 fpga, more than queue default's limit (1)"

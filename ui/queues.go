@@ -129,10 +129,7 @@ func limit(l *wire.Amount) string {
 // percent renders a share of the cluster as the CLI does: "33.3%".
 func percent(share float64) string { return strconv.FormatFloat(share*100, 'f', 1, 64) + "%" }
 
-// queueOf is the queue an app or a driver names: "" is the default.
-func queueOf(name string) string {
-	if name == "" {
-		return wire.DefaultQueue
-	}
-	return name
-}
+// queueOf is the queue of an app or a driver as a page shows it. A master
+// names every status's queue already; a Source that leaves it "" (the
+// tests' fixed data) means the default, by the wire's one rule.
+var queueOf = wire.QueueName
