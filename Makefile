@@ -68,8 +68,8 @@ bench:
 
 # berth against Spark standalone, the same Spark jobs on the same workers,
 # side by side in one run (bench/sparkcmp): start-up, worker loss, master
-# failover, fragmentation, a 200-app burst. About 2 hours on 2 cores: run
-# it on a quiet machine. Report: out/spark-vs-standalone.md; figures in
+# failover, fragmentation, a 200-app burst. About 3.5 hours on 2 cores
+# (the burst alone about 2): run it on a quiet machine. Report: out/spark-vs-standalone.md; figures in
 # docs/BENCHMARKS.md.
 bench-spark: build bench-tools
 	@mkdir -p out

@@ -96,7 +96,7 @@ func flags() []cli.Flag {
 		&cli.IntFlag{Name: "rounds", Value: 5, Usage: "rounds of startup and worker-loss (each runs berth then Spark)"},
 		&cli.IntFlag{Name: "failover-rounds", Value: 5, Usage: "rounds of each failover scenario"},
 		&cli.IntFlag{Name: "fragmentation-rounds", Value: 1, Usage: "rounds of each fragmentation case (both systems decide alike every time)"},
-		&cli.IntFlag{Name: "burst-rounds", Value: 2, Usage: "rounds of the burst"},
+		&cli.IntFlag{Name: "burst-rounds", Value: 1, Usage: "rounds of the burst (one of 200 apps takes about an hour a system on 2 cores)"},
 		&cli.IntFlag{Name: "workers", Value: 4, Usage: "workers of each system (2 to 8)"},
 		&cli.IntFlag{Name: "worker-cores", Value: 8, Usage: "cores each worker offers"},
 		&cli.StringFlag{Name: "worker-memory", Value: "8g", Usage: "memory each worker offers"},
@@ -122,10 +122,10 @@ func flags() []cli.Flag {
 		&cli.IntFlag{Name: "fragmentation-executor-cores", Value: 4, Usage: "fragmentation: its spark.executor.cores in the second case"},
 		&cli.IntFlag{Name: "burst-apps", Value: 200, Usage: "burst: applications submitted"},
 		&cli.IntFlag{Name: "burst-concurrency", Value: 4, Usage: "burst: spark-submits running at once"},
-		&cli.DurationFlag{Name: "burst-idle", Value: 10 * time.Second, Usage: "burst: read the active master's idle CPU time over this long before it"},
+		&cli.DurationFlag{Name: "burst-idle", Value: time.Minute, Usage: "burst: read the active master's idle CPU time over this long before it (10 s was too short to read an idle rate)"},
 		&cli.BoolFlag{Name: "warmup", Value: true, Usage: "first run one untimed app on each system, so that neither pays for cold caches"},
 		&cli.DurationFlag{Name: "app-timeout", Value: 5 * time.Minute, Usage: "bound on one app's life"},
-		&cli.DurationFlag{Name: "max-time", Value: 4 * time.Hour, Usage: "bound on the whole run"},
+		&cli.DurationFlag{Name: "max-time", Value: 6 * time.Hour, Usage: "bound on the whole run (the defaults take about 3.5 hours on 2 cores)"},
 	}
 }
 
