@@ -301,21 +301,28 @@ func TestQueuesTenantIsolation(t *testing.T) {
 }
 
 // refusedTarget is the audit target of a refused submission: its name, if
-// it has one.
+// it has one, else the program it would have run.
 func refusedTarget(desc any) string {
-	name := ""
+	var name string
+	var argv []string
 	switch d := desc.(type) {
 	case wire.AppDescription:
-		name = d.Name
+		name, argv = d.Name, d.Command
 	case wire.DriverDescription:
-		name = d.Name
+		name, argv = d.Name, d.Command
 	case string: // a raw body
-		var n struct{ Name string }
+		var n struct {
+			Name    string
+			Command []string
+		}
 		_ = json.Unmarshal([]byte(d), &n)
-		name = n.Name
+		name, argv = n.Name, n.Command
 	}
-	if name == "" {
-		return ""
+	switch {
+	case name != "":
+		return "name:" + name
+	case len(argv) > 0 && argv[0] != "":
+		return "command:" + argv[0]
 	}
-	return "name:" + name
+	return ""
 }

@@ -188,17 +188,21 @@ func respond(w http.ResponseWriter, r *http.Request, v any, err error) {
 // submissionName is what an audit entry of a refused submission names:
 // "name:NAME" (an app's or a driver's name).
 func submissionName(desc any) string {
-	name := ""
+	var name string
+	var argv []string
 	switch d := desc.(type) {
 	case wire.AppDescription:
-		name = d.Name
+		name, argv = d.Name, d.Command
 	case wire.DriverDescription:
-		name = d.Name
+		name, argv = d.Name, d.Command
 	}
-	if name == "" {
-		return ""
+	switch {
+	case name != "":
+		return "name:" + name
+	case len(argv) > 0 && argv[0] != "":
+		return "command:" + argv[0] // a nameless one: what it would have run
 	}
-	return "name:" + name
+	return ""
 }
 
 // submit serves a submission: its idempotency key and description are

@@ -264,7 +264,7 @@ func (aw *auditWatch) checkAudit(history []porcupine.Operation, rec *recorder, l
 			}
 		} else {
 			target := e.Target
-			if strings.HasPrefix(target, "name:") {
+			if strings.HasPrefix(target, "name:") || strings.HasPrefix(target, "command:") {
 				target = "" // a refused submission names what it asked for; the history knows no id
 			}
 			k := fmt.Sprintf("%s|%s|%s|%d", e.Principal, e.Route, target, e.Status)
