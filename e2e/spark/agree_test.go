@@ -7,9 +7,11 @@ package spark
 // the app's failure.
 
 import (
+	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/berth-cluster/berth/wire"
@@ -51,7 +53,9 @@ func ends(t *testing.T, log string) map[int]end {
 // (its status once it ended): every executor berth lists was granted (but
 // for one that failed at once) and ended once in the log, on the same worker, in the same state with the
 // same exit code; the log blames the app exactly for berth's FAILED with
-// no cause; and the log ends no executor berth does not list. It returns
+// no cause, but for a launcher that found no java or no Spark (127 or 126
+// from an executor that never registered), which it blames on the worker;
+// and the log ends no executor berth does not list. It returns
 // the log's ends, for the test's own checks.
 func agree(t *testing.T, log string, a wire.AppStatus) map[int]end {
 	t.Helper()
@@ -76,9 +80,18 @@ func agree(t *testing.T, log string, a wire.AppStatus) map[int]end {
 			t.Errorf("app %s, executor %d: berth says %s on %s, exit code %s (%q); the driver's log: %s",
 				a.ID, e.ID, e.State, e.WorkerID, code(e.ExitCode), e.Message, got.line)
 		}
-		if blame := e.State == wire.ExecutorFailed && e.Cause == wire.CauseProcess; got.appsFailure != blame {
+		// A launcher that found no java or no Spark on its worker exits 127
+		// (126) before any JVM: berth says FAILED, the process's own, and the
+		// driver, which never heard from the executor, blames the worker.
+		unstartable := strings.HasPrefix(got.why, workerLacksWhy)
+		if blame := e.State == wire.ExecutorFailed && e.Cause == wire.CauseProcess && !unstartable; got.appsFailure != blame {
 			t.Errorf("app %s, executor %d: berth says %s, cause %q (the app's failure: %v); the driver's log: %s",
 				a.ID, e.ID, e.State, e.Cause, blame, got.line)
+		}
+		if unstartable && (e.State != wire.ExecutorFailed || e.Cause != wire.CauseProcess || e.ExitCode == nil ||
+			(*e.ExitCode != 127 && *e.ExitCode != 126) || registeredIn(log, e.ID)) {
+			t.Errorf("app %s, executor %d: berth says %s, cause %q, exit code %s, registered with the driver: %v; the driver's log blames its worker: %s",
+				a.ID, e.ID, e.State, e.Cause, code(e.ExitCode), registeredIn(log, e.ID), got.line)
 		}
 		// One that failed as it started may be first heard of as ended.
 		if w, ok := granted[e.ID]; (!ok && e.State != wire.ExecutorFailed) || (ok && w != e.WorkerID) {
@@ -96,6 +109,16 @@ func agree(t *testing.T, log string, a wire.AppStatus) map[int]end {
 		t.Errorf("app %s: the driver's log ends executor %d, which berth does not list (%s): %s", a.ID, id, describe(a), logged[id].line)
 	}
 	return logged
+}
+
+// workerLacksWhy begins the driver's reason for the end of an executor
+// whose launcher found no java or no Spark on its worker.
+const workerLacksWhy = "this worker cannot start Spark executors"
+
+// registeredIn reports whether the driver's log says executor id registered
+// (its JVM ran).
+func registeredIn(log string, id int) bool {
+	return regexp.MustCompile(fmt.Sprintf(`Registered executor .* with ID %d,`, id)).MatchString(log)
 }
 
 func sameCode(a, b *int) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }

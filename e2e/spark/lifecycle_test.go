@@ -32,6 +32,13 @@ const (
 	shortJobOK = "shuffle: 10 keys, 100000 values; cached count 100000"
 )
 
+// noBudget leaves Spark no failures to spare: one task failure counted
+// fails the job (spark.task.maxFailures), one executor end counted against
+// the app ends it (spark.executor.maxNumFailures). A test of losses that
+// are not the app's runs with it: a loss wrongly blamed on the app fails
+// the job, where the log's end lines alone would not show it.
+var noBudget = []string{"spark.task.maxFailures=1", "spark.executor.maxNumFailures=1"}
+
 // replaced checks that the log's ends of the given executors are none of
 // the app's failures, for why, and that the app got others in their place.
 func replaced(t *testing.T, logged map[int]end, a wire.AppStatus, why string, ids ...int) {
@@ -54,12 +61,13 @@ func replaced(t *testing.T, logged map[int]end, a wire.AppStatus, why string, id
 // replacement has registered, every executor at once, while the shuffle
 // over the cached RDD runs (the app has none for a while). berth says
 // FAILED, cause signal, each time; Spark counts none against the tasks or
-// the app; berth starts others; the answer is right.
+// the app (with noBudget, one counted would fail the job); berth starts
+// others; the answer is right.
 func TestSparkExecutorsKilled(t *testing.T) {
 	t.Parallel()
 	cl := shared(t)
 	slots(t, 1)
-	r := cl.submit(t, "kill", nil, javaJob(20, 600)...) // 6 s a stage on two executors
+	r := cl.submit(t, "kill", noBudget, javaJob(20, 600)...) // 6 s a stage on two executors
 	id := r.appID()
 	cl.running(t, id, 2, 90*time.Second)
 	r.waitLog(stageTasksDone(0), 2, 90*time.Second)
@@ -87,13 +95,14 @@ func TestSparkExecutorsKilled(t *testing.T) {
 // is no failure of the app's, and starts others on the two spare
 // workers. When the frozen worker thaws, it learns its executor ended and
 // stops its process (no JVM of a LOST executor runs on), and the answer
-// is right.
+// is right, with noBudget: neither loss was counted against a task or the
+// app.
 func TestSparkWorkerKilledAndFrozen(t *testing.T) {
 	t.Parallel()
 	slots(t, 1)
 	cl := startCluster(t, clusterSpec{workers: []testcluster.WorkerSpec{
 		worker("w1", 1, "1g"), worker("w2", 1, "1g"), worker("w3", 1, "1g"), worker("w4", 1, "1g")}})
-	r := cl.submit(t, "kill-worker", nil, javaJob(16, 700)...) // 6 s a stage on two executors
+	r := cl.submit(t, "kill-worker", noBudget, javaJob(16, 700)...) // 6 s a stage on two executors
 	id := r.appID()
 	execs := cl.running(t, id, 2, 90*time.Second)
 	r.waitLog(stageTasksDone(0), 2, 90*time.Second)
@@ -142,11 +151,13 @@ func TestSparkWorkerKilledAndFrozen(t *testing.T) {
 	}
 }
 
-// A worker whose processes find no java (its PATH and JAVA_HOME hold none)
-// and has the most free cores, so berth tries it first: the executors it
-// fails to start are the app's failures, as on standalone (exit 127), and
-// the driver's log shows why (the end of their stderr); berth keeps the app
-// off the worker after two, well within spark.executor.maxNumFailures, and
+// Two workers without java, with the most free cores, so berth tries them
+// first: one's JAVA_HOME holds no bin/java, the other has no JAVA_HOME and
+// no java in its PATH. The launcher says so on stderr and exits 127 before
+// any JVM, berth says FAILED 127 (the process's own), and the driver blames
+// the worker, not the app: with spark.executor.maxNumFailures=1, one such
+// end counted against the app would end it. The driver's log shows the
+// launcher's words; berth keeps the app off each bad worker after two, and
 // the job runs on the two good workers.
 func TestSparkBadWorkerAvoided(t *testing.T) {
 	t.Parallel()
@@ -154,32 +165,46 @@ func TestSparkBadWorkerAvoided(t *testing.T) {
 	nojava := t.TempDir()
 	bad := worker("nojava", 4, "4g")
 	bad.Env = []string{"PATH=" + nojava, "JAVA_HOME=" + nojava}
-	cl := startCluster(t, clusterSpec{workers: []testcluster.WorkerSpec{bad, worker("w1", 1, "1g"), worker("w2", 1, "1g")}})
-	r := cl.submit(t, "bad-worker", nil, shortJob()...)
+	nopath := worker("nopath", 4, "4g")
+	nopath.Env = []string{"PATH=" + nojava, "JAVA_HOME="}
+	said := map[string]string{ // the launcher's words on each bad worker
+		"nojava": "berth: no java at " + nojava + "/bin/java on this worker",
+		"nopath": "berth: no java on this worker: no JAVA_HOME, and none in its PATH " + nojava,
+	}
+	cl := startCluster(t, clusterSpec{workers: []testcluster.WorkerSpec{bad, nopath, worker("w1", 1, "1g"), worker("w2", 1, "1g")}})
+	r := cl.submit(t, "bad-worker", []string{"spark.executor.maxNumFailures=1", "spark.task.maxFailures=1"}, shortJob()...)
 	id := r.appID()
 	r.wait(3*time.Minute, shortJobOK)
 	a := cl.finished(t, id)
 	logged := agree(t, r.log(), a)
-	onBad := 0
+	onBad := map[string]int{}
 	for _, e := range a.Executors {
-		if e.WorkerID != "nojava" {
+		if said[e.WorkerID] == "" {
 			continue
 		}
-		onBad++
+		onBad[e.WorkerID]++
 		if e.State != wire.ExecutorFailed || e.Cause != wire.CauseProcess || !sameCode(e.ExitCode, intp(127)) {
-			t.Errorf("executor %d on the worker without java: %+v, want FAILED 127 (the app's own)", e.ID, e)
+			t.Errorf("executor %d on the worker without java: %+v, want FAILED 127", e.ID, e)
+		}
+		if got := logged[e.ID]; got.appsFailure || !strings.HasPrefix(got.why, workerLacksWhy) {
+			t.Errorf("executor %d on the worker without java, in the driver's log: %s; want not the app's failure (%s...)", e.ID, got.line, workerLacksWhy)
 		}
 	}
-	if onBad == 0 || onBad > 3 {
-		t.Errorf("executors placed on the worker without java: %d (%s); want 1 to 3", onBad, describe(a))
+	for w, n := range onBad {
+		if n > 3 {
+			t.Errorf("%d executors placed on %s, which has no java (%s); want berth to keep the app off it after two", n, w, describe(a))
+		}
+		if !strings.Contains(r.log(), said[w]) {
+			t.Errorf("the driver's log does not show why the executors on %s failed (their launcher's %q)", w, said[w])
+		}
 	}
-	if n := appsFailures(logged); n != onBad {
-		t.Errorf("the driver counted %d failures, berth %d", n, onBad)
+	if len(onBad) == 0 {
+		t.Errorf("no executor placed on a worker without java (%s): the test shows nothing", describe(a))
 	}
-	if !strings.Contains(r.log(), "java: not found") {
-		t.Errorf("the driver's log does not show why the executors failed (their stderr: java: not found)")
+	if n := appsFailures(logged); n != 0 {
+		t.Errorf("the driver counted %d executor ends as the app's failures, want none", n)
 	}
-	if last := endedWithApp(logged); len(last) != 2 || executor(t, a, last[0]).WorkerID == "nojava" || executor(t, a, last[1]).WorkerID == "nojava" {
+	if last := endedWithApp(logged); len(last) != 2 || said[executor(t, a, last[0]).WorkerID] != "" || said[executor(t, a, last[1]).WorkerID] != "" {
 		t.Errorf("executors %s: want two running to the app's end, on w1 and w2", describe(a))
 	}
 }

@@ -61,10 +61,9 @@ var markers atomic.Int64
 // (896 MB with the overhead) that start fast, and marker on the command
 // line of each JVM.
 func commonConf(marker string) []string {
-	jvm := jvmFlags + " -Dlog4j.configurationFile=" + log4jConf + " -Dberth.e2e=" + marker
+	jvm := jvmOptions(marker)
 	var cds []string
 	if cdsArchive != "" {
-		jvm = jvmFlags + " -XX:SharedArchiveFile=" + cdsArchive + " -Dlog4j.configurationFile=" + log4jConf + " -Dberth.e2e=" + marker
 		// The archive's class path, spark-submit's, must begin the
 		// executors' too.
 		cds = []string{"spark.executor.extraClassPath=" + cdsPath}
@@ -76,6 +75,16 @@ func commonConf(marker string) []string {
 		"spark.berth.queue=etl", "spark.berth.statusInterval=1s", "spark.ui.showConsoleProgress=false",
 		"spark.sql.shuffle.partitions=4",
 	)
+}
+
+// jvmOptions are the drivers' and executors' java options: fast to start,
+// the tests' logging, and marker.
+func jvmOptions(marker string) string {
+	jvm := jvmFlags
+	if cdsArchive != "" {
+		jvm += " -XX:SharedArchiveFile=" + cdsArchive
+	}
+	return jvm + " -Dlog4j.configurationFile=" + log4jConf + " -Dberth.e2e=" + marker
 }
 
 // submitArgs is spark-submit's command line for an app of cl: the common
@@ -106,8 +115,15 @@ func javaJob(tasks, sleepMs int) []string {
 func (cl *sparkCluster) submit(t *testing.T, name string, conf []string, app ...string) *sparkRun {
 	t.Helper()
 	r := newRun(t, name)
-	r.start(filepath.Join(sparkHome, "bin", "spark-submit"), cl.submitArgs(r.marker, conf, app...), cl.driverEnv())
+	cl.startSubmit(r, conf, app...)
 	return r
+}
+
+// startSubmit starts spark-submit as tenant acme for a run of newRun's
+// (whose marker conf may name).
+func (cl *sparkCluster) startSubmit(r *sparkRun, conf []string, app ...string) {
+	r.t.Helper()
+	r.start(filepath.Join(sparkHome, "bin", "spark-submit"), cl.submitArgs(r.marker, conf, app...), cl.driverEnv())
 }
 
 // pythonJob starts the example PySpark job from plain python3: MASTER and

@@ -28,25 +28,33 @@ import (
 // firstDynamicUID is where --run-as dynamic's identities begin.
 const firstDynamicUID = 2_000_000_000
 
+// Three executors on two workers of one host, w1 with two cores, w2 with
+// one: the app's two executors on w1 run as one identity of w1's, the one
+// on w2 as another (each worker has its own range), and the job's shuffle
+// crosses the two.
 func TestSparkTenantIsolation(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Fatal("--run-as dynamic needs root workers: the tests run as root (CI does)")
 	}
-	slots(t, 1)
+	slots(t, 2) // four JVMs
 	runAs := []string{"--run-as", "dynamic"}
-	cl := startCluster(t, clusterSpec{workers: []testcluster.WorkerSpec{worker("w1", 1, "1g", runAs...), worker("w2", 1, "1g", runAs...)},
+	cl := startCluster(t, clusterSpec{workers: []testcluster.WorkerSpec{worker("w1", 2, "2g", runAs...), worker("w2", 1, "1g", runAs...)},
 		reachable: true})
 	const authSecret = "e2e-spark-auth-4a7c19f0d3"
-	r := cl.submit(t, "isolated", []string{"spark.authenticate=true", "spark.authenticate.secret=" + authSecret}, shortJob()...)
+	r := cl.submit(t, "isolated", []string{"spark.authenticate=true", "spark.authenticate.secret=" + authSecret, "spark.executor.instances=3"}, shortJob()...)
 	id := r.appID()
-	execs := cl.running(t, id, 2, 90*time.Second)
+	execs := cl.running(t, id, 3, 90*time.Second)
+	workerOf := map[int]string{}
+	for _, e := range execs {
+		workerOf[e.ID] = e.WorkerID
+	}
 
-	// The executors' JVMs: not root, one identity for the app, the secret
-	// in their environment only.
-	var uids []uint32
-	testproc.Eventually(t, 60*time.Second, "both executor JVMs", func() error {
-		if pids := r.executorPids(); len(pids) < 2 {
+	// The executors' JVMs: not root, one identity for the app on each
+	// worker, the secret in their environment only.
+	uids := map[string][]uint32{} // by worker
+	testproc.Eventually(t, 60*time.Second, "the three executor JVMs", func() error {
+		if pids := r.executorPids(); len(pids) < 3 {
 			return fmt.Errorf("executor JVMs %v", pids)
 		}
 		return nil
@@ -59,7 +67,7 @@ func TestSparkTenantIsolation(t *testing.T) {
 		if st.Uid < firstDynamicUID {
 			t.Errorf("executor %d runs as uid %d, want a dynamic identity (>= %d), not the worker's", eid, st.Uid, firstDynamicUID)
 		}
-		uids = append(uids, st.Uid)
+		uids[workerOf[eid]] = append(uids[workerOf[eid]], st.Uid)
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 		if bytes.Contains(cmdline, []byte(authSecret)) {
@@ -72,8 +80,10 @@ func TestSparkTenantIsolation(t *testing.T) {
 			t.Errorf("executor %d was given the tenant's berth token", eid)
 		}
 	}
-	if len(uids) == 2 && uids[0] != uids[1] && execs[0].WorkerID == execs[1].WorkerID {
-		t.Errorf("one app's executors on one worker under two identities: %v", uids)
+	if w1, w2 := uids["w1"], uids["w2"]; len(w1) != 2 || len(w2) != 1 || w1[0] != w1[1] || w1[0] == w2[0] {
+		t.Errorf("the executors' uids by worker: %v; want w1's two alike (one identity per app on a worker), w2's its own", uids)
+	} else {
+		t.Logf("the executors' uids by worker: %v", uids)
 	}
 
 	// Another tenant sees nothing of it through berth.

@@ -3,7 +3,10 @@
 // idleness, then idle until the file GATE exists (the test's checks of
 // berth are done), no executor coming back meanwhile, then a second job
 // that brings new ones. Prints each job's answer and "Dynamic OK".
-//   Dynamic TASKS TASK_SLEEP_MS GATE
+// With HOLD, the first job's last task runs until the file HOLD exists:
+// Spark's target falls to the one executor it needs, and the other idles
+// and is killed, while the job still runs.
+//   Dynamic TASKS TASK_SLEEP_MS GATE [HOLD]
 import java.io.File;
 import java.util.ArrayList;
 import java.util.List;
@@ -16,12 +19,18 @@ public final class Dynamic {
     int tasks = Integer.parseInt(args[0]);
     long sleepMs = Long.parseLong(args[1]);
     File gate = new File(args[2]);
+    String hold = args.length > 3 ? args[3] : null;
     try (JavaSparkContext sc = new JavaSparkContext(new SparkConf().setAppName("berth-dynamic"))) {
       List<Integer> slices = new ArrayList<>();
       for (int i = 0; i < tasks; i++) slices.add(i);
       for (int round = 1; round <= 2; round++) {
+        String held = round == 1 ? hold : null;
         long sum = sc.parallelize(slices, tasks).map(i -> {
-          Thread.sleep(sleepMs);
+          if (held != null && i == tasks - 1) {
+            waitFor(new File(held));
+          } else {
+            Thread.sleep(sleepMs);
+          }
           return (long) i;
         }).reduce(Long::sum);
         System.out.println("round " + round + ": sum " + sum);
@@ -31,6 +40,15 @@ public final class Dynamic {
         }
       }
       System.out.println("Dynamic OK");
+    }
+  }
+
+  /** Waits (in a task, polling, with a deadline) until file exists. */
+  private static void waitFor(File file) throws InterruptedException {
+    long deadline = System.nanoTime() + 120_000_000_000L;
+    while (!file.exists()) {
+      if (System.nanoTime() > deadline) throw new IllegalStateException("no " + file);
+      Thread.sleep(50);
     }
   }
 

@@ -30,14 +30,38 @@ private[berth] object BerthAppDescription {
   val LocalDirs = "{{HOME}}/spark-local"
 
   /**
-   * Runs the executor's java as a standalone Worker does: $JAVA_HOME/bin/java where the
-   * worker (or spark.executorEnv.JAVA_HOME) sets JAVA_HOME, else java from the PATH. berth
-   * runs argv without a shell and substitutes no environment variables, so a shell makes
-   * the choice on each worker; exec leaves the JVM as the process berth watches and kills.
+   * Runs the executor's java as a standalone Worker does: spark.berth.executor.java when set,
+   * else $JAVA_HOME/bin/java where the worker (or spark.executorEnv.JAVA_HOME) sets
+   * JAVA_HOME, else java from the PATH. berth runs argv without a shell and substitutes no
+   * environment variables, so a shell makes the choice on each worker; exec leaves the JVM
+   * as the process berth watches and kills. Its arguments: Spark's home on the worker, the
+   * java asked for ("" for the worker's), then java's.
+   *
+   * First it checks that the worker has what every executor needs, the java and Spark's
+   * jars/, and says which it lacks on stderr ("berth: no java at ... on this worker", "berth:
+   * no Spark at ..."), exiting LauncherExitCodes (127 missing, 126 not executable, as a shell
+   * does) before any JVM runs: a machine's lack, which ExecutorLifecycle does not charge to
+   * the app. A java whose loader fails (a library missing) exits 127 before the JVM too.
    */
-  val JavaLauncher = Seq("/bin/sh", "-c",
-    "if [ -n \"$JAVA_HOME\" ]; then exec \"$JAVA_HOME/bin/java\" \"$@\"; else exec java \"$@\"; fi",
-    "java")
+  val LauncherScript: String = Seq(
+    "h=$1 j=$2; shift 2",
+    "if [ -z \"$j\" ]; then",
+    "  if [ -n \"$JAVA_HOME\" ]; then j=$JAVA_HOME/bin/java",
+    "  elif ! j=$(command -v java); then",
+    "    echo \"berth: no java on this worker: no JAVA_HOME, and none in its PATH $PATH\" >&2; exit 127",
+    "  fi",
+    "fi",
+    "if [ ! -f \"$j\" ]; then echo \"berth: no java at $j on this worker\" >&2; exit 127; fi",
+    "if [ ! -x \"$j\" ]; then echo \"berth: no java at $j on this worker: it is not executable\" >&2; exit 126; fi",
+    "if [ ! -d \"$h/jars\" ]; then echo \"berth: no Spark at $h on this worker: no $h/jars\" >&2; exit 127; fi",
+    "exec \"$j\" \"$@\"").mkString("\n")
+
+  /** The exits of a launcher that found no java or no Spark (or a java that cannot load). */
+  val LauncherExitCodes: Set[Int] = Set(126, 127)
+
+  /** The launcher's argv up to java's own arguments: home is Spark's on the workers. */
+  def launcher(home: String, java: Option[String]): Seq[String] =
+    Seq("/bin/sh", "-c", LauncherScript, "berth-java", home, java.getOrElse(""))
 
   /** The resources each executor asks for: its process's memory, heap, cores, custom. */
   case class Shape(
@@ -106,11 +130,11 @@ private[berth] object BerthAppDescription {
   }
 
   /**
-   * The executor's argv: java (spark.berth.executor.java, else JavaLauncher), its class
+   * The executor's argv: the launcher (with spark.berth.executor.java, if set), java's class
    * path, heap, options, then the backend's args.
    */
   def command(conf: SparkConf, home: String, driverUrl: String, s: Shape): Seq[String] = {
-    val java = conf.get(BerthConf.EXECUTOR_JAVA).map(Seq(_)).getOrElse(JavaLauncher)
+    val java = launcher(home, conf.get(BerthConf.EXECUTOR_JAVA))
     val userCp = conf.get(EXECUTOR_CLASS_PATH).toSeq.flatMap(_.split(File.pathSeparator))
     val cp = (userCp ++ Seq(s"$home/conf", s"$home/jars/*")).distinct
     // Spark's own: spark.auth*, spark.rpc*, spark.network*, spark.ssl* but passwords, ports

@@ -8,6 +8,7 @@ import java.util.concurrent.{ConcurrentHashMap, TimeUnit}
 import java.util.concurrent.atomic.AtomicBoolean
 
 import scala.concurrent.{ExecutionContext, Future}
+import scala.util.Try
 import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.databind.JsonNode
@@ -155,6 +156,17 @@ private[berth] class BerthSchedulerBackend(
     }
   }
 
+  /**
+   * SparkContext's start waits here for its executors (spark.scheduler.minRegisteredResources
+   * Ratio): an app ended meanwhile (its executors failed past spark.executor.maxNumFailures,
+   * or berth ended it) fails the start with the reason, where Spark would say only "Spark
+   * context stopped while waiting for backend" once fail() has stopped it.
+   */
+  override def isReady(): Boolean = Option(abortReason) match {
+    case Some(why) => throw new SparkException(why)
+    case None => super.isReady()
+  }
+
   override def sufficientResourcesRegistered(): Boolean = expectedExecutors match {
     case Some(n) => totalRegisteredExecutors.get() >= n * minRegisteredRatio
     case None => totalCoreCount.get() >= conf.get(CORES_MAX).getOrElse(0) * minRegisteredRatio
@@ -184,7 +196,9 @@ private[berth] class BerthSchedulerBackend(
   }
 
   override def abort(message: String, lastId: Int): Unit = later {
-    val said = stderrTail(lastId, 2).mkString(" / ")
+    // A JVM that would not start says why in its first of three lines ("Improperly
+    // specified VM option ...", then "Error: Could not create the Java Virtual Machine.").
+    val said = Try(stderrTail(lastId, 4)).getOrElse(Nil).mkString(" / ")
     fail(s"berth: $message${if (said.nonEmpty) s"; its stderr ends: $said" else ""}")
   }
 

@@ -158,11 +158,14 @@ private[berth] class ExecutorLifecycle(
   private def end(e: BerthExecutor, note: String): Unit = if (ended.add(e.id)) {
     alive -= e.id
     val id = e.id.toString
+    val registered = sink.registered(id)
     val (reason, appFailure) = ExecutorLifecycle.lossReason(e, note, killedBySpark.contains(e.id),
-      preempted.get(e.id))
-    if (appFailure) logWarning(reason.message) else logInfo(reason.message)
-    // One that died before it could register: its own words are all there is to tell why.
-    if (appFailure && !sink.registered(id)) sink.showStderr(e.id)
+      preempted.get(e.id), registered)
+    val unstartable = ExecutorLifecycle.workerCannotStart(e, registered)
+    if (appFailure || unstartable) logWarning(reason.message) else logInfo(reason.message)
+    // One that died before it could register: its own words (or its launcher's: "berth: no
+    // java at ...") are all there is to tell why.
+    if ((appFailure || unstartable) && !registered) sink.showStderr(e.id)
     if (removed.add(e.id)) sink.remove(id, reason)
     if (appFailure) {
       failures.registerFailureOnHost(if (e.host.nonEmpty) e.host else e.workerId)
@@ -187,8 +190,21 @@ private[berth] object ExecutorLifecycle {
   }
 
   /**
+   * Whether the executor's launcher (BerthAppDescription.LauncherScript) found no java or no
+   * Spark on its worker: FAILED with the launcher's exit (127, 126), before it registered, so
+   * before any JVM of Spark's ran. A machine's lack, not the app's: counted against the app,
+   * two such workers among good ones could spend spark.executor.maxNumFailures and end the
+   * app while good workers remained. berth keeps the app off such a worker after two
+   * failures there, and ends the app when every worker is so (--max-executor-retries).
+   */
+  def workerCannotStart(e: BerthExecutor, registered: Boolean): Boolean =
+    e.state == "FAILED" && e.cause.isEmpty && !registered &&
+      e.exitCode.exists(BerthAppDescription.LauncherExitCodes.contains)
+
+  /**
    * Why an executor ended, and whether the app is to blame: only when berth says FAILED
-   * with no cause (its exit code, its crash, its own memory limit). A failure berth owes to
+   * with no cause (its exit code, its crash, its own memory limit), but for a launcher that
+   * found no java or no Spark on the worker (workerCannotStart). A failure berth owes to
    * the worker (cause "worker": it could not prepare or start the process) or to a signal
    * no part of berth sent (cause "signal": a person's kill -9, the host's OOM killer), LOST
    * (its worker lost, its drain deadline passed), KILLED (Spark's kill, a preemption, an
@@ -202,7 +218,8 @@ private[berth] object ExecutorLifecycle {
       e: BerthExecutor,
       note: String,
       killedBySpark: Boolean,
-      preemptedWhy: Option[String]): (ExecutorLossReason, Boolean) = {
+      preemptedWhy: Option[String],
+      registered: Boolean): (ExecutorLossReason, Boolean) = {
     val what = if (e.message.nonEmpty) e.message else note
     val code = e.exitCode.getOrElse(-1)
     def notApps(why: String, text: String = what) =
@@ -221,6 +238,9 @@ private[berth] object ExecutorLifecycle {
       case (_, None) if e.cause == "worker" => notApps("its worker could not start it")
       case (_, None) if e.cause == "signal" => notApps("a signal berth did not send")
       case (_, None) if e.cause.nonEmpty => notApps(s"cause ${e.cause}")
+      case _ if workerCannotStart(e, registered) =>
+        notApps(s"this worker cannot start Spark executors: no java or no Spark there, " +
+          s"its launcher exited $code before any JVM ran", what)
       case _ =>
         val hint = if (what.contains("memory limit")) {
           " (raise spark.executor.memoryOverhead: berth's limit is heap + overhead)"

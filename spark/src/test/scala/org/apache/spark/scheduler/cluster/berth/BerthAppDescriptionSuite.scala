@@ -25,33 +25,74 @@ class BerthAppDescriptionSuite {
     Files.setPosixFilePermissions(f, PosixFilePermissions.fromString("rwxr-xr-x"))
   }
 
-  /** Runs the launcher as a worker would, with exactly env, and returns what it printed. */
-  private def launch(env: Map[String, String]): String = {
-    val pb = new ProcessBuilder((BerthAppDescription.JavaLauncher ++ Seq("-Xmx1m", "a b")).asJava)
+  /** What a launch printed (stdout and stderr) and how it exited. */
+  private case class Launch(out: String, code: Int)
+
+  /**
+   * Runs the launcher as a worker would, with exactly env, Spark at home and the java asked
+   * for (spark.berth.executor.java), and returns what it printed.
+   */
+  private def launch(env: Map[String, String], home: String, java: Option[String] = None) = {
+    val argv = BerthAppDescription.launcher(home, java) ++ Seq("-Xmx1m", "a b")
+    val pb = new ProcessBuilder(argv.asJava)
     pb.environment().clear()
     env.foreach { case (k, v) => pb.environment().put(k, v) }
     pb.redirectErrorStream(true)
     val p = pb.start()
     val out = new String(p.getInputStream.readAllBytes(), UTF_8).trim
-    p.waitFor()
-    out
+    Launch(out, p.waitFor())
   }
 
   @Test def theExecutorsJavaIsTheWorkersUnlessSet(): Unit = {
     val dir = Files.createTempDirectory("berth-java")
+    val spark = Files.createDirectories(dir.resolve("spark/jars")).getParent.toString
     fakeJava(dir.resolve("jdk/bin"), "java-home")
     fakeJava(dir.resolve("path"), "path")
+    fakeJava(dir.resolve("own/bin"), "own")
     val path = dir.resolve("path").toString
     // The worker passes its JAVA_HOME (or the app's spark.executorEnv.JAVA_HOME wins).
-    assertEquals("java-home -Xmx1m a b",
-      launch(Map("JAVA_HOME" -> dir.resolve("jdk").toString, "PATH" -> path)))
-    assertEquals("path -Xmx1m a b", launch(Map("PATH" -> path)))
-    assertTrue(launch(Map("PATH" -> dir.toString)).contains("not found"))
+    assertEquals(Launch("java-home -Xmx1m a b", 0),
+      launch(Map("JAVA_HOME" -> dir.resolve("jdk").toString, "PATH" -> path), spark))
+    assertEquals(Launch("path -Xmx1m a b", 0), launch(Map("PATH" -> path), spark))
+    // spark.berth.executor.java wins over both.
+    assertEquals(Launch("own -Xmx1m a b", 0), launch(Map("JAVA_HOME" -> dir.resolve("jdk")
+      .toString, "PATH" -> path), spark, Some(dir.resolve("own/bin/java").toString)))
 
     val default = command(new SparkConf(false))
-    assertEquals(BerthAppDescription.JavaLauncher, default.take(4))
+    assertEquals(BerthAppDescription.launcher("/opt/spark", None), default.take(6))
+    assertEquals(Seq("-cp", "/opt/spark/conf:/opt/spark/jars/*"), default.slice(6, 8))
     val set = command(new SparkConf(false).set(BerthConf.EXECUTOR_JAVA.key, "/jdk/bin/java"))
-    assertEquals(Seq("/jdk/bin/java", "-cp", "/opt/spark/conf:/opt/spark/jars/*"), set.take(3))
+    assertEquals(BerthAppDescription.launcher("/opt/spark", Some("/jdk/bin/java")), set.take(6))
+  }
+
+  /**
+   * A worker without java or Spark: the launcher says which, and exits 127 (126: a java that
+   * is not executable) before any JVM: ExecutorLifecycle blames the worker, not the app.
+   */
+  @Test def theLauncherSaysWhatTheWorkerLacks(): Unit = {
+    val dir = Files.createTempDirectory("berth-java")
+    val spark = Files.createDirectories(dir.resolve("spark/jars")).getParent.toString
+    fakeJava(dir.resolve("path"), "path")
+    val empty = Files.createDirectories(dir.resolve("empty")).toString
+    val none = launch(Map("PATH" -> empty), spark)
+    assertEquals(none.out, 127, none.code)
+    assertEquals(s"berth: no java on this worker: no JAVA_HOME, and none in its PATH $empty",
+      none.out)
+    val home = launch(Map("JAVA_HOME" -> empty, "PATH" -> dir.resolve("path").toString), spark)
+    assertEquals(Launch(s"berth: no java at $empty/bin/java on this worker", 127), home)
+    val named = launch(Map("PATH" -> dir.resolve("path").toString), spark, Some("/no/java"))
+    assertEquals(Launch("berth: no java at /no/java on this worker", 127), named)
+    val plain = dir.resolve("plain")
+    Files.write(plain, "not a program".getBytes(UTF_8))
+    val notExec = launch(Map("PATH" -> empty), spark, Some(plain.toString))
+    assertEquals(Launch(s"berth: no java at $plain on this worker: it is not executable", 126),
+      notExec)
+    val noSpark = launch(Map("PATH" -> dir.resolve("path").toString), empty)
+    assertEquals(Launch(s"berth: no Spark at $empty on this worker: no $empty/jars", 127),
+      noSpark)
+    for (l <- Seq(none, home, named, notExec, noSpark)) {
+      assertTrue(l.toString, BerthAppDescription.LauncherExitCodes.contains(l.code))
+    }
   }
 
   @Test def theCommandNamesWhatTheWorkerFillsIn(): Unit = {

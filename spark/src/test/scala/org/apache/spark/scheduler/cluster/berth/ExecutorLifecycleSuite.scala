@@ -12,11 +12,13 @@ class ExecutorLifecycleSuite {
   private class Sink extends ExecutorSink {
     val removed = mutable.Buffer[(String, ExecutorLossReason)]()
     val decommissioned = mutable.Buffer[(String, String)]()
+    val unregistered = mutable.Set[String]() // never registered with the driver
+    val stderrShown = mutable.Buffer[Int]()
     var aborted: Option[String] = None
     override def remove(id: String, reason: ExecutorLossReason): Unit = removed += id -> reason
     override def decommission(id: String, why: String): Unit = decommissioned += id -> why
-    override def registered(id: String): Boolean = true
-    override def showStderr(id: Int): Unit = ()
+    override def registered(id: String): Boolean = !unregistered.contains(id)
+    override def showStderr(id: Int): Unit = stderrShown += id
     override def abort(message: String, lastId: Int): Unit = aborted = Some(message)
   }
 
@@ -143,6 +145,40 @@ class ExecutorLifecycleSuite {
     assertEquals(None, sink.aborted) // a signal from outside is not counted
     l.onEvent(event("executorUpdated", 1, "FAILED", ""","exitCode":1"""))
     assertTrue(sink.aborted.get, sink.aborted.get.contains("2 executors failed"))
+  }
+
+  /**
+   * A worker without java or Spark: the launcher exits 127 (126) before any JVM, so before
+   * the executor registers. That is the worker's lack, not the app's: with two such workers
+   * among good ones, counting it spent spark.executor.maxNumFailures (here 1) and ended the
+   * app. The same exit of an executor that registered (its JVM ran: the app's own exit),
+   * and a JVM that would not start (exit 1: a bad option), are the app's.
+   */
+  @Test def aWorkerWithoutJavaOrSparkIsNotTheAppsFailure(): Unit = {
+    val (l, sink) = lifecycle(new SparkConf(false).set("spark.executor.maxNumFailures", "1"))
+    sink.unregistered ++= Seq("0", "1", "3")
+    l.onEvent(event("executorAdded", 0, "LAUNCHING"))
+    l.onEvent(event("executorUpdated", 0, "FAILED", ""","exitCode":127""",
+      "exited with code 127: command not found"))
+    l.onEvent(event("executorUpdated", 1, "FAILED", ""","exitCode":126""",
+      "exited with code 126: command not executable"))
+    assertEquals(Seq(false, false), Seq(0, 1).map(causedByApp(sink, _)))
+    assertEquals(None, sink.aborted)
+    val msg = sink.removed.head._2.message
+    assertEquals("berth: executor 0 on worker w1 ended FAILED, exit code 127, not the app's " +
+      "failure (this worker cannot start Spark executors: no java or no Spark there, its " +
+      "launcher exited 127 before any JVM ran): exited with code 127: command not found", msg)
+    assertEquals(Seq(0, 1), sink.stderrShown) // the launcher's "berth: no java at ..."
+
+    l.onEvent(event("executorUpdated", 2, "FAILED", ""","exitCode":127"""))
+    assertTrue(causedByApp(sink, 2)) // it registered: its JVM ran, and exited 127
+    assertTrue(sink.aborted.get, sink.aborted.get.contains("1 executors failed"))
+
+    val (bad, badSink) = lifecycle()
+    badSink.unregistered += "3"
+    bad.onEvent(event("executorUpdated", 3, "FAILED", ""","exitCode":1""", "exited with code 1"))
+    assertTrue(causedByApp(badSink, 3))
+    assertEquals(Seq(3), badSink.stderrShown)
   }
 
   @Test def aRemovalSparkMadeItselfIsNotRepeated(): Unit = {
