@@ -112,9 +112,18 @@ func TestSnapshotSaveAndRestoreOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Issue 30's crafted file, sent to the route itself (the CLI refuses
+	// it before sending): a tenant of a queue that does not exist, whose
+	// token hash is 00 and whose Unix user is root.
+	tenants := s.Clone()
+	tenants.Tenants["mallory"] = &persistence.TenantRecord{Name: "mallory", Queues: []string{"nowhere"}, TokenHash: "00", UnixUser: "root"}
+	tenantsFile, _, err := persistence.EncodeSnapshotFile(tenants, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for name, bad := range map[string][]byte{
 		"truncated": file[:len(file)-40], "corrupt": corrupt, "foreign": []byte("PK\x03\x04 a zip file"), "newer": newer, "empty": nil,
-		"crafted": craftedFile,
+		"crafted": craftedFile, "crafted tenant": tenantsFile,
 	} {
 		status, body := restore(bad, false)
 		if status != http.StatusBadRequest || errorCode(body) != wire.CodeBadSnapshot || !strings.Contains(string(body), "nothing changed") {
