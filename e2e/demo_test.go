@@ -56,7 +56,8 @@ func TestDemoScript(t *testing.T) {
 		t.Fatalf("the plugin %s: %v (make build, or spark/build.sh, makes it)", jar, err)
 	}
 	text := runDemo(t, "../scripts/demo.sh", 6*time.Minute, "BERTH_SPARK_JAR="+jar)
-	for _, want := range []string{"== the job is running (RUNNING:", "Pi is roughly 3.1", "quadrants: 4", "pyspark-pi  FINISHED"} {
+	for _, want := range []string{"== the job is running (RUNNING:", "its tasks started); kill -9 the leader", "Pi is roughly 3.1", "quadrants: 4",
+		"pyspark-pi  FINISHED", "no executor of the job lost to the failover"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, text)
 		}

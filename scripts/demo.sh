@@ -36,10 +36,12 @@ BERTH_TOKEN=$TOKEN "$SPARK_HOME/bin/spark-submit" --master "$SPARK_MASTER" --jar
 SUBMIT=$!
 PIDS+=("$SUBMIT")
 
-# Kill the leader once the job's executors run: the failover must keep
-# them, and the job must go on through it.
+# Kill the leader once the job's executors run tasks: the failover must
+# keep them, and the job must go on through it.
 wait_for "RUNNING executors of the Spark job" app_running pyspark-pi
-echo "== the job is running ($(status | awk '$2 == "pyspark-pi" { print $5 }')); kill -9 the leader $LEADER (pid ${MPID[${LEADER#m}]})"
+tasks_running() { grep -q "Starting task" "$TMP/spark.log"; }
+wait_for "the job's tasks running" tasks_running
+echo "== the job is running ($(status | awk '$2 == "pyspark-pi" { print $5 }'), its tasks started); kill -9 the leader $LEADER (pid ${MPID[${LEADER#m}]})"
 kill -KILL "${MPID[${LEADER#m}]}"
 wait "${MPID[${LEADER#m}]}" 2>/dev/null || true # reaped here, quietly: not a "Killed" line from the shell later
 if ! wait "$SUBMIT"; then
@@ -54,3 +56,9 @@ cat "$TMP/spark.out"
 echo "== berth status (the new leader)"
 berth status
 echo "new leader: $(leader_id) (was $LEADER)"
+# No executor of the job was lost to the failover: each ended with the app.
+if status | awk '$2 == "pyspark-pi"' | grep -Eq 'LOST|FAILED:'; then
+	echo "demo: the job lost executors to the failover" >&2
+	exit 1
+fi
+echo "no executor of the job lost to the failover"
