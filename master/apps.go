@@ -178,36 +178,23 @@ func (c *core) appEnded(a *appInfo, state wire.AppState, msg string, endedAt tim
 
 // setExecutorLimit is dynamic allocation's request for a total number of
 // executors. It takes effect, is told to the app's streams (and its UI
-// page) and is answered once durable. A limit the app has already, once
-// the writes of it before this one are done, is answered at once with no
-// write: dynamic allocation repeats its request, and each repeat wrote the
-// record and an audit entry, so a tenant looping it flooded the audit log.
+// page) and is answered once durable; a limit set again to what it was is
+// not told (dynamic allocation repeats its request). Each request is a
+// write and an audit entry, as every acknowledged change is: what a
+// tenant may write so is rationed (audit_budget.go), so looping it floods
+// no log.
 func (c *core) setExecutorLimit(id string, limit int, reply reply[wire.ExecutorLimit]) {
 	a, err := c.activeApp(id)
 	if err != nil {
 		reply.fail(err)
 		return
 	}
-	r := c.appRecord(a, 0)
-	listed, gone, same := r.listed, r.gone, false
-	r.listed = func() bool { // its turn: written only if listed and changed
-		same = listed() && a.rec.ExecutorLimit != nil && *a.rec.ExecutorLimit == limit
-		return listed() && !same
-	}
-	r.gone = func() error {
-		if same {
-			return nil // answered as done: the limit is what was asked
-		}
-		return gone()
-	}
 	var was *int
-	r.write(c, recordChange[persistence.AppRecord]{
-		edit: func(rec *persistence.AppRecord) { was, rec.ExecutorLimit = rec.ExecutorLimit, &limit },
-		apply: func() {
+	c.updateApp(a, 0, func(rec *persistence.AppRecord) { was, rec.ExecutorLimit = rec.ExecutorLimit, &limit }, func() {
+		if was == nil || *was != limit {
 			c.publish(a, wire.AppEvent{Type: wire.EventExecutorLimitChanged, Message: limitChange(was, limit)})
-		},
-		done: answerWrite(reply, func() wire.ExecutorLimit { return wire.ExecutorLimit{Limit: limit} }),
-	})
+		}
+	}, answerWrite(reply, func() wire.ExecutorLimit { return wire.ExecutorLimit{Limit: limit} }))
 }
 
 // limitChange says how an executor limit changed.

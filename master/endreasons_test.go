@@ -70,59 +70,6 @@ func TestExecutorsEndedWithTheirAppSayWhy(t *testing.T) {
 	}
 }
 
-// A limit set again to the one the app has is answered with it and
-// writes nothing: no record, no audit entry (a tenant looping the request
-// flooded the audit log); a change still writes and is audited once.
-func TestAnUnchangedExecutorLimitWritesNothing(t *testing.T) {
-	h, _, a := leaderWithOneApp(t)
-	const route = "PUT /v1/apps/{id}/executor-limit"
-	set := func(limit int) (wire.ExecutorLimit, error) {
-		t.Helper()
-		var v wire.ExecutorLimit
-		var err error
-		asRequest(h, route, a.rec.ID, func() {
-			v, err = run(h, func(r reply[wire.ExecutorLimit]) { h.c.setExecutorLimit(a.rec.ID, limit, r) })
-		})
-		return v, err
-	}
-	audited := func() int {
-		n := 0
-		for _, e := range h.fx.state.Audit {
-			if e.Route == route {
-				n++
-			}
-		}
-		return n
-	}
-	if v, err := set(3); err != nil || v.Limit != 3 || audited() != 1 {
-		t.Fatalf("setting 3: %+v %v, %d audit entries; want 3 and one entry", v, err, audited())
-	}
-	for range 50 {
-		h.c.setExecutorLimit(a.rec.ID, 3, func(wire.ExecutorLimit, error) {}) // a write would stay pending
-		if n := len(h.fx.pending); n != 0 {
-			t.Fatalf("the unchanged limit made %d writes", n)
-		}
-		if v, err := set(3); err != nil || v.Limit != 3 {
-			t.Fatalf("the unchanged limit: %+v %v, want 3", v, err)
-		}
-	}
-	if n := audited(); n != 1 {
-		t.Fatalf("%d audit entries after 100 requests of the same limit, want the first change's alone", n)
-	}
-	// Behind a change in flight, a request is weighed against the limit
-	// that change makes: 3 after 5 is a change again, and is written.
-	h.c.setExecutorLimit(a.rec.ID, 5, func(wire.ExecutorLimit, error) {})
-	var last wire.ExecutorLimit
-	h.c.setExecutorLimit(a.rec.ID, 3, func(v wire.ExecutorLimit, _ error) { last = v })
-	h.commit()
-	if l := h.fx.state.Apps[a.rec.ID].ExecutorLimit; l == nil || *l != 3 || last.Limit != 3 {
-		t.Fatalf("5 then 3: durable limit %v, answered %+v; want 3", l, last)
-	}
-	if v, err := set(4); err != nil || v.Limit != 4 || audited() != 2 {
-		t.Fatalf("a change to 4: %+v %v, %d audit entries; want 4 and a second entry", v, err, audited())
-	}
-}
-
 // A preempted executor ends with one reason, exactly: the preemption and
 // the exit code its worker reported, not its worker's "killed by the
 // master (...)" nested inside it. What docs/QUEUES.md quotes.
