@@ -1,7 +1,7 @@
 package spark
 
 // Executors that come and go by design: dynamic allocation's, a
-// preemption's for another queue, a drained worker's.
+// preemption's for another queue (a drained worker's: drain_test.go).
 
 import (
 	"context"
@@ -273,67 +273,3 @@ func TestSparkPreemption(t *testing.T) {
 }
 
 func weight(w float64) *float64 { return &w }
-
-// berth worker drain mid-job, with spark.decommission.enabled and block
-// migration: the drained worker's executor is decommissioned as its client
-// hears of the drain, hands its cached and shuffle blocks over, and exits
-// well before the drain's deadline (EXITED, not LOST at the deadline);
-// berth starts another on the third worker and the job finishes.
-func TestSparkDrainDecommissions(t *testing.T) {
-	t.Parallel()
-	slots(t, 1)
-	cl := startCluster(t, clusterSpec{workers: []testcluster.WorkerSpec{
-		worker("w1", 1, "1g"), worker("w2", 1, "1g"), worker("w3", 1, "1g")}})
-	r := cl.submit(t, "drain", []string{
-		"spark.decommission.enabled=true", "spark.storage.decommission.enabled=true",
-		"spark.storage.decommission.rddBlocks.enabled=true", "spark.storage.decommission.shuffleBlocks.enabled=true",
-		// How often it looks again for blocks to move (30s): it exits only
-		// after a round that finds none left.
-		"spark.storage.decommission.replicationReattemptInterval=1s",
-	}, javaJob(20, 800)...) // 8 s a stage: it outlasts the decommission
-	id := r.appID()
-	execs := cl.running(t, id, 2, 90*time.Second)
-	r.waitLog(stageTasksDone(1), 2, 90*time.Second)
-	drained := execs[0]
-	const deadline = 60 * time.Second
-	if out, err := cl.berthCLI("", "worker", "drain", drained.WorkerID, "--deadline", deadline.String()); err != nil {
-		t.Fatalf("berth worker drain %s: %v\n%s", drained.WorkerID, err, out)
-	}
-	start := time.Now()
-	cl.appWhen(t, id, deadline, fmt.Sprintf("executor %d on the drained worker %s to end", drained.ID, drained.WorkerID), func(a wire.AppStatus) error {
-		if e := executor(t, a, drained.ID); !e.State.Finished() {
-			return fmt.Errorf("executor %d %s", e.ID, e.State)
-		}
-		return nil
-	})
-	took := time.Since(start)
-	r.wait(3*time.Minute, "shuffle: 10 keys, 200000 values; cached count 200000")
-	a := cl.finished(t, id)
-	logged := agree(t, r.log(), a)
-	if e := executor(t, a, drained.ID); e.State != wire.ExecutorExited || !sameCode(e.ExitCode, intp(0)) {
-		ctx, cancel := callCtx()
-		defer cancel()
-		logs, _ := cl.c.ExecutorLogLines(ctx, id, drained.ID, "stderr", 30)
-		t.Logf("executor %d's stderr ends:\n%s", drained.ID, logs)
-		t.Errorf("the drained executor in berth: %+v; want EXITED 0 (decommissioned), after %s of a %s deadline", e, took, deadline)
-	}
-	if got := logged[drained.ID]; got.appsFailure {
-		t.Errorf("the drained executor in the driver's log: %s", got.line)
-	}
-	for _, want := range []string{
-		fmt.Sprintf("berth: decommissioning executor %d: worker %s is being drained", drained.ID, drained.WorkerID),
-		fmt.Sprintf("Decommission executors: %d", drained.ID),
-	} {
-		if !strings.Contains(r.log(), want) {
-			t.Errorf("the driver's log lacks %q", want)
-		}
-	}
-	for _, e := range a.Executors {
-		if e.ID >= 2 && e.WorkerID == drained.WorkerID {
-			t.Errorf("executor %d placed on the drained worker", e.ID)
-		}
-	}
-	if len(a.Executors) != 3 || appsFailures(logged) != 0 {
-		t.Errorf("executors %s: want the drained one replaced once, no failure", describe(a))
-	}
-}
