@@ -17,17 +17,17 @@ func TestStartFailureBlamesThePathNotTheWorker(t *testing.T) {
 	t.Parallel()
 	pathErr := func(e syscall.Errno) error { return &fs.PathError{Op: "fork/exec", Path: "/app/x", Err: e} }
 	cases := map[error]int{
-		pathErr(syscall.ENOENT):       127,
-		pathErr(syscall.EACCES):       126,
-		pathErr(syscall.ENOEXEC):      126,
-		pathErr(syscall.ENOTDIR):      126,
-		pathErr(syscall.ELOOP):        126,
-		pathErr(syscall.ENAMETOOLONG): 126,
-		pathErr(syscall.ETXTBSY):      126,
-		pathErr(syscall.E2BIG):        126,
-		pathErr(syscall.EAGAIN):       0,
-		pathErr(syscall.ENOMEM):       0,
-		pathErr(syscall.EMFILE):       0,
+		pathErr(syscall.ENOENT):                127,
+		pathErr(syscall.EACCES):                126,
+		pathErr(syscall.ENOEXEC):               126,
+		pathErr(syscall.ENOTDIR):               126,
+		pathErr(syscall.ELOOP):                 126,
+		pathErr(syscall.ENAMETOOLONG):          126,
+		pathErr(syscall.ETXTBSY):               126,
+		pathErr(syscall.E2BIG):                 126,
+		pathErr(syscall.EAGAIN):                0,
+		pathErr(syscall.ENOMEM):                0,
+		pathErr(syscall.EMFILE):                0,
 		fmt.Errorf("cgroup: %w", os.ErrClosed): 0, // no errno: not the command's
 	}
 	for err, want := range cases {
