@@ -24,12 +24,25 @@ import (
 
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return freeAddrs(t, 1)[0]
+}
+
+// freeAddrs is n distinct free addresses: their listeners are all held
+// until the last is picked (closed one by one, the kernel handed out one
+// port twice, and Raft refused the configuration: "found duplicate
+// address").
+func freeAddrs(t testing.TB, n int) []string {
+	t.Helper()
+	var out []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		out = append(out, l.Addr().String())
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return out
 }
 
 type raftCluster struct {
@@ -42,9 +55,10 @@ type raftCluster struct {
 
 func newRaftCluster(t testing.TB, n int, tune func(*RaftConfig)) *raftCluster {
 	c := &raftCluster{t: t, peers: map[string]string{}, dirs: map[string]string{}, nodes: map[string]*Raft{}, tune: tune}
+	addrs := freeAddrs(t, n)
 	for i := 1; i <= n; i++ {
 		id := "m" + strconv.Itoa(i)
-		c.peers[id] = freeAddr(t)
+		c.peers[id] = addrs[i-1]
 		c.dirs[id] = t.TempDir()
 	}
 	for id := range c.peers {
@@ -285,7 +299,9 @@ func TestRaftJoinWithANewAddressReplacesTheMaster(t *testing.T) {
 	leader := c.leader()
 	moved := c.follower(leader)
 	c.stop(moved)
-	c.peers[moved] = freeAddr(t)
+	for was := c.peers[moved]; c.peers[moved] == was; { // a new address: not the one just freed
+		c.peers[moved] = freeAddr(t)
+	}
 	c.startAt(moved, c.peers[moved])
 	joinAndCommit(t, c, leader, moved)
 }
