@@ -12,15 +12,24 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
+
+// demos runs one demo at a time: each starts its masters on 127.0.0.1-3
+// at port 7077 when it is free, as a user's would, and two starting at
+// once both found it free (every master of one then failed to bind, and
+// its demo waited for workers that could not register).
+var demos sync.Mutex
 
 // runDemo runs a demo script with this test's binaries and checks what
 // every demo prints: the leader before the kill, another after it, and no
 // shell's "Killed" line.
 func runDemo(t *testing.T, script string, timeout time.Duration, env ...string) string {
 	t.Helper()
+	demos.Lock()
+	defer demos.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, script)

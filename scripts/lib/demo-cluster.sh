@@ -78,11 +78,13 @@ alive_workers() { status | grep -Eo '\([0-9]+ alive' | tr -dc '0-9'; }
 # app_running NAME: the app of that name lists RUNNING executors (column
 # EXECUTORS, RUNNING:n).
 app_running() { status | awk -v name="$1" '$2 == name && / RUNNING:[1-9]/ { found = 1 } END { exit !found }'; }
-# wait_for WHAT CMD...: waits (up to 60 s) until CMD succeeds.
+# wait_for WHAT CMD...: waits (up to 60 s by the clock, not by tries: a
+# try of berth status against masters that do not answer takes seconds)
+# until CMD succeeds.
 wait_for() {
-	local what=$1
+	local what=$1 deadline=$((SECONDS + 60))
 	shift
-	for _ in $(seq 600); do
+	while [ "$SECONDS" -lt "$deadline" ]; do
 		"$@" && return 0
 		sleep 0.1
 	done
