@@ -241,16 +241,7 @@ func TestABadSettingIsNamedBeforeThePort(t *testing.T) {
 
 // The help lists each flag once (it was seen listing --config twice).
 func TestHelpListsEachFlagOnce(t *testing.T) {
-	out, err := exec.Command(masterBin, "--help").CombinedOutput()
-	if err != nil {
-		t.Fatalf("master --help: %v\n%s", err, out)
-	}
-	seen := map[string]int{}
-	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], "--") {
-			seen[strings.TrimSuffix(f[0], ",")]++
-		}
-	}
+	seen := testproc.HelpFlags(t, masterBin)
 	for flag, n := range seen {
 		if n > 1 {
 			t.Errorf("master --help lists %s %d times", flag, n)

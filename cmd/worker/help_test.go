@@ -1,24 +1,15 @@
 package main
 
 import (
-	"os/exec"
-	"strings"
 	"testing"
+
+	"github.com/berth-cluster/berth/testkit/testproc"
 )
 
 // The help lists each flag once, as the master's does (the master's was
 // seen listing --config twice; the worker shares its way of adding it).
 func TestWorkerHelpListsEachFlagOnce(t *testing.T) {
-	out, err := exec.Command(workerBin, "--help").CombinedOutput()
-	if err != nil {
-		t.Fatalf("worker --help: %v\n%s", err, out)
-	}
-	seen := map[string]int{}
-	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], "--") {
-			seen[strings.TrimSuffix(f[0], ",")]++
-		}
-	}
+	seen := testproc.HelpFlags(t, workerBin)
 	for flag, n := range seen {
 		if n > 1 {
 			t.Errorf("worker --help lists %s %d times", flag, n)

@@ -111,3 +111,21 @@ func CheckBadFlags(t testing.TB, bin string, wantCode int, env []string, cases [
 	}
 	return results
 }
+
+// HelpFlags runs bin --help and counts how often it lists each flag (a
+// line whose first word is --NAME): a flag added twice (the master listed
+// --config twice) is then seen.
+func HelpFlags(t testing.TB, bin string) map[string]int {
+	t.Helper()
+	out, err := exec.Command(bin, "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s --help: %v\n%s", bin, err, out)
+	}
+	seen := map[string]int{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], "--") {
+			seen[strings.TrimSuffix(f[0], ",")]++
+		}
+	}
+	return seen
+}
