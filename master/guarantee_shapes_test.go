@@ -23,6 +23,21 @@ func (h *harness) killAndReport() int {
 	return len(kills)
 }
 
+// settle runs 8 s of rounds (the preemption delay, a grace, and rounds
+// after, to see it settle), the kills reported by the workers and apps'
+// executors run, and returns how many executors were preempted.
+func (h *harness) settle(apps ...*appInfo) int {
+	kills := 0
+	for range 16 {
+		h.pass(500*time.Millisecond, "w1", "w2")
+		kills += h.killAndReport()
+		for _, a := range apps {
+			h.running(a)
+		}
+	}
+	return kills
+}
+
 // Two workers of 4 cores; etl guaranteed 3 cores; an app in default with
 // no fixed executor size holds all 8 in two 4-core executors (Spark's
 // executors when spark.executor.cores is unset); an app in etl wants 3
@@ -44,13 +59,7 @@ func TestAGuaranteeIsReachedWhateverTheExecutorsSizes(t *testing.T) {
 	etl := oneCoreApp("etl", 0)
 	etl.MaxCores = 3
 	e := h.addApp(etl)
-	kills := 0
-	for range 16 { // 8 s: the delay, a grace, and rounds after, to see it settle
-		h.pass(500*time.Millisecond, "w1", "w2")
-		kills += h.killAndReport()
-		h.running(e)
-		h.running(whole)
-	}
+	kills := h.settle(e, whole)
 	if len(e.executors) != 3 {
 		st := mustAppStatus(t, h, e.rec.ID)
 		t.Fatalf("etl holds %s, want its 3 guaranteed cores; it says %q", layout(e), st.Waiting)
@@ -82,13 +91,7 @@ func TestTwoGuaranteesThatFitAreBothReached(t *testing.T) {
 	etl := oneCoreApp("etl", 0)
 	etl.MaxCores = 3
 	e := h.addApp(etl)
-	kills := 0
-	for range 16 {
-		h.pass(500*time.Millisecond, "w1", "w2")
-		kills += h.killAndReport()
-		h.running(e)
-		h.running(whole)
-	}
+	kills := h.settle(e, whole)
 	if len(e.executors) != 3 {
 		st := mustAppStatus(t, h, e.rec.ID)
 		t.Fatalf("etl holds %s, want its 3 guaranteed cores; it says %q", layout(e), st.Waiting)
