@@ -20,8 +20,7 @@ echo "submitted $DRIVER"
 # executors.
 wait_for "RUNNING executors of pi's app" app_running pi
 echo "== pi is running; kill -9 the leader $LEADER (pid ${MPID[${LEADER#m}]})"
-kill -KILL "${MPID[${LEADER#m}]}"
-wait "${MPID[${LEADER#m}]}" 2>/dev/null || true # reaped here, quietly: not a "Killed" line from the shell later
+kill_quietly "${MPID[${LEADER#m}]}"
 berth wait driver "$DRIVER" --timeout 120s
 
 echo "== the driver's output"

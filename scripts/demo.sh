@@ -42,8 +42,7 @@ wait_for "RUNNING executors of the Spark job" app_running pyspark-pi
 tasks_running() { grep -q "Starting task" "$TMP/spark.log"; }
 wait_for "the job's tasks running" tasks_running
 echo "== the job is running ($(status | awk '$2 == "pyspark-pi" { print $5 }'), its tasks started); kill -9 the leader $LEADER (pid ${MPID[${LEADER#m}]})"
-kill -KILL "${MPID[${LEADER#m}]}"
-wait "${MPID[${LEADER#m}]}" 2>/dev/null || true # reaped here, quietly: not a "Killed" line from the shell later
+kill_quietly "${MPID[${LEADER#m}]}"
 if ! wait "$SUBMIT"; then
 	echo "demo: spark-submit failed; its log ends:" >&2
 	tail -n 30 "$TMP/spark.log" >&2

@@ -11,15 +11,25 @@ PIDS=()
 cleanup() {
 	# Workers first (they kill their executors and tell the master), then
 	# the masters; SIGKILL whatever is still there after a grace period.
-	for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
-		kill -TERM "${PIDS[i]}" 2>/dev/null || true
-		for _ in $(seq 50); do kill -0 "${PIDS[i]}" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "${PIDS[i]}" 2>/dev/null || true
-	done
-	wait 2>/dev/null || true
+	# The loop's stderr goes nowhere: the shell reports a child it finds
+	# killed between two commands, on its own stderr, wherever it is.
+	{
+		for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
+			kill -TERM "${PIDS[i]}" || true
+			for _ in $(seq 50); do kill -0 "${PIDS[i]}" || break; sleep 0.1; done
+			kill -KILL "${PIDS[i]}" || true
+		done
+		wait || true
+	} 2>/dev/null
 	rm -rf "$TMP"
 }
 trap cleanup EXIT INT TERM
+
+# kill_quietly PID: SIGKILL a process this shell started and reap it,
+# with no "Killed" line: the shell prints one for a child it finds killed
+# between two commands (before a later `wait` runs), so the kill and the
+# wait share one redirected group.
+kill_quietly() { { kill -KILL "$1"; wait "$1"; } 2>/dev/null || true; }
 
 in_use() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 free_port() { # free_port IP BASE: BASE if it is free on IP, else a random one
