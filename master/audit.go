@@ -123,7 +123,7 @@ func (c *core) auditRefused(tag *auditTag, code string, status int) {
 	p := tag.principal
 	ok, suppressed := true, 0
 	if p.Kind != httpx.KindOperator {
-		ok, suppressed = c.refusals.take(p.Audit(), p.Tenant, c.now())
+		ok, suppressed = c.refusals.take(rationOf(p), p.Tenant, c.now())
 	}
 	if !ok {
 		tag.written = true // over its ration: counted, said with its next entry

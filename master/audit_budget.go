@@ -27,7 +27,8 @@ const (
 	refusalsBurst  = 20.0
 )
 
-// refusalRation is one principal's ration.
+// refusalRation is one principal's ration (a tenant's: its own and its
+// drivers').
 type refusalRation struct {
 	tokens     float64
 	at         time.Time // when tokens was counted
@@ -35,8 +36,19 @@ type refusalRation struct {
 	tenant     string
 }
 
-// refusalRations are the principals' rations, by AuditEntry.Principal.
+// refusalRations are the principals' rations, by rationOf.
 type refusalRations map[string]*refusalRation
+
+// rationOf names the ration a principal's refusals take from: its
+// tenant's, for a tenant and every driver of it alike (each driver with a
+// ration of its own let a tenant of 50 drivers write 1,000 entries in an
+// instant), else the principal's own (AuditEntry.Principal).
+func rationOf(p httpx.Principal) string {
+	if p.Tenant != "" {
+		return "tenant:" + p.Tenant
+	}
+	return p.Audit()
+}
 
 // refill counts r's tokens at now.
 func (r *refusalRation) refill(now time.Time) {

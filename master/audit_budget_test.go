@@ -1,6 +1,7 @@
 package master
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -69,3 +70,26 @@ func TestRefusalsOfOnePrincipalAreRationedAndClipped(t *testing.T) {
 }
 
 func last(h *harness) wire.AuditEntry { return h.fx.state.Audit[len(h.fx.state.Audit)-1] }
+
+// A tenant's drivers draw on the tenant's one ration: 50 drivers each
+// refused 200 times in an instant write the one burst, not 50 of them.
+func TestRefusalsOfATenantsDriversShareItsRation(t *testing.T) {
+	h := newLeader(t, nil)
+	before := len(h.fx.state.Audit)
+	for d := range 50 {
+		p := httpx.Principal{Kind: httpx.KindDriver, Name: fmt.Sprintf("driver-%d", d), Tenant: "c"}
+		for range 200 {
+			h.c.auditRefused(&auditTag{principal: p, route: "DELETE /v1/queues/{id}", target: "q"}, string(wire.CodeForbidden), http.StatusForbidden)
+			h.commit()
+		}
+	}
+	if n := len(h.fx.state.Audit) - before; n != int(refusalsBurst) {
+		t.Fatalf("%d entries written for one tenant's 50 drivers, want its one burst of %d", n, int(refusalsBurst))
+	}
+	// The tenant's own refusals take from the same ration.
+	h.c.auditRefused(&auditTag{principal: httpx.Principal{Kind: httpx.KindTenant, Name: "c", Tenant: "c"}, route: "DELETE /v1/queues/{id}", target: "q"}, string(wire.CodeForbidden), http.StatusForbidden)
+	h.commit()
+	if n := len(h.fx.state.Audit) - before; n != int(refusalsBurst) {
+		t.Errorf("the tenant's own refusal was written past its drivers' use of the ration (%d entries)", n)
+	}
+}
