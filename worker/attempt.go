@@ -57,6 +57,9 @@ func (w *Worker) startAttempt(p *proc, note string) (*exec.Cmd, error) {
 	}
 	d, err := w.makeProcDir(p)
 	if err != nil {
+		if errors.As(err, new(tenantUserError)) {
+			return nil, fmt.Errorf("preparing its directory: %w", err) // the tenant's, not the worker's
+		}
 		return nil, byWorker(fmt.Errorf("preparing its directory: %w", err))
 	}
 	defer d.Close()

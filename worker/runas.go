@@ -155,18 +155,27 @@ func (r *runAs) claim(root, tenant *dirHandle) (identity, error) {
 func (r *runAs) claimAs(tenant *dirHandle, name string) (identity, error) {
 	u, err := user.Lookup(name)
 	if err != nil {
-		return identity{}, fmt.Errorf("its tenant's Unix user %q: %w", name, err)
+		return identity{}, tenantUserError{fmt.Errorf("its tenant's Unix user %q: %w", name, err)}
 	}
 	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
 	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
 	if err1 != nil || err2 != nil || uid == 0 {
-		return identity{}, fmt.Errorf("its tenant's Unix user %q: uid %s, gid %s: not a user a tenant may run as", name, u.Uid, u.Gid)
+		return identity{}, tenantUserError{fmt.Errorf("its tenant's Unix user %q: uid %s, gid %s: not a user a tenant may run as", name, u.Uid, u.Gid)}
 	}
 	if err := setOwner(tenant.f, int(gid), 0o750); err != nil {
 		return identity{}, fmt.Errorf("giving %s to group %d: %w", tenant, gid, err)
 	}
 	return identity{uid: uint32(uid), gid: uint32(gid)}, nil
 }
+
+// tenantUserError: the Unix user a tenant runs as is missing here, or is
+// not one a tenant may run as. It is the tenant's (its apps fail), not the
+// worker's health: counted against the worker, three apps of one tenant
+// whose user this host lacks benched the worker for every tenant.
+type tenantUserError struct{ err error }
+
+func (e tenantUserError) Error() string { return e.err.Error() }
+func (e tenantUserError) Unwrap() error { return e.err }
 
 func isTenantID(id uint32) bool { return id >= tenantIDBase && id < tenantIDBase+tenantIDs }
 

@@ -275,6 +275,10 @@ func TestRunAsATenantsUnixUser(t *testing.T) {
 	reps := fm.waitFinal(t, "app-v", 0)
 	if got := reps[len(reps)-1]; got.State != wire.ExecutorFailed || !strings.Contains(got.Message, "no-such-user-x") {
 		t.Errorf("an unknown user: %s %q, want FAILED naming it", got.State, got.Message)
+	} else if got.Cause != wire.CauseProcess {
+		// The tenant's, not the worker's: charged to the worker, three apps
+		// of one tenant whose user this host lacks benched it for everyone.
+		t.Errorf("an unknown user's failure is charged to %q, want the app's (not the worker's health)", got.Cause)
 	}
 }
 
