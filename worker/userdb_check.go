@@ -81,6 +81,10 @@ func (w *Worker) checkNamesAtStart(ctx context.Context, names *nameServer, servE
 	w.log.Info("this host resolves the names of this worker's identities", "example", identityName(names.db.hi-1))
 }
 
+// errSlotShared: another worker of this host has this one's slot number
+// (in another --host-dir); the worker refuses to start.
+var errSlotShared = errors.New("this worker's identities are another worker's")
+
 // serveNames serves the names of this worker's identities, with --run-as
 // dynamic (nil, nil without), and has the guardian remove the socket if
 // the worker dies without stop.
@@ -95,8 +99,12 @@ func (w *Worker) serveNames(ctx context.Context) (*nameServer, error) {
 	}
 	w.guard.removeSocketAtExit(names.path, names.id)
 	if names.shared {
-		w.log.Warn("another worker of this host serves the names of this slot's identities: its --host-dir is not this one's, so the two hand out the same uids to their tenants; give every worker of a host one --host-dir",
-			"slot", w.cfg.slot.index, "socket", names.path)
+		// Two workers of one slot number would hand the same uids to two
+		// tenants (issue 30: one read the other's driver's secrets): this
+		// one does not start.
+		names.stop()
+		return nil, fmt.Errorf("%w: another live worker of this host serves the names of slot %d's identities (%s), so its --host-dir is not this one's and the two would hand the same uids to their tenants; give every worker of a host one --host-dir",
+			errSlotShared, w.cfg.slot.index, names.path)
 	}
 	w.log.Info("serving the names of this worker's identities to nss-systemd", "socket", names.path,
 		"names", identityName(names.db.lo)+".."+identityName(names.db.hi-1))

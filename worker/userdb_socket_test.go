@@ -3,7 +3,9 @@ package worker
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -208,4 +210,35 @@ func TestCheckNamesSaysWhatIsWrong(t *testing.T) {
 	var w Worker
 	w.log = slog.New(slog.DiscardHandler)
 	w.checkNamesAtStart(context.Background(), nil, nil) // nothing served, nothing to say: no panic
+}
+
+// Two workers of one host in two --host-dirs both take slot 0, and would
+// hand one uid to two tenants: the second finds the first's names' socket
+// live and does not start.
+func TestASecondWorkerOfOneSlotNumberDoesNotStart(t *testing.T) {
+	requireRoot(t)
+	t.Parallel()
+	base := runAsBase(t)
+	dir := userdbTestDir(t)
+	fm, _ := startRegistered(t, func(c *Config) {
+		c.RunAs = runAsDynamic
+		c.WorkDir = filepath.Join(base, "work-a")
+		c.userdbDir = dir
+	})
+	testproc.Eventually(t, 10*time.Second, "the first worker's names' socket", func() bool { return exists(filepath.Join(dir, "io.berth.worker.0")) })
+	w, err := New(Config{Masters: []string{fm.URL()}, Secret: testSecret, Host: "127.0.0.1",
+		WorkDir: filepath.Join(base, "work-b"), HostDir: t.TempDir(), RunAs: runAsDynamic,
+		userdbDir: dir, Cores: 1, MemoryMB: 512}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = w.Run(ctx)
+	if !errors.Is(err, errSlotShared) || !strings.Contains(err.Error(), "--host-dir") {
+		t.Fatalf("the second worker of slot 0: Run returned %v, want it refused naming --host-dir", err)
+	}
+	if matches, _ := filepath.Glob(filepath.Join(dir, "io.berth.worker.0-*")); len(matches) != 0 {
+		t.Errorf("the refused worker left its socket %v", matches)
+	}
 }

@@ -151,6 +151,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.cg.close()
 	defer w.guard.stop()
 	names, namesErr := w.serveNames(ctx)
+	if errors.Is(namesErr, errSlotShared) {
+		ln.Close()
+		return namesErr
+	}
 	defer names.stop() // after every process is gone (shutdown), before the slot
 
 	srv := httpx.NewServer(httpx.Guard(w.handler(), w.cfg.Secret == "" && w.cfg.TLS == nil), w.log)
