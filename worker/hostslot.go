@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -86,12 +87,19 @@ func (s *hostSlot) keepNext(next uint32) error {
 	return s.write()
 }
 
-// write puts s.rec in the slot's file (this worker holds its lock).
+// write puts s.rec in the slot's file (this worker holds its lock). The
+// record is written over the old one before the file is cut to it: cut
+// first, a crash in between left an empty file, read as a free slot whose
+// identities start again at the range's first (the uid of a tenant gone
+// a minute ago). Written first, a crash leaves the new record with the
+// old one's tail after it, which readSlot ignores. (The lock is the
+// file's own, so it cannot be replaced by a rename.)
 func (s *hostSlot) write() error {
 	data, _ := json.Marshal(s.rec)
-	err := s.file.Truncate(0)
+	data = append(data, '\n')
+	_, err := s.file.WriteAt(data, 0)
 	if err == nil {
-		_, err = s.file.WriteAt(append(data, '\n'), 0)
+		err = s.file.Truncate(int64(len(data)))
 	}
 	if err == nil {
 		err = s.file.Sync()
@@ -212,7 +220,9 @@ func readSlot(dir string, i int) (rec slotRecord, exists, held bool, err error) 
 	}
 	var buf [4096]byte
 	n, _ := f.ReadAt(buf[:], 0)
-	if n > 0 && json.Unmarshal(buf[:n], &rec) != nil {
+	// The first JSON value: what follows it is an older record's tail,
+	// left by a crash between write's write and its cut.
+	if n > 0 && json.NewDecoder(bytes.NewReader(buf[:n])).Decode(&rec) != nil {
 		rec = slotRecord{} // torn by a crash mid-write: it names no work dir
 	}
 	return rec, true, held, nil // the lock, if we took it, goes with f

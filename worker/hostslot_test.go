@@ -96,3 +96,22 @@ func TestTheThirteenthWorkerOfAHostNeedsAPortRange(t *testing.T) {
 	}
 	s.release()
 }
+
+// A crash between the slot record's write and the file's cut leaves the
+// new record with an older one's tail after it: the slot keeps its next
+// identity (read as a free slot, its identities would start again at the
+// range's first, a recent tenant's uid).
+func TestASlotRecordWithAnOldTailKeepsItsNextID(t *testing.T) {
+	dir := t.TempDir()
+	torn := `{"workDir":"/w","nextId":2000000042}` + "\n" + `00042,"pid":12}` + "\n"
+	if err := os.WriteFile(slotPath(dir, 3), []byte(torn), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rec, exists, held, err := readSlot(dir, 3)
+	if err != nil || !exists || held {
+		t.Fatalf("readSlot: exists %v held %v err %v", exists, held, err)
+	}
+	if rec.NextID != 2000000042 || rec.WorkDir != "/w" {
+		t.Errorf("the torn record read as %+v, want its next id 2000000042 and work dir /w", rec)
+	}
+}
