@@ -45,7 +45,7 @@ type refusalRations map[string]*refusalRation
 // instant), else the principal's own (AuditEntry.Principal).
 func rationOf(p httpx.Principal) string {
 	if p.Tenant != "" {
-		return "tenant:" + p.Tenant
+		return httpx.Principal{Kind: httpx.KindTenant, Name: p.Tenant}.Audit()
 	}
 	return p.Audit()
 }

@@ -32,10 +32,12 @@ type workerFault struct{ err error }
 func (f workerFault) Error() string { return f.err.Error() }
 func (f workerFault) Unwrap() error { return f.err }
 
-// byWorker marks err as the worker's (nil stays nil).
+// byWorker marks err as the worker's (nil stays nil), unless it is
+// another's: a tenant's Unix user this host lacks (tenantUserError) fails
+// the app, not the worker's health.
 func byWorker(err error) error {
-	if err == nil {
-		return nil
+	if err == nil || errors.As(err, new(tenantUserError)) {
+		return err
 	}
 	return workerFault{err}
 }
@@ -57,9 +59,6 @@ func (w *Worker) startAttempt(p *proc, note string) (*exec.Cmd, error) {
 	}
 	d, err := w.makeProcDir(p)
 	if err != nil {
-		if errors.As(err, new(tenantUserError)) {
-			return nil, fmt.Errorf("preparing its directory: %w", err) // the tenant's, not the worker's
-		}
 		return nil, byWorker(fmt.Errorf("preparing its directory: %w", err))
 	}
 	defer d.Close()
