@@ -30,7 +30,7 @@ func (w *Worker) diskFull() string {
 
 // noteDisk logs a change of the disk's state and passes it on.
 func (w *Worker) noteDisk(full string) string {
-	if prev := w.lastDiskFull.Swap(&full); prev == nil || *prev != full {
+	if prev := w.lastDiskFull.Swap(&full); prev == nil || (*prev == "") != (full == "") {
 		if full != "" {
 			w.log.Warn("disk full: the master places nothing new here until space returns", "why", full)
 		} else if prev != nil {
@@ -59,7 +59,9 @@ func (w *Worker) diskWatchLoop(ctx context.Context) {
 		if prev := w.lastDiskFull.Load(); prev != nil {
 			said = *prev
 		}
-		if said != w.diskFull() {
+		// Fullness, not its text, changes: while full, the free MiB the
+		// text quotes moves with every write, and is no news.
+		if (said == "") != (w.diskFull() == "") {
 			select {
 			case w.beatNow <- struct{}{}:
 			default: // one is asked for already
