@@ -109,6 +109,9 @@ type core struct {
 	// heldForGang: the apps the last round held back for a gang that has
 	// waited long enough (by id), and that gang's app id.
 	heldForGang map[string]string
+	// roomHolds: the workers whose room is held for a queue executors were
+	// taken back there for (scheduler/holds.go), by id.
+	roomHolds map[string]scheduler.RoomHold
 	// reclaiming counts, by owed queue, the executors being taken back for
 	// it: a queue waits for them to end before more are taken.
 	reclaiming map[string]int
@@ -172,6 +175,7 @@ func (c *core) reset() {
 	c.inheritedPreemptions = map[*executorInfo]struct{}{}
 	c.slots = workerSlots{}
 	c.heldForGang = nil
+	c.roomHolds = nil
 }
 
 func (c *core) now() time.Time { return c.clock.Now() }

@@ -100,3 +100,65 @@ func TestTwoGuaranteesThatFitAreBothReached(t *testing.T) {
 		t.Errorf("%d preempted, big's app holds %s: want one 4-core executor taken and big back at its 5 cores", kills, layout(whole))
 	}
 }
+
+// Two apps of no fixed size in default hold 2 cores on each of two 4-core
+// workers (one capped at 4 cores); etl, guaranteed 3 cores, wants one
+// 3-core executor. The plan took two 2-core executors on one worker for
+// it, and the next round gave the cores freed back to default (pass 2:
+// what the owed could not use yet), which relaunched on them; the victims
+// ended one at a time, so etl never saw 3 cores free, and the plan took
+// again: 1,424 preemptions in 35 s, etl never placed. The room freed for
+// an owed queue is held for it until its need is placed.
+func TestPreemptionForAGuaranteeDoesNotLoop(t *testing.T) {
+	h := newLeader(t, func(c *Config) { c.PreemptionDelay = 2 * time.Second; c.PreemptionGrace = time.Second })
+	h.addWorker("w1", 4, 4096)
+	h.addWorker("w2", 4, 4096)
+	h.setQueue("etl", wire.QueueSpec{Guarantee: &wire.Amount{Cores: 3}})
+	capped := h.addApp(wire.AppDescription{Command: []string{"x"}, MemoryPerExecutorMB: 100, MaxCores: 4})
+	h.running(capped)
+	open := h.addApp(wire.AppDescription{Command: []string{"x"}, MemoryPerExecutorMB: 100})
+	h.running(capped)
+	h.running(open)
+	if capped.coresGranted+open.coresGranted != 8 {
+		t.Fatalf("default's apps hold %s and %s, want all 8 cores", layout(capped), layout(open))
+	}
+	e := h.addApp(wire.AppDescription{Command: []string{"x"}, CoresPerExecutor: 3, MaxCores: 3, MemoryPerExecutorMB: 100, ProcessSpec: wire.ProcessSpec{Queue: "etl"}})
+	kills := h.settleStaggered(40, capped, open, e)
+	if len(e.executors) != 1 {
+		st := mustAppStatus(t, h, e.rec.ID)
+		t.Fatalf("etl holds %s after %d preemptions, want its 3-core executor; it says %q", layout(e), kills, st.Waiting)
+	}
+	if kills > 2 {
+		t.Errorf("%d executors preempted, want the two that free one worker, and nothing after", kills)
+	}
+	if held := capped.coresGranted + open.coresGranted; held != 5 {
+		t.Errorf("default's apps hold %s and %s: want the 5 cores etl leaves (the room held for etl given back once it is placed)", layout(capped), layout(open))
+	}
+}
+
+// settleStaggered runs passes of 250 ms, the workers reporting the
+// executors they are asked to kill one at a time, a pass apart, as
+// executors given a grace end, and apps' executors run; it returns how
+// many executors were preempted.
+func (h *harness) settleStaggered(passes int, apps ...*appInfo) int {
+	h.t.Helper()
+	kills := 0
+	var pending []sentCommand
+	workers := h.workerIDs()
+	for range passes {
+		h.pass(250*time.Millisecond, workers...)
+		k := h.takeSent(wire.WorkerAPI.KillExecutor.Pattern)
+		kills += len(k)
+		if pending = append(pending, k...); len(pending) > 0 {
+			body := pending[0].cmd.body.(wire.KillExecutor)
+			pending = pending[1:]
+			if e := h.c.apps[body.AppID].executors[body.ExecutorID]; e != nil {
+				h.report(e, wire.ExecutorKilled, intp(143))
+			}
+		}
+		for _, a := range apps {
+			h.running(a)
+		}
+	}
+	return kills
+}

@@ -82,6 +82,7 @@ func (c *core) keepRound(p scheduler.Plan) {
 	if p.GangHoldsDecided {
 		c.heldForGang = p.GangHolds
 	}
+	c.roomHolds = p.Holds
 	c.owing = p.Owing
 }
 

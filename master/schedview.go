@@ -15,7 +15,7 @@ import (
 func (c *core) schedulingView() *scheduler.View {
 	v := &scheduler.View{
 		Now: c.now(), Config: c.schedulerConfig(), Index: c.index, Fleet: fleet{c}, Capacity: c.capacity.view(),
-		Rooms: &c.workerViews.rooms, Buffers: &c.schedBuffers, DriverCursor: c.driverCursor,
+		Rooms: &c.workerViews.rooms, Buffers: &c.schedBuffers, DriverCursor: c.driverCursor, Holds: c.roomHolds,
 		Queues: make([]scheduler.Queue, 0, len(c.queues)),
 	}
 	// The apps' views are kept from round to round (a round over a
@@ -55,7 +55,7 @@ func (c *core) statusView() *scheduler.StatusView {
 
 func (c *core) schedulerConfig() scheduler.Config {
 	return scheduler.Config{MinCoreUnit: c.cfg.MinCoreUnit, MaxDrivers: c.cfg.MaxDrivers,
-		PreemptionDelay: c.cfg.PreemptionDelay, GangReserveAfter: c.cfg.GangReserveAfter}
+		PreemptionDelay: c.cfg.PreemptionDelay, PreemptionGrace: c.cfg.PreemptionGrace, GangReserveAfter: c.cfg.GangReserveAfter}
 }
 
 // queueView is queue name as the scheduler sees it.

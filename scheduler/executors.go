@@ -202,19 +202,20 @@ func executorsWanted(a *app, alive, coresFree int) int {
 const maxExecutorsPerPass = 1 << 16
 
 // workersFor is the placement filter of a's executors: the workers it is
-// not excluded from that have the ports it asks for and labels that
-// satisfy its constraints. nil when none applies (the common case costs
+// not excluded from, whose room is not held for another queue (holds.go),
+// that have the ports it asks for and labels that satisfy its
+// constraints. nil when none applies (the common case costs
 // nothing).
 func (r *round) workersFor(a *app) func(string) bool {
 	ports, constraints := len(a.Ports), a.Constraints
-	excluding := r.excluding(a.App)
-	if !excluding && ports == 0 && len(constraints) == 0 {
+	excluding, held := r.excluding(a.App), r.holdsAgainst(a.Queue)
+	if !excluding && !held && ports == 0 && len(constraints) == 0 {
 		return nil
 	}
 	now := r.now
 	return func(id string) bool {
 		labels, free, ok := r.peek(id)
-		return ok && (!excluding || !a.excludes(id, now)) && free >= ports && wire.Satisfies(labels, constraints)
+		return ok && (!excluding || !a.excludes(id, now)) && (!held || !r.heldFrom(id, a.Queue)) && free >= ports && wire.Satisfies(labels, constraints)
 	}
 }
 

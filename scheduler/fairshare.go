@@ -252,6 +252,8 @@ func (r *round) record(rnd *shareRound) {
 		case qr.placed >= qr.wanted:
 		case atLimit(qr):
 			o.Held = fmt.Sprintf("queue %s at its limit (%s)", qr.q.Name, DescribeAmount(*qr.q.Limit))
+		case r.holdsAgainst(name):
+			o.Held = r.heldReason(name)
 		case qr.capped && rnd.othersOwed(qr):
 			o.Held = fmt.Sprintf("queue %s holds its fair share (%s) while others are owed theirs", qr.q.Name, DescribeAmount(o.Fair))
 		}

@@ -38,6 +38,9 @@ type Plan struct {
 	// UnplacedGangs are the gangs a pass offered fewer than all their
 	// executors (for the master's log).
 	UnplacedGangs []UnplacedGang
+	// Holds replaces the room held for owed queues (holds.go), unless
+	// Outcome is Idle.
+	Holds map[string]RoomHold
 	// Owing: a queue or an app is owed capacity; the master runs a round
 	// at every tick meanwhile, so that a preemption that comes due is
 	// made on time. Meaningful unless Outcome is Idle.

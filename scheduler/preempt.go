@@ -34,6 +34,8 @@ func (r *round) reclaim(rnd *shareRound) {
 	}
 	var needs []share.Need
 	var due []bool // needs[i] has waited long enough
+	owing := map[string]bool{}
+	taken := map[string]string{} // worker → the queue executors are taken back there for
 	add := func(ns []share.Need, ready bool) {
 		for _, n := range ns {
 			needs, due = append(needs, n), append(due, ready)
@@ -47,6 +49,7 @@ func (r *round) reclaim(rnd *shareRound) {
 			r.plan.Queues[n] = o
 			continue
 		}
+		owing[n] = true
 		if o.StarvedSince.IsZero() {
 			o.StarvedSince = now
 			r.plan.Queues[n] = o
@@ -65,13 +68,18 @@ func (r *round) reclaim(rnd *shareRound) {
 		if a.clocks.WaitingSince.IsZero() {
 			a.clocks.WaitingSince = now
 		}
-		if cd.qr.q.Reclaiming == 0 && a.preemptible() && r.lowerPriorityIn(a.Queue, a.Priority) {
+		if !a.preemptible() || !r.lowerPriorityIn(a.Queue, a.Priority) {
+			continue
+		}
+		owing[a.Queue] = true
+		if cd.qr.q.Reclaiming == 0 {
 			add([]share.Need{rnd.needOf(cd, index[cd.qr], r.cfg.MinCoreUnit)}, now.Sub(a.clocks.WaitingSince) >= r.cfg.PreemptionDelay)
 		}
 	}
 	needs, due = r.possibleNeeds(rnd, needs, due)
 	r.plan.Owing = len(needs) > 0
 	if len(needs) == 0 {
+		r.keepHolds(owing, nil)
 		r.describeReclaims(rnd, names, nil)
 		return
 	}
@@ -96,8 +104,10 @@ func (r *round) reclaim(rnd *shareRound) {
 			why = fmt.Sprintf("for an app of priority %d in queue %s", n.Priority, owed)
 		}
 		r.plan.Preemptions = append(r.plan.Preemptions, Preemption{AppID: e.app.ID, ExecutorID: e.id, Why: why, For: owed})
+		taken[e.worker] = owed
 	}
 	clear(victims) // its storage is kept for the next round, the apps need not be
+	r.keepHolds(owing, taken)
 	r.describeReclaims(rnd, names, freed)
 }
 
@@ -113,7 +123,14 @@ func (r *round) describeReclaims(rnd *shareRound, names []string, freed map[stri
 		if freed != nil {
 			wait = r.cfg.PreemptionDelay - r.now.Sub(o.StarvedSince)
 		}
-		o.Reclaiming = describeReclaim(rnd, freed[n], wait)
+		switch qr := rnd.queues[n]; {
+		case qr.q.Reclaiming > 0:
+			o.Reclaiming = fmt.Sprintf("%d executors taken back for it are ending (within --preemption-grace %s)", qr.q.Reclaiming, r.cfg.PreemptionGrace)
+		case len(freed[n]) == 0 && r.holdsFor(n) != "":
+			o.Reclaiming = "the room taken back for it on worker " + r.holdsFor(n) + " is held for it"
+		default:
+			o.Reclaiming = describeReclaim(rnd, freed[n], wait)
+		}
 		r.plan.Queues[n] = o
 	}
 }
@@ -122,7 +139,10 @@ func (r *round) describeReclaims(rnd *shareRound, names []string, freed map[stri
 // queue: "8 cores to be reclaimed from queue batch in 25s".
 func describeReclaim(rnd *shareRound, from map[string]share.Vec, wait time.Duration) string {
 	if len(from) == 0 {
-		return "owed capacity, but no queue above its fair share has any to give back"
+		// No executor the plan may take (of a queue that allows it, kept
+		// at its fair share, or for a guarantee at its own guarantee)
+		// frees room on one worker for what waits.
+		return "owed capacity, but no executor can be taken back to make room for it: the queues above their fair share (above their guarantees, for a queue below its own) have none whose room would hold it"
 	}
 	var parts []string
 	for _, q := range slices.Sorted(maps.Keys(from)) {

@@ -29,8 +29,9 @@ type Buffers struct {
 
 // victim is an executor in the preemption view.
 type victim struct {
-	app *app
-	id  int
+	app    *app
+	id     int
+	worker string // its worker's id
 }
 
 // preemptionView is the cluster as share.Plan sees it, queues[i] being
@@ -112,6 +113,7 @@ type viewBuilder struct {
 	victims []victim
 	shapes  map[shapeKey]int // alike executors share one of cl.Shapes
 	inView  []int32          // by worker slot: its index in cl.Free, -1 if not placeable
+	ids     []string         // by index in cl.Free: the worker's id
 }
 
 // free sets each placeable worker's free room, as the round leaves it.
@@ -135,6 +137,7 @@ func (v *viewBuilder) free() {
 			continue
 		}
 		v.inView[w.Slot] = int32(len(flat) / d)
+		v.ids = append(v.ids, w.ID)
 		cores, memory, res := w.CoresFree, w.MemoryFreeMB, map[string][]int(nil)
 		if u, ok := v.r.used[w.ID]; ok {
 			cores, memory = u.coresFree(), u.memoryFree()
@@ -191,7 +194,7 @@ func (v *viewBuilder) add(qi int, a *app, e Executor) {
 	}
 	v.cl.Running = append(v.cl.Running, share.Running{Queue: qi, Priority: a.Priority,
 		Worker: v.worker(e), Shape: v.use(a, e), Started: int64(e.Seq)})
-	v.victims = append(v.victims, victim{a, e.ID})
+	v.victims = append(v.victims, victim{a, e.ID, v.ids[v.worker(e)]})
 }
 
 // aboveFair adds queue qi's most recent executors among apps, as long as

@@ -19,6 +19,7 @@ func Schedule(v *View) Plan {
 	if v.Index.Len() == 0 {
 		return Plan{Outcome: Idle}
 	}
+	r.holds = r.liveHolds()
 	rnd := r.newShareRound()
 	if len(v.WaitingDrivers) > 0 {
 		r.placeDrivers(rnd)
@@ -41,6 +42,7 @@ type round struct {
 	appByID map[string]*app
 	queues  map[string]*Queue
 	used    map[string]*workerUse // the workers the round took room on
+	holds   map[string]RoomHold   // the view's holds still in force
 	plan    Plan
 }
 

@@ -35,6 +35,7 @@ type Config struct {
 	MinCoreUnit      int           // --min-core-unit: the step of an app of no fixed executor size
 	MaxDrivers       int           // --max-drivers; 0: no bound
 	PreemptionDelay  time.Duration // how long a queue or an app is owed before preemption
+	PreemptionGrace  time.Duration // how long an executor taken back has to end (holds.go)
 	GangReserveAfter time.Duration // how long a gang waits before capacity is held for it
 }
 
@@ -72,6 +73,9 @@ type View struct {
 	// DriverCursor is where the drivers' ring starts (Plan.DriverCursor
 	// is where the next round's does).
 	DriverCursor int
+	// Holds is the room held for queues that executors were taken back
+	// for, by worker id (the last plan's Holds; holds.go).
+	Holds map[string]RoomHold
 }
 
 // Index is the placement index as the scheduler uses it; *placement.Index
