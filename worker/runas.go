@@ -159,8 +159,11 @@ func (r *runAs) claimAs(tenant *dirHandle, name string) (identity, error) {
 	}
 	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
 	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-	if err1 != nil || err2 != nil || uid == 0 {
-		return identity{}, tenantUserError{fmt.Errorf("its tenant's Unix user %q: uid %s, gid %s: not a user a tenant may run as", name, u.Uid, u.Gid)}
+	if err1 != nil || err2 != nil {
+		return identity{}, tenantUserError{fmt.Errorf("its tenant's Unix user %q: uid %s, gid %s: not numbers", name, u.Uid, u.Gid)}
+	}
+	if why := refusedTenantUser(uint32(uid), uint32(gid), uint32(os.Geteuid())); why != "" {
+		return identity{}, tenantUserError{fmt.Errorf("its tenant's Unix user %q (uid %d, gid %d): %s: not a user a tenant may run as", name, uid, gid, why)}
 	}
 	if err := setOwner(tenant.f, int(gid), 0o750); err != nil {
 		return identity{}, fmt.Errorf("giving %s to group %d: %w", tenant, gid, err)
@@ -176,6 +179,27 @@ type tenantUserError struct{ err error }
 
 func (e tenantUserError) Error() string { return e.err.Error() }
 func (e tenantUserError) Unwrap() error { return e.err }
+
+// refusedTenantUser says why a tenant's Unix user of uid and gid may not
+// be run as on a worker running as self, "" if it may: root, or root's
+// group, would own the host; the worker's own user would read its
+// secret, its certificates and every tenant's directory; an id of the
+// range dynamic tenants are given here would share a uid with another
+// tenant's processes (and read their /proc/PID/environ, as tenant c read
+// tenant a's token).
+func refusedTenantUser(uid, gid, self uint32) string {
+	switch {
+	case uid == 0:
+		return "root"
+	case gid == 0:
+		return "root's group"
+	case uid == self:
+		return "the worker's own user"
+	case isTenantID(uid) || isTenantID(gid):
+		return fmt.Sprintf("in the range of the ids this worker gives dynamic tenants (%d to %d)", tenantIDBase, tenantIDBase+tenantIDs-1)
+	}
+	return ""
+}
 
 func isTenantID(id uint32) bool { return id >= tenantIDBase && id < tenantIDBase+tenantIDs }
 
