@@ -232,7 +232,7 @@ func (u *server) signOut(w http.ResponseWriter, r *http.Request) {
 // safeNext keeps a redirect after sign-in on this server's UI.
 func safeNext(next string) string {
 	home := routes.UIPages.Pattern
-	if !strings.HasPrefix(next, home) || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	if len(next) > httpx.MaxEchoedURI || !strings.HasPrefix(next, home) || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
 		return home
 	}
 	return next

@@ -166,7 +166,11 @@ func Authorize(api any, mux *http.ServeMux, a Auth) http.Handler {
 		isUI = isUI && a.UI != nil
 		p, err := a.authenticate(r, want, isUI)
 		if err != nil && isUI && r.Method == http.MethodGet {
-			http.Redirect(w, r, ui.signIn+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			next := ""
+			if uri := r.URL.RequestURI(); len(uri) <= MaxEchoedURI {
+				next = "?next=" + url.QueryEscape(uri)
+			}
+			http.Redirect(w, r, ui.signIn+next, http.StatusSeeOther)
 			return
 		}
 		if err == nil {

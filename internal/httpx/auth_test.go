@@ -2,8 +2,10 @@ package httpx
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/berth-cluster/berth/wire"
@@ -139,5 +141,25 @@ func TestAuthorizeRedirectKeepsThePath(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusTemporaryRedirect || resp.Header.Get("Location") != "https://10.0.0.2:7077/v1/apps/app-1?x=1" {
 		t.Errorf("%d to %q, want 307 to the leader's /v1/apps/app-1?x=1", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+// A follower's 307 repeats the request URI only up to MaxEchoedURI: a
+// 1 MB path sent to a follower came back as a 1 MB Location.
+func TestRedirectDoesNotEchoAHugeURI(t *testing.T) {
+	srv := authServer(t, Auth{Secret: "s", Bearer: func(context.Context, string) (Principal, error) {
+		return Principal{}, &StatusError{Status: http.StatusTemporaryRedirect, Code: wire.CodeNotLeader, Message: "not the leader", Leader: "https://10.0.0.2:7077/"}
+	}})
+	req, _ := http.NewRequest(http.MethodDelete, srv.URL+"/v1/apps/"+strings.Repeat("a", MaxEchoedURI), nil)
+	req.Header.Set("Authorization", "Bearer "+wire.DriverTokenPrefix+"d.x")
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTemporaryRedirect || resp.Header.Get("Location") != "https://10.0.0.2:7077" || len(body) > 8<<10 {
+		t.Errorf("%d to %q with %d bytes of body, want 307 to the leader alone, a short body", resp.StatusCode, resp.Header.Get("Location"), len(body))
 	}
 }

@@ -78,6 +78,12 @@ func Errorf(status int, format string, args ...any) *StatusError {
 const (
 	maxErrorArg     = 1024
 	maxErrorMessage = 4096
+	// MaxEchoedURI bounds a request URI a redirect repeats (a follower's
+	// 307 to the leader, the UI's sign-in next=): no route of berth's
+	// needs more, and a 1 MB path sent to a follower came back as a 1 MB
+	// Location. A longer one is redirected without it (the leader named
+	// in the body; the UI's home page).
+	MaxEchoedURI = 8 << 10
 )
 
 // Echo returns args with each string, byte slice, error or Stringer cut to
@@ -153,7 +159,11 @@ func WriteErr(w http.ResponseWriter, r *http.Request, err error) {
 	var se *StatusError
 	if errors.As(err, &se) {
 		if se.Leader != "" && se.Status == http.StatusTemporaryRedirect {
-			w.Header().Set("Location", strings.TrimSuffix(se.Leader, "/")+r.URL.RequestURI())
+			leader := strings.TrimSuffix(se.Leader, "/")
+			if uri := r.URL.RequestURI(); len(uri) <= MaxEchoedURI {
+				leader += uri
+			}
+			w.Header().Set("Location", leader)
 		}
 		code := se.Code
 		if code == "" {

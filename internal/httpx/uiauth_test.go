@@ -56,6 +56,10 @@ func TestUISessionCookieOpensTheUIOnly(t *testing.T) {
 	if rec := do("GET", "/ui/sign-in", ""); rec.Code != 200 {
 		t.Errorf("the sign-in page: %d", rec.Code)
 	}
+	// A page asked for with a huge URI is not repeated in next=.
+	if rec := do("GET", "/ui/apps/"+strings.Repeat("x", MaxEchoedURI), ""); rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/ui/sign-in" {
+		t.Errorf("a huge page URI: %d to %.80q, want the sign-in without next", rec.Code, rec.Header().Get("Location"))
+	}
 }
 
 var echoPrincipal = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
