@@ -103,6 +103,19 @@ func (c *Client) roundTrip(ctx context.Context, r request, stream bool) (*http.R
 	// or the other (or broken), no leader can be had: the call ends.
 	quorumless, gone := map[string]bool{}, map[string]bool{}
 	var noQuorum error // the last no_quorum answer
+	// silent: masters that did not answer a probe (silent.go), asked of
+	// all by a client that has reached none yet, and of the others once
+	// an attempt of the call goes unanswered; and those suspect already.
+	var silent map[string]bool
+	probed := false
+	if !stream {
+		if !c.reached.Load() {
+			silent, probed = c.probe(ctx, c.masters), true
+		} else {
+			silent = c.suspects()
+		}
+		target = c.answering(target, silent, quorumless, gone, broken)
+	}
 	for attempt := 1; ; attempt++ {
 		var actx context.Context
 		var cancel context.CancelFunc
@@ -157,7 +170,16 @@ func (c *Client) roundTrip(ctx context.Context, r request, stream bool) (*http.R
 		default:
 			delete(gone, target)
 		}
-		if c.noQuorumAnywhere(quorumless, gone, broken) {
+		switch {
+		case answered:
+			delete(silent, target)
+		case !stream && !probed && !unreachable(err):
+			// No answer at all (frozen, or cut off): which of the others
+			// answer, before the next is sent the request?
+			silent, probed = union(c.probe(ctx, c.others(target)), silent), true
+			silent[target] = true
+		}
+		if c.noQuorumAnywhere(quorumless, union(gone, silent), broken) {
 			return nil, nil, c.notDone(r, noQuorum, unknown)
 		}
 
@@ -189,6 +211,7 @@ func (c *Client) roundTrip(ctx context.Context, r request, stream bool) (*http.R
 					next = m
 				}
 			}
+			next = c.answering(next, silent, quorumless, gone, broken)
 		}
 		if next == "" {
 			return nil, nil, c.allBroken(r, broken, unknown)

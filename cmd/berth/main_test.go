@@ -130,6 +130,9 @@ func newFakeMaster(t *testing.T) *fakeMaster {
 		httpx.WriteErr(w, r, httpx.Errorf(http.StatusNotFound, "unknown worker %s", r.PathValue("id")))
 	})
 	f.srv = httptest.NewServer(httpx.RequireSecret(testSecret, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if answeredProbe(w, r) {
+			return
+		}
 		f.mu.Lock()
 		f.requests = append(f.requests, r.Method+" "+r.URL.RequestURI())
 		f.mu.Unlock()
@@ -389,6 +392,12 @@ func TestUnknownFlagsAndCommandsExit2WithAHint(t *testing.T) {
 		{[]string{"kill", "nonexistent"}, `kill: unknown subcommand "nonexistent"`, "berth kill takes app, driver"},
 		{[]string{"kill", "app", "--bogus", "x"}, "unknown flag --bogus", "berth kill app --help lists its flags"},
 		{[]string{"submit", "--cores"}, "flag --cores needs a value", "berth submit --help"},
+		// Arguments missing or extra are the command line's mistake too
+		// (they exited 1, as a refused value does).
+		{[]string{"kill", "app"}, "missing arguments", "usage: berth kill app ID"},
+		{[]string{"app"}, "missing arguments", "usage: berth app ID"},
+		{[]string{"queue", "set"}, "missing arguments", "usage: berth queue set NAME"},
+		{[]string{"kill", "app", "a", "b"}, `unexpected arguments ["b"]`, "usage: berth kill app ID"},
 	} {
 		res := berth(t, cleanEnv(), c.args...)
 		if res.Code != 2 || !strings.Contains(res.Stderr, c.want) || !strings.Contains(res.Stderr, c.hint) || strings.Contains(res.Stderr, "provided") {
@@ -426,4 +435,15 @@ func TestKillOfAnEndedAppAndStatusWithoutTheCompleted(t *testing.T) {
 	if !strings.Contains(all.Stdout, "Completed apps") || strings.Contains(active.Stdout, "Completed apps") || strings.Contains(active.Stdout, "Completed drivers") {
 		t.Errorf("status --completed=false still lists the completed:\n%s", active.Stdout)
 	}
+}
+
+// answeredProbe answers a client's liveness probe (GET /healthz, before
+// its first request: client/silent.go) as a master does, and reports
+// whether r was one: the fakes record only the calls themselves.
+func answeredProbe(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodGet || r.URL.Path != wire.MasterAPI.Health.Path() {
+		return false
+	}
+	_, _ = w.Write([]byte("ok\n"))
+	return true
 }

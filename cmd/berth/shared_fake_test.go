@@ -88,6 +88,9 @@ func newSharedMaster(t *testing.T, bearer string) *sharedMaster {
 	})
 	auth := httpx.RequireSecret(bearer, mux)
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if answeredProbe(w, r) {
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
 		f.calls = append(f.calls, sharedCall{r.Method, r.URL.RequestURI(), string(body), r.Header.Get("Authorization")})
