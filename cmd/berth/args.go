@@ -59,7 +59,12 @@ func positional(c *cli.Context, usage string, n int) ([]string, error) {
 		}
 	}
 	if len(pos) != n {
-		return nil, fmt.Errorf("usage: %s", usage)
+		// A command line's mistake, as an unknown flag is: exit 2.
+		what := "missing arguments"
+		if len(pos) > n {
+			what = fmt.Sprintf("unexpected arguments %q", pos[n:])
+		}
+		return nil, usageFailure(errors.New(what), "usage: "+usage)
 	}
 	return pos, nil
 }

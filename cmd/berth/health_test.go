@@ -311,7 +311,7 @@ func TestWorkerClear(t *testing.T) {
 	if res.Code != 1 || !strings.Contains(res.Stderr, "clear worker nope") || !strings.Contains(res.Stderr, "unknown worker") {
 		t.Fatalf("worker clear of an unknown worker: %+v", res)
 	}
-	if res := berth(t, f.env(), "worker", "clear"); res.Code != 1 || !strings.Contains(res.Stderr, "usage: berth worker clear ID") {
+	if res := berth(t, f.env(), "worker", "clear"); res.Code != 2 || !strings.Contains(res.Stderr, "usage: berth worker clear ID") {
 		t.Fatalf("worker clear without an id: %+v", res)
 	}
 }
