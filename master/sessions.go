@@ -33,17 +33,18 @@ func (m *Master) newSessions() *httpx.UISessions {
 }
 
 // sessionEnded reads the replica: a follower refuses an ended session too.
-func (m *Master) sessionEnded(ctx context.Context, id string) (bool, error) {
+func (m *Master) sessionEnded(ctx context.Context, ref httpx.SessionRef) (bool, error) {
 	ended := false
-	err := m.engine.Read(ctx, func(s *persistence.State) { _, ended = s.EndedSessions[id] })
+	err := m.engine.Read(ctx, func(s *persistence.State) { ended = s.SessionEnded(ref.Tenant, ref.ID, ref.Expires.Unix()) })
 	return ended, err
 }
 
 // endSession has the leader write the session's end: this master's loop
 // when it leads, else the leader's API, where value proves the right.
 func (m *Master) endSession(ctx context.Context, value, id string, expires time.Time) error {
-	ctx = asSession(audited(ctx, wire.MasterAPI.EndUISession.Endpoint, ""), m.sessions.Holder(value))
-	_, err := call(ctx, m, func(c *core, r reply[wire.None]) { c.endSession(id, expires, r) })
+	holder := m.sessions.Holder(value)
+	ctx = asSession(audited(ctx, wire.MasterAPI.EndUISession.Endpoint, ""), holder)
+	_, err := call(ctx, m, func(c *core, r reply[wire.None]) { c.endSession(id, holder.Tenant, expires, r) })
 	var se *httpx.StatusError
 	if !errors.As(err, &se) || se.Status != http.StatusTemporaryRedirect || se.Leader == "" {
 		return err
@@ -58,7 +59,8 @@ func (m *Master) serveEndSession(r *http.Request, in wire.EndSession) (wire.None
 	if err != nil {
 		return wire.None{}, httpx.Coded(http.StatusUnauthorized, wire.CodeUnauthorized, "not a live session of this cluster's masters")
 	}
-	return call(asSession(r.Context(), m.sessions.Holder(in.Session)), m, func(c *core, r reply[wire.None]) { c.endSession(id, expires, r) })
+	holder := m.sessions.Holder(in.Session)
+	return call(asSession(r.Context(), holder), m, func(c *core, r reply[wire.None]) { c.endSession(id, holder.Tenant, expires, r) })
 }
 
 // asSession makes the session's holder (an operator's session, or a
@@ -73,13 +75,14 @@ func asSession(ctx context.Context, holder httpx.Principal) context.Context {
 	return ctx
 }
 
-// endSession writes the end of session id, which expires at expires.
-func (c *core) endSession(id string, expires time.Time, reply reply[wire.None]) {
+// endSession writes the end of session id of tenant ("" for an
+// operator's), which expires at expires.
+func (c *core) endSession(id, tenant string, expires time.Time, reply reply[wire.None]) {
 	if !c.leading() {
 		reply.fail(c.notLeader())
 		return
 	}
-	end := persistence.EndedSession{ID: id, Expires: expires.Unix(), At: c.clock.Now().Unix()}
+	end := persistence.EndedSession{ID: id, Expires: expires.Unix(), At: c.clock.Now().Unix(), Holder: tenant}
 	c.commit([]persistence.Command{persistence.EndSession(end)}, func() {}, func(err error) { reply(wire.None{}, err) })
 }
 

@@ -142,24 +142,6 @@ func (s *State) putExecutor(c Command, touched func(Key)) {
 	executorKind.put(s, &r, touched)
 }
 
-// endSession records a signed-out session until it expires, and forgets
-// those expired by the time it was signed out (the command's own time, so
-// every master forgets the same).
-func (s *State) endSession(c Command, _ func(Key)) {
-	e := *c.Session
-	if s.EndedSessions == nil {
-		s.EndedSessions = map[string]int64{}
-	}
-	for id, expires := range s.EndedSessions {
-		if expires <= e.At {
-			delete(s.EndedSessions, id)
-		}
-	}
-	if e.Expires > e.At {
-		s.EndedSessions[e.ID] = e.Expires
-	}
-}
-
 // audit appends an entry and drops those past the retention: older than
 // the entry's time minus Retain, the oldest beyond MaxAuditEntries, and the
 // oldest while the log holds more than MaxAuditBytes. Each text field is

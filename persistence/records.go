@@ -199,11 +199,13 @@ func endedAt(t *time.Time) time.Time {
 }
 
 // EndedSession is a web UI session signed out at At, which would have
-// expired at Expires (both Unix seconds).
+// expired at Expires (both Unix seconds); Holder is the tenant whose
+// session it was, "" for an operator's (sessions_ended.go).
 type EndedSession struct {
 	ID      string `json:"id"`
 	Expires int64  `json:"expires"`
 	At      int64  `json:"at"`
+	Holder  string `json:"holder,omitempty"`
 }
 
 // QueueRecord is a queue's settings (wire.QueueSpec with its defaults

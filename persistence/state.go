@@ -27,8 +27,8 @@ type State struct {
 	NextAppNumber    int `json:"nextAppNumber"`
 	NextDriverNumber int `json:"nextDriverNumber"`
 	// EndedSessions are the web UI's sessions signed out before they
-	// expired, id → expiry (Unix seconds): the masters refuse them until
-	// then (httpx.UISessions).
+	// expired, by EndedKey → expiry (Unix seconds): the masters refuse
+	// them until then (httpx.UISessions, sessions_ended.go).
 	EndedSessions map[string]int64 `json:"endedSessions,omitempty"`
 	// Queues are the queues an operator set (the default queue only if
 	// set); Tenants the tenants; Audit the audit log, oldest first.

@@ -43,14 +43,21 @@ const (
 	sessionIDLen  = 16
 )
 
+// SessionRef is what Ended is told of a session: its id, its tenant (""
+// for an operator's) and when it expires.
+type SessionRef struct {
+	ID, Tenant string
+	Expires    time.Time
+}
+
 // UISessions issues and checks the sessions of one scope.
 type UISessions struct {
 	// Cookie is the name of the session's cookie.
 	Cookie string
 	key    []byte
 	now    func() time.Time
-	// Ended reports whether the session id was signed out.
-	Ended func(ctx context.Context, id string) (bool, error)
+	// Ended reports whether the session was signed out.
+	Ended func(ctx context.Context, s SessionRef) (bool, error)
 	// End signs the session value (checked: id, expiring at expires) out,
 	// everywhere it is valid.
 	End func(ctx context.Context, value, id string, expires time.Time) error
@@ -163,7 +170,7 @@ func (s *UISessions) Verify(ctx context.Context, value string) (Principal, error
 		return Principal{}, err
 	}
 	if s.Ended != nil {
-		ended, err := s.Ended(ctx, ss.ID)
+		ended, err := s.Ended(ctx, SessionRef{ID: ss.ID, Tenant: ss.Tenant, Expires: ss.Expires})
 		if err != nil {
 			return Principal{}, fmt.Errorf("reading the sessions ended: %w", err)
 		}
@@ -204,10 +211,10 @@ func NewEndedSet(now func() time.Time) *EndedSet {
 }
 
 // Ended is UISessions.Ended.
-func (e *EndedSet) Ended(_ context.Context, id string) (bool, error) {
+func (e *EndedSet) Ended(_ context.Context, s SessionRef) (bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	_, ok := e.ids[id]
+	_, ok := e.ids[s.ID]
 	return ok, nil
 }
 

@@ -53,7 +53,7 @@ func TestUISessionsExpireEndAndBelongToTheirScope(t *testing.T) {
 	if err := s.Check(ctx, b); err != nil {
 		t.Errorf("another session ended with the first: %v", err)
 	}
-	if ok, _ := ended.Ended(ctx, id); !ok {
+	if ok, _ := ended.Ended(ctx, SessionRef{ID: id}); !ok {
 		t.Error("the ended set does not hold the id")
 	}
 	now = now.Add(UISessionTTL)
@@ -64,7 +64,7 @@ func TestUISessionsExpireEndAndBelongToTheirScope(t *testing.T) {
 	if err := s.SignOut(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := ended.Ended(ctx, id); ok {
+	if ok, _ := ended.Ended(ctx, SessionRef{ID: id}); ok {
 		t.Error("an expired id is still kept by the ended set")
 	}
 }
