@@ -48,6 +48,12 @@ func (s *State) SessionEnded(holder, id string, expires int64) bool {
 	if _, ok := s.EndedSessions[EndedKey(holder, id)]; ok {
 		return true
 	}
+	if _, ok := s.EndedSessions[id]; ok {
+		// A tenant's sign-out written before holders were kept (by id
+		// alone): still ended after the upgrade. Ids are 128 random bits:
+		// no other holder's session has it.
+		return true
+	}
 	all, ok := s.EndedSessions[EndedKey(holder, endedAll)]
 	return ok && expires <= all
 }

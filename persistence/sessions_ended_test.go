@@ -50,6 +50,11 @@ func TestEndedSessionsOfAHolderAreBounded(t *testing.T) {
 	if _, ok := s.EndedSessions[EndedKey("acme", endedAll)]; ok {
 		t.Errorf("acme's bound entry kept past its expiry: %v", s.EndedSessions)
 	}
+	// A tenant's sign-out of before holders were kept is still ended.
+	s.EndedSessions["legacy"] = 40_000
+	if !s.SessionEnded("acme", "legacy", 40_000) {
+		t.Error("a tenant's session signed out before the upgrade is valid again")
+	}
 	if c := s.Clone(); !c.Equal(s) {
 		t.Error("a clone differs")
 	}
