@@ -263,7 +263,11 @@ func byEnd[R interface{ Finished() bool }, S any](recs []R, status func(R) S, wi
 
 // recordAppStatus and recordDriverStatus are the status a record says, for
 // a record whose queue is named (admitted, or loadedApp's and
-// loadedDriver's).
+// loadedDriver's): a follower's view, and an ended one's. Every field the
+// record holds is shown, as the leader shows it (a follower's dropped the
+// app's Spark UI link, its command, ports, checks, restart policy,
+// constraints and gang); only the leader's memory (exclusions, retries,
+// waiting reasons) is not there to show.
 func recordAppStatus(r *persistence.AppRecord) wire.AppStatus {
 	return wire.AppStatus{
 		ID: r.ID, Name: r.Desc.Name, State: r.State, SubmittedAt: r.SubmittedAt, EndedAt: r.EndedAt,
@@ -271,6 +275,8 @@ func recordAppStatus(r *persistence.AppRecord) wire.AppStatus {
 		MemoryPerExecutorMB: r.Desc.MemoryPerExecutorMB, ExecutorLimit: r.ExecutorLimit, Message: r.Message,
 		ResourcesPerExecutor: r.Desc.ResourcesPerExecutor, Executors: append([]wire.ExecutorStatus{}, r.Executors...),
 		Queue: r.Desc.Queue, Priority: r.Desc.Priority, Tenant: r.Tenant, Detached: r.Desc.Detached,
+		Ports: r.Desc.Ports, Checks: r.Desc.Checks, Restart: r.Desc.Restart, Constraints: r.Desc.Constraints,
+		Gang: r.Desc.Gang, GangRestart: r.Desc.GangRestart, UIURL: r.Desc.UIURL, Command: r.Desc.Command,
 	}
 }
 
@@ -280,6 +286,6 @@ func recordDriverStatus(r *persistence.DriverRecord) wire.DriverStatus {
 		Supervise: r.Desc.Supervise, Command: r.Desc.Command, WorkerID: r.WorkerID, ExitCode: r.ExitCode,
 		Message: r.Message, RelaunchOf: r.RelaunchOf, RelaunchedAs: r.RelaunchedAs, KillRequested: r.KillRequested,
 		ResourcesAsked: r.Desc.Resources, EndedAt: r.EndedAt,
-		Queue: r.Desc.Queue, Priority: r.Desc.Priority, Tenant: r.Tenant,
+		Queue: r.Desc.Queue, Priority: r.Desc.Priority, Tenant: r.Tenant, Constraints: r.Desc.Constraints,
 	}
 }
