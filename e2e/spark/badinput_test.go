@@ -6,12 +6,14 @@ package spark
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/berth-cluster/berth/security"
 	"github.com/berth-cluster/berth/testkit/testcluster"
 )
 
@@ -27,6 +29,12 @@ func TestSparkBadInputFailsAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	nowhere := fmt.Sprintf("127.0.0.1:%d", closed)
+	// A CA that did not sign the masters' certificates: the plugin must
+	// refuse the masters it names, not take any certificate.
+	otherCA := t.TempDir()
+	if err := security.CreateCA(otherCA); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name, settings string
 		want           []string // in the exception's message
@@ -35,6 +43,7 @@ func TestSparkBadInputFailsAtStart(t *testing.T) {
 		{"token", "spark.berth.token=bt.acme.notitstoken", []string{"refused the credential", "spark.berth.token"}},
 		{"master", "spark.master=spark+berth://" + nowhere + ";spark.berth.connectTimeout=2s",
 			[]string{"no master answers at https://" + nowhere}},
+		{"ca", "spark.berth.tls.caFile=" + filepath.Join(otherCA, "ca.pem") + ";spark.berth.connectTimeout=2s", []string{"TLS with https://", "PKIX path validation failed", "check spark.berth.tls.caFile"}},
 		{"memory", "spark.executor.memory=8g", []string{"cannot start", "no worker has", "MB"}},
 		// Dynamic allocation starts at no executor: berth still says none could start.
 		{"memory-dynamic", "spark.executor.memory=8g;spark.executor.instances=0;spark.dynamicAllocation.enabled=true;" +

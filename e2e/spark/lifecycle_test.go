@@ -238,6 +238,13 @@ func TestSparkLeaderKilled(t *testing.T) {
 		}
 		return err
 	})
+	// The job runs on through the failover: the new leader has the app
+	// with its two executors RUNNING (the workers and the driver back to
+	// it) while the job has yet to end.
+	cl.running(t, id, 2, 30*time.Second)
+	if strings.Contains(r.log(), slowJobOK) {
+		t.Errorf("the job had ended by the time the new leader had it running: the test shows no job running through a failover")
+	}
 	r.wait(3*time.Minute, slowJobOK)
 	if !strings.Contains(r.log(), "berth: the leader is now") {
 		t.Errorf("the driver's log does not say it follows a new leader")
