@@ -88,18 +88,31 @@ func TestATenantsFailingAppsDoNotBenchTheWorker(t *testing.T) {
 	}
 }
 
-// TestSquattedPortsAreNotHandedOut: a tenant's process bound 40 ports of
-// the worker's range, and the master went on handing them to another
-// tenant's executors, which failed "Address already in use". Now the
+// TestSquattedPortsAreNotHandedOut: tenant x's process bound 40 ports of
+// the worker's range, and the master went on handing them to tenant y's
+// executors, which failed "Address already in use". Now the
 // worker refuses such a launch and says which ports are held; the
 // executor is placed again on a free port, runs, and nothing is charged to
 // the app or the worker.
 func TestSquattedPortsAreNotHandedOut(t *testing.T) {
 	t.Parallel()
 	const first, last, squatLast = 19000, 19049, 19039 // below every other test's ranges
-	cl := startCluster(t, clusterSpec{workers: []string{"w1"}, cores: 4, memory: "1g", workerFlags: []string{"--port-range", fmt.Sprintf("%d-%d", first, last)}})
-	cl.registerApp(t, wire.AppDescription{Name: "squatter", Command: []string{healthBin, "--squat", fmt.Sprintf("%d-%d", first, squatLast), cl.marker},
-		MaxCores: 1, CoresPerExecutor: 1, MemoryPerExecutorMB: 64})
+	// Two tenants, as the issue saw it, each run as its own identity where
+	// the worker can (--run-as needs root; CI runs as root): ports are the
+	// host's, whoever holds them.
+	spec := clusterSpec{workers: []string{"w1"}, cores: 4, memory: "1g", workerFlags: []string{"--port-range", fmt.Sprintf("%d-%d", first, last)}}
+	if os.Geteuid() == 0 {
+		spec.tenantsReach, spec.workerFlags = true, append(spec.workerFlags, "--run-as", "dynamic")
+	}
+	cl := startCluster(t, spec)
+	led := &auditLedger{}
+	cl.setQueues(led, map[string]wire.QueueSpec{"qx": {}, "qy": {}})
+	cx := tenantClient(t, cl.createTenant(led, "x", "qx"), cl.URLs()...)
+	cy := tenantClient(t, cl.createTenant(led, "y", "qy"), cl.URLs()...)
+	if _, err := cx.RegisterApp(callCtx(t, 30*time.Second), wire.AppDescription{Name: "squatter", Command: []string{healthBin, "--squat", fmt.Sprintf("%d-%d", first, squatLast), cl.marker},
+		MaxCores: 1, CoresPerExecutor: 1, MemoryPerExecutorMB: 64, ProcessSpec: wire.ProcessSpec{Queue: "qx"}}); err != nil {
+		t.Fatal(err)
+	}
 	testproc.Eventually(t, 20*time.Second, "the squatter holding its ports", func() error {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", squatLast), time.Second)
 		if err == nil {
@@ -107,7 +120,12 @@ func TestSquattedPortsAreNotHandedOut(t *testing.T) {
 		}
 		return err
 	})
-	victim := cl.registerApp(t, checkedService("victim", 1, []string{cl.marker}, time.Second, time.Second, 3, 0))
+	desc := checkedService("victim", 1, []string{cl.marker}, time.Second, time.Second, 3, 0)
+	desc.Queue = "qy"
+	victim, err := cy.RegisterApp(callCtx(t, 30*time.Second), desc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	e := cl.healthyExecutor(victim, 30*time.Second)
 	if p := e.Ports["http"]; p <= squatLast || p > last {
 		t.Errorf("the victim serves on port %d, want one of %d-%d (the squatter holds %d-%d)", p, squatLast+1, last, first, squatLast)
