@@ -15,6 +15,8 @@ import (
 
 	"github.com/berth-cluster/berth/security"
 	"github.com/berth-cluster/berth/testkit/testcluster"
+	"github.com/berth-cluster/berth/testkit/testproc"
+	"github.com/berth-cluster/berth/wire"
 )
 
 // Each case is one SparkContext of one JVM (BadStart, in testdata), so
@@ -49,13 +51,16 @@ func TestSparkBadInputFailsAtStart(t *testing.T) {
 		{"memory-dynamic", "spark.executor.memory=8g;spark.executor.instances=0;spark.dynamicAllocation.enabled=true;" +
 			"spark.dynamicAllocation.shuffleTracking.enabled=true", []string{"cannot start", "no worker has"}},
 		{"none", "spark.executor.instances=0", nil},
+		// Spark's settings as berth's, read back from the master below.
+		{"settings", "spark.executor.instances=3;spark.executor.cores=2;spark.executor.memory=512m;spark.executor.memoryOverhead=400m;" +
+			"spark.cores.max=4;spark.berth.priority=5;spark.berth.constraints=zone!=z9;spark.scheduler.minRegisteredResourcesRatio=0", nil},
 	}
 	args := []string{"--class", "BadStart", appJar}
 	for _, c := range cases {
 		args = append(args, c.name, c.settings)
 	}
 	r := cl.submit(t, "bad-start", nil, args...)
-	r.wait(2*time.Minute, "CASE none")
+	r.wait(2*time.Minute, "CASE settings")
 	out := map[string][]string{}
 	for _, m := range regexp.MustCompile(`(?m)^CASE (\S+) ([0-9.]+) (.*)$`).FindAllStringSubmatch(r.log(), -1) {
 		out[m[1]] = m[2:]
@@ -81,5 +86,39 @@ func TestSparkBadInputFailsAtStart(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %.1f s: %s", c.name, secs, got[1])
+	}
+	checkSettingsMapped(t, cl)
+}
+
+// checkSettingsMapped checks what the master recorded of the app BadStart
+// started with Spark's settings: each is berth's own (docs/SPARK.md), as
+// the real master took them, not a fake's reading of the request.
+func checkSettingsMapped(t *testing.T, cl *sparkCluster) {
+	t.Helper()
+	var a *wire.AppStatus
+	testproc.Eventually(t, 30*time.Second, "the app of the settings case ended", func() error {
+		ctx, cancel := callCtx()
+		defer cancel()
+		st, err := cl.c.Cluster(ctx)
+		if err != nil {
+			return err
+		}
+		for _, x := range append(st.ActiveApps, st.CompletedApps...) {
+			if x.Name == "bad-start-settings" && x.State.Finished() {
+				a = &x
+				return nil
+			}
+		}
+		return fmt.Errorf("no ended app bad-start-settings among %d apps", len(st.ActiveApps)+len(st.CompletedApps))
+	})
+	limit := -1
+	if a.ExecutorLimit != nil {
+		limit = *a.ExecutorLimit
+	}
+	want := "limit 3, 2 cores and 912 MB per executor, max 4 cores, priority 5, constraints [zone not in [z9]], queue etl"
+	got := fmt.Sprintf("limit %d, %d cores and %d MB per executor, max %d cores, priority %d, constraints %v, queue %s",
+		limit, a.CoresPerExecutor, a.MemoryPerExecutorMB, a.MaxCores, a.Priority, a.Constraints, a.Queue)
+	if got != want {
+		t.Errorf("the master recorded %s; want %s", got, want)
 	}
 }
