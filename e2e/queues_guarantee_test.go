@@ -63,3 +63,81 @@ func TestQueuesGuaranteeBesideExecutorsOfNoFixedSize(t *testing.T) {
 		t.Errorf("default lost %d executors to preemption, want the 2 that free one worker", q.Preemptions)
 	}
 }
+
+// The issue's own layout, end to end: one app of default with no fixed
+// size holds all 8 cores in two 4-core executors; etl, guaranteed 3
+// cores, asks for 3 one-core executors. It waited for ever ("no queue
+// above its fair share has any to give back"); now one 4-core executor is
+// taken, etl runs its 3, and default's app takes the core left (two
+// executors' worth on the worker it kept, one on the other).
+func TestQueuesGuaranteeAgainstWholeWorkerExecutors(t *testing.T) {
+	t.Parallel()
+	const delay, grace = 2 * time.Second, time.Second
+	cl := startCluster(t, clusterSpec{flags: queuesFlags(delay, grace), workers: []string{"w1", "w2"}, cores: 4, memory: "2g"})
+	led := &auditLedger{}
+	cl.setQueues(led, map[string]wire.QueueSpec{"etl": {Guarantee: &wire.Amount{Cores: 3}}})
+	dir := t.TempDir()
+	whole := cl.termApp("whole", wire.DefaultQueue, 0, dir, true)
+	whole.CoresPerExecutor = 0
+	wid, err := cl.c.RegisterApp(callCtx(t, 30*time.Second), whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.runningApp(wid, 2, 20*time.Second)
+	eid, err := cl.c.RegisterApp(callCtx(t, 30*time.Second), cl.termApp("etl", "etl", 3, dir, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.runningApp(eid, 3, delay+grace+20*time.Second)
+	cl.statusWhen(20*time.Second, "default's app on the 5 cores etl leaves", func(st wire.ClusterStatus) error {
+		if a, _ := appStatus(st, wid); a.CoresGranted != 5 {
+			return fmt.Errorf("default's app holds %d cores", a.CoresGranted)
+		}
+		return nil
+	})
+	qs, err := cl.c.Queues(callCtx(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q, _ := queueIn(qs, wire.DefaultQueue); q.Preemptions != 1 {
+		t.Errorf("default lost %d executors to preemption, want the one 4-core executor", q.Preemptions)
+	}
+}
+
+// Idle cores beside a waiting app, end to end: etl holds 3 cores of two
+// 4-core workers; an app of default with no fixed size, at most 4 cores,
+// takes 4 across both; etl's app of 2-core executors cannot use the core
+// left; a second app of default, --max-cores 1, waited beside it saying
+// it waited for its fair share. It takes the core, and says nothing.
+func TestQueuesNoIdleCoreBesideAnAppOfNoFixedSize(t *testing.T) {
+	t.Parallel()
+	cl := startCluster(t, clusterSpec{flags: queuesFlags(time.Hour, time.Second), workers: []string{"w1", "w2"}, cores: 4, memory: "2g"})
+	led := &auditLedger{}
+	cl.setQueues(led, map[string]wire.QueueSpec{"etl": {Guarantee: &wire.Amount{Cores: 3}}})
+	dir := t.TempDir()
+	register := func(d wire.AppDescription) string {
+		t.Helper()
+		id, err := cl.c.RegisterApp(callCtx(t, 30*time.Second), d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	cl.runningApp(register(cl.termApp("etl", "etl", 3, dir, true)), 3, 20*time.Second)
+	four := cl.termApp("four", wire.DefaultQueue, 4, dir, true)
+	four.CoresPerExecutor = 0
+	fid := register(four)
+	if a, _ := appStatus(cl.runningApp(fid, 2, 20*time.Second), fid); a.CoresGranted != 4 {
+		t.Fatalf("default's app of at most 4 cores holds %d, want 4 across both workers (one core left)", a.CoresGranted)
+	}
+	pairs := cl.termApp("pairs", "etl", 0, dir, true)
+	pairs.CoresPerExecutor = 2
+	register(pairs)
+	one := cl.termApp("one", wire.DefaultQueue, 1, dir, true)
+	one.CoresPerExecutor = 0
+	oid := register(one)
+	st := cl.runningApp(oid, 1, 20*time.Second)
+	if a, _ := appStatus(st, oid); a.Waiting != "" || a.CoresGranted != 1 {
+		t.Errorf("the app of --max-cores 1: %d cores, waiting %q; want the free core and no reason", a.CoresGranted, a.Waiting)
+	}
+}

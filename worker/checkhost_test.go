@@ -28,10 +28,23 @@ func TestChecksDialTheWorkersAddress(t *testing.T) {
 		}
 		return false
 	})
+	// A tcp check of the same service dials the worker's address too.
+	tcp := launchOf("app-on-host-tcp", 0, helperCmd(t, "serve-host"), nil)
+	tcp.Ports, tcp.Checks = map[string]int{"http": freePortIn(t, wire.PortRange{First: 19250, Last: 19274})}, check("")
+	tcp.Checks[0].Type, tcp.Checks[0].Path = wire.CheckTCP, ""
+	w.mustCall(200, "POST", "/v1/executors", tcp)
+	testproc.Eventually(t, 10*time.Second, "the service on the worker's address healthy by its tcp check", func() bool {
+		for _, r := range fm.execReports("app-on-host-tcp", 0) {
+			if r.Health == wire.HealthHealthy {
+				return true
+			}
+		}
+		return false
+	})
 	// The same service checked on 127.0.0.1, where it does not listen:
 	// unhealthy, the address named in the reason.
 	launch = launchOf("app-elsewhere", 0, helperCmd(t, "serve-host"), nil)
-	launch.Ports, launch.Checks = map[string]int{"http": freePortIn(t, wire.PortRange{First: 19250, Last: 19299})}, check("127.0.0.1")
+	launch.Ports, launch.Checks = map[string]int{"http": freePortIn(t, wire.PortRange{First: 19275, Last: 19299})}, check("127.0.0.1")
 	w.mustCall(200, "POST", "/v1/executors", launch)
 	reps := fm.waitFinal(t, "app-elsewhere", 0)
 	if last := reps[len(reps)-1]; last.Health != wire.HealthUnhealthy {
