@@ -127,6 +127,12 @@ func TestDistInstallAndPurge(t *testing.T) {
 	} {
 		checkFile(t, path, want.mode, want.owner, want.grp, want.dir)
 	}
+	// Every package carries the licence, and says so in its copyright file.
+	for _, p := range packages {
+		for _, f := range []string{"LICENSE", "copyright"} {
+			checkFile(t, "/usr/share/doc/"+p+"/"+f, 0o644, "root", "root", false)
+		}
+	}
 	// Every relative link of README and of every doc leads to a file the
 	// package has (it shipped README and OPERATIONS.md alone, and every
 	// link went nowhere; then docs/ linked to ../deploy, ../examples and

@@ -42,7 +42,7 @@ type fakeMaster struct {
 	// answers; endMessage is the removed app's message in its event stream.
 	hostile    func(*wire.ClusterStatus)
 	endMessage string
-	kills      []string // the apps DELETE /v1/apps/{id} was asked of
+	kills      []string // the apps DELETE /v1/apps/{id} was asked of ("driver:ID" a driver's)
 }
 
 func newFakeMaster(t *testing.T) *fakeMaster {
@@ -80,6 +80,8 @@ func newFakeMaster(t *testing.T) *fakeMaster {
 	mux.HandleFunc("GET /v1/drivers/{id}", func(w http.ResponseWriter, r *http.Request) {
 		st := wire.DriverStatus{ID: r.PathValue("id"), State: wire.DriverFinished}
 		switch st.ID {
+		case "driver-live":
+			st.State = wire.DriverRunning
 		case "driver-bad":
 			st.State = wire.DriverFailed
 		case "driver-hostile": // ended with a message that would act on a terminal
@@ -89,6 +91,12 @@ func newFakeMaster(t *testing.T) *fakeMaster {
 			return
 		}
 		httpx.WriteJSON(w, 200, st)
+	})
+	mux.HandleFunc("DELETE /v1/drivers/{id}", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.kills = append(f.kills, "driver:"+r.PathValue("id"))
+		f.mu.Unlock()
+		httpx.WriteJSON(w, 200, wire.DriverStatus{ID: r.PathValue("id"), State: wire.DriverKilled})
 	})
 	mux.HandleFunc("GET /v1/drivers/{id}/logs/{stream}", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("line 1 of " + r.PathValue("stream") + "\nline 2 of " + r.PathValue("stream") + "\n"))
@@ -424,11 +432,20 @@ func TestKillOfAnEndedAppAndStatusWithoutTheCompleted(t *testing.T) {
 	if res.Code != 0 || res.Stdout != "killed app app-live\n" {
 		t.Errorf("kill of a running app: %+v", res)
 	}
+	// A driver likewise (it printed "killed driver" for one that had ended).
+	res = berth(t, f.env(), "kill", "driver", "driver-1")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "driver driver-1 had already ended FINISHED") || !strings.Contains(res.Stdout, "nothing to kill") {
+		t.Errorf("kill of an ended driver: %+v", res)
+	}
+	res = berth(t, f.env(), "kill", "driver", "driver-live")
+	if res.Code != 0 || res.Stdout != "killed driver driver-live\n" {
+		t.Errorf("kill of a running driver: %+v", res)
+	}
 	f.mu.Lock()
 	kills := slices.Clone(f.kills)
 	f.mu.Unlock()
-	if !slices.Equal(kills, []string{"app-live"}) {
-		t.Errorf("kills sent: %v, want only app-live's", kills)
+	if !slices.Equal(kills, []string{"app-live", "driver:driver-live"}) {
+		t.Errorf("kills sent: %v, want only app-live's and driver-live's", kills)
 	}
 	all := berth(t, f.env(), "status")
 	active := berth(t, f.env(), "status", "--completed=false")
