@@ -62,6 +62,22 @@ func TestChangesWithoutAWriteAreAuditedAndRefusalsEchoLittle(t *testing.T) {
 	if status != http.StatusBadRequest || len(body) > 1024 || !strings.Contains(string(body), "bytes cut") {
 		t.Errorf("DELETE of a 900 KB queue name: %d, %d bytes (%.120s): want a 400 of a few hundred bytes that says what it cut", status, len(body), body)
 	}
+	// Every route that names a thing in its path answers a 900 KB name
+	// with a few hundred bytes, whatever it answers (several echoed it).
+	for _, e := range []wire.Endpoint{api.App.Endpoint, api.KillApp.Endpoint, api.Driver.Endpoint, api.KillDriver.Endpoint,
+		api.DeleteTenant.Endpoint, api.Undrain.Endpoint, api.RemoveRaftPeer.Endpoint, api.ClearWorker.Endpoint} {
+		if status, body := callJSON(t, base, e, nil, huge); status < 400 || len(body) > 2048 {
+			t.Errorf("%s of a 900 KB id: %d, %d bytes (%.120s): want a refusal of a few hundred bytes", e.Mux(), status, len(body), body)
+		}
+	}
+	for _, c := range []struct {
+		e    wire.Endpoint
+		body any
+	}{{api.PutQueue.Endpoint, wire.QueueSpec{}}, {api.CreateTenant.Endpoint, wire.TenantSpec{Queues: []string{"default"}}}} {
+		if status, body := callJSON(t, base, c.e, c.body, huge); status < 400 || len(body) > 2048 {
+			t.Errorf("%s of a 900 KB name: %d, %d bytes (%.120s): want a refusal of a few hundred bytes", c.e.Mux(), status, len(body), body)
+		}
+	}
 	// The entries are written after the answers: poll for them.
 	want := map[string]bool{api.ClearWorker.Mux(): false, api.Decommission.Mux(): false, api.DeleteQueue.Mux(): false}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
