@@ -101,6 +101,11 @@ func TestAFrozenCheckedExecutorIsKilled(t *testing.T) {
 	if last.State != wire.ExecutorFailed || last.Health != wire.HealthUnhealthy || !strings.HasPrefix(last.Message, "unhealthy: check web: no answer within its timeout") {
 		t.Errorf("the frozen executor ended %s (%s) %q; want FAILED, unhealthy, naming the check", last.State, last.Health, last.Message)
 	}
+	// The process's own failure, not the worker's: a failing check must
+	// not bench the worker for every tenant (HEALTH.md: what counts).
+	if last.Cause != wire.CauseProcess {
+		t.Errorf("an executor killed by its check ended with cause %q, want %q", last.Cause, wire.CauseProcess)
+	}
 	// 3 checks 200 ms apart, the first at most 200 ms after the freeze,
 	// each timing out after 100 ms; then the kill and the report.
 	if took > 3*200*time.Millisecond+100*time.Millisecond+time.Second {
