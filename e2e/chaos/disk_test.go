@@ -197,12 +197,13 @@ func (ch *chaos) followerDiskFull() ([]faultResult, error) {
 	res, err := ch.back(kind, t0, st.Epoch)
 	if err == nil {
 		// The load goes on while the follower cannot store: the fault's
-		// length, until its log says it could not.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if !poll.Until(ctx, 50*time.Millisecond, func() bool { return len(f.Proc().LogMatches(noSpace)) > linesBefore }) {
-			err = fmt.Errorf("%s: %s's disk is full, but its log has no write failed for want of space within 10s", kind, f.ID)
+		// length, until its log says it could not (as the leader's: up to
+		// two minutes, for a follower whose compacted log left bbolt free
+		// pages to store in first; 10 s failed a 40-fault run's second
+		// round).
+		if _, werr := ch.firstWriteRefused(f, linesBefore, t0); werr != nil {
+			err = fmt.Errorf("%s: %w", kind, werr)
 		}
-		cancel()
 		poll.Sleep(context.Background(), 2*time.Second)
 	}
 	if err == nil {
