@@ -69,7 +69,11 @@ func newFakeMaster(t *testing.T, answer func(w http.ResponseWriter, req wire.Joi
 	t.Helper()
 	m := &fakeMaster{answer: answer}
 	m.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/raft/join" {
+		if r.Method == http.MethodGet && r.URL.Path == wire.MasterAPI.Health.Path() {
+			w.Write([]byte("ok\n")) // the client's liveness probe (client/silent.go), open as a master's
+			return
+		}
+		if r.Method != http.MethodPost || r.URL.Path != wire.MasterAPI.JoinMaster.Path() {
 			t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
 			http.NotFound(w, r)
 			return
