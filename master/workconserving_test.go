@@ -186,6 +186,16 @@ func (h *harness) falseReason(a *appInfo, why string) string {
 		return "no worker could ever hold one of its executors: want \"cannot start\""
 	case ever && strings.HasPrefix(why, "cannot start"):
 		return "a worker could hold one when empty: not \"cannot start\""
+	case strings.Contains(why, "is held for queue"):
+		// The room freed by a preemption, held for the queue it was for
+		// (scheduler/holds.go): a hold must be there, for another queue.
+		held := false
+		for _, hold := range h.c.roomHolds {
+			held = held || hold.Queue != wire.QueueName(a.rec.Desc.Queue)
+		}
+		if !held {
+			return "it says room is held for another queue, and none is"
+		}
 	case strings.Contains(why, "waiting for fair share"):
 		q := h.c.queues[wire.QueueName(a.rec.Desc.Queue)].view
 		if q.DominantShare >= q.FairDominantShare-1e-9 {

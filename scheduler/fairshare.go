@@ -253,7 +253,7 @@ func (r *round) record(rnd *shareRound) {
 		case atLimit(qr):
 			o.Held = fmt.Sprintf("queue %s at its limit (%s)", qr.q.Name, DescribeAmount(*qr.q.Limit))
 		case r.holdsAgainst(name):
-			o.Held = r.heldReason(name)
+			o.Held = heldReason(r.holds, name)
 		case qr.capped && rnd.othersOwed(qr):
 			o.Held = fmt.Sprintf("queue %s holds its fair share (%s) while others are owed theirs", qr.q.Name, DescribeAmount(o.Fair))
 		}

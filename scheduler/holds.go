@@ -63,10 +63,11 @@ func (r *round) holdsAgainst(queue string) bool {
 	return false
 }
 
-// heldReason says which worker's room is held from queue, and for whom.
-func (r *round) heldReason(queue string) string {
-	for _, id := range slices.Sorted(maps.Keys(r.holds)) {
-		if h := r.holds[id]; h.Queue != queue {
+// heldReason says which worker's room of holds is held from queue, and
+// for whom ("" if none is).
+func heldReason(holds map[string]RoomHold, queue string) string {
+	for _, id := range slices.Sorted(maps.Keys(holds)) {
+		if h := holds[id]; h.Queue != queue {
 			return fmt.Sprintf("the room freed on worker %s is held for queue %s, for which executors were taken back there", id, h.Queue)
 		}
 	}
@@ -97,6 +98,16 @@ func (r *round) keepHolds(owed map[string]bool, taken map[string]string) {
 	// A round at every tick while room is held: a hold that lapses frees
 	// its room for everyone, with no event to say so.
 	r.plan.Owing = r.plan.Owing || len(r.plan.Holds) > 0
+	// What the queues' apps are told is the holds the round leaves, not
+	// those it began with: a hold given back this round (its queue
+	// placed) must not go on being the reason of apps that wait, until
+	// an event brings the next round.
+	for name, o := range r.plan.Queues {
+		if o.Held != "" && o.Held == heldReason(r.holds, name) {
+			o.Held = heldReason(r.plan.Holds, name)
+			r.plan.Queues[name] = o
+		}
+	}
 }
 
 func (r *round) hold(id string, h RoomHold) {

@@ -36,12 +36,23 @@ func TestHeldRoomGoesToItsQueueOnly(t *testing.T) {
 	if n := launched(p)["B"]; n != 0 {
 		t.Fatalf("batch's app got %d executors on room held for etl", n)
 	}
-	if want := "the room freed on worker w1 is held for queue etl, for which executors were taken back there"; p.Queues["batch"].Held != want {
-		t.Errorf("batch held %q, want %q", p.Queues["batch"].Held, want)
+	// etl wants nothing: the hold goes with this round, and batch's app is
+	// not told it waits for it (the next round gives it the room).
+	if p.Holds["w1"].Queue != "" || p.Queues["batch"].Held != "" {
+		t.Errorf("holds %v, batch held %q: etl wants nothing, the hold must go, and with it the reason", p.Holds, p.Queues["batch"].Held)
 	}
-	if p.Holds["w1"].Queue != "" {
-		t.Errorf("holds %v: etl wants nothing, the hold must go", p.Holds)
+	// etl owed an executor the room cannot hold yet (a victim still
+	// ending): the hold stays, and batch's app is told why it waits.
+	big := cl.app("BIG", "etl", 0, 4, 100)
+	big.Cores = 4
+	cl.queues["etl"].Reclaiming = 1
+	v = cl.view()
+	v.Holds = held
+	p = Schedule(v)
+	if want := "the room freed on worker w1 is held for queue etl, for which executors were taken back there"; launched(p)["B"] != 0 || p.Holds["w1"].Queue != "etl" || p.Queues["batch"].Held != want {
+		t.Errorf("launched %v, holds %v, batch held %q; want none of batch's, w1 still held for etl, and %q", launched(p), p.Holds, p.Queues["batch"].Held, want)
 	}
+	cl.apps, cl.queues["etl"].Reclaiming = cl.apps[:1], 0
 	cl.app("E", "etl", 0, 2, 100)
 	v = cl.view()
 	v.Holds = held

@@ -157,7 +157,9 @@ func TestSparkWorkerKilledAndFrozen(t *testing.T) {
 // any JVM, berth says FAILED 127 (the process's own), and the driver blames
 // the worker, not the app: with spark.executor.maxNumFailures=1, one such
 // end counted against the app would end it. The driver's log shows the
-// launcher's words; berth keeps the app off each bad worker after two, and
+// launcher's words; berth keeps the app off each bad worker after two
+// failures there (a third may be launched in the round before the
+// second's report reaches the master, so three are allowed, no more), and
 // the job runs on the two good workers.
 func TestSparkBadWorkerAvoided(t *testing.T) {
 	t.Parallel()
