@@ -23,9 +23,10 @@ func TestCLIWritesWithoutAQuorumOfFrozenMasters(t *testing.T) {
 	hc := haCluster(t, 3, nil, "w1")
 	appID, _, _ := hc.runLongApp("frozen", 1)
 	leader, _ := hc.leader(10 * time.Second)
-	// Every master's API address is known to all, those that never led
-	// included (bootstrapped with --peers, they had none): the survivor
-	// must ask both frozen masters to know it has no quorum.
+	// Every master's API address is known to all (each asks the leader to
+	// record it, membership.Announce): the survivor must ask both frozen
+	// masters to know it has no quorum, and one never asked is not
+	// counted against it.
 	testproc.Eventually(t, 15*time.Second, "berth status --json to list every master's API address", func() error {
 		st, err := hc.cliStatus()
 		if err != nil {

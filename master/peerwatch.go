@@ -139,7 +139,6 @@ func (m *Master) probePeers(ctx context.Context) {
 		return
 	}
 	api := m.masterAddresses(ctx)
-	m.announceSelf(ctx, servers, api)
 	client := m.peers.client.get(m.cfg, peerAskTimeout)
 	var wg sync.WaitGroup
 	var voters []string

@@ -89,9 +89,6 @@ type peerFigures struct {
 	versions   map[string]string
 	refreshed  time.Time
 	refreshing bool
-	// announced: when this master last asked the leader to record its
-	// API address (announce.go; only watchPeers reads and sets it).
-	announced time.Time
 }
 
 func (p *peerFigures) resting(id string, now time.Time) bool {
