@@ -26,26 +26,18 @@ func TestQueuesGuaranteeBesideExecutorsOfNoFixedSize(t *testing.T) {
 	led := &auditLedger{}
 	cl.setQueues(led, map[string]wire.QueueSpec{"etl": {Guarantee: &wire.Amount{Cores: 3}}})
 	dir := t.TempDir()
-	register := func(desc wire.AppDescription) string {
-		t.Helper()
-		id, err := cl.c.RegisterApp(callCtx(t, 30*time.Second), desc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
 	wholeApp := func(name string, maxCores int) wire.AppDescription {
 		d := cl.termApp(name, wire.DefaultQueue, maxCores, dir, true)
 		d.CoresPerExecutor = 0
 		return d
 	}
-	capped := register(wholeApp("capped", 4))
+	capped := cl.registerApp(t, wholeApp("capped", 4))
 	cl.runningApp(capped, 2, 20*time.Second)
-	open := register(wholeApp("open", 0))
+	open := cl.registerApp(t, wholeApp("open", 0))
 	cl.runningApp(open, 2, 20*time.Second)
 	etlDesc := cl.termApp("etl", "etl", 3, dir, true)
 	etlDesc.CoresPerExecutor = 3
-	etl := register(etlDesc)
+	etl := cl.registerApp(t, etlDesc)
 	cl.runningApp(etl, 1, delay+grace+20*time.Second)
 	cl.statusWhen(20*time.Second, "default's apps on the 5 cores etl leaves", func(st wire.ClusterStatus) error {
 		a, _ := appStatus(st, capped)
@@ -79,15 +71,9 @@ func TestQueuesGuaranteeAgainstWholeWorkerExecutors(t *testing.T) {
 	dir := t.TempDir()
 	whole := cl.termApp("whole", wire.DefaultQueue, 0, dir, true)
 	whole.CoresPerExecutor = 0
-	wid, err := cl.c.RegisterApp(callCtx(t, 30*time.Second), whole)
-	if err != nil {
-		t.Fatal(err)
-	}
+	wid := cl.registerApp(t, whole)
 	cl.runningApp(wid, 2, 20*time.Second)
-	eid, err := cl.c.RegisterApp(callCtx(t, 30*time.Second), cl.termApp("etl", "etl", 3, dir, true))
-	if err != nil {
-		t.Fatal(err)
-	}
+	eid := cl.registerApp(t, cl.termApp("etl", "etl", 3, dir, true))
 	cl.runningApp(eid, 3, delay+grace+20*time.Second)
 	cl.statusWhen(20*time.Second, "default's app on the 5 cores etl leaves", func(st wire.ClusterStatus) error {
 		if a, _ := appStatus(st, wid); a.CoresGranted != 5 {
@@ -115,27 +101,19 @@ func TestQueuesNoIdleCoreBesideAnAppOfNoFixedSize(t *testing.T) {
 	led := &auditLedger{}
 	cl.setQueues(led, map[string]wire.QueueSpec{"etl": {Guarantee: &wire.Amount{Cores: 3}}})
 	dir := t.TempDir()
-	register := func(d wire.AppDescription) string {
-		t.Helper()
-		id, err := cl.c.RegisterApp(callCtx(t, 30*time.Second), d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
-	cl.runningApp(register(cl.termApp("etl", "etl", 3, dir, true)), 3, 20*time.Second)
+	cl.runningApp(cl.registerApp(t, cl.termApp("etl", "etl", 3, dir, true)), 3, 20*time.Second)
 	four := cl.termApp("four", wire.DefaultQueue, 4, dir, true)
 	four.CoresPerExecutor = 0
-	fid := register(four)
+	fid := cl.registerApp(t, four)
 	if a, _ := appStatus(cl.runningApp(fid, 2, 20*time.Second), fid); a.CoresGranted != 4 {
 		t.Fatalf("default's app of at most 4 cores holds %d, want 4 across both workers (one core left)", a.CoresGranted)
 	}
 	pairs := cl.termApp("pairs", "etl", 0, dir, true)
 	pairs.CoresPerExecutor = 2
-	register(pairs)
+	cl.registerApp(t, pairs)
 	one := cl.termApp("one", wire.DefaultQueue, 1, dir, true)
 	one.CoresPerExecutor = 0
-	oid := register(one)
+	oid := cl.registerApp(t, one)
 	st := cl.runningApp(oid, 1, 20*time.Second)
 	if a, _ := appStatus(st, oid); a.Waiting != "" || a.CoresGranted != 1 {
 		t.Errorf("the app of --max-cores 1: %d cores, waiting %q; want the free core and no reason", a.CoresGranted, a.Waiting)
