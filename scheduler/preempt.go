@@ -123,11 +123,11 @@ func (r *round) describeReclaims(rnd *shareRound, names []string, freed map[stri
 		if freed != nil {
 			wait = r.cfg.PreemptionDelay - r.now.Sub(o.StarvedSince)
 		}
-		switch qr := rnd.queues[n]; {
+		switch qr, held := rnd.queues[n], r.holdsFor(n); {
 		case qr.q.Reclaiming > 0:
 			o.Reclaiming = fmt.Sprintf("%d executors taken back for it are ending (within --preemption-grace %s)", qr.q.Reclaiming, r.cfg.PreemptionGrace)
-		case len(freed[n]) == 0 && r.holdsFor(n) != "":
-			o.Reclaiming = "the room taken back for it on worker " + r.holdsFor(n) + " is held for it"
+		case len(freed[n]) == 0 && held != "":
+			o.Reclaiming = "the room taken back for it on worker " + held + " is held for it"
 		default:
 			o.Reclaiming = describeReclaim(rnd, freed[n], wait)
 		}
