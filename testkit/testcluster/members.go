@@ -146,11 +146,18 @@ func (c *Cluster) AddWorker(spec WorkerSpec) (*Worker, error) {
 	// The workers of a cluster share a host directory (they are one
 	// host's), one of each user's: a test's, not the machine's.
 	hostDir := filepath.Join(c.opt.Dir, fmt.Sprintf("host-%d", spec.UID))
+	if runsAsDynamic(spec.Flags) {
+		hostDir = sharedHostDir(spec.UID)
+	}
 	args := []string{"--master", strings.Join(c.URLs(), ","), "--id", spec.ID, "--port", strconv.Itoa(port),
 		"--cores", strconv.Itoa(spec.Cores), "--memory", spec.Memory, "--work-dir", dir, "--kill-grace", spec.KillGrace.String(),
 		"--host-dir", hostDir}
 	if !spec.DefaultPortRange {
-		args = append(args, "--port-range", portRange())
+		ports, err := portRange(c.h)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--port-range", ports)
 	}
 	tlsFlags, err := c.PKI.WorkerFlags(spec.ID, "127.0.0.1", spec.UID)
 	if err != nil {
@@ -192,26 +199,3 @@ func (c *Cluster) waitHealthy(p *Proc, url string) error {
 	return WaitHealthy(context.Background(), p, url, 15*time.Second)
 }
 
-// portRange is a --port-range of its own for each worker a test starts:
-// the workers of a test share one machine, and two processes given the
-// same port by their two workers could not both bind it. 100 ports each,
-// from 20000 up to below the kernel's ephemeral ports (32768: the test's
-// own connections take those), starting at a place of this process's own
-// (tests of several packages run at once).
-func portRange() string {
-	rangeMu.Lock()
-	defer rangeMu.Unlock()
-	const first, size, slots = 20000, 100, 127
-	if nextRange == 0 {
-		nextRange = os.Getpid()%slots + 1
-	}
-	k := nextRange % slots
-	nextRange++
-	base := first + k*size
-	return fmt.Sprintf("%d-%d", base, base+size-1)
-}
-
-var (
-	rangeMu   sync.Mutex
-	nextRange int
-)
