@@ -198,4 +198,3 @@ func (c *Cluster) AddWorker(spec WorkerSpec) (*Worker, error) {
 func (c *Cluster) waitHealthy(p *Proc, url string) error {
 	return WaitHealthy(context.Background(), p, url, 15*time.Second)
 }
-
