@@ -56,14 +56,9 @@ func checkNames(ctx context.Context, getent string, id uint32) string {
 }
 
 // checkNamesAtStart warns, once, if this host does not resolve the names
-// the worker serves (names: nil when it could not serve them, servErr
-// saying why). A socket elsewhere than nss-systemd looks (a test's) is
-// not checked.
-func (w *Worker) checkNamesAtStart(ctx context.Context, names *nameServer, servErr error) {
-	if servErr != nil {
-		w.log.Warn("cannot serve the names of this worker's identities: "+noNamesHelp, "err", servErr)
-		return
-	}
+// the worker serves (names: nil without --run-as dynamic). A socket
+// elsewhere than nss-systemd looks (a test's) is not checked.
+func (w *Worker) checkNamesAtStart(ctx context.Context, names *nameServer) {
 	if names == nil || names.path != defaultUserDBDir+"/"+names.db.service {
 		return
 	}
@@ -95,7 +90,7 @@ func (w *Worker) serveNames(ctx context.Context) (*nameServer, error) {
 	dir := cmp.Or(w.cfg.userdbDir, defaultUserDBDir)
 	names, err := serveNames(ctx, w.log, dir, w.cfg.slot.index, w.cfg.runAs.lo, w.cfg.runAs.hi)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--run-as dynamic: cannot serve the names of this worker's identities, without which it cannot see another worker of its slot on this host: %w", err)
 	}
 	w.guard.removeSocketAtExit(names.path, names.id)
 	if names.shared {

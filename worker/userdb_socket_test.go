@@ -209,7 +209,7 @@ func TestCheckNamesSaysWhatIsWrong(t *testing.T) {
 	}
 	var w Worker
 	w.log = slog.New(slog.DiscardHandler)
-	w.checkNamesAtStart(context.Background(), nil, nil) // nothing served, nothing to say: no panic
+	w.checkNamesAtStart(context.Background(), nil) // nothing served, nothing to say: no panic
 }
 
 // Two workers of one host in two --host-dirs both take slot 0, and would
@@ -240,5 +240,29 @@ func TestASecondWorkerOfOneSlotNumberDoesNotStart(t *testing.T) {
 	}
 	if matches, _ := filepath.Glob(filepath.Join(dir, "io.berth.worker.0-*")); len(matches) != 0 {
 		t.Errorf("the refused worker left its socket %v", matches)
+	}
+}
+
+// A worker that cannot serve its names (here the directory is a file)
+// could not see another worker of its slot number, so it does not start.
+func TestAWorkerThatCannotServeItsNamesDoesNotStart(t *testing.T) {
+	requireRoot(t)
+	t.Parallel()
+	base := runAsBase(t)
+	notDir := filepath.Join(t.TempDir(), "userdb")
+	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := New(Config{Masters: []string{"https://127.0.0.1:1"}, Secret: testSecret, Host: "127.0.0.1",
+		WorkDir: filepath.Join(base, "work"), HostDir: t.TempDir(), RunAs: runAsDynamic,
+		userdbDir: notDir, Cores: 1, MemoryMB: 512}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = w.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "cannot serve the names") || ctx.Err() != nil {
+		t.Fatalf("Run returned %v (ctx %v), want a refusal to start saying it cannot serve the names", err, ctx.Err())
 	}
 }

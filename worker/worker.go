@@ -150,10 +150,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.setupLimits()
 	defer w.cg.close()
 	defer w.guard.stop()
-	names, namesErr := w.serveNames(ctx)
-	if errors.Is(namesErr, errSlotShared) {
+	// Without its names' socket a worker could not see another of its
+	// slot number on this host (in another --host-dir: one uid for two
+	// tenants), so it does not start.
+	names, err := w.serveNames(ctx)
+	if err != nil {
 		ln.Close()
-		return namesErr
+		return err
 	}
 	defer names.stop() // after every process is gone (shutdown), before the slot
 
@@ -175,7 +178,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	bg.Go(func() { w.stopDisconnectedLoop(masterCtx) })
 	bg.Go(func() { w.diskWatchLoop(masterCtx) })
 	if w.cfg.runAs != nil {
-		bg.Go(func() { w.checkNamesAtStart(ctx, names, namesErr) })
+		bg.Go(func() { w.checkNamesAtStart(ctx, names) })
 	}
 
 	select {
