@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -368,4 +369,32 @@ func BenchmarkApplyAuditAtCap(b *testing.B) {
 	if len(s.Audit) != MaxAuditEntries {
 		b.Fatalf("%d entries kept, want %d", len(s.Audit), MaxAuditEntries)
 	}
+}
+
+// One audit entry of full fields (each cut to wire.MaxAuditText, as an
+// attacker's would be) written to a log at MaxAuditBytes: the byte bound,
+// not the count, drops the oldest.
+func BenchmarkApplyAuditAtByteCap(b *testing.B) {
+	s := NewState()
+	long := strings.Repeat("a", wire.MaxAuditText)
+	entry := func(t time.Time) wire.AuditEntry {
+		return wire.AuditEntry{Time: t, Principal: long, Tenant: long, Route: long, Target: long, Outcome: long}
+	}
+	// Full once a write no longer lengthens the log.
+	for i := 0; i == 0 || len(s.Audit) == i; i++ {
+		if err := s.Apply(Audit(AuditRecord{Entry: entry(t0.Add(time.Duration(i)))}), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	kept := len(s.Audit)
+	b.ResetTimer()
+	for i := range b.N {
+		if err := s.Apply(Audit(AuditRecord{Entry: entry(t0.Add(time.Hour + time.Duration(i)))}), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if len(s.Audit) != kept || s.auditSize() > MaxAuditBytes {
+		b.Fatalf("%d entries of %d bytes kept, want %d within %d", len(s.Audit), s.auditSize(), kept, MaxAuditBytes)
+	}
+	b.ReportMetric(float64(kept), "entries-kept")
 }
