@@ -53,20 +53,22 @@ func TestUISessionsEndEverywhereAtSignOut(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
-	signIn := func(base string) string {
+	signInWith := func(base, token string) string {
 		t.Helper()
-		resp := form(base, "/ui/sign-in", "", url.Values{"token": {secret}})
+		resp := form(base, "/ui/sign-in", "", url.Values{"token": {token}})
 		cs := resp.Cookies()
 		if resp.StatusCode != http.StatusSeeOther || len(cs) != 1 {
 			t.Fatalf("sign-in at %s: %d, cookies %v", base, resp.StatusCode, cs)
 		}
 		return cs[0].Name + "=" + cs[0].Value
 	}
+	signIn := func(base string) string { t.Helper(); return signInWith(base, secret) }
 	signOut := func(base, cookie string) {
 		t.Helper()
 		code, body := page(base, cookie)
 		m := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(body)
-		if code != http.StatusOK || m == nil {
+		// A tenant's overview is refused (403) with the sign-out form.
+		if (code != http.StatusOK && code != http.StatusForbidden) || m == nil {
 			t.Fatalf("the page to sign out from at %s: %d", base, code)
 		}
 		if resp := form(base, "/ui/sign-out", cookie, url.Values{"csrf": {m[1]}}); resp.StatusCode != http.StatusSeeOther {
@@ -106,6 +108,23 @@ func TestUISessionsEndEverywhereAtSignOut(t *testing.T) {
 	// leader heard it from a follower).
 	if n := auditCount(t, leader.URL, "ui-session", wire.MasterAPI.EndUISession.Mux(), ""); n != 1 {
 		t.Errorf("%d audit entries of the sign-out by ui-session, want 1", n)
+	}
+	// A tenant's session signed out at a follower: audited as the tenant.
+	led := &auditLedger{}
+	cl.setQueues(led, map[string]wire.QueueSpec{"qa": {}})
+	tcookie := signInWith(leader.URL, cl.createTenant(led, "a", "qa"))
+	testproc.Eventually(t, 10*time.Second, "the tenant's session on "+followers[1].ID, func() error {
+		if code, body := page(followers[1].URL, tcookie); code != http.StatusForbidden || !strings.Contains(body, "signed in as tenant a") {
+			return fmt.Errorf("%s answers the tenant's session %d", followers[1].ID, code)
+		}
+		return nil
+	})
+	signOut(followers[1].URL, tcookie)
+	for _, m := range cl.Masters {
+		testproc.Eventually(t, 5*time.Second, "the tenant's copied cookie refused by "+m.ID, func() error { return refused(m.URL, tcookie) })
+	}
+	if n := auditCount(t, leader.URL, "tenant:a", wire.MasterAPI.EndUISession.Mux(), ""); n != 1 {
+		t.Errorf("%d audit entries of the tenant's sign-out at a follower by tenant:a, want 1", n)
 	}
 	// A new sign-in is a new session, unaffected.
 	again := signIn(followers[1].URL)

@@ -2,6 +2,7 @@ package master
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-cluster/berth/internal/httpx"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -37,7 +39,7 @@ func callJSON(t *testing.T, base string, e wire.Endpoint, body any, params ...st
 // worker decommissioned) left no audit entry; and a refusal echoed a
 // megabyte of what it refused. Both through the real HTTP stack.
 func TestChangesWithoutAWriteAreAuditedAndRefusalsEchoLittle(t *testing.T) {
-	_, base := runMaster(t, Config{WorkerTimeout: time.Minute}, nil, nil)
+	m, base := runMaster(t, Config{WorkerTimeout: time.Minute}, nil, nil)
 	api := wire.MasterAPI
 	fakeWorker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("{}")) }))
 	defer fakeWorker.Close()
@@ -56,6 +58,12 @@ func TestChangesWithoutAWriteAreAuditedAndRefusalsEchoLittle(t *testing.T) {
 		if status, body := callJSON(t, base, e, nil, "w1"); status != http.StatusOK {
 			t.Fatalf("%s: %d %s", e.Mux(), status, body)
 		}
+	}
+	// The web UI's clear, by an operator's session, goes through the loop
+	// as the route's does and is audited as the session.
+	asSession := httpx.WithPrincipal(context.Background(), httpx.Principal{Kind: httpx.KindOperator, Via: httpx.ViaSession})
+	if err := (uiSource{m}).ClearWorker(asSession, "w1"); err != nil {
+		t.Fatalf("the web UI's clear: %v", err)
 	}
 	huge := strings.Repeat("a", 900<<10)
 	status, body := callJSON(t, base, api.DeleteQueue.Endpoint, nil, huge)
@@ -79,7 +87,7 @@ func TestChangesWithoutAWriteAreAuditedAndRefusalsEchoLittle(t *testing.T) {
 		}
 	}
 	// The entries are written after the answers: poll for them.
-	want := map[string]bool{api.ClearWorker.Mux(): false, api.Decommission.Mux(): false, api.DeleteQueue.Mux(): false}
+	want := map[string]bool{api.ClearWorker.Mux(): false, api.Decommission.Mux(): false, api.DeleteQueue.Mux(): false, api.UIActions.Mux(): false}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		_, body := callJSON(t, base, api.AuditLog.Endpoint, nil)
 		var log wire.Audit
@@ -88,6 +96,9 @@ func TestChangesWithoutAWriteAreAuditedAndRefusalsEchoLittle(t *testing.T) {
 		}
 		for _, e := range log.Entries {
 			if _, ok := want[e.Route]; ok && e.Principal == "loopback" && len(e.Target) <= wire.MaxAuditText+32 {
+				want[e.Route] = true
+			}
+			if e.Route == api.UIActions.Mux() && e.Principal == "ui-session" && e.Target == "w1" && e.Outcome == "ok" {
 				want[e.Route] = true
 			}
 		}
