@@ -38,14 +38,7 @@ var v1Controllers = []string{"memory", "cpu", "pids"}
 // workerID is an id (checkID, defaultID): fit for a directory name.
 // movers are the pids that share the worker's cgroup and move with it
 // into a leaf if need be (the worker and its guardian; see setupV2).
-//
-// The parent weighs the worker's cores (cpuShares, cpuWeight), as each
-// child weighs its own: a parent of the default weight counts as one
-// process against every other of the machine, so that 32 executors of
-// four 8-core workers got four processes' CPU against the driver's and
-// the daemons' threads and started 1.5 times slower than Spark's, whose
-// executors compete one by one (docs/BENCHMARKS.md, issue 32).
-func setupCgroups(workerID string, cores, pidsMax int, movers ...int) (*cgroups, error) {
+func setupCgroups(workerID string, pidsMax int, movers ...int) (*cgroups, error) {
 	name := fmt.Sprintf("berth-%s-%d", workerID, os.Getpid())
 	own, err := ownCgroups()
 	if err != nil {
@@ -60,9 +53,6 @@ func setupCgroups(workerID string, cores, pidsMax int, movers ...int) (*cgroups,
 		}
 		sweepStale(filepath.Dir(dir), name)
 		c.base[""] = dir
-		if err := os.WriteFile(filepath.Join(dir, "cpu.weight"), []byte(cpuWeight(cores)), 0); err != nil {
-			return nil, fmt.Errorf("cgroup v2: the weight of %s: %w", dir, err)
-		}
 		c.sweep()
 		return c, nil
 	}
@@ -77,11 +67,6 @@ func setupCgroups(workerID string, cores, pidsMax int, movers ...int) (*cgroups,
 		}
 		sweepStale(filepath.Dir(dir), name) // as on v2: see sweepStale
 		c.base[ctl] = dir
-		if ctl == "cpu" {
-			if err := os.WriteFile(filepath.Join(dir, "cpu.shares"), []byte(cpuShares(cores)), 0); err != nil {
-				return nil, fmt.Errorf("cgroup v1: the weight of %s: %w", dir, err)
-			}
-		}
 	}
 	c.sweep()
 	return c, nil
@@ -290,10 +275,10 @@ func (c *cgroups) create(name string, cores, memoryMB int) (*cgroup, error) {
 	var settings map[string]string
 	if c.v2 {
 		settings = map[string]string{"memory.max": mem, "memory.swap.max": "0",
-			"cpu.weight": cpuWeight(cores), "pids.max": strconv.Itoa(c.pids)}
+			"cpu.weight": strconv.Itoa(min(max(cores*100, 1), 10000)), "pids.max": strconv.Itoa(c.pids)}
 	} else {
 		settings = map[string]string{"memory/memory.limit_in_bytes": mem,
-			"cpu/cpu.shares": cpuShares(cores), "pids/pids.max": strconv.Itoa(c.pids)}
+			"cpu/cpu.shares": strconv.Itoa(max(cores*1024, 2)), "pids/pids.max": strconv.Itoa(c.pids)}
 	}
 	if memoryMB <= 0 { // asked for none: no memory limit (the master always asks)
 		delete(settings, "memory.max")
@@ -308,11 +293,6 @@ func (c *cgroups) create(name string, cores, memoryMB int) (*cgroup, error) {
 	}
 	return g, nil
 }
-
-// cpuShares (v1) and cpuWeight (v2) are the CPU weight of cores: a
-// process's default is one core's (1024, 100).
-func cpuShares(cores int) string { return strconv.Itoa(max(cores*1024, 2)) }
-func cpuWeight(cores int) string { return strconv.Itoa(min(max(cores*100, 1), 10000)) }
 
 // file is a control file: "memory.max" (v2) or "memory/memory.limit_in_bytes" (v1).
 func (g *cgroup) file(name string) string {

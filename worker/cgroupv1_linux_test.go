@@ -66,7 +66,7 @@ func TestCgroupV1SweepsStaleParents(t *testing.T) {
 		}
 	})
 
-	cg, err := setupCgroups(id, 1, 64)
+	cg, err := setupCgroups(id, 64)
 	if err != nil {
 		t.Fatalf("setting up on cgroup v1: %v", err)
 	}

@@ -14,7 +14,7 @@ func (w *Worker) setupLimits() {
 	if w.guard.pid != 0 {
 		movers = append(movers, w.guard.pid)
 	}
-	cg, err := setupCgroups(w.id, w.cfg.Cores, w.cfg.PidsLimit, movers...)
+	cg, err := setupCgroups(w.id, w.cfg.PidsLimit, movers...)
 	if err != nil {
 		w.limits = "not enforced: " + err.Error()
 		w.log.Warn("limits not enforced: executors and drivers run without memory, CPU or pids limits, in process groups only", "why", err)
