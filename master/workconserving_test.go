@@ -141,13 +141,7 @@ func (h *harness) roomFor(a *appInfo) string {
 		return "" // a fixed size bigger than what its max cores leave it
 	}
 	if lim := h.c.queues[wire.QueueName(a.rec.Desc.Queue)].rec.Limit; lim != nil && lim.Cores > 0 {
-		held := 0
-		for _, b := range h.c.appOrder {
-			if wire.QueueName(b.rec.Desc.Queue) == wire.QueueName(a.rec.Desc.Queue) {
-				held += b.coresGranted
-			}
-		}
-		if held+step > lim.Cores {
+		if h.queueCores(wire.QueueName(a.rec.Desc.Queue))+step > lim.Cores {
 			return ""
 		}
 	}
@@ -166,10 +160,23 @@ func (h *harness) roomFor(a *appInfo) string {
 	return ""
 }
 
+// queueCores are the cores the apps of queue hold.
+func (h *harness) queueCores(queue string) int {
+	held := 0
+	for _, b := range h.c.appOrder {
+		if wire.QueueName(b.rec.Desc.Queue) == queue {
+			held += b.coresGranted
+		}
+	}
+	return held
+}
+
 // falseReason says what is false of an app's waiting reason, "" if
 // nothing: one that could never start anywhere says "cannot start", one
-// that could says no such thing, and one that waits for its fair share
-// has a queue below it.
+// that could says no such thing; one that waits for its fair share has a
+// queue below it, one that holds it is not below it; one that blames its
+// queue's limit is at it; one that blames its executor limit or an
+// exclusion has one; one that finds no room has none.
 func (h *harness) falseReason(a *appInfo, why string) string {
 	if !(a.eligible() && a.coresLeft() > 0) || len(a.executors) >= a.executorLimit() || why == "" {
 		return ""
@@ -195,6 +202,39 @@ func (h *harness) falseReason(a *appInfo, why string) string {
 		}
 		if !held {
 			return "it says room is held for another queue, and none is"
+		}
+	case strings.Contains(why, "executor limit reached"):
+		return fmt.Sprintf("it runs %d executors, under its limit of %d", len(a.executors), a.executorLimit())
+	case strings.Contains(why, "at its limit"):
+		// Its queue's limit: the queue named must be a's, with a limit its
+		// apps' cores and one more executor's would pass.
+		name := wire.QueueName(a.rec.Desc.Queue)
+		if !strings.Contains(why, "queue "+name+" at its limit") {
+			return "it blames the limit of a queue not its own"
+		}
+		lim := h.c.queues[name].rec.Limit
+		if lim == nil || lim.Cores == 0 {
+			return "its queue has no limit of cores"
+		}
+		if held := h.queueCores(name); held+step <= lim.Cores {
+			return fmt.Sprintf("its queue holds %d cores of its limit %d, room for one more of %d", held, lim.Cores, step)
+		}
+	case strings.Contains(why, "kept off worker"):
+		kept := false
+		for _, x := range a.excluded {
+			kept = kept || x.Until.After(h.c.now())
+		}
+		if !kept {
+			return "it says it is kept off a worker, and no exclusion of it is in force"
+		}
+	case strings.Contains(why, "holds its fair share") && strings.Contains(why, "while others are owed"):
+		q := h.c.queues[wire.QueueName(a.rec.Desc.Queue)].view
+		if q.DominantShare < q.FairDominantShare-1e-9 {
+			return fmt.Sprintf("its queue is below its fair share (%.3f of %.3f): it does not hold it", q.DominantShare, q.FairDominantShare)
+		}
+	case strings.Contains(why, "no worker has") && strings.Contains(why, "free"):
+		if w := h.roomFor(a); w != "" {
+			return "it says no worker has the room, and " + w + " has"
 		}
 	case strings.Contains(why, "waiting for fair share"):
 		q := h.c.queues[wire.QueueName(a.rec.Desc.Queue)].view
