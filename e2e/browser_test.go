@@ -21,7 +21,8 @@ import (
 // they sign in, read pages, click buttons and accept the confirmations.
 
 // browser is one headless Chromium for a test. Its certificate errors are
-// ignored: the test clusters' CA is the test's own.
+// ignored (the test clusters' CA is the test's own), but for
+// newTrustingBrowser's.
 type browser struct {
 	t   *testing.T
 	ctx context.Context
@@ -29,14 +30,26 @@ type browser struct {
 
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
+	return startBrowser(t, chromedp.Flag("ignore-certificate-errors", true))
+}
+
+// newTrustingBrowser is a browser that checks certificates as a person's
+// does, against the NSS store in home/.pki/nssdb (Chromium's on Linux).
+func newTrustingBrowser(t *testing.T, home string) *browser {
+	t.Helper()
+	return startBrowser(t, chromedp.Env("HOME="+home))
+}
+
+func startBrowser(t *testing.T, more ...chromedp.ExecAllocatorOption) *browser {
+	t.Helper()
 	path, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatalf("the UI tests need chromium: run scripts/test-deps.sh (apt-get install chromium): %v", err)
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.WindowSize(1400, 1000),
-		chromedp.Flag("ignore-certificate-errors", true), chromedp.Flag("disable-dev-shm-usage", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(opts, more...)...)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancel(); cancelAlloc() })
 	// Every confirmation is accepted, as the person clicking means it.

@@ -18,6 +18,7 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v strace >/dev/null 2>&1 || need+=(strace)
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd) # deploy/: the units verified
 command -v mvn >/dev/null 2>&1 || need+=(maven) # spark/build.sh builds bin/berth-spark.jar
+command -v certutil >/dev/null 2>&1 || need+=(libnss3-tools) # e2e/ui_tls_trust_test.go: UI.md's step of trusting the CA
 # (grep reads all, not -q: under pipefail an early exit would fail ldconfig with SIGPIPE)
 { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | grep 'libnss_systemd\.so\.2' >/dev/null || need+=(libnss-systemd)
 install_packages() {
@@ -25,7 +26,7 @@ install_packages() {
 		return
 	fi
 	if [ "$(id -u)" -ne 0 ]; then
-		echo "test-deps: ${need[*]} missing and not root: install them (the partition fault of e2e/chaos is skipped without nftables; the UI tests need chromium, e2e/fsync strace, the names of --run-as dynamic identities libnss-systemd)" >&2
+		echo "test-deps: ${need[*]} missing and not root: install them (the partition fault of e2e/chaos is skipped without nftables; the UI tests need chromium and libnss3-tools, e2e/fsync strace, the names of --run-as dynamic identities libnss-systemd)" >&2
 		return
 	fi
 	echo "test-deps: installing ${need[*]}" >&2

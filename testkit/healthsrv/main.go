@@ -1,6 +1,7 @@
 // Command healthsrv is a test process for the health checks' end-to-end
-// tests: it answers GET /health on 127.0.0.1:$BERTH_PORT_HTTP, as a
-// service an executor runs would.
+// tests: it answers GET /health on $BERTH_HOST:$BERTH_PORT_HTTP (the
+// worker's advertised host; 127.0.0.1 without it), as a service an
+// executor runs would.
 //
 //	healthsrv [--fail-on WORKER] [--slow D]
 //	healthsrv --squat FIRST-LAST
@@ -13,6 +14,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"net"
@@ -22,6 +24,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/berth-cluster/berth/wire"
 )
 
 func main() {
@@ -56,7 +60,10 @@ func main() {
 		hung.Store(true)
 	}()
 	time.Sleep(*slow)
-	ln, err := net.Listen("tcp", "127.0.0.1:"+os.Getenv("BERTH_PORT_HTTP"))
+	// Where the worker says to bind (its advertised host), as a service
+	// should: a worker on 127.0.0.7 checks it there.
+	host := cmp.Or(os.Getenv(wire.EnvWorkerHost), "127.0.0.1")
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, os.Getenv("BERTH_PORT_HTTP")))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "healthsrv:", err)
 		os.Exit(1)

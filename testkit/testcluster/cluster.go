@@ -54,6 +54,9 @@ type WorkerSpec struct {
 	// its own for each worker of the machine), so that the worker takes
 	// its host slot's block of the default range, as a user's would.
 	DefaultPortRange bool
+	// Host is the worker's --host (its address, advertised); empty:
+	// 127.0.0.1, without the flag.
+	Host string
 }
 
 // Cluster is a running cluster of masters and workers. Masters and Workers

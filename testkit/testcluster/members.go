@@ -1,6 +1,7 @@
 package testcluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -138,7 +139,8 @@ func (c *Cluster) AddWorker(spec WorkerSpec) (*Worker, error) {
 	if spec.KillGrace == 0 {
 		spec.KillGrace = time.Second
 	}
-	port, err := FreePort("127.0.0.1")
+	host := cmp.Or(spec.Host, "127.0.0.1")
+	port, err := FreePort(host)
 	if err != nil {
 		return nil, err
 	}
@@ -152,6 +154,9 @@ func (c *Cluster) AddWorker(spec WorkerSpec) (*Worker, error) {
 	args := []string{"--master", strings.Join(c.URLs(), ","), "--id", spec.ID, "--port", strconv.Itoa(port),
 		"--cores", strconv.Itoa(spec.Cores), "--memory", spec.Memory, "--work-dir", dir, "--kill-grace", spec.KillGrace.String(),
 		"--host-dir", hostDir}
+	if spec.Host != "" {
+		args = append(args, "--host", spec.Host)
+	}
 	if !spec.DefaultPortRange {
 		ports, err := portRange(c.h)
 		if err != nil {
@@ -159,7 +164,7 @@ func (c *Cluster) AddWorker(spec WorkerSpec) (*Worker, error) {
 		}
 		args = append(args, "--port-range", ports)
 	}
-	tlsFlags, err := c.PKI.WorkerFlags(spec.ID, "127.0.0.1", spec.UID)
+	tlsFlags, err := c.PKI.WorkerFlags(spec.ID, host, spec.UID)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +194,7 @@ func (c *Cluster) AddWorker(spec WorkerSpec) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{Proc: p, ID: spec.ID, URL: fmt.Sprintf("https://127.0.0.1:%d", port), WorkDir: dir, UID: spec.UID}
+	w := &Worker{Proc: p, ID: spec.ID, URL: fmt.Sprintf("https://%s:%d", host, port), WorkDir: dir, UID: spec.UID}
 	c.Workers = append(c.Workers, w)
 	return w, c.waitHealthy(p, w.URL)
 }
