@@ -24,8 +24,9 @@ import (
 // ignored (the test clusters' CA is the test's own), but for
 // newTrustingBrowser's.
 type browser struct {
-	t   *testing.T
-	ctx context.Context
+	t     *testing.T
+	ctx   context.Context
+	close func() // ends the browser (its test's cleanup does too)
 }
 
 func newBrowser(t *testing.T) *browser {
@@ -51,7 +52,8 @@ func startBrowser(t *testing.T, more ...chromedp.ExecAllocatorOption) *browser {
 		chromedp.Flag("disable-dev-shm-usage", true))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(opts, more...)...)
 	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
+	end := func() { cancel(); cancelAlloc() }
+	t.Cleanup(end)
 	// Every confirmation is accepted, as the person clicking means it.
 	chromedp.ListenTarget(ctx, func(ev any) {
 		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
@@ -61,7 +63,7 @@ func startBrowser(t *testing.T, more ...chromedp.ExecAllocatorOption) *browser {
 	if err := chromedp.Run(ctx); err != nil {
 		t.Fatalf("starting chromium: %v", err)
 	}
-	return &browser{t: t, ctx: ctx}
+	return &browser{t: t, ctx: ctx, close: end}
 }
 
 // run runs actions with a deadline.

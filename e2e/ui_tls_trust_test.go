@@ -3,8 +3,9 @@ package e2e
 // UI.md's steps for opening a TLS cluster's UI in Chromium, as a person
 // follows them: without the cluster's CA in its store the browser refuses
 // the master's certificate; with it imported by the shell command UI.md
-// gives (certutil into $HOME/.pki/nssdb), the same browser, restarted,
-// opens the sign-in page and signs in with the operator secret.
+// gives (certutil into $HOME/.pki/nssdb), a browser started after it (as
+// a person restarts theirs) opens the sign-in page and signs in with the
+// operator secret.
 
 import (
 	"context"
@@ -53,6 +54,7 @@ func TestUIOfATLSClusterOpensOnceTheCAIsTrusted(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "ERR_CERT_AUTHORITY_INVALID") {
 		t.Fatalf("opening %s/ui/ before the CA is trusted: %v; want the certificate refused (ERR_CERT_AUTHORITY_INVALID)", base, err)
 	}
+	untrusting.close() // closed, as a person's before the import
 
 	// Step 1 by UI.md's command, then a new Chromium (it reads the store
 	// at start); step 2 with the secret on the sign-in page.

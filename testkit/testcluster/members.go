@@ -146,10 +146,14 @@ func (c *Cluster) AddWorker(spec WorkerSpec) (*Worker, error) {
 	}
 	dir := filepath.Join(c.opt.Dir, "work-"+spec.ID)
 	// The workers of a cluster share a host directory (they are one
-	// host's), one of each user's: a test's, not the machine's.
+	// host's), one of each user's: a test's, but for those of --run-as
+	// dynamic, which share the machine's (sharedHostDir).
 	hostDir := filepath.Join(c.opt.Dir, fmt.Sprintf("host-%d", spec.UID))
 	if runsAsDynamic(spec.Flags) {
 		hostDir = sharedHostDir(spec.UID)
+		if err := freeStaleSlots(hostDir); err != nil {
+			return nil, err
+		}
 	}
 	args := []string{"--master", strings.Join(c.URLs(), ","), "--id", spec.ID, "--port", strconv.Itoa(port),
 		"--cores", strconv.Itoa(spec.Cores), "--memory", spec.Memory, "--work-dir", dir, "--kill-grace", spec.KillGrace.String(),
