@@ -7,7 +7,6 @@ import (
 
 	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/placement"
-	"github.com/berth-cluster/berth/scheduler"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -76,7 +75,6 @@ type core struct {
 	metrics          *metrics
 	nextAppNumber    int
 	nextDriverNumber int
-	driverCursor     int
 	// index keeps the schedulable workers in the policy's order between
 	// rounds (placement.Index); dirty names the workers changed since the
 	// last round, put again (or removed) before the next.
@@ -101,20 +99,9 @@ type core struct {
 	refusals refusalRations
 	// writes ration what each tenant may change (audit_budget.go).
 	writes writeRations
-	// owing: after the last round, a queue or an app was owed capacity
-	// (scheduler.Plan.Owing, decided in scheduler/preempt.go): each tick
-	// runs a round, so a preemption that comes due is made without
-	// waiting for another event.
-	owing bool
-	// heldForGang: the apps the last round held back for a gang that has
-	// waited long enough (by id), and that gang's app id.
-	heldForGang map[string]string
-	// roomHolds: the workers whose room is held for a queue executors were
-	// taken back there for (scheduler/holds.go), by id.
-	roomHolds map[string]scheduler.RoomHold
-	// reclaiming counts, by owed queue, the executors being taken back for
-	// it: a queue waits for them to end before more are taken.
-	reclaiming map[string]int
+	// round is what one scheduling round leaves for the next
+	// (round_memory.go).
+	round roundMemory
 	// inheritedPreemptions are the executors a former leader marked for
 	// preemption, not yet killed by this one.
 	inheritedPreemptions map[*executorInfo]struct{}
@@ -127,11 +114,8 @@ type core struct {
 	// probes: the workers whose heartbeat connection closed, being
 	// probed (worker_probe.go).
 	probes workerProbes
-	// slots name the workers to the scheduler (fleet.go); schedBuffers
-	// is storage its rounds reuse.
-	slots        workerSlots
-	schedBuffers scheduler.Buffers
-	viewApps     []scheduler.App
+	// slots name the workers to the scheduler (fleet.go).
+	slots workerSlots
 }
 
 func newCore(cfg Config, log *slog.Logger, clock Clock, fx effects) (*core, error) {
@@ -167,15 +151,15 @@ func (c *core) reset() {
 	c.capacity = clusterCapacity{}
 	c.queues = map[string]*queueInfo{wire.DefaultQueue: {rec: defaultQueue()}}
 	c.tenants = map[string]*persistence.TenantRecord{}
-	c.reclaiming = map[string]int{}
+	c.round.reclaiming = map[string]int{}
 	c.failures = failureLog{}
 	c.probes.active = nil // seq goes on: a late answer must not pass for a new sequence's
 	c.refusals = refusalRations{}
 	c.writes = writeRations{}
 	c.inheritedPreemptions = map[*executorInfo]struct{}{}
 	c.slots = workerSlots{}
-	c.heldForGang = nil
-	c.roomHolds = nil
+	c.round.heldForGang = nil
+	c.round.roomHolds = nil
 }
 
 func (c *core) now() time.Time { return c.clock.Now() }

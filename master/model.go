@@ -312,7 +312,7 @@ type executorInfo struct {
 	// most recent first).
 	started time.Time
 	// reclaimedFor is the queue this leader took it back for, until it
-	// ends (core.reclaiming counts them).
+	// ends (core.round.reclaiming counts them).
 	reclaimedFor string
 }
 

@@ -41,7 +41,7 @@ func (c *core) preempt(e *executorInfo, why, owed string) {
 func (c *core) markReclaimed(e *executorInfo, why, owed string) {
 	e.preemptedFor, e.reclaimedFor = why, owed
 	if owed != "" {
-		c.reclaiming[owed]++
+		c.round.reclaiming[owed]++
 	}
 	e.app.leaving(e, 1)
 }
@@ -50,7 +50,7 @@ func (c *core) markReclaimed(e *executorInfo, why, owed string) {
 // ended).
 func (c *core) unmarkReclaimed(e *executorInfo) {
 	if e.reclaimedFor != "" {
-		c.reclaiming[e.reclaimedFor]--
+		c.round.reclaiming[e.reclaimedFor]--
 	}
 	if e.preemptedFor != "" {
 		e.app.leaving(e, -1)

@@ -45,7 +45,7 @@ func TestAnExecutorWhoseEndIsInFlightIsNotPreempted(t *testing.T) {
 			t.Errorf("executor %s of app a is durable again after its end (preempted for %q)", key, rec.PreemptedFor)
 		}
 	}
-	if n := h.c.reclaiming["b"]; n != 0 {
+	if n := h.c.round.reclaiming["b"]; n != 0 {
 		t.Errorf("queue b waits for %d executors taken back, which had ended", n)
 	}
 }

@@ -37,7 +37,7 @@ func (c *core) apply(p scheduler.Plan) {
 	if p.Outcome == scheduler.Idle {
 		return
 	}
-	c.driverCursor = p.DriverCursor
+	c.round.driverCursor = p.DriverCursor
 	for _, dp := range p.Drivers {
 		d, w := c.drivers[dp.DriverID], c.workers[dp.WorkerID]
 		c.launchDriver(w, d, w.grantsOf(dp.Resources, d.spec.Resources), dp.Ports)
@@ -80,10 +80,10 @@ func (c *core) keepRound(p scheduler.Plan) {
 		}
 	}
 	if p.GangHoldsDecided {
-		c.heldForGang = p.GangHolds
+		c.round.heldForGang = p.GangHolds
 	}
-	c.roomHolds = p.Holds
-	c.owing = p.Owing
+	c.round.roomHolds = p.Holds
+	c.round.owing = p.Owing
 }
 
 // reserveExecutorIDs writes a larger reservation of a's executor ids

@@ -15,15 +15,15 @@ import (
 func (c *core) schedulingView() *scheduler.View {
 	v := &scheduler.View{
 		Now: c.now(), Config: c.schedulerConfig(), Index: c.index, Fleet: fleet{c}, Capacity: c.capacity.view(),
-		Rooms: &c.workerViews.rooms, Buffers: &c.schedBuffers, DriverCursor: c.driverCursor, Holds: c.roomHolds,
+		Rooms: &c.workerViews.rooms, Buffers: &c.round.buffers, DriverCursor: c.round.driverCursor, Holds: c.round.roomHolds,
 		Queues: make([]scheduler.Queue, 0, len(c.queues)),
 	}
 	// The apps' views are kept from round to round (a round over a
 	// thousand apps allocated 300 KB for them): nothing keeps them past
 	// the round.
-	clear(c.viewApps)
-	c.viewApps = slices.Grow(c.viewApps[:0], len(c.appOrder))[:len(c.appOrder)]
-	v.Apps = c.viewApps
+	clear(c.round.apps)
+	c.round.apps = slices.Grow(c.round.apps[:0], len(c.appOrder))[:len(c.appOrder)]
+	v.Apps = c.round.apps
 	for _, name := range sortedKeys(c.queues) {
 		v.Queues = append(v.Queues, c.queueView(name))
 	}
@@ -49,7 +49,7 @@ func (c *core) statusView() *scheduler.StatusView {
 	}
 	return &scheduler.StatusView{
 		Now: c.now(), Config: c.schedulerConfig(), Fleet: fleet{c}, Capacity: c.capacity.view(), Rooms: &c.workerViews.rooms,
-		Alive: c.status == wire.MasterAlive, PlacedDrivers: c.placedDrivers(), Queues: queues, GangHolds: c.heldForGang,
+		Alive: c.status == wire.MasterAlive, PlacedDrivers: c.placedDrivers(), Queues: queues, GangHolds: c.round.heldForGang,
 	}
 }
 
@@ -62,7 +62,7 @@ func (c *core) schedulerConfig() scheduler.Config {
 func (c *core) queueView(name string) scheduler.Queue {
 	q := c.queues[name]
 	return scheduler.Queue{Name: q.rec.Name, Weight: q.rec.Weight, Guarantee: q.rec.Guarantee, Limit: q.rec.Limit, Preempt: q.rec.Preempt,
-		StarvedSince: q.starvedSince, Reclaiming: c.reclaiming[name], Last: q.view}
+		StarvedSince: q.starvedSince, Reclaiming: c.round.reclaiming[name], Last: q.view}
 }
 
 // view is a as the scheduler sees it.

@@ -46,7 +46,7 @@ func (c *core) tick() {
 	c.endBackoffs()
 	c.expireExclusions()
 	c.flushSuppressedAudit()
-	if c.owing {
+	if c.round.owing {
 		c.schedule() // a preemption may have come due; its wait is told anew
 	}
 }

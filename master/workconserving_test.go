@@ -197,7 +197,7 @@ func (h *harness) falseReason(a *appInfo, why string) string {
 		// The room freed by a preemption, held for the queue it was for
 		// (scheduler/holds.go): a hold must be there, for another queue.
 		held := false
-		for _, hold := range h.c.roomHolds {
+		for _, hold := range h.c.round.roomHolds {
 			held = held || hold.Queue != wire.QueueName(a.rec.Desc.Queue)
 		}
 		if !held {
