@@ -34,7 +34,7 @@ func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply reply[wir
 		return
 	}
 	key := submissionKey{keyApp, idem.key}
-	if !c.admitKeyed(key, idem.hash, c.listedApp, c.roomForApp, reply) {
+	if !c.admitKeyed(key, idem.hash, reply) {
 		return
 	}
 	rec := persistence.AppRecord{
@@ -43,7 +43,7 @@ func (c *core) registerApp(desc wire.AppDescription, idem keyed, reply reply[wir
 		IdempotencyKey: idem.key, IdempotencyHash: idem.hash, Owner: idem.owner, Tenant: idem.tenant, UnixUser: c.unixUserOfSubmitter(idem),
 	}
 	reply = c.registering.submitting(desc.Queue, idem.tenant, reply)
-	c.commitKeyed(key, rec.ID, persistence.PutApp(rec, 0), &c.registering.apps, func() {
+	c.commitKeyed(key, rec.ID, persistence.PutApp(rec, 0), func() {
 		c.rememberKey(key, rec.ID)
 		a := newAppInfo(rec, wire.AppWaiting, c.now())
 		c.apps[rec.ID] = a

@@ -23,13 +23,13 @@ func (c *core) submitDriver(desc wire.DriverDescription, idem keyed, reply reply
 		return
 	}
 	key := submissionKey{keyDriver, idem.key}
-	if !c.admitKeyed(key, idem.hash, c.listedDriver, c.roomForDriver, reply) {
+	if !c.admitKeyed(key, idem.hash, reply) {
 		return
 	}
 	rec := persistence.DriverRecord{ID: c.newDriverID(), Desc: desc, SubmittedAt: c.now(), State: wire.DriverSubmitted,
 		IdempotencyKey: idem.key, IdempotencyHash: idem.hash, Tenant: idem.tenant, UnixUser: c.unixUserOf(idem.tenant)}
 	reply = c.registering.submitting(desc.Queue, idem.tenant, reply)
-	c.commitKeyed(key, rec.ID, persistence.PutDriver(rec, 0), &c.registering.drivers, func() { c.driverAdded(rec) }, reply)
+	c.commitKeyed(key, rec.ID, persistence.PutDriver(rec, 0), func() { c.driverAdded(rec) }, reply)
 }
 
 // driverAdded applies a durable new driver: it waits for a worker.

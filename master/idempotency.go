@@ -73,9 +73,8 @@ func errKeyReused(k submissionKey, id string) error {
 }
 
 // answerRepeat answers a keyed submission that repeats one in flight or one
-// already listed, and reports whether it did. listed returns the hash
-// recorded for an id, false when the master no longer lists it.
-func (c *core) answerRepeat(k submissionKey, hash string, listed func(id string) (string, bool), reply reply[wire.Submitted]) bool {
+// already listed, and reports whether it did.
+func (c *core) answerRepeat(k submissionKey, hash string, reply reply[wire.Submitted]) bool {
 	if k.key == "" {
 		return false
 	}
@@ -91,7 +90,7 @@ func (c *core) answerRepeat(k submissionKey, hash string, listed func(id string)
 	if !ok {
 		return false
 	}
-	stored, ok := listed(id)
+	stored, ok := c.listed(k.kind, id)
 	if !ok {
 		delete(c.keys.ids, k) // gone from the lists: the key is free again
 		return false
@@ -105,18 +104,18 @@ func (c *core) answerRepeat(k submissionKey, hash string, listed func(id string)
 }
 
 // admitKeyed decides whether a submission may be written: only a leader
-// takes one, a repeat is answered instead (answerRepeat), and room (a cap)
-// may refuse it. Admitted, it is in flight under its key (beginKeyed);
-// refused, reply has been called.
-func (c *core) admitKeyed(k submissionKey, hash string, listed func(id string) (string, bool), room func() error, reply reply[wire.Submitted]) bool {
+// takes one, a repeat is answered instead (answerRepeat), and its kind's
+// cap may refuse it (roomFor). Admitted, it is in flight under its key
+// (beginKeyed); refused, reply has been called.
+func (c *core) admitKeyed(k submissionKey, hash string, reply reply[wire.Submitted]) bool {
 	if !c.leading() {
 		reply.fail(c.notLeader())
 		return false
 	}
-	if c.answerRepeat(k, hash, listed, reply) {
+	if c.answerRepeat(k, hash, reply) {
 		return false
 	}
-	if err := room(); err != nil {
+	if err := c.roomFor(k.kind); err != nil {
 		reply.fail(err)
 		return false
 	}
@@ -148,9 +147,13 @@ func (c *core) endKeyed(k submissionKey, id string, err error) {
 // apply runs (if this leadership goes on) and the client gets its id even
 // if leadership moved meanwhile (the new leader recovers the record); a
 // failed write gets the error. Either way the repeats that waited on its
-// key get the same answer. pending counts it against the caps while it is
-// written.
-func (c *core) commitKeyed(k submissionKey, id string, cmd persistence.Command, pending *int, apply func(), reply reply[wire.Submitted]) {
+// key get the same answer. It counts against its kind's cap while it is
+// written (c.registering).
+func (c *core) commitKeyed(k submissionKey, id string, cmd persistence.Command, apply func(), reply reply[wire.Submitted]) {
+	pending := &c.registering.apps
+	if k.kind == keyDriver {
+		pending = &c.registering.drivers
+	}
 	*pending++
 	c.commit([]persistence.Command{cmd}, apply, func(err error) {
 		*pending--
@@ -191,6 +194,15 @@ func (c *core) indexKeys(s *persistence.State) {
 	for _, r := range sortedRecords(s.Drivers, func(r *persistence.DriverRecord) string { return sortTime(r.SubmittedAt) + r.ID }) {
 		c.rememberKey(submissionKey{keyDriver, r.IdempotencyKey}, r.ID)
 	}
+}
+
+// listed returns the hash recorded for an app's or a driver's id, false
+// when the master no longer lists it.
+func (c *core) listed(kind keyKind, id string) (string, bool) {
+	if kind == keyDriver {
+		return c.listedDriver(id)
+	}
+	return c.listedApp(id)
 }
 
 // listedApp and listedDriver return the description hash of a listed app

@@ -78,6 +78,14 @@ func (c Config) checkDriverSubmission(d wire.DriverDescription) error {
 	return c.checkSubmissionSize(d.Command, d.Env, d.Checks)
 }
 
+// roomFor refuses a submission of kind past its cap.
+func (c *core) roomFor(kind keyKind) error {
+	if kind == keyDriver {
+		return c.roomForDriver()
+	}
+	return c.roomForApp()
+}
+
 // roomForApp refuses a new app when the active ones, with those whose
 // registration is being written, reach the cap.
 func (c *core) roomForApp() error {
