@@ -102,7 +102,17 @@ func (c *core) putQueue(name string, spec wire.QueueSpec, answer reply[wire.Queu
 				reply.fail(err)
 				return
 			}
-			reply(c.queueStatus(c.queues[name]), nil) // name: the route's, checked (checkQueueName)
+			// The answer is the record written, with what this master knows
+			// of the queue: a durable write of an ended leadership is not
+			// applied (commit), so a new queue is then in no map of this
+			// master's (a master crashed on the nil: chaos, a leader frozen
+			// past every timeout).
+			answer := queueInfo{rec: rec}
+			if q := c.queues[name]; q != nil { // name: the route's, checked (checkQueueName)
+				answer = *q
+				answer.rec = rec
+			}
+			reply(c.queueStatus(&answer), nil)
 		})
 	})
 }
