@@ -399,7 +399,9 @@ func (ch *chaos) startLongApps(dir, marker string, pw *pidWatch) {
 		pw.add(la.marker, la.name, la.strict, la.executors)
 		pw.learn(la.marker, la.id)
 	}
-	pw.sample() // the strict apps' baseline
+	if err := pw.baseline(backWithin); err != nil {
+		ch.t.Fatal(err)
+	}
 }
 
 // verdict is what the checks found.

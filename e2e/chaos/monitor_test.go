@@ -318,7 +318,55 @@ func (pw *pidWatch) run(ctx context.Context) {
 	}
 }
 
+// baseline samples until every strict app's executors are seen running
+// (its status may say RUNNING before the worker's child has exec'd its
+// command: one sample then missed an executor, seen later as a start
+// more than its losses), then makes later starts count as late.
+func (pw *pidWatch) baseline(within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		pw.scan()
+		if missing := pw.strictMissing(); missing == "" {
+			break
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("the strict apps' baseline: %s not all running after %s", missing, within)
+		}
+		time.Sleep(50 * time.Millisecond) // polling with a deadline
+	}
+	pw.mu.Lock()
+	pw.sampled = true
+	pw.mu.Unlock()
+	return nil
+}
+
+// strictMissing names a strict app with fewer executors' processes seen
+// than it asked for, "" if none.
+func (pw *pidWatch) strictMissing() string {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	seen := map[string]int{}
+	for ref, e := range pw.execs {
+		if e.pid != 0 && e.gone.IsZero() {
+			seen[ref.marker]++
+		}
+	}
+	for m, a := range pw.apps {
+		if a.strict && seen[m] < a.most {
+			return fmt.Sprintf("%s (%d of %d)", a.name, seen[m], a.most)
+		}
+	}
+	return ""
+}
+
 func (pw *pidWatch) sample() {
+	pw.scan()
+	pw.mu.Lock()
+	pw.sampled = true
+	pw.mu.Unlock()
+}
+
+// scan reads the executors' processes once.
+func (pw *pidWatch) scan() {
 	pw.mu.Lock()
 	markers := map[string]bool{}
 	for m := range pw.apps {
@@ -355,7 +403,6 @@ func (pw *pidWatch) sample() {
 		}
 		e.gone = now
 	}
-	pw.sampled = true
 }
 
 // watchStatus reads the status of the watched apps, from the leader, all
