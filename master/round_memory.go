@@ -3,9 +3,10 @@ package master
 import "github.com/berth-cluster/berth/scheduler"
 
 // roundMemory is what a scheduling round leaves for the next: the parts
-// of the last plan the next view carries (scheduler.View), and storage
-// the rounds reuse. keepRound (schedule.go) writes it; schedulingView
-// (schedview.go) reads it.
+// of the last plan the next view carries (scheduler.View), the executors
+// being taken back, and storage the rounds reuse. keepRound (schedule.go)
+// writes the plan's parts, markReclaimed and unmarkReclaimed (preempt.go)
+// the count taken back; schedulingView (schedview.go) reads them.
 type roundMemory struct {
 	// driverCursor is where the next round's driver placement starts
 	// (Plan.DriverCursor).

@@ -91,3 +91,23 @@ func freeIfStale(path string, now time.Time) error {
 	}
 	return f.Sync()
 }
+
+// sharedHostDir is the --host-dir of every worker of this machine's tests
+// that runs with --run-as dynamic: those serve the names of their
+// identities in the machine's /run/systemd/userdb, so they are one host's
+// workers whatever their cluster, and a worker refuses to start where
+// another of its slot number serves there from another --host-dir (the
+// two would hand one uid to two tenants).
+func sharedHostDir(uid uint32) string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("berth-test-host-%d", uid))
+}
+
+// runsAsDynamic reports whether flags give --run-as dynamic.
+func runsAsDynamic(flags []string) bool {
+	for i, f := range flags {
+		if f == "--run-as=dynamic" || (f == "--run-as" && i+1 < len(flags) && flags[i+1] == "dynamic") {
+			return true
+		}
+	}
+	return false
+}

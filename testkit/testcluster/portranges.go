@@ -17,12 +17,12 @@ import (
 // from 22000 up to below the kernel's ephemeral ports (32768: the test's
 // own connections take those); below 22000 are the blocks of the default
 // range that the first two slots of a host take (20000-21999), which
-// workers of WorkerSpec.DefaultPortRange hand out. Tests of several packages run at once, so
-// a range is the machine's, not the process's: it is taken by holding a
-// lock on its file in a directory every test process of this user shares
-// (an flock the kernel drops if the process dies), from a place of this
-// process's own, and given back at h's cleanup (after the worker's kill,
-// registered later). Workers that share a --host-dir refuse to start on a
+// workers of WorkerSpec.DefaultPortRange hand out. Tests of several
+// packages run at once, so a range is the machine's, not the process's:
+// it is taken by holding a lock on its file in a directory every test
+// process of this user shares (an flock the kernel drops if the process
+// dies), from a place of this process's own, and given back at h's
+// cleanup (after the worker's kill, registered later). Workers that share a --host-dir refuse to start on a
 // range over another's, and those of --run-as dynamic share the
 // machine's (sharedHostDir).
 func portRange(h Host) (string, error) {
@@ -61,23 +61,3 @@ var (
 	rangeMu   sync.Mutex
 	nextRange int
 )
-
-// sharedHostDir is the --host-dir of every worker of this machine's tests
-// that runs with --run-as dynamic: those serve the names of their
-// identities in the machine's /run/systemd/userdb, so they are one host's
-// workers whatever their cluster, and a worker refuses to start where
-// another of its slot number serves there from another --host-dir (the
-// two would hand one uid to two tenants).
-func sharedHostDir(uid uint32) string {
-	return filepath.Join(os.TempDir(), fmt.Sprintf("berth-test-host-%d", uid))
-}
-
-// runsAsDynamic reports whether flags give --run-as dynamic.
-func runsAsDynamic(flags []string) bool {
-	for i, f := range flags {
-		if f == "--run-as=dynamic" || (f == "--run-as" && i+1 < len(flags) && flags[i+1] == "dynamic") {
-			return true
-		}
-	}
-	return false
-}
