@@ -149,9 +149,11 @@ private[berth] class BerthClient(
               pause = redirects > 2 * masters.size + 2 // masters pointing at each other
             }
           case 503 if code == "no_leader" || code == "leader_preparing" =>
-            // The master held the request up to a second for an election: ask the next now.
+            // The master held the request up to a second for an election: ask the next now,
+            // and pause once every master has said so (none may have held it).
             target = nextMaster(target)
-            pause = false
+            redirects += 1
+            pause = redirects >= masters.size
           case 307 | 503 | 504 =>
             target = nextMaster(target)
           case 401 =>

@@ -63,6 +63,8 @@ private[berth] class BerthSchedulerBackend(
   private val registeredIds = ConcurrentHashMap.newKeySet[String]()
   private val lifecycle = new ExecutorLifecycle(conf, this, conf.get(DECOMMISSION_ENABLED))
   private val removeDelayMs = conf.get(EXECUTOR_REMOVE_DELAY)
+  // What start()'s calls may wait for a leader: the registration's own budget.
+  private val StartBudgetMs = 30000L
 
   @volatile private var client: BerthClient = _
   @volatile private var appId: String = _
@@ -87,7 +89,7 @@ private[berth] class BerthSchedulerBackend(
     val submitted = try {
       // A repeat after a lost answer gets the first registration's id, not a second app.
       val key = Map("Idempotency-Key" -> UUID.randomUUID().toString)
-      client.call("POST", "/v1/apps", Some(desc), key)
+      client.call("POST", "/v1/apps", Some(desc), key, budgetMs = StartBudgetMs)
     } catch {
       case e: BerthApiException =>
         throw new SparkException(s"berth refused the app: ${e.getMessage}", e)
@@ -255,11 +257,16 @@ private[berth] class BerthSchedulerBackend(
     fail(s"berth: lost the event stream of app $appId, which holds it: ${e.getMessage}")
   }
 
-  /** A request no worker could ever hold fails at once, as berth says: "cannot start: ...". */
+  /**
+   * A request no worker could ever hold fails at once, as berth says: "cannot start: ...".
+   * Part of start(), so it waits out an election as the registration does (the call's 30-s
+   * budget): a leaderless window just after the app registered must not fail the context.
+   */
   private def failIfCannotStart(): Unit = {
-    val why = status().waiting
+    val why = status(StartBudgetMs).waiting
     if (why.startsWith("cannot start")) {
-      Utils.tryLogNonFatalError(client.call("DELETE", s"/v1/apps/$appId", budgetMs = 5000))
+      Utils.tryLogNonFatalError(client.call("DELETE", s"/v1/apps/$appId",
+        budgetMs = StartBudgetMs))
       appId = null
       throw new SparkException(s"berth cannot run this app's executors: $why")
     }
@@ -267,8 +274,9 @@ private[berth] class BerthSchedulerBackend(
 
   private case class Status(waiting: String, excluded: String)
 
-  private def status(): Status = {
-    val app = client.call("GET", s"/v1/apps/$appId", budgetMs = 5000)
+  /** The app's status; the periodic report gives up sooner (the next one comes). */
+  private def status(budgetMs: Long = 5000): Status = {
+    val app = client.call("GET", s"/v1/apps/$appId", budgetMs = budgetMs)
     val excluded = Option(app.get("excluded")).map(_.toString).getOrElse("")
     Status(app.path("waiting").asText(""), excluded)
   }

@@ -27,6 +27,10 @@ class BerthAppDescriptionBuildSuite {
   @volatile private var stopping = false
   // What the fake master was sent, by the app's name: its description and Authorization.
   private val registered = new ConcurrentHashMap[String, (JsonNode, String)]()
+  // App "leaderless": when it registered, and the 503s the fake master answered it since.
+  @volatile private var leaderlessSince = 0L
+  private val leaderlessRefusals = new java.util.concurrent.atomic.AtomicInteger()
+  private val LeaderlessMs = 8000L // longer than the periodic status read's 5-s budget
 
   private val server = {
     val s = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0)
@@ -48,10 +52,16 @@ class BerthAppDescriptionBuildSuite {
     val path = x.getRequestURI.getPath
     val id = path.split("/").lift(3).getOrElse("")
     (x.getRequestMethod, path) match {
+      // The leader is lost just after the registration: an election runs for LeaderlessMs.
+      case ("GET", _) if id == "app-leaderless" &&
+          System.nanoTime() - leaderlessSince < TimeUnit.MILLISECONDS.toNanos(LeaderlessMs) =>
+        leaderlessRefusals.incrementAndGet()
+        reply(x, 503, """{"code":"no_leader","error":"no leader: an election is under way"}""")
       case ("POST", "/v1/apps") =>
         val desc = BerthClient.Json.readTree(x.getRequestBody)
         val name = desc.path("name").asText()
         registered.put(name, (desc, Option(x.getRequestHeaders.getFirst("Authorization")).getOrElse("")))
+        if (name == "leaderless") leaderlessSince = System.nanoTime()
         reply(x, 201, s"""{"id":"app-$name","state":"WAITING"}""")
       case ("GET", p) if p.endsWith("/events") =>
         // The stream stays open, a heartbeat at a time, until the driver closes it.
@@ -164,7 +174,8 @@ class BerthAppDescriptionBuildSuite {
         "spark.dynamicAllocation.shuffleTracking.enabled" -> "true",
         "spark.executor.instances" -> "5",
         "spark.executor.memory" -> "8g"),
-      "badpriority" -> Map("spark.berth.priority" -> "high"))
+      "badpriority" -> Map("spark.berth.priority" -> "high"),
+      "leaderless" -> Map())
 
     // Nothing set: no limit, no executor size but memory (Spark's 1g heap + its 384 MiB
     // floor of overhead), no berth keys; Spark from the driver's SPARK_HOME.
@@ -215,6 +226,11 @@ class BerthAppDescriptionBuildSuite {
     assertEquals(8192 + 819, dyn.path("memoryPerExecutorMB").asLong())
     assertFalse(fields(dyn).contains("coresPerExecutor"))
     startedConf(said("dynamic"))
+
+    // No leader for 8 s after the registration: start() waits it out, as it would for the
+    // registration itself, and the context starts.
+    startedConf(said("leaderless"))
+    assertTrue(s"${leaderlessRefusals.get} refusals", leaderlessRefusals.get > 1)
 
     assertEquals(None, Option(registered.get("badpriority")))
     assertTrue(said("badpriority").toString,
