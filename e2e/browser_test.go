@@ -158,13 +158,18 @@ func (b *browser) screenshot(name string) {
 	b.t.Helper()
 	var png []byte
 	b.run("screenshot "+name, chromedp.FullScreenshot(&png, 100))
-	dirs := []string{b.t.TempDir()}
+	saveScreenshot(b.t, name, png)
+}
+
+func saveScreenshot(t *testing.T, name string, png []byte) {
+	t.Helper()
+	dirs := []string{t.TempDir()}
 	if d := os.Getenv("BERTH_UI_SCREENSHOTS"); d != "" {
 		dirs = append(dirs, d)
 	}
 	for _, d := range dirs {
 		if err := os.WriteFile(filepath.Join(d, name+".png"), png, 0o644); err != nil {
-			b.t.Errorf("screenshot %s: %v", name, err)
+			t.Errorf("screenshot %s: %v", name, err)
 		}
 	}
 }

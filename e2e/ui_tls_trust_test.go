@@ -5,12 +5,14 @@ package e2e
 // the master's certificate; with it imported by the shell command UI.md
 // gives (certutil into $HOME/.pki/nssdb), a browser started after it (as
 // a person restarts theirs) opens the sign-in page and signs in with the
-// operator secret.
+// operator secret; with an operator's cli certificate imported as UI.md
+// says, Chromium presents it and shows the overview without a sign-in.
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,30 +23,13 @@ import (
 
 func TestUIOfATLSClusterOpensOnceTheCAIsTrusted(t *testing.T) {
 	t.Parallel()
-	for _, tool := range []string{"certutil", "chromium"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("this test needs %s: run scripts/test-deps.sh: %v", tool, err)
-		}
-	}
-	cl := startCluster(t, clusterSpec{workers: []string{"w1"}, cores: 1, memory: "1g"})
-	base := cl.Masters[0].URL
-	if !strings.HasPrefix(base, "https://") {
-		t.Fatalf("the master's address %s: want the TLS cluster's", base)
-	}
+	cl, base := uiTLSCluster(t, "chromium")
 	home := t.TempDir()
 	nssdb := filepath.Join(home, ".pki", "nssdb")
 	if err := os.MkdirAll(nssdb, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	certutil := func(args ...string) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if out, err := exec.CommandContext(ctx, "certutil", append([]string{"-d", "sql:" + nssdb}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("certutil %v: %v\n%s", args, err, out)
-		}
-	}
-	certutil("-N", "--empty-password") // the store a first start of Chromium makes
+	shellStep(t, "certutil", "-d", "sql:"+nssdb, "-N", "--empty-password") // the store a first start of Chromium makes
 
 	// Before step 1: the certificate is refused, nothing of the UI shows.
 	untrusting := newTrustingBrowser(t, home)
@@ -58,11 +43,46 @@ func TestUIOfATLSClusterOpensOnceTheCAIsTrusted(t *testing.T) {
 
 	// Step 1 by UI.md's command, then a new Chromium (it reads the store
 	// at start); step 2 with the secret on the sign-in page.
-	certutil("-A", "-t", "C,,", "-n", "berth-ca", "-i", cl.PKI.CAFile())
+	trustCA(t, cl, nssdb)
 	b := newTrustingBrowser(t, home)
 	page := b.open(base + "/ui/")
 	mustContain(t, "the UI once the CA is trusted", page, "Sign in")
 	b.signIn(base)
 	mustContain(t, "the overview after the sign-in", b.open(base+"/ui/"), "w1")
 	b.screenshot("ui-tls-trusted")
+	b.close()
+
+	// Step 2 by a cli certificate instead: UI.md's openssl and pk12util
+	// commands, then the pick a person makes when Chromium asks which
+	// certificate to present, as the policy that makes it for a machine
+	// (AutoSelectCertificateForUrls, for this master's origin only).
+	importOperatorCertificate(t, cl, nssdb)
+	chromiumPolicy(t, map[string]any{"AutoSelectCertificateForUrls": []string{
+		fmt.Sprintf(`{"pattern":%q,"filter":{}}`, base)}})
+	b = newTrustingBrowser(t, home)
+	page = b.open(base + "/ui/")
+	if strings.Contains(page, "Sign in") {
+		t.Fatalf("Chromium with the operator's certificate was asked to sign in:\n%s", page)
+	}
+	mustContain(t, "the overview to Chromium's certificate", page, "w1", "Sign out")
+	b.screenshot("ui-tls-certificate")
+}
+
+// chromiumPolicy sets a managed policy of Debian's Chromium (read at its
+// start) for the rest of the test; it needs root, as CI runs.
+func chromiumPolicy(t *testing.T, policy map[string]any) {
+	t.Helper()
+	dir := "/etc/chromium/policies/managed"
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("Chromium's policy directory (this step needs root): %v", err)
+	}
+	data, err := json.Marshal(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, fmt.Sprintf("berth-e2e-%d.json", os.Getpid()))
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatalf("Chromium's policy (this step needs root): %v", err)
+	}
+	t.Cleanup(func() { _ = os.Remove(file) })
 }

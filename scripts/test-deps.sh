@@ -3,7 +3,8 @@
 # pyspark 4.2.0 (Spark's whole distribution) and a JDK >= 17, through
 # scripts/spark-deps.sh, for the Spark plugin's tests (e2e/spark); nftables, for
 # the fault-injection suite's asymmetric partition (e2e/chaos), chromium,
-# the real browser the web UI's tests drive (e2e/ui), strace, which
+# the real browser the web UI's tests drive (e2e/ui), firefox-esr, for
+# UI.md's Firefox steps, strace, which
 # shows a write synced before it is acknowledged (e2e/fsync), and
 # libnss-systemd, through which glibc finds the names a --run-as dynamic
 # worker serves its identities (e2e/dynamic_names_test.go, e2e/spark:
@@ -18,7 +19,9 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v strace >/dev/null 2>&1 || need+=(strace)
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd) # deploy/: the units verified
 command -v mvn >/dev/null 2>&1 || need+=(maven) # spark/build.sh builds bin/berth-spark.jar
-command -v certutil >/dev/null 2>&1 || need+=(libnss3-tools) # e2e/ui_tls_trust_test.go: UI.md's step of trusting the CA
+command -v certutil >/dev/null 2>&1 || need+=(libnss3-tools) # e2e/ui_tls_*_test.go: UI.md's steps (certutil, pk12util)
+command -v firefox-esr >/dev/null 2>&1 || need+=(firefox-esr) # e2e/ui_tls_firefox_test.go: UI.md's Firefox steps
+command -v openssl >/dev/null 2>&1 || need+=(openssl) # the same: UI.md's PKCS #12 export
 # (grep reads all, not -q: under pipefail an early exit would fail ldconfig with SIGPIPE)
 { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | grep 'libnss_systemd\.so\.2' >/dev/null || need+=(libnss-systemd)
 install_packages() {
@@ -26,7 +29,7 @@ install_packages() {
 		return
 	fi
 	if [ "$(id -u)" -ne 0 ]; then
-		echo "test-deps: ${need[*]} missing and not root: install them (the partition fault of e2e/chaos is skipped without nftables; the UI tests need chromium and libnss3-tools, e2e/fsync strace, the names of --run-as dynamic identities libnss-systemd)" >&2
+		echo "test-deps: ${need[*]} missing and not root: install them (the partition fault of e2e/chaos is skipped without nftables; the UI tests need chromium, firefox-esr, openssl and libnss3-tools, e2e/fsync strace, the names of --run-as dynamic identities libnss-systemd)" >&2
 		return
 	fi
 	echo "test-deps: installing ${need[*]}" >&2
