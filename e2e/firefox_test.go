@@ -65,10 +65,20 @@ func startFirefox(t *testing.T, profile string, prefs map[string]any) *firefox {
 		t.Fatalf("starting firefox: %v", err)
 	}
 	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
+	go func() {
+		_ = cmd.Wait()
+		// Its content processes, if any outlived it, at once: once its
+		// group is empty the number may go to another process's group.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		close(exited)
+	}()
 	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // its group: the one it leads
-		<-exited
+		select {
+		case <-exited: // quit and reaped: its group is not ours to signal
+		default:
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // its group: the one it leads
+			<-exited
+		}
 	})
 	found := make(chan string, 1)
 	go func() {
@@ -85,6 +95,8 @@ func startFirefox(t *testing.T, profile string, prefs map[string]any) *firefox {
 	var url string
 	select {
 	case url = <-found:
+	case <-exited:
+		t.Fatal("firefox ended before its remote agent listened")
 	case <-time.After(60 * time.Second):
 		t.Fatal("firefox's remote agent did not listen within 60 s")
 	}

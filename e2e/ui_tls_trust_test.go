@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,9 +57,12 @@ func TestUIOfATLSClusterOpensOnceTheCAIsTrusted(t *testing.T) {
 	// commands, then the pick a person makes when Chromium asks which
 	// certificate to present, as the policy that makes it for a machine
 	// (AutoSelectCertificateForUrls, for this master's origin only).
+	if os.Geteuid() != 0 {
+		t.Skip("Chromium's certificate step sets a machine-wide policy, which needs root (as CI runs)")
+	}
 	importOperatorCertificate(t, cl, nssdb)
 	chromiumPolicy(t, map[string]any{"AutoSelectCertificateForUrls": []string{
-		fmt.Sprintf(`{"pattern":%q,"filter":{}}`, base)}})
+		fmt.Sprintf(`{"pattern":%q,"filter":{"ISSUER":{"CN":"berth cluster CA"}}}`, base)}})
 	b = newTrustingBrowser(t, home)
 	page = b.open(base + "/ui/")
 	if strings.Contains(page, "Sign in") {
@@ -69,12 +73,22 @@ func TestUIOfATLSClusterOpensOnceTheCAIsTrusted(t *testing.T) {
 }
 
 // chromiumPolicy sets a managed policy of Debian's Chromium (read at its
-// start) for the rest of the test; it needs root, as CI runs.
+// start) for the rest of the test; it needs root, as CI runs. A test run
+// killed before its cleanup (a -timeout panic, SIGKILL) leaves its file:
+// the next run removes those of processes that are gone.
 func chromiumPolicy(t *testing.T, policy map[string]any) {
 	t.Helper()
 	dir := "/etc/chromium/policies/managed"
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatalf("Chromium's policy directory (this step needs root): %v", err)
+	}
+	stale, _ := filepath.Glob(filepath.Join(dir, "berth-e2e-*.json"))
+	for _, f := range stale {
+		var pid int
+		if _, err := fmt.Sscanf(filepath.Base(f), "berth-e2e-%d.json", &pid); err == nil && pid > 0 &&
+			syscall.Kill(pid, 0) == syscall.ESRCH {
+			_ = os.Remove(f)
+		}
 	}
 	data, err := json.Marshal(policy)
 	if err != nil {
