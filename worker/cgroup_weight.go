@@ -13,7 +13,9 @@ import "strconv"
 // Kubernetes weighs its pods' group by the node's allocatable CPU: a
 // worker that offers more cores than there are (tests, benchmarks) must
 // not outweigh the masters beside it (a weight of 32 cores on 2 starved
-// three Raft masters out of their quorum).
+// three Raft masters out of their quorum). The cap is a worker's: workers
+// sharing a host add up (four of 8 cores on 2 CPUs weigh 8 CPUs, which
+// kept three masters' quorum in docs/BENCHMARKS.md §10's runs).
 
 // parentWeight is the control file and value of a parent group for a
 // worker offering cores on a machine of cpus.
