@@ -21,9 +21,6 @@ func (w *Worker) setupLimits() {
 		return
 	}
 	w.cg = cg
-	if err := cg.weigh(w.cfg.Cores); err != nil {
-		w.log.Warn("executors' CPU weight left at the default", "why", err)
-	}
 	for _, dir := range cg.base {
 		w.guard.cgroupParent(dir) // the guardian empties them if the worker dies
 	}

@@ -3,7 +3,6 @@ package worker
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,36 +55,6 @@ func TestLimitsAreReportedAndSet(t *testing.T) {
 	}
 	if got := read("cpu/cpu.shares", "cpu.weight"); got != "1024" && got != "100" {
 		t.Errorf("cpu weight %q for 1 core", got)
-	}
-	// The parent weighs the worker's cores, up to the machine's CPUs.
-	parent := tw.cg.base["cpu"]
-	if tw.cg.v2 {
-		parent = tw.cg.base[""]
-	}
-	file, want := parentWeight(tw.cfg.Cores, runtime.NumCPU(), tw.cg.v2)
-	if data, err := os.ReadFile(filepath.Join(parent, file)); err != nil || strings.TrimSpace(string(data)) != want {
-		t.Errorf("the parent group's %s: %q, %v; want %s (%d cores offered, %d CPUs)", file, data, err, want, tw.cfg.Cores, runtime.NumCPU())
-	}
-}
-
-func TestParentWeightIsTheCoresOfferedUpToTheMachines(t *testing.T) {
-	for _, c := range []struct {
-		cores, cpus int
-		v2          bool
-		file, want  string
-	}{
-		{1, 2, false, "cpu.shares", "1024"},
-		{8, 2, false, "cpu.shares", "2048"}, // more cores offered than there are
-		{4, 16, false, "cpu.shares", "4096"},
-		{0, 4, false, "cpu.shares", "1024"}, // never below one CPU's weight
-		{8, 2, true, "cpu.weight", "200"},
-		{16, 64, true, "cpu.weight", "1600"},
-		{500, 500, true, "cpu.weight", "10000"}, // cgroup v2's maximum
-	} {
-		file, got := parentWeight(c.cores, c.cpus, c.v2)
-		if file != c.file || got != c.want {
-			t.Errorf("parentWeight(%d cores, %d CPUs, v2 %v) = %s %s, want %s %s", c.cores, c.cpus, c.v2, file, got, c.file, c.want)
-		}
 	}
 }
 
