@@ -181,14 +181,25 @@ func (f *firefox) open(url string) (address, text string, err error) {
 	return address, text, err
 }
 
+// openServed opens url, which must load (no certificate refused) and stay
+// at the master (base), and returns its text.
+func (f *firefox) openServed(what, base, url string) string {
+	f.t.Helper()
+	address, text, err := f.open(url)
+	if err != nil || !strings.HasPrefix(address, base) {
+		f.t.Fatalf("opening %s %s: %v, at %s:\n%s", url, what, err, address, text)
+	}
+	return text
+}
+
 // until polls the page until cond holds of it, for at most within.
-func (f *firefox) until(what string, within time.Duration, cond func(address, text string) bool) (address, text string) {
+func (f *firefox) until(what string, within time.Duration, cond func(address, text string) bool) {
 	f.t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		address, text = f.page()
+		address, text := f.page()
 		if cond(address, text) {
-			return address, text
+			return
 		}
 		if time.Now().After(deadline) {
 			f.t.Fatalf("firefox: no %s within %s; the page is %s:\n%s", what, within, address, text)

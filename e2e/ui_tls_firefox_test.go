@@ -38,10 +38,7 @@ func TestUIOfATLSClusterInFirefox(t *testing.T) {
 	// Step 1 by UI.md's shell command, Firefox closed; then the sign-in page.
 	trustCA(t, cl, profile)
 	ff = startFirefox(t, profile, prefs)
-	address, text, err = ff.open(base + "/ui/")
-	if err != nil || !strings.HasPrefix(address, base) {
-		t.Fatalf("opening %s/ui/ once the CA is trusted: %v, at %s:\n%s", base, err, address, text)
-	}
+	text = ff.openServed("once the CA is trusted", base, base+"/ui/")
 	mustContain(t, "Firefox's page once the CA is trusted", text, "Sign in")
 	ff.screenshot("ui-tls-firefox-trusted")
 	ff.close()
@@ -49,10 +46,7 @@ func TestUIOfATLSClusterInFirefox(t *testing.T) {
 	// Step 2 by a cli certificate: UI.md's openssl and pk12util commands.
 	importOperatorCertificate(t, cl, profile)
 	ff = startFirefox(t, profile, prefs)
-	address, text, err = ff.open(base + "/ui/")
-	if err != nil || !strings.HasPrefix(address, base) {
-		t.Fatalf("opening %s/ui/ with the operator's certificate: %v, at %s:\n%s", base, err, address, text)
-	}
+	text = ff.openServed("with the operator's certificate", base, base+"/ui/")
 	if strings.Contains(text, "Sign in") {
 		t.Fatalf("Firefox with the operator's certificate was asked to sign in:\n%s", text)
 	}
