@@ -120,12 +120,10 @@ func (c *core) finishApp(a *appInfo, state wire.AppState, msg string, done func(
 
 // finalExecutors is what an ending app's status lists, for its final
 // record: the executors that ended, then those that run (killed by the
-// end, saying so: endedWithApp), the last finishedExecutorsKept of them.
+// end, saying so: endedWithApp), the last persistence.EndedExecutorsKept.
 func finalExecutors(a *appInfo, state wire.AppState, msg string) []wire.ExecutorStatus {
 	var out []wire.ExecutorStatus
-	for _, e := range a.finished {
-		out = append(out, *executorStatus(e))
-	}
+	out = append(out, a.finished...)
 	for _, e := range sortedExecutors(a.executors) {
 		if !e.launching {
 			st := *executorStatus(e)
@@ -133,7 +131,7 @@ func finalExecutors(a *appInfo, state wire.AppState, msg string) []wire.Executor
 			out = append(out, st)
 		}
 	}
-	return out[max(len(out)-finishedExecutorsKept, 0):]
+	return persistence.KeepLastEnded(out)
 }
 
 // endedWithApp is the reason of an executor killed because its app ended

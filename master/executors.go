@@ -66,7 +66,7 @@ type executorEnd struct {
 // durable the executor leaves its app and worker (executorEnded).
 func (c *core) endExecutor(e *executorInfo, end executorEnd, done func(error)) {
 	e.ending = true
-	c.commit([]persistence.Command{persistence.DeleteExecutor(e.app.rec.ID, e.id)}, func() { c.executorEnded(e, end) }, func(err error) {
+	c.commit(persistence.EndExecutor(e.app.rec.ID, endedStatus(e, end)), func() { c.executorEnded(e, end) }, func(err error) {
 		if err != nil {
 			e.ending = false // not durable: it runs on as it was
 		}
@@ -86,18 +86,13 @@ func (c *core) executorEnded(e *executorInfo, end executorEnd) {
 		return
 	}
 	a := e.app
+	st := endedStatus(e, end)
 	e.worker.removeExecutor(e)
-	e.state, e.message, e.exitCode, e.cause = end.state, end.message, end.exitCode, end.cause
+	e.state, e.message, e.exitCode, e.cause = st.State, st.Message, st.ExitCode, st.Cause
 	preempted := e.preemptedFor
 	c.unmarkReclaimed(e)
 	if preempted != "" && e.state == wire.ExecutorKilled {
 		e.preemptedFor = preempted // its status says why
-		// One level: its worker's "killed by the master (exited with
-		// code 143: ...)" nested inside read as two reasons.
-		e.message = "preempted " + preempted
-		if end.exitCode != nil {
-			e.message += fmt.Sprintf(" (exited with code %d)", *end.exitCode)
-		}
 	}
 	if !e.launching {
 		c.metrics.executorEnds.WithLabelValues(string(end.state)).Inc()
@@ -125,6 +120,24 @@ func (c *core) executorEnded(e *executorInfo, end executorEnd) {
 		}
 	}
 	c.schedule()
+}
+
+// endedStatus is e's status once end applies: what its app lists from
+// then on, and what its ended record keeps for a later leader (written
+// with the end, so it is the status as decided; only its health can move
+// before the end applies).
+func endedStatus(e *executorInfo, end executorEnd) wire.ExecutorStatus {
+	st := *executorStatus(e)
+	st.State, st.Message, st.ExitCode, st.Cause, st.DrainDeadline = end.state, end.message, end.exitCode, end.cause, nil
+	if e.preemptedFor != "" && end.state == wire.ExecutorKilled {
+		// One level: its worker's "killed by the master (exited with
+		// code 143: ...)" nested inside read as two reasons.
+		st.Message = "preempted " + e.preemptedFor
+		if end.exitCode != nil {
+			st.Message += fmt.Sprintf(" (exited with code %d)", *end.exitCode)
+		}
+	}
+	return st
 }
 
 // executorLost ends an executor whose process is gone without a report.
@@ -193,6 +206,9 @@ func answerWrite[T any](reply reply[T], answer func() T) func(error) {
 	}
 }
 
+// killedOnRequest is the end of an executor its app asked to kill.
+var killedOnRequest = executorEnd{state: wire.ExecutorKilled, message: "killed by its app's request", event: wire.EventExecutorUpdated, note: "killed by request", kill: true}
+
 // killExecutors kills chosen executors of an app (dynamic allocation) and
 // answers, once their ends are durable, with the ids it killed; ids the
 // master does not list are skipped.
@@ -209,7 +225,7 @@ func (c *core) killExecutors(id string, ids []int, reply reply[wire.KillExecutor
 		if e, ok := a.executors[eid]; ok && !e.launching {
 			chosen = append(chosen, e)
 			killed = append(killed, eid)
-			cmds = append(cmds, persistence.DeleteExecutor(a.rec.ID, eid))
+			cmds = append(cmds, persistence.EndExecutor(a.rec.ID, endedStatus(e, killedOnRequest))...)
 		}
 	}
 	if len(chosen) == 0 {
@@ -218,7 +234,7 @@ func (c *core) killExecutors(id string, ids []int, reply reply[wire.KillExecutor
 	}
 	c.commit(cmds, func() {
 		for _, e := range chosen {
-			c.executorEnded(e, executorEnd{state: wire.ExecutorKilled, message: "killed by its app's request", event: wire.EventExecutorUpdated, note: "killed by request", kill: true})
+			c.executorEnded(e, killedOnRequest)
 		}
 	}, answerWrite(reply, func() wire.KillExecutors { return wire.KillExecutors{ExecutorIDs: killed} }))
 }

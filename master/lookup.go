@@ -35,16 +35,19 @@ func (c *core) executorWorkerAddress(appID string, execID int) (string, error) {
 	if a == nil {
 		return "", notFound("application", appID)
 	}
-	e := a.executors[execID]
+	workerID, found := "", false
+	if e := a.executors[execID]; e != nil {
+		workerID, found = e.worker.rec.ID, true
+	}
 	for _, f := range a.finished {
-		if e == nil && f.id == execID {
-			e = f
+		if !found && f.ID == execID {
+			workerID, found = f.WorkerID, true
 		}
 	}
-	if e == nil {
+	if !found {
 		return "", notFound("executor", fmt.Sprintf("%s/%d", appID, execID))
 	}
-	return c.workerAddress(e.worker.rec.ID, fmt.Sprintf("executor %s/%d", appID, execID))
+	return c.workerAddress(workerID, fmt.Sprintf("executor %s/%d", appID, execID))
 }
 
 func (c *core) workerAddress(workerID, what string) (string, error) {

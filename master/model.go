@@ -204,9 +204,9 @@ type appInfo struct {
 	// ones among them until the next compaction (adopt): preemption
 	// looks at the most recent without sorting them.
 	bySeq      []*executorInfo
-	finished   []*executorInfo     // the most recent that ended, for status
-	hosts      map[string]struct{} // workers that ran an executor of the app
-	nextExecID int                 // below rec.ExecutorIDsReserved, which is durable
+	finished   []wire.ExecutorStatus // the most recent that ended, as they ended (persistence.EndedExecutorsKept)
+	hosts      map[string]struct{}   // workers that ran an executor of the app
+	nextExecID int                   // below rec.ExecutorIDsReserved, which is durable
 	// waitingSince: since when it has wanted executors and got none (a
 	// higher priority preempts within its queue after PreemptionDelay).
 	waitingSince time.Time
@@ -232,9 +232,6 @@ type appInfo struct {
 	endedAt                    time.Time
 	message                    string
 }
-
-// finishedExecutorsKept bounds the ended executors an app lists.
-const finishedExecutorsKept = 100
 
 func newAppInfo(rec persistence.AppRecord, state wire.AppState, now time.Time) *appInfo {
 	return &appInfo{
@@ -274,10 +271,9 @@ func (a *appInfo) retire(e *executorInfo) {
 	}
 	delete(a.executors, e.id)
 	a.coresGranted -= e.cores
-	a.finished = append(a.finished, e)
-	if len(a.finished) > finishedExecutorsKept {
-		a.finished = a.finished[len(a.finished)-finishedExecutorsKept:]
-	}
+	st := *executorStatus(e)
+	st.DrainDeadline = nil // its worker's drain is no longer its own
+	a.finished = persistence.KeepLastEnded(append(a.finished, st))
 }
 
 type executorInfo struct {

@@ -78,6 +78,9 @@ func (c *core) leadershipReady(gen uint64, s *persistence.State, err error) {
 		// Ids below the reservation may have been used by the previous
 		// leader; start above them (a fresh block is reserved below).
 		a.nextExecID = rec.ExecutorIDsReserved
+		if ended := s.EndedExecutors[rec.ID]; ended != nil {
+			a.finished = slices.Clone(ended.Executors) // as the leader before listed them
+		}
 		c.apps[rec.ID] = a
 		c.appOrder = append(c.appOrder, a)
 		apps = append(apps, a)

@@ -38,9 +38,7 @@ func appStatus(a *appInfo) *wire.AppStatus {
 			s.Executors = append(s.Executors, *executorStatus(e))
 		}
 	}
-	for _, e := range a.finished {
-		s.Executors = append(s.Executors, *executorStatus(e))
-	}
+	s.Executors = append(s.Executors, a.finished...)
 	if a.state.Finished() && len(s.Executors) == 0 {
 		// Loaded from its final record by a later leader: the executors
 		// as the leader that ended it listed them.

@@ -27,10 +27,13 @@ func (c *core) removeWorker(w *workerInfo, reason string, done func(error)) {
 	}
 	c.touched(w)
 	c.log.Warn("removing worker", "worker", w.rec.ID, "reason", reason, "executors", len(w.executors), "drivers", len(w.drivers))
-	cmds := []persistence.Command{persistence.DeleteWorker(w.rec.ID)}
+	// Its executors' ends first: an end is kept only for an executor still
+	// placed, and the worker's deletion drops the placements on it.
+	var cmds []persistence.Command
 	for _, e := range sortedExecutors(w.executors) {
-		cmds = append(cmds, persistence.DeleteExecutor(e.app.rec.ID, e.id))
+		cmds = append(cmds, persistence.EndExecutor(e.app.rec.ID, endedStatus(e, lostWith(reason)))...)
 	}
+	cmds = append(cmds, persistence.DeleteWorker(w.rec.ID))
 	c.commit(cmds, func() { c.workerRemoved(w, reason) }, func(err error) {
 		ws := *w.removing
 		if err != nil {
@@ -40,6 +43,12 @@ func (c *core) removeWorker(w *workerInfo, reason string, done func(error)) {
 		}
 		ws.finish(err)
 	})
+}
+
+// lostWith is the end of an executor whose worker was removed for reason.
+func lostWith(reason string) executorEnd {
+	msg := "worker lost: " + reason
+	return executorEnd{state: wire.ExecutorLost, message: msg, event: wire.EventExecutorLost, note: msg}
 }
 
 // workerRemoved applies a worker's durable removal.
@@ -54,12 +63,11 @@ func (c *core) workerRemoved(w *workerInfo, reason string) {
 		delete(c.workerByAddr, w.hostPort())
 	}
 	c.deadAt[w.hostPort()] = append(c.deadAt[w.hostPort()], w.rec.ID)
-	msg := "worker lost: " + reason
 	for _, e := range sortedExecutors(w.executors) {
-		c.executorEnded(e, executorEnd{state: wire.ExecutorLost, message: msg, event: wire.EventExecutorLost, note: msg})
+		c.executorEnded(e, lostWith(reason))
 	}
 	for _, d := range sortedDrivers(w.drivers) {
-		c.driverLost(d, msg, nil)
+		c.driverLost(d, lostWith(reason).message, nil)
 	}
 	c.schedule()
 	c.maybeCompleteRecovery() // it may have been the last one to wait for

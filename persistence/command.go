@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/berth-cluster/berth/wire"
 )
 
 // Type tags a command. Tags are never reused or renumbered: a log written
@@ -32,6 +34,11 @@ const (
 	// operator snapshot restore). Never marked IgnoreUnknownTypeFlag: a
 	// master that skipped it would drift from the others for good.
 	TypeRestore Type = 18
+	// TypeEndedExecutor keeps an executor's end for its app's status
+	// (ended_executors.go). Written with IgnoreUnknownTypeFlag and always
+	// beside a DeleteExecutor: an older master that skips it still drops
+	// the placement, and only loses the line of history.
+	TypeEndedExecutor Type = 19
 
 	// typeBatch tags an encoded entry holding several commands.
 	typeBatch Type = 64
@@ -68,6 +75,7 @@ type Command struct {
 	Tenant   *TenantRecord   `json:"tenant,omitempty"`
 	Audit    *AuditRecord    `json:"audit,omitempty"`
 	Restore  *RestoreRecord  `json:"restore,omitempty"`
+	Ended    *EndedExecutor  `json:"ended,omitempty"`
 	ID       string          `json:"id,omitempty"` // of the record a Delete removes
 	// Retain bounds the finished apps (or drivers) kept, when a Put records
 	// one that ended; the oldest beyond it are dropped.
@@ -91,6 +99,17 @@ func DeleteMaster(id string) Command       { return Command{Type: TypeDeleteMast
 func PutExecutor(r ExecutorRecord) Command { return Command{Type: TypePutExecutor, Executor: &r} }
 func DeleteExecutor(appID string, id int) Command {
 	return Command{Type: TypeDeleteExecutor, ID: ExecutorKey(appID, id)}
+}
+
+// EndExecutor is the end of a placed executor: its status as it ended
+// kept for its app, then its placement dropped (in this order: the status
+// is kept only for an executor still placed, so a second end of it, one
+// another write made first, adds nothing).
+func EndExecutor(appID string, st wire.ExecutorStatus) []Command {
+	return []Command{
+		{Type: TypeEndedExecutor | IgnoreUnknownTypeFlag, Ended: &EndedExecutor{AppID: appID, Status: st}},
+		DeleteExecutor(appID, st.ID),
+	}
 }
 func EndSession(e EndedSession) Command { return Command{Type: TypeEndSession, Session: &e} }
 func PutQueue(r QueueRecord) Command    { return Command{Type: TypePutQueue, Queue: &r} }

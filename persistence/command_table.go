@@ -31,6 +31,7 @@ var commandKinds = []commandKind{
 	{TypeDeleteTenant, "DeleteTenant", idPayload, tenantKind.deleteByID},
 	{TypeAudit, "Audit", auditPayload, (*State).audit},
 	{TypeRestore, "Restore", restorePayload, (*State).restore},
+	{TypeEndedExecutor, "EndedExecutor", endedPayload, (*State).endedExecutor},
 }
 
 // commandKind is everything the package knows about one command type.
@@ -65,6 +66,9 @@ var (
 	// A restore must carry a state Apply can build on (restore.go).
 	restorePayload = payload{"restore", func(c Command) bool {
 		return c.Restore != nil && c.Restore.State != nil && c.Restore.State.Validate() == nil
+	}}
+	endedPayload = payload{"ended", func(c Command) bool {
+		return c.Ended != nil && c.Ended.AppID != "" && c.Ended.Status.ID >= 0
 	}}
 	executorPayload = payload{"executor", func(c Command) bool {
 		return c.Executor != nil && c.Executor.AppID != "" && c.Executor.ID >= 0
@@ -105,12 +109,14 @@ func (s *State) putApp(c Command, touched func(Key)) {
 	r := *c.App
 	if putEnding(s, appKind, &s.endedApps, &s.NextAppNumber, &r, c.Retain, touched) && r.Finished() {
 		s.dropExecutors(func(e *ExecutorRecord) bool { return e.AppID == r.ID }, touched) // an ended app has none
+		endedExecutorsKind.delete(s, r.ID, touched)                                       // its final record lists them
 	}
 }
 
 func (s *State) deleteApp(c Command, touched func(Key)) {
 	deleteEnding(s, appKind, &s.endedApps, c.ID, touched)
 	s.dropExecutors(func(e *ExecutorRecord) bool { return e.AppID == c.ID }, touched)
+	endedExecutorsKind.delete(s, c.ID, touched)
 }
 
 func (s *State) putDriver(c Command, touched func(Key)) {

@@ -17,7 +17,7 @@ func TestCommandTable(t *testing.T) {
 		TypeDeleteWorker: "DeleteWorker", TypePutMaster: "PutMaster", TypeDeleteMaster: "DeleteMaster",
 		TypePutExecutor: "PutExecutor", TypeDeleteExecutor: "DeleteExecutor", TypeEndSession: "EndSession",
 		TypePutQueue: "PutQueue", TypeDeleteQueue: "DeleteQueue", TypePutTenant: "PutTenant", TypeDeleteTenant: "DeleteTenant", TypeAudit: "Audit",
-		TypeRestore: "Restore",
+		TypeRestore: "Restore", TypeEndedExecutor: "EndedExecutor",
 	}
 	if len(commandKinds) != len(names) {
 		t.Errorf("the table has %d entries, want %d", len(commandKinds), len(names))

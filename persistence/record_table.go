@@ -34,8 +34,10 @@ var (
 		field: func(s *State) *map[string]*QueueRecord { return &s.Queues }}
 	tenantKind = &kind[TenantRecord]{bucket: BucketTenants, key: func(r *TenantRecord) string { return r.Name }, optional: true,
 		field: func(s *State) *map[string]*TenantRecord { return &s.Tenants }}
+	endedExecutorsKind = &kind[EndedExecutorsRecord]{bucket: BucketEndedExecutors, key: func(r *EndedExecutorsRecord) string { return r.AppID }, optional: true,
+		field: func(s *State) *map[string]*EndedExecutorsRecord { return &s.EndedExecutors }}
 
-	recordKinds = []recordKind{appKind, driverKind, workerKind, masterKind, executorKind, queueKind, tenantKind}
+	recordKinds = []recordKind{appKind, driverKind, workerKind, masterKind, executorKind, queueKind, tenantKind, endedExecutorsKind}
 )
 
 // kind is one kind of record, generic over its type so that every use is

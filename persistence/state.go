@@ -34,7 +34,10 @@ type State struct {
 	// set); Tenants the tenants; Audit the audit log, oldest first.
 	Queues  map[string]*QueueRecord  `json:"queues,omitempty"`
 	Tenants map[string]*TenantRecord `json:"tenants,omitempty"`
-	Audit   []wire.AuditEntry        `json:"audit,omitempty"`
+	// EndedExecutors: the last executors of each active app that ended,
+	// by app id (an ended app's final record lists them instead).
+	EndedExecutors map[string]*EndedExecutorsRecord `json:"endedExecutors,omitempty"`
+	Audit          []wire.AuditEntry                `json:"audit,omitempty"`
 	// AuditCount counts the audit entries ever written: Audit[i] is entry
 	// number AuditCount-len(Audit)+i.
 	AuditCount uint64 `json:"auditCount,omitempty"`
@@ -176,6 +179,8 @@ const (
 	BucketExecutors Bucket = "executors"
 	BucketQueues    Bucket = "queues"
 	BucketTenants   Bucket = "tenants"
+	// BucketEndedExecutors: the executors of active apps that ended.
+	BucketEndedExecutors Bucket = "endedExecutors"
 )
 
 // Key identifies one record touched by Apply.

@@ -125,6 +125,11 @@ func fixtureCommands(t *testing.T) [][]Command {
 		{unknown},
 		{BumpEpoch(), PutMaster(MasterRecord{ID: "m2", APIAddr: "https://10.0.0.2:7077"})},
 		{Restore(RestoreRecord{State: restored, From: snapfile.Meta{Format: 1, Index: 12, Term: 2, Time: at, Version: "v0.0.0-fixture", Master: "m1", Size: 1}})},
+		// An executor's end, kept for its active app (after the restore,
+		// which replaces what came before).
+		append([]Command{PutExecutor(ExecutorRecord{AppID: app.ID, ID: 6, WorkerID: "w1", Cores: 1})},
+			EndExecutor(app.ID, wire.ExecutorStatus{ID: 6, WorkerID: "w1", Host: "10.0.0.11", Cores: 1, MemoryMB: 1024, State: "FAILED", ExitCode: ptrTo(3),
+				Message: "exited with code 3", Ports: map[string]int{"http": 20003}, Health: "unhealthy", Cause: "worker"})...),
 		{PutDriver(driver, 100), PutApp(finished, 100)},
 	}
 }

@@ -39,6 +39,7 @@ func (s *State) Validate() error {
 	}
 	for _, check := range []func() error{
 		s.validateExecutors,
+		s.validateEndedExecutors,
 		s.validateWorkerResources,
 		s.validateEndedIndexes,
 		s.validateEndedSessions,
@@ -66,6 +67,12 @@ func (s *State) Repair() int {
 		}
 		if app := s.Apps[e.AppID]; app == nil || app.Finished() || s.Workers[e.WorkerID] == nil {
 			delete(s.Executors, k)
+			dropped++
+		}
+	}
+	for k := range s.EndedExecutors {
+		if app := s.Apps[k]; app == nil || app.Finished() {
+			delete(s.EndedExecutors, k) // as harmless: the app's final record lists them
 			dropped++
 		}
 	}

@@ -1,0 +1,72 @@
+package persistence
+
+import (
+	"fmt"
+
+	"github.com/berth-cluster/berth/wire"
+)
+
+// EndedExecutorsKept bounds the ended executors kept for an app, in the
+// state and in the master's memory: the last ones to end.
+const EndedExecutorsKept = 100
+
+// EndedExecutor is an executor's status as it ended (a command's payload).
+type EndedExecutor struct {
+	AppID  string              `json:"appId"`
+	Status wire.ExecutorStatus `json:"status"`
+}
+
+// EndedExecutorsRecord is what an active app's status lists of its ended
+// executors, oldest first, at most EndedExecutorsKept: a new leader lists
+// them as the one before did. Without it an app's executors that ended
+// before a failover vanished from its status (and its logs' links), and
+// the app's final record listed only those ended under the last leader.
+type EndedExecutorsRecord struct {
+	AppID     string                `json:"appId"`
+	Executors []wire.ExecutorStatus `json:"executors"`
+}
+
+// endedExecutor keeps c's status for its app if the executor is still
+// placed (its end not yet written by another command) and its app active.
+// The record is replaced, never changed in place: states share records.
+func (s *State) endedExecutor(c Command, touched func(Key)) {
+	e := c.Ended
+	if _, placed := s.Executors[ExecutorKey(e.AppID, e.Status.ID)]; !placed {
+		return
+	}
+	if app := s.Apps[e.AppID]; app == nil || app.Finished() {
+		return
+	}
+	next := EndedExecutorsRecord{AppID: e.AppID}
+	if old := s.EndedExecutors[e.AppID]; old != nil {
+		next.Executors = append(next.Executors, old.Executors...)
+	}
+	next.Executors = KeepLastEnded(append(next.Executors, e.Status))
+	endedExecutorsKind.put(s, &next, touched)
+}
+
+// KeepLastEnded is list without those beyond the last EndedExecutorsKept.
+func KeepLastEnded[T any](list []T) []T {
+	return list[max(len(list)-EndedExecutorsKept, 0):]
+}
+
+// validateEndedExecutors checks that the ended executors kept are of
+// active apps, bounded, and each named once.
+func (s *State) validateEndedExecutors() error {
+	return firstProblem(s.EndedExecutors, func(k string, r *EndedExecutorsRecord) error {
+		if app := s.Apps[k]; app == nil || app.Finished() {
+			return fmt.Errorf("endedExecutors[%q]: the app is not active", k)
+		}
+		if len(r.Executors) > EndedExecutorsKept {
+			return fmt.Errorf("endedExecutors[%q] holds %d executors, over %d", k, len(r.Executors), EndedExecutorsKept)
+		}
+		seen := map[int]bool{}
+		for _, st := range r.Executors {
+			if st.ID < 0 || seen[st.ID] {
+				return fmt.Errorf("endedExecutors[%q]: executor id %d is negative or listed twice", k, st.ID)
+			}
+			seen[st.ID] = true
+		}
+		return nil
+	})
+}
