@@ -154,7 +154,7 @@ func (c *core) appEnded(a *appInfo, state wire.AppState, msg string, endedAt tim
 		// The final record dropped their placements: end them in memory.
 		e.worker.removeExecutor(e)
 		e.state, e.message = wire.ExecutorKilled, endedWithApp(state, msg)
-		a.retire(e)
+		a.retire(e, persistence.BoundEndedStatus(*executorStatus(e))) // as finalExecutors wrote it
 		if !e.launching {
 			c.fx.send(e.worker, c.killExecutorCommand(a.rec.ID, e.id))
 		}

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/berth-cluster/berth/persistence"
 	"github.com/berth-cluster/berth/wire"
 )
 
@@ -76,5 +77,32 @@ func TestEndedExecutorsSurviveFailover(t *testing.T) {
 	}
 	if h.fx.state.EndedExecutors[a.rec.ID] != nil {
 		t.Error("the app's ended executors kept beside its final record")
+	}
+}
+
+// A follower finds the worker of an executor's log in its replica: a live
+// one, one that ended while its app runs (kept for it), one of a finished
+// app (its final record); anything else is the leader's to answer.
+func TestReplicaFindsEndedExecutorsWorkers(t *testing.T) {
+	st := persistence.NewState()
+	for _, id := range []string{"w1", "w2", "w3"} {
+		st.Workers[id] = &persistence.WorkerRecord{ID: id, Address: "https://" + id + ":7078"}
+	}
+	st.Apps["a"] = &persistence.AppRecord{ID: "a", State: wire.AppRunning}
+	st.Apps["done"] = &persistence.AppRecord{ID: "done", State: wire.AppFinished, Executors: []wire.ExecutorStatus{{ID: 4, WorkerID: "w3"}}}
+	st.Executors[persistence.ExecutorKey("a", 2)] = &persistence.ExecutorRecord{AppID: "a", ID: 2, WorkerID: "w1"}
+	st.EndedExecutors["a"] = &persistence.EndedExecutorsRecord{AppID: "a", Executors: []wire.ExecutorStatus{{ID: 0, WorkerID: "w2"}}}
+	find := replicaExecutorWorker(st)
+	for _, c := range []struct {
+		app  string
+		id   int
+		want string
+	}{{"a", 2, "https://w1:7078"}, {"a", 0, "https://w2:7078"}, {"done", 4, "https://w3:7078"}} {
+		if got, err := find(c.app, c.id); err != nil || got != c.want {
+			t.Errorf("executor %s/%d: %q %v, want %s", c.app, c.id, got, err, c.want)
+		}
+	}
+	if _, err := find("a", 9); err != errNotInReplica {
+		t.Errorf("an executor the replica does not hold: %v", err)
 	}
 }

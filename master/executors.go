@@ -60,13 +60,24 @@ type executorEnd struct {
 	kill     bool           // the worker must still kill the process
 	// cause: who a FAILED end is owed to (exclusions.go).
 	cause wire.FailureCause
+	// status is the executor's status as the end's write keeps it
+	// (decided): what its app lists once the end applies.
+	status *wire.ExecutorStatus
+}
+
+// decided is end with e's status as the end's write keeps it.
+func (end executorEnd) decided(e *executorInfo) executorEnd {
+	st := endedStatus(e, end)
+	end.status = &st
+	return end
 }
 
 // endExecutor writes an executor's end (its placement record goes); once
 // durable the executor leaves its app and worker (executorEnded).
 func (c *core) endExecutor(e *executorInfo, end executorEnd, done func(error)) {
 	e.ending = true
-	c.commit(persistence.EndExecutor(e.app.rec.ID, endedStatus(e, end)), func() { c.executorEnded(e, end) }, func(err error) {
+	end = end.decided(e)
+	c.commit(persistence.EndExecutor(e.app.rec.ID, *end.status), func() { c.executorEnded(e, end) }, func(err error) {
 		if err != nil {
 			e.ending = false // not durable: it runs on as it was
 		}
@@ -86,7 +97,10 @@ func (c *core) executorEnded(e *executorInfo, end executorEnd) {
 		return
 	}
 	a := e.app
-	st := endedStatus(e, end)
+	if end.status == nil {
+		end = end.decided(e)
+	}
+	st := *end.status
 	e.worker.removeExecutor(e)
 	e.state, e.message, e.exitCode, e.cause = st.State, st.Message, st.ExitCode, st.Cause
 	preempted := e.preemptedFor
@@ -97,7 +111,7 @@ func (c *core) executorEnded(e *executorInfo, end executorEnd) {
 	if !e.launching {
 		c.metrics.executorEnds.WithLabelValues(string(end.state)).Inc()
 	}
-	a.retire(e)
+	a.retire(e, st)
 	if end.kill && !e.launching {
 		c.fx.send(e.worker, c.killExecutorCommand(a.rec.ID, e.id))
 	}
@@ -123,12 +137,10 @@ func (c *core) executorEnded(e *executorInfo, end executorEnd) {
 }
 
 // endedStatus is e's status once end applies: what its app lists from
-// then on, and what its ended record keeps for a later leader (written
-// with the end, so it is the status as decided; only its health can move
-// before the end applies).
+// then on, and what its ended record keeps for a later leader.
 func endedStatus(e *executorInfo, end executorEnd) wire.ExecutorStatus {
 	st := *executorStatus(e)
-	st.State, st.Message, st.ExitCode, st.Cause, st.DrainDeadline = end.state, end.message, end.exitCode, end.cause, nil
+	st.State, st.Message, st.ExitCode, st.Cause = end.state, end.message, end.exitCode, end.cause
 	if e.preemptedFor != "" && end.state == wire.ExecutorKilled {
 		// One level: its worker's "killed by the master (exited with
 		// code 143: ...)" nested inside read as two reasons.
@@ -137,7 +149,7 @@ func endedStatus(e *executorInfo, end executorEnd) wire.ExecutorStatus {
 			st.Message += fmt.Sprintf(" (exited with code %d)", *end.exitCode)
 		}
 	}
-	return st
+	return persistence.BoundEndedStatus(st)
 }
 
 // executorLost ends an executor whose process is gone without a report.
@@ -220,12 +232,14 @@ func (c *core) killExecutors(id string, ids []int, reply reply[wire.KillExecutor
 	}
 	killed := []int{}
 	var chosen []*executorInfo
+	var ends []executorEnd
 	var cmds []persistence.Command
 	for _, eid := range ids {
 		if e, ok := a.executors[eid]; ok && !e.launching {
-			chosen = append(chosen, e)
+			end := killedOnRequest.decided(e)
+			chosen, ends = append(chosen, e), append(ends, end)
 			killed = append(killed, eid)
-			cmds = append(cmds, persistence.EndExecutor(a.rec.ID, endedStatus(e, killedOnRequest))...)
+			cmds = append(cmds, persistence.EndExecutor(a.rec.ID, *end.status)...)
 		}
 	}
 	if len(chosen) == 0 {
@@ -233,8 +247,8 @@ func (c *core) killExecutors(id string, ids []int, reply reply[wire.KillExecutor
 		return
 	}
 	c.commit(cmds, func() {
-		for _, e := range chosen {
-			c.executorEnded(e, killedOnRequest)
+		for i, e := range chosen {
+			c.executorEnded(e, ends[i])
 		}
 	}, answerWrite(reply, func() wire.KillExecutors { return wire.KillExecutors{ExecutorIDs: killed} }))
 }

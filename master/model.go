@@ -264,15 +264,14 @@ func (a *appInfo) adopt(e *executorInfo) {
 	e.worker.addExecutor(e)
 }
 
-// retire moves an executor that ended out of the live set.
-func (a *appInfo) retire(e *executorInfo) {
+// retire moves an executor that ended out of the live set; st is its
+// status as it ended, as its end's write keeps it.
+func (a *appInfo) retire(e *executorInfo, st wire.ExecutorStatus) {
 	if _, ok := a.executors[e.id]; !ok {
 		return
 	}
 	delete(a.executors, e.id)
 	a.coresGranted -= e.cores
-	st := *executorStatus(e)
-	st.DrainDeadline = nil // its worker's drain is no longer its own
 	a.finished = persistence.KeepLastEnded(append(a.finished, st))
 }
 

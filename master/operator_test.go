@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/berth-cluster/berth/election"
 	"github.com/berth-cluster/berth/persistence"
+	"github.com/berth-cluster/berth/persistence/snapfile"
 	"github.com/berth-cluster/berth/security"
 	"github.com/berth-cluster/berth/wire"
 )
@@ -100,7 +102,7 @@ func TestSnapshotSaveAndRestoreOverHTTP(t *testing.T) {
 	restore := func(file []byte, dryRun bool) (int, []byte) {
 		return apiCall(t, c, "POST", base+api.SnapshotRestore.Path(), "", wire.RestoreRequest{Snapshot: file, DryRun: dryRun})
 	}
-	newer := bytes.Replace(file, []byte("berth-snapshot 1"), []byte("berth-snapshot 9"), 1)
+	newer := bytes.Replace(file, []byte(fmt.Sprintf("berth-snapshot %d", snapfile.Format)), []byte(fmt.Sprintf("berth-snapshot %d", snapfile.Format+1)), 1)
 	corrupt := bytes.Clone(file)
 	corrupt[len(corrupt)/2] ^= 1
 	// A sound file whose active app no submission could make (a gang

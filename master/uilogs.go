@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/berth-cluster/berth/internal/httpx"
@@ -17,11 +18,11 @@ import (
 // Spark's UI links each executor's logs to one master, fixed when the app
 // registered, and that master may have stopped leading since. The leader
 // finds the worker in its memory (lookup.go); a follower finds it in its
-// replica (the worker of a live executor, of a finished app's executors
-// as they ended, of a driver) and reads the log from the worker itself,
-// as a master may (the worker's log routes are wire.AccessMaster). What
-// the replica does not hold (an executor that ended while its app runs)
-// is the leader's to answer: the page then links there.
+// replica (the worker of a live executor, of an executor that ended, kept
+// for its active app or in a finished app's final record, of a driver)
+// and reads the log from the worker itself, as a master may (the worker's
+// log routes are wire.AccessMaster). What the replica does not hold is
+// the leader's to answer: the page then links there.
 
 // uiLogURL is the worker's URL of target's log.
 func (s uiSource) uiLogURL(ctx context.Context, t ui.LogTarget) (string, error) {
@@ -78,11 +79,16 @@ func replicaExecutorWorker(st *persistence.State) func(string, int) (string, err
 		if e := st.Executors[persistence.ExecutorKey(appID, id)]; e != nil {
 			return replicaWorker(st, e.WorkerID)
 		}
+		var ended []wire.ExecutorStatus
+		if r := st.EndedExecutors[appID]; r != nil {
+			ended = r.Executors
+		}
 		if a := st.Apps[appID]; a != nil {
-			for _, e := range a.Executors {
-				if e.ID == id {
-					return replicaWorker(st, e.WorkerID)
-				}
+			ended = append(slices.Clip(ended), a.Executors...)
+		}
+		for _, e := range ended {
+			if e.ID == id {
+				return replicaWorker(st, e.WorkerID)
 			}
 		}
 		return "", errNotInReplica

@@ -30,11 +30,13 @@ func (c *core) removeWorker(w *workerInfo, reason string, done func(error)) {
 	// Its executors' ends first: an end is kept only for an executor still
 	// placed, and the worker's deletion drops the placements on it.
 	var cmds []persistence.Command
+	ends := map[*executorInfo]executorEnd{}
 	for _, e := range sortedExecutors(w.executors) {
-		cmds = append(cmds, persistence.EndExecutor(e.app.rec.ID, endedStatus(e, lostWith(reason)))...)
+		ends[e] = lostWith(reason).decided(e)
+		cmds = append(cmds, persistence.EndExecutor(e.app.rec.ID, *ends[e].status)...)
 	}
 	cmds = append(cmds, persistence.DeleteWorker(w.rec.ID))
-	c.commit(cmds, func() { c.workerRemoved(w, reason) }, func(err error) {
+	c.commit(cmds, func() { c.workerRemoved(w, reason, ends) }, func(err error) {
 		ws := *w.removing
 		if err != nil {
 			c.log.Warn("removing worker failed; it stays as it was", "worker", w.rec.ID, "err", err)
@@ -51,8 +53,9 @@ func lostWith(reason string) executorEnd {
 	return executorEnd{state: wire.ExecutorLost, message: msg, event: wire.EventExecutorLost, note: msg}
 }
 
-// workerRemoved applies a worker's durable removal.
-func (c *core) workerRemoved(w *workerInfo, reason string) {
+// workerRemoved applies a worker's durable removal; ends are its
+// executors' as written (one placed since has none: decided here).
+func (c *core) workerRemoved(w *workerInfo, reason string, ends map[*executorInfo]executorEnd) {
 	if w.state == wire.WorkerDead || c.workers[w.rec.ID] != w {
 		return
 	}
@@ -64,7 +67,11 @@ func (c *core) workerRemoved(w *workerInfo, reason string) {
 	}
 	c.deadAt[w.hostPort()] = append(c.deadAt[w.hostPort()], w.rec.ID)
 	for _, e := range sortedExecutors(w.executors) {
-		c.executorEnded(e, lostWith(reason))
+		end, ok := ends[e]
+		if !ok {
+			end = lostWith(reason)
+		}
+		c.executorEnded(e, end)
 	}
 	for _, d := range sortedDrivers(w.drivers) {
 		c.driverLost(d, lostWith(reason).message, nil)

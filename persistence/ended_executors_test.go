@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/berth-cluster/berth/wire"
@@ -44,7 +45,7 @@ func TestEndedExecutorsKeptForTheirApp(t *testing.T) {
 	mustApply(t, s, PutWorker(WorkerRecord{ID: "w1", Cores: 4}), PutWorker(WorkerRecord{ID: "w2", Cores: 4}), PutApp(a, 0),
 		placedOn(a.ID, 0, "w1"), placedOn(a.ID, 1, "w1"), placedOn(a.ID, 2, "w2"))
 	mustApply(t, s, EndExecutor(a.ID, wire.ExecutorStatus{ID: 0, WorkerID: "w1", State: wire.ExecutorFailed, ExitCode: &exit3, Message: "exited with code 3"})...)
-	mustApply(t, s, EndExecutor(a.ID, wire.ExecutorStatus{ID: 0, WorkerID: "w1", State: wire.ExecutorLost})...) // ended already
+	mustApply(t, s, EndExecutor(a.ID, wire.ExecutorStatus{ID: 0, WorkerID: "w1", State: wire.ExecutorLost})...)   // ended already
 	mustApply(t, s, EndExecutor(a.ID, wire.ExecutorStatus{ID: 7, WorkerID: "w1", State: wire.ExecutorKilled})...) // never placed
 	if got := endedIDs(s, a.ID); len(got) != 1 || got[0] != 0 {
 		t.Fatalf("ended executors %v, want [0]", got)
@@ -153,5 +154,44 @@ func TestEndedExecutorsReadBack(t *testing.T) {
 	stale.Executors = map[string]*ExecutorRecord{}
 	if stale.Repair(); stale.EndedExecutors[a.ID] != nil || stale.Validate() != nil {
 		t.Errorf("an ended app's leftover ended executors: %v, %v", stale.EndedExecutors, stale.Validate())
+	}
+}
+
+// Whatever order a log holds them in, no executor is listed twice, its
+// message is cut, and a state an earlier version left with one listed
+// twice or too many is repaired on reading, not refused.
+func TestEndedExecutorsOnceEach(t *testing.T) {
+	s := NewState()
+	a := app("app-20261122100000-0001")
+	long := strings.Repeat("x", 100_000)
+	mustApply(t, s, PutWorker(WorkerRecord{ID: "w1", Cores: 4}), PutApp(a, 0), placedOn(a.ID, 0, "w1"))
+	end := EndExecutor(a.ID, wire.ExecutorStatus{ID: 0, WorkerID: "w1", State: wire.ExecutorFailed, Message: long})
+	mustApply(t, s, end[0], end[0]) // kept once, the placement still there
+	mustApply(t, s, end[1], placedOn(a.ID, 0, "w1"), end[0])
+	if got := endedIDs(s, a.ID); len(got) != 1 {
+		t.Fatalf("ended %v, want executor 0 once", got)
+	}
+	if msg := s.EndedExecutors[a.ID].Executors[0].Message; len(msg) > MaxEndedMessage+40 || !strings.Contains(msg, "bytes cut") {
+		t.Errorf("a message of %d bytes kept as %d bytes", len(long), len(msg))
+	}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+
+	left := s.Clone()
+	many := make([]wire.ExecutorStatus, 0, EndedExecutorsKept+3)
+	for i := range EndedExecutorsKept + 2 {
+		many = append(many, wire.ExecutorStatus{ID: i})
+	}
+	many = append(many, wire.ExecutorStatus{ID: 5})
+	left.EndedExecutors[a.ID] = &EndedExecutorsRecord{AppID: a.ID, Executors: many}
+	if n := left.Repair(); n != 3 || left.Validate() != nil {
+		t.Fatalf("repair dropped %d, then %v", n, left.Validate())
+	}
+	if got := endedIDs(left, a.ID); len(got) != EndedExecutorsKept || got[len(got)-1] != EndedExecutorsKept+1 {
+		t.Errorf("repaired to %d: ...%v", len(got), got[len(got)-3:])
+	}
+	if len(many) != EndedExecutorsKept+3 {
+		t.Error("repair changed the record it read in place")
 	}
 }

@@ -29,7 +29,7 @@ const (
 	opPutMaster           // id
 	opDeleteMaster        // id
 	opPutExecutor         // app, executor id, worker
-	opDeleteExecutor      // app, executor id
+	opDeleteExecutor      // app, executor id, end kept or placement deleted (a worker)
 	opOddCommand          // type byte, payload choice: malformed or flagged
 	opRawEntry            // 2-byte length, then the entry's bytes
 	opPlaceExecutor       // as opPutExecutor: placements are what the invariants are about
@@ -144,7 +144,13 @@ func (p *program) command(op byte) Command {
 	case opPutExecutor, opPlaceExecutor:
 		return PutExecutor(ExecutorRecord{AppID: p.appID(), ID: int(p.next() % 3), WorkerID: p.workerID(), Cores: 1, MemoryMB: 512})
 	case opDeleteExecutor:
-		return DeleteExecutor(p.appID(), int(p.next()%3))
+		// Half of them an executor's end kept (which the master writes
+		// before the delete; joined to the next entry or not, in any order).
+		appID, id := p.appID(), int(p.next()%3)
+		if p.next()%2 == 0 {
+			return DeleteExecutor(appID, id)
+		}
+		return EndExecutor(appID, wire.ExecutorStatus{ID: id, WorkerID: p.workerID(), State: wire.ExecutorFailed, Message: "exited"})[0]
 	}
 	return p.oddCommand()
 }

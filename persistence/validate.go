@@ -70,13 +70,7 @@ func (s *State) Repair() int {
 			dropped++
 		}
 	}
-	for k := range s.EndedExecutors {
-		if app := s.Apps[k]; app == nil || app.Finished() {
-			delete(s.EndedExecutors, k) // as harmless: the app's final record lists them
-			dropped++
-		}
-	}
-	return dropped
+	return dropped + s.repairEndedExecutors()
 }
 
 // key is the id a record is kept under in its map.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -164,7 +165,7 @@ func TestSnapshotBadFilesRefused(t *testing.T) {
 		"foreign":   {[]byte("#!/bin/sh\necho hi\n"), "not a berth snapshot"},
 		"truncated": {good[:len(good)/2], "snapshot truncated"},
 		"corrupt":   {corrupt, "snapshot corrupt"},
-		"newer":     {bytes.Replace(good, []byte("berth-snapshot 1"), []byte("berth-snapshot 2"), 1), "newer format"},
+		"newer":     {bytes.Replace(good, []byte(fmt.Sprintf("berth-snapshot %d", snapfile.Format)), []byte(fmt.Sprintf("berth-snapshot %d", snapfile.Format+1)), 1), "newer format"},
 		"crafted":   {craftedSnapshotFile(t), "a master would refuse to restore it: tenant x: unixUser root"},
 	} {
 		path := filepath.Join(dir, name)

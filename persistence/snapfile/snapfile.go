@@ -4,8 +4,8 @@
 //
 // A file is, byte for byte:
 //
-//	berth-snapshot 1\n                          the magic and the format
-//	{"format":1,"index":...,"size":N,...}\n     the metadata, one line of JSON
+//	berth-snapshot 2\n                          the magic and the format
+//	{"format":2,"index":...,"size":N,...}\n     the metadata, one line of JSON
 //	<N bytes: the state, as JSON>\n             the body
 //	sha256 <64 hex digits>\n                    of every byte above this line
 //
@@ -41,8 +41,11 @@ import (
 // Magic starts every snapshot file, followed by a space and the format.
 const Magic = "berth-snapshot"
 
-// Format is the newest format this build writes and reads.
-const Format = 1
+// Format is the newest format this build writes and reads. 2 (since
+// 2026-12-04): the state may hold endedExecutors, which a reader of 1
+// decodes strictly and would take for corruption; it says "newer format"
+// instead. A build reads every format up to its own.
+const Format = 2
 
 // The ways a file is refused; each error wraps one.
 var (

@@ -30,7 +30,7 @@ func sample(t *testing.T) ([]byte, Meta) {
 // body, its checksum; and its counts.
 func TestSnapshotFileRoundTrip(t *testing.T) {
 	data, meta := sample(t)
-	if !bytes.HasPrefix(data, []byte("berth-snapshot 1\n{")) {
+	if !bytes.HasPrefix(data, []byte(fmt.Sprintf("berth-snapshot %d\n{", Format))) {
 		t.Fatalf("file starts %q", data[:30])
 	}
 	got, b, err := Read(bytes.NewReader(data), 1<<20)
@@ -56,6 +56,7 @@ func TestSnapshotFileRoundTrip(t *testing.T) {
 func TestSnapshotFileRefusesBadFiles(t *testing.T) {
 	good, _ := sample(t)
 	s := string(good)
+	cur := fmt.Sprintf("berth-snapshot %d", Format)
 	headerEnd := strings.Index(s, "\n") + 1 + strings.Index(s[strings.Index(s, "\n")+1:], "\n") + 1
 	flip := func(at int) string {
 		b := []byte(s)
@@ -71,12 +72,12 @@ func TestSnapshotFileRefusesBadFiles(t *testing.T) {
 		{"a JSON file", `{"epoch":1}`, ErrForeign, "Raft snapshot"},
 		{"a tarball", "\x1f\x8b\x08\x00\x00\x00\x00\x00", ErrForeign, `does not start with "berth-snapshot"`},
 		{"the magic cut", "berth-sna", ErrTruncated, "first line"},
-		{"a newer format", strings.Replace(s, "berth-snapshot 1", "berth-snapshot 2", 1), ErrNewerFormat, "format 2"},
-		{"a format of words", strings.Replace(s, "berth-snapshot 1", "berth-snapshot one", 1), ErrCorrupt, "no format"},
-		{"format 0", strings.Replace(s, "berth-snapshot 1", "berth-snapshot 0", 1), ErrCorrupt, "no format"},
+		{"a newer format", strings.Replace(s, cur, fmt.Sprintf("berth-snapshot %d", Format+1), 1), ErrNewerFormat, fmt.Sprintf("format %d", Format+1)},
+		{"a format of words", strings.Replace(s, cur, "berth-snapshot one", 1), ErrCorrupt, "no format"},
+		{"format 0", strings.Replace(s, cur, "berth-snapshot 0", 1), ErrCorrupt, "no format"},
 		{"cut in the metadata", s[:30], ErrTruncated, "metadata"},
 		{"metadata not JSON", strings.Replace(s, `{"format"`, `{"format"x`, 1), ErrCorrupt, "not JSON"},
-		{"formats disagree", strings.Replace(s, `"format":1`, `"format":7`, 1), ErrCorrupt, "format 7"},
+		{"formats disagree", strings.Replace(s, fmt.Sprintf(`"format":%d`, Format), `"format":7`, 1), ErrCorrupt, "format 7"},
 		{"cut in the state", s[:headerEnd+20], ErrTruncated, "ends after 20 of"},
 		{"cut before the checksum", s[:len(s)-72], ErrTruncated, "before its checksum"},
 		{"cut in the checksum", s[:len(s)-10], ErrTruncated, "within its checksum"},
