@@ -125,10 +125,13 @@ func finalExecutors(a *appInfo, state wire.AppState, msg string) []wire.Executor
 	var out []wire.ExecutorStatus
 	out = append(out, a.finished...)
 	for _, e := range sortedExecutors(a.executors) {
-		if !e.launching {
+		switch {
+		case e.endingAs != nil: // its own end is being written first
+			out = append(out, *e.endingAs)
+		case !e.launching:
 			st := *executorStatus(e)
 			st.State, st.Message = wire.ExecutorKilled, endedWithApp(state, msg)
-			out = append(out, st)
+			out = append(out, persistence.BoundEndedStatus(st))
 		}
 	}
 	return persistence.KeepLastEnded(out)
@@ -154,11 +157,14 @@ func (c *core) appEnded(a *appInfo, state wire.AppState, msg string, endedAt tim
 		// The final record dropped their placements: end them in memory.
 		e.worker.removeExecutor(e)
 		e.state, e.message = wire.ExecutorKilled, endedWithApp(state, msg)
-		a.retire(e, persistence.BoundEndedStatus(*executorStatus(e))) // as finalExecutors wrote it
+		a.retire(e, persistence.BoundEndedStatus(*executorStatus(e)))
 		if !e.launching {
 			c.fx.send(e.worker, c.killExecutorCommand(a.rec.ID, e.id))
 		}
 	}
+	// Its executors as its final record lists them (finalExecutors): what
+	// a later leader shows.
+	a.finished = slices.Clone(a.rec.Executors)
 	a.state, a.endedAt, a.message = state, endedAt, msg
 	c.completedApps = appendBounded(c.completedApps, a, c.cfg.RetainedApps, func(old *appInfo) {
 		c.forgetKey(submissionKey{keyApp, old.rec.IdempotencyKey}, old.rec.ID)

@@ -106,3 +106,42 @@ func TestReplicaFindsEndedExecutorsWorkers(t *testing.T) {
 		t.Errorf("an executor the replica does not hold: %v", err)
 	}
 }
+
+// An app ended while an executor's own end is being written: its final
+// record lists that executor as it ended (FAILED, its exit code), not as
+// killed by the app's end, and the master lists what the record does, as
+// a later leader will.
+func TestFinalRecordKeepsAnEndInFlight(t *testing.T) {
+	h := newLeader(t, nil, "w1")
+	a := h.addApp(wire.AppDescription{Name: "job", CoresPerExecutor: 1, MaxCores: 2})
+	execs := sortedExecutors(a.executors)
+	if len(execs) != 2 {
+		t.Fatalf("setup: layout %v", layout(a))
+	}
+	failed := execs[0]
+	h.c.executorStateChanged("w1", wire.ExecutorStateChanged{AppID: a.rec.ID, ExecutorID: failed.id, State: wire.ExecutorFailed, ExitCode: intp(3)}, func(wire.None, error) {})
+	var ended error
+	h.c.endApp(a.rec.ID, wire.AppKilled, "killed by request", func(_ wire.AppStatus, err error) { ended = err })
+	h.commit()
+	if ended != nil {
+		t.Fatal(ended)
+	}
+	record := h.fx.state.Apps[a.rec.ID].Executors
+	byID := map[int]wire.ExecutorStatus{}
+	for _, st := range record {
+		byID[st.ID] = st
+	}
+	if st := byID[failed.id]; st.State != wire.ExecutorFailed || st.ExitCode == nil || *st.ExitCode != 3 {
+		t.Errorf("the final record lists executor %d as %+v, want FAILED with code 3", failed.id, st)
+	}
+	if st := byID[execs[1].id]; st.State != wire.ExecutorKilled {
+		t.Errorf("the final record lists executor %d as %+v, want KILLED with its app", execs[1].id, st)
+	}
+	shown, err := h.c.app(a.rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(shown.Executors, record) {
+		t.Errorf("the master lists\n %+v\nits final record\n %+v", shown.Executors, record)
+	}
+}

@@ -77,9 +77,10 @@ func (end executorEnd) decided(e *executorInfo) executorEnd {
 func (c *core) endExecutor(e *executorInfo, end executorEnd, done func(error)) {
 	e.ending = true
 	end = end.decided(e)
+	e.endingAs = end.status
 	c.commit(persistence.EndExecutor(e.app.rec.ID, *end.status), func() { c.executorEnded(e, end) }, func(err error) {
 		if err != nil {
-			e.ending = false // not durable: it runs on as it was
+			e.ending, e.endingAs = false, nil // not durable: it runs on as it was
 		}
 		if done != nil {
 			done(err)
@@ -237,6 +238,7 @@ func (c *core) killExecutors(id string, ids []int, reply reply[wire.KillExecutor
 	for _, eid := range ids {
 		if e, ok := a.executors[eid]; ok && !e.launching {
 			end := killedOnRequest.decided(e)
+			e.endingAs = end.status
 			chosen, ends = append(chosen, e), append(ends, end)
 			killed = append(killed, eid)
 			cmds = append(cmds, persistence.EndExecutor(a.rec.ID, *end.status)...)
@@ -250,7 +252,14 @@ func (c *core) killExecutors(id string, ids []int, reply reply[wire.KillExecutor
 		for i, e := range chosen {
 			c.executorEnded(e, ends[i])
 		}
-	}, answerWrite(reply, func() wire.KillExecutors { return wire.KillExecutors{ExecutorIDs: killed} }))
+	}, func(err error) {
+		if err != nil {
+			for _, e := range chosen {
+				e.endingAs = nil // not durable: they run on
+			}
+		}
+		answerWrite(reply, func() wire.KillExecutors { return wire.KillExecutors{ExecutorIDs: killed} })(err)
+	})
 }
 
 // stable reports whether e has been RUNNING long enough to prove its

@@ -291,6 +291,10 @@ type executorInfo struct {
 	// preemption's write of its record, after the end's delete, would
 	// bring the record back for a new leader to adopt).
 	ending bool
+	// endingAs is its status as the write of its end in flight keeps it
+	// (nil when none is): an app's final record decided meanwhile lists
+	// it so, not as killed by the app's end.
+	endingAs *wire.ExecutorStatus
 	// preemptedFor, once durable, is why it is being taken back, and
 	// killSent whether this leader has told its worker.
 	preemptedFor string

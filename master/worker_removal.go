@@ -33,6 +33,7 @@ func (c *core) removeWorker(w *workerInfo, reason string, done func(error)) {
 	ends := map[*executorInfo]executorEnd{}
 	for _, e := range sortedExecutors(w.executors) {
 		ends[e] = lostWith(reason).decided(e)
+		e.endingAs = ends[e].status
 		cmds = append(cmds, persistence.EndExecutor(e.app.rec.ID, *ends[e].status)...)
 	}
 	cmds = append(cmds, persistence.DeleteWorker(w.rec.ID))
@@ -41,6 +42,9 @@ func (c *core) removeWorker(w *workerInfo, reason string, done func(error)) {
 		if err != nil {
 			c.log.Warn("removing worker failed; it stays as it was", "worker", w.rec.ID, "err", err)
 			w.removing = nil
+			for e := range ends {
+				e.endingAs = nil
+			}
 			c.touched(w)
 		}
 		ws.finish(err)
