@@ -67,13 +67,16 @@ func masterRole(m wire.MasterNode, answering string, now time.Time) string {
 // leader (no quorum, or an election), or masters unreachable; "" when all
 // is well (or nothing is known: one master alone).
 func quorumLine(st wire.ClusterStatus, now time.Time) string {
-	voters, down := 0, 0
+	voters, down, unasked := 0, 0, 0
 	for _, m := range st.Masters {
 		if !m.Voter {
 			continue
 		}
 		voters++
-		if m.Reachable != nil && !*m.Reachable {
+		switch {
+		case m.Reachable == nil:
+			unasked++
+		case !*m.Reachable:
 			down++
 		}
 	}
@@ -86,6 +89,11 @@ func quorumLine(st wire.ClusterStatus, now time.Time) string {
 		return "no leader: writes are refused until one is elected; " + asOf(st, now)
 	case noLeader && voters-down < quorum:
 		return fmt.Sprintf("no leader: %d of %d masters unreachable, no quorum; writes are refused; %s", down, voters, asOf(st, now))
+	case noLeader && voters-down-unasked < quorum:
+		// A master not asked (its API address not yet in this replica, or
+		// no ask made yet) may be up or down: say so, not "a quorum".
+		return fmt.Sprintf("no leader: %d of %d masters reachable, %d unreachable, %d not asked by master %s (no API address of it on record yet): whether a quorum is up is not known here; writes wait for a leader; %s",
+			voters-down-unasked, voters, down, unasked, termtext.Escape(st.MasterID), asOf(st, now))
 	case noLeader:
 		return fmt.Sprintf("no leader: an election is under way (%d of %d masters reachable, a quorum); writes wait for it; %s", voters-down, voters, asOf(st, now))
 	case voters-down < quorum:

@@ -49,6 +49,13 @@ func TestStatusSaysWhichMastersAnswer(t *testing.T) {
 		!strings.Contains(got, "has not heard from a leader since it started") {
 		t.Errorf("an election: %q", got)
 	}
+	// No leader, one master down and one never asked: no quorum claimed.
+	st.Masters[1].Reachable = nil
+	if got := quorumLine(st, now); !strings.HasPrefix(got, "no leader: 1 of 3 masters reachable, 1 unreachable, 1 not asked by master m1") ||
+		!strings.Contains(got, "whether a quorum is up is not known here") {
+		t.Errorf("one down, one not asked: %q", got)
+	}
+	st.Masters[1].Reachable = boolPtr(true)
 	// All well, and one master alone: nothing to say.
 	st.Masters[2].Reachable, st.Leader = boolPtr(true), "https://10.0.0.1:7077"
 	if got := quorumLine(st, now); got != "" {
