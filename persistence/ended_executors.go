@@ -53,14 +53,17 @@ func (s *State) endedExecutor(c Command, touched func(Key)) {
 	if app := s.Apps[e.AppID]; app == nil || app.Finished() {
 		return
 	}
-	next := EndedExecutorsRecord{AppID: e.AppID}
+	var kept []wire.ExecutorStatus
 	if old := s.EndedExecutors[e.AppID]; old != nil {
 		if slices.ContainsFunc(old.Executors, func(st wire.ExecutorStatus) bool { return st.ID == e.Status.ID }) {
 			return
 		}
-		next.Executors = append(next.Executors, old.Executors...)
+		kept = old.Executors[max(len(old.Executors)-EndedExecutorsKept+1, 0):]
 	}
-	next.Executors = KeepLastEnded(append(next.Executors, BoundEndedStatus(e.Status)))
+	// One allocation of what stays and the new end (a record is never
+	// changed in place, so each end copies the app's list).
+	next := EndedExecutorsRecord{AppID: e.AppID, Executors: make([]wire.ExecutorStatus, 0, len(kept)+1)}
+	next.Executors = append(append(next.Executors, kept...), BoundEndedStatus(e.Status))
 	endedExecutorsKind.put(s, &next, touched)
 }
 

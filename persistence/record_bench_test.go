@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+
+	"github.com/berth-cluster/berth/wire"
 )
 
 // benchState holds 1000 workers and 1000 active apps, each with an
@@ -21,6 +23,27 @@ func benchState(b *testing.B) *State {
 		}
 	}
 	return s
+}
+
+// endedStatus is an executor's end as a worker's report makes it.
+func endedStatus(id int) wire.ExecutorStatus {
+	return wire.ExecutorStatus{ID: id, WorkerID: "w1", Host: "10.0.0.1", Cores: 1, MemoryMB: 1024, State: wire.ExecutorFailed,
+		ExitCode: new(int), Message: "exited with code 1: java.lang.OutOfMemoryError: Java heap space"}
+}
+
+// fillEnded gives each app of benchState EndedExecutorsKept ended executors.
+func fillEnded(b *testing.B, s *State) {
+	for i := range 1000 {
+		appID := fmt.Sprintf("app-20261122100000-%04d", i)
+		for id := range EndedExecutorsKept {
+			e := ExecutorRecord{AppID: appID, ID: 100 + id, WorkerID: "w1", Cores: 1}
+			for _, c := range append([]Command{PutExecutor(e)}, EndExecutor(appID, endedStatus(e.ID))...) {
+				if err := s.Apply(c, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
 }
 
 // The commands a busy master writes most: a worker's record, an executor
@@ -40,13 +63,28 @@ func BenchmarkApplyPut(b *testing.B) {
 			e := ExecutorRecord{AppID: fmt.Sprintf("app-20261122100000-%04d", i%1000), ID: 1, WorkerID: "w1", Cores: 1}
 			return []Command{PutExecutor(e), DeleteExecutor(e.AppID, e.ID)}
 		}},
+		// An executor placed and ended with its status kept, each app
+		// holding EndedExecutorsKept ends already (the most an end copies):
+		// what the end's record costs over the delete alone.
+		{"executor-put-end-at-cap", func(i int) []Command {
+			e := ExecutorRecord{AppID: fmt.Sprintf("app-20261122100000-%04d", i%1000), ID: 1000 + i, WorkerID: "w1", Cores: 1}
+			return append([]Command{PutExecutor(e)}, EndExecutor(e.AppID, endedStatus(e.ID))...)
+		}},
 		{"queue", func(i int) []Command {
 			return []Command{PutQueue(QueueRecord{Name: fmt.Sprintf("q%d", i%10), Weight: 1})}
 		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			s := benchState(b)
-			cmds := make([][]Command, 1000)
+			n := 1000
+			if tc.name == "executor-put-end-at-cap" {
+				// Each end new (ids unique up to n): run it with
+				// -benchtime of at most 50000x, else ends repeat and
+				// cost only the check that they are kept already.
+				fillEnded(b, s)
+				n = 50_000
+			}
+			cmds := make([][]Command, n)
 			for i := range cmds {
 				cmds[i] = tc.cmds(i)
 			}
