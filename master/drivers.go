@@ -75,7 +75,7 @@ func (c *core) launchDriver(w *workerInfo, d *driverInfo, grants wire.ResourceGr
 		rec.CredentialHash, rec.Resources, rec.Ports = hash, grants, ports
 	}, nil, func() {
 		d.launching, d.state = false, wire.DriverRunning
-		c.viewsStale() // its committed use changed; placement saw the cores taken already
+		c.viewsStale() // its committed use changed; adding it marked its worker for the index
 		c.fx.send(w, commandOn(wire.WorkerAPI.LaunchDriver, wire.LaunchDriver{
 			Epoch: c.epoch, MasterURL: c.cfg.Advertise, DriverID: d.rec.ID,
 			Process:   process(d.rec.Desc.Command, d.rec.Desc.Env, d.rec.Desc.ProcessSpec, d.rec.UnixUser, d.rec.Desc.Cores, d.rec.Desc.MemoryMB, grants, ports),

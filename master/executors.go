@@ -23,7 +23,7 @@ func (c *core) launchExecutor(a *appInfo, w *workerInfo, cores, memory int, gran
 			return
 		}
 		e.launching = false
-		c.viewsStale() // its committed use changed; placement saw the cores taken already
+		c.viewsStale() // its committed use changed; adding it marked its worker for the index
 		c.metrics.launches.Inc()
 		a.hosts[w.rec.ID] = struct{}{}
 		a.state = wire.AppRunning

@@ -55,9 +55,6 @@ func (c *core) apply(p scheduler.Plan) {
 	for id, next := range p.PortCursors {
 		c.workers[id].ports.SetNext(next)
 	}
-	for _, id := range p.Resync {
-		c.dirty[id] = struct{}{} // the index took room the plan did not use
-	}
 	c.keepRound(p)
 	c.resendPreemptions()
 	for _, pr := range p.Preemptions {

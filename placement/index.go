@@ -45,6 +45,8 @@ type Index struct {
 	// anew per app, and the collector's work was a third of the round.
 	ws    []Worker
 	steps steps
+	// cp is the open checkpoint, if any (checkpoint.go).
+	cp checkpoint
 }
 
 // NewIndex returns an empty index for policy p. Its fast path is the first
@@ -117,6 +119,7 @@ func (x *Index) Put(w Worker) {
 		s.w = cloneWorker(w)
 	} else {
 		s = &slot{w: cloneWorker(w)}
+		x.cp.added(s)
 		x.byID[w.ID] = s
 		x.rankNew(s)
 	}
@@ -146,6 +149,7 @@ func (x *Index) Delete(id string) {
 // detach takes s out of the orders, so that its worker may change; attach
 // puts it back in where it now belongs.
 func (x *Index) detach(s *slot) {
+	x.cp.save(s)
 	if x.byCores != nil {
 		x.byCores.remove(s)
 	} else {

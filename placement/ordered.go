@@ -42,6 +42,9 @@ type slot struct {
 	w    Worker
 	rank uint64
 	pos  int // its position in the buckets' layout plus one; 0: not laid out (buckets.go)
+	// saved is the checkpoint its worker was last saved under
+	// (checkpoint.go): a slot is saved once per checkpoint.
+	saved uint64
 }
 
 // slotCmp orders two slots; negative means a comes first.

@@ -77,7 +77,8 @@ func randomCluster(t *testing.T, seed uint64) *cluster {
 }
 
 // The same view gives the same plan: two views of one state, each with
-// its own index, scheduled one after the other, plan for plan.
+// its own index, scheduled one after the other, plan for plan; and one
+// view scheduled twice.
 func TestSameViewSamePlan(t *testing.T) {
 	var launches, drivers, preemptions, holds int
 	for seed := range uint64(200) {
@@ -86,6 +87,10 @@ func TestSameViewSamePlan(t *testing.T) {
 		if !reflect.DeepEqual(first, second) {
 			t.Fatalf("seed %d: two plans of one view differ:\n%+v\n%+v", seed, first, second)
 		}
+		v := cl.view()
+		if again, twice := Schedule(v), Schedule(v); !reflect.DeepEqual(again, first) || !reflect.DeepEqual(twice, first) {
+			t.Fatalf("seed %d: one view scheduled twice gave\n%+v\n%+v\nwant %+v", seed, again, twice, first)
+		}
 		launches, drivers, preemptions, holds = launches+len(first.Launches), drivers+len(first.Drivers), preemptions+len(first.Preemptions), holds+len(first.GangHolds)
 	}
 	if launches == 0 || drivers == 0 || preemptions == 0 || holds == 0 {
@@ -93,18 +98,25 @@ func TestSameViewSamePlan(t *testing.T) {
 	}
 }
 
-// Scheduling changes nothing of the view but its index: the apps, the
-// queues and the workers' ports are as they were.
+// Scheduling changes nothing of the view: the apps, the queues, the
+// workers' ports and the index (its workers, their free room and order)
+// are as they were, though the plans launched.
 func TestScheduleLeavesTheViewAsItWas(t *testing.T) {
+	launches := 0
 	for seed := range uint64(50) {
 		cl := randomCluster(t, seed)
 		v := cl.view()
 		apps, queues := fmt.Sprint(v.Apps), fmt.Sprint(v.Queues)
+		index := v.Index.(*placement.Index)
+		workers, cores := index.Workers(), index.CoresFree()
 		var free []int
 		for _, w := range cl.workers {
 			free = append(free, w.Ports.Free(), w.Ports.Next())
 		}
-		Schedule(v)
+		launches += len(Schedule(v).Launches)
+		if got := index.Workers(); !reflect.DeepEqual(got, workers) || index.CoresFree() != cores {
+			t.Fatalf("seed %d: Schedule changed its index:\n%+v\nwant %+v", seed, got, workers)
+		}
 		var after []int
 		for _, w := range cl.workers {
 			after = append(after, w.Ports.Free(), w.Ports.Next())
@@ -112,5 +124,8 @@ func TestScheduleLeavesTheViewAsItWas(t *testing.T) {
 		if fmt.Sprint(v.Apps) != apps || fmt.Sprint(v.Queues) != queues || !reflect.DeepEqual(free, after) {
 			t.Fatalf("seed %d: Schedule changed its view", seed)
 		}
+	}
+	if launches == 0 {
+		t.Error("no plan launched anything: the index was never taken from")
 	}
 }

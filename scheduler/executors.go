@@ -155,8 +155,7 @@ func (r *round) placeRound(rnd *shareRound, cands []candidate, room func(candida
 		a := r.appByID[l.AppID]
 		_, known := r.v.Fleet.Worker(l.WorkerID)
 		if a == nil || !known || dropped[i] {
-			r.resync(l.WorkerID) // not launched: the index took it; put the worker back
-			continue
+			continue // not launched (the index keeps it taken until the round's end)
 		}
 		ports, ok := gangPorts[i], true
 		if ports == nil && len(a.Ports) > 0 {
@@ -166,7 +165,6 @@ func (r *round) placeRound(rnd *shareRound, cands []candidate, room func(candida
 		if !ok {
 			// The index does not count ports: one round may have given
 			// this worker more executors than it has ports left.
-			r.resync(l.WorkerID)
 			continue
 		}
 		if len(l.Resources) > 0 {

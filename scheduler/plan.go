@@ -22,10 +22,6 @@ type Plan struct {
 	// workers whose ports the round took (a gang that could not have all
 	// its ports moved the search on all the same).
 	PortCursors map[string]int
-	// Resync names workers the index gave room on for launches the plan
-	// dropped (a gang not placed whole, ports short): the master puts them
-	// in the index again, from its state.
-	Resync      []string
 	Preemptions []Preemption
 	// Queues is what the round found of each queue, by name.
 	Queues map[string]QueueOutcome

@@ -9,8 +9,13 @@ import (
 
 // Schedule decides one round: it places waiting drivers, then executors by
 // the queues' fair shares (fairshare.go), then takes back what a queue is
-// owed if it has waited long enough (preempt.go).
+// owed if it has waited long enough (preempt.go). It leaves the view as it
+// found it: the round's passes take their placements off the view's index
+// under a checkpoint (each pass sees what the passes before it took), and
+// the index is rolled back before Schedule returns.
 func Schedule(v *View) Plan {
+	v.Index.Checkpoint()
+	defer v.Index.Rollback()
 	r := newRound(v)
 	if len(v.WaitingDrivers) == 0 && !r.appsWantCores() {
 		r.settle()
@@ -230,7 +235,3 @@ func (r *round) takePorts(u *workerUse, labels []string) (map[string]int, bool) 
 	}
 	return ports, ok
 }
-
-// resync asks the master to put worker id in the index again (a worker
-// may be named more than once).
-func (r *round) resync(id string) { r.plan.Resync = append(r.plan.Resync, id) }

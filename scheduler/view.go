@@ -15,11 +15,11 @@
 // live workers and executors read through interfaces (so that a round
 // costs what it decides, not the fleet's size), so Schedule and the
 // StatusView's methods must run where that state cannot change meanwhile:
-// the master's loop goroutine. They change only what they are handed to
-// change: Schedule takes the plan's placements off the view's Index (the
-// master's own, which it puts right again from its state: see
-// View.Index), and the Rooms memo and the Buffers are filled. The same
-// view gives the same plan.
+// the master's loop goroutine. They leave the view as they found it:
+// Schedule decides on the view's Index (the master's own) under a
+// checkpoint it rolls back before returning (View.Index), and only the
+// Rooms memo and the Buffers are filled. The same view gives the same
+// plan, however often it is asked.
 package scheduler
 
 import (
@@ -39,19 +39,20 @@ type Config struct {
 	GangReserveAfter time.Duration // how long a gang waits before capacity is held for it
 }
 
-// View is what one scheduling round decides on. Apart from its Index (and
-// the memo of Rooms and the storage of Buffers, which decide nothing),
-// nothing in it is changed by the scheduler.
+// View is what one scheduling round decides on. Schedule leaves it as it
+// found it: its Index is rolled back before Schedule returns, and only the
+// memo of Rooms and the storage of Buffers (which decide nothing) are
+// filled.
 type View struct {
 	Now    time.Time
 	Config Config
 	// Index holds the placeable workers' free room in the policy's order,
-	// up to date when Schedule is called. Schedule takes the plan's
-	// placements off it as it decides (so that each app of the round sees
-	// what the apps before it took), including launches the plan then
-	// drops (Plan.Resync names their workers): the master puts every
-	// worker the plan touched again from its own state before the next
-	// round, so that the index never drifts from what was applied.
+	// up to date when Schedule is called. Schedule decides on it under a
+	// checkpoint, taking each placement off it as it goes (so that each
+	// app of the round sees what the apps before it took), and rolls it
+	// back before it returns: the index is as it was handed in, and the
+	// master puts the workers a plan placed on in it again once it has
+	// applied the plan.
 	Index Index
 	// Fleet answers what the scheduler asks of single workers, and walks
 	// them all when a decision needs every worker (drivers' ring, gangs,
@@ -79,12 +80,15 @@ type View struct {
 }
 
 // Index is the placement index as the scheduler uses it; *placement.Index
-// implements it.
+// implements it. Schedule changes it only between Checkpoint and
+// Rollback.
 type Index interface {
 	Len() int
 	CoresFree() int
 	Round(apps []placement.App) []placement.Launch
 	Put(w placement.Worker)
+	Checkpoint()
+	Rollback()
 }
 
 // Fleet is the read side of the master's workers. Its answers do not
